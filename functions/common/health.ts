@@ -1,0 +1,6 @@
+import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+
+/** `GET /health` on every service: 200 once the function can serve. */
+export const adapter = async () => jsonResponse(200, { status: 'ok' });
+
+export const handler = httpHandler(adapter);

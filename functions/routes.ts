@@ -1,0 +1,45 @@
+/**
+ * Every HTTP route of the three services and the handler module that serves it.
+ * CDK (infra/services-stack.ts) makes one Lambda per entry and one API Gateway HTTP API
+ * route per path; the local runtime (infra/local/) routes requests to the same modules.
+ * `$default` catches unknown routes so they get our JSON 404 instead of API Gateway's.
+ */
+export type ServiceName = 'account' | 'enclave' | 'express';
+
+export interface RouteDefinition {
+  /** Stable id, used for the Lambda's construct id (PascalCase). */
+  readonly id: string;
+  readonly service: ServiceName;
+  /** `METHOD /path/{param}` as API Gateway HTTP APIs write it, or `$default`. */
+  readonly routeKey: string;
+  /** Handler module, relative to the repository root; it exports `handler`. */
+  readonly entry: string;
+  /** Needs to reach the wallet enclave over HTTP (account and express services). */
+  readonly callsEnclave?: boolean;
+}
+
+export const ROUTES: readonly RouteDefinition[] = [
+  { id: 'AccountHealth', service: 'account', routeKey: 'GET /health', entry: 'functions/common/health.ts' },
+  { id: 'AccountNotFound', service: 'account', routeKey: '$default', entry: 'functions/common/not-found.ts' },
+  { id: 'CreateAccount', service: 'account', routeKey: 'POST /account', entry: 'functions/account/create-account.ts', callsEnclave: true },
+  { id: 'GetAccount', service: 'account', routeKey: 'GET /account', entry: 'functions/account/get-account.ts' },
+  { id: 'SignWithWallet', service: 'account', routeKey: 'POST /wallet/sign', entry: 'functions/account/sign-with-wallet.ts', callsEnclave: true },
+
+  { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts' },
+  { id: 'EnclaveNotFound', service: 'enclave', routeKey: '$default', entry: 'functions/common/not-found.ts' },
+  { id: 'CreateWalletV2', service: 'enclave', routeKey: 'POST /v2/api/wallet', entry: 'functions/enclave/create-wallet.ts' },
+  { id: 'SignDataV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_data', entry: 'functions/enclave/sign-data.ts' },
+  { id: 'SignMessageV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_message', entry: 'functions/enclave/sign-message.ts' },
+  { id: 'SignTransactionV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_transaction', entry: 'functions/enclave/sign-transaction.ts' },
+
+  { id: 'ExpressHealth', service: 'express', routeKey: 'GET /health', entry: 'functions/common/health.ts' },
+  { id: 'ExpressNotFound', service: 'express', routeKey: '$default', entry: 'functions/common/not-found.ts' },
+  { id: 'GetIdentityProvider', service: 'express', routeKey: 'GET /v1/identity/provider', entry: 'functions/express/get-identity-provider.ts' },
+];
+
+/** Which AWS resources a service's functions need; infra grants exactly these. */
+export const SERVICE_NEEDS: Record<ServiceName, { readonly table: boolean; readonly enclaveKey: boolean; readonly accountKey: boolean; readonly opJwtKey: boolean }> = {
+  account: { table: true, enclaveKey: false, accountKey: true, opJwtKey: true },
+  enclave: { table: true, enclaveKey: true, accountKey: false, opJwtKey: false },
+  express: { table: true, enclaveKey: false, accountKey: false, opJwtKey: false },
+};

@@ -1,0 +1,67 @@
+import * as v from 'valibot';
+
+/**
+ * Configuration read from the environment once, at module load (cold start), validated by
+ * valibot. A missing or malformed variable stops the cold start with a message naming it.
+ *
+ * | variable            | used by                 | meaning                                              |
+ * |---------------------|-------------------------|------------------------------------------------------|
+ * | TABLE_NAME          | all                     | the single DynamoDB table                            |
+ * | DYNAMODB_ENDPOINT   | all (optional)          | a local engine (dynalite, DynamoDB Local, LocalStack)|
+ * | KEY_PROVIDER        | account, enclave        | `kms` (AWS) or `local` (master key files in DATA_DIR)|
+ * | ENCLAVE_KMS_KEY_ID  | enclave, when kms       | KMS key wrapping wallet keys                         |
+ * | ACCOUNT_KMS_KEY_ID  | account, when kms       | KMS key wrapping stored access keys                  |
+ * | OP_JWT_SIGNER       | account                 | `kms` (asymmetric KMS key) or `local` (key in DATA_DIR)|
+ * | OP_JWT_KMS_KEY_ID   | account, when kms       | ECC_NIST_P256 signing key for op_jwt                 |
+ * | TEE_URL             | account                 | base URL of the wallet enclave service               |
+ * | DATA_DIR            | when anything is local  | where local key material lives                       |
+ */
+const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1));
+
+const BaseEnv = v.object({
+  TABLE_NAME: nonEmpty,
+  DYNAMODB_ENDPOINT: v.optional(v.pipe(v.string(), v.url())),
+  DATA_DIR: v.optional(nonEmpty),
+});
+
+const KeyProviderEnv = v.variant('KEY_PROVIDER', [
+  v.object({ KEY_PROVIDER: v.literal('kms'), KMS_KEY_ID: nonEmpty }),
+  v.object({ KEY_PROVIDER: v.literal('local'), DATA_DIR: nonEmpty }),
+]);
+
+const OpJwtSignerEnv = v.variant('OP_JWT_SIGNER', [
+  v.object({ OP_JWT_SIGNER: v.literal('kms'), OP_JWT_KMS_KEY_ID: nonEmpty }),
+  v.object({ OP_JWT_SIGNER: v.literal('local'), DATA_DIR: nonEmpty }),
+]);
+
+export class ConfigError extends Error {}
+
+function parseEnv<S extends v.GenericSchema>(schema: S, env: Record<string, string | undefined>): v.InferOutput<S> {
+  const result = v.safeParse(schema, env);
+  if (!result.success) {
+    const problems = result.issues.map((issue) => `${v.getDotPath(issue) ?? '(env)'}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  return result.output;
+}
+
+export type BaseConfig = v.InferOutput<typeof BaseEnv>;
+export type KeyProviderConfig = v.InferOutput<typeof KeyProviderEnv>;
+export type OpJwtSignerConfig = v.InferOutput<typeof OpJwtSignerEnv>;
+
+export function loadBaseConfig(env = process.env): BaseConfig {
+  return parseEnv(BaseEnv, env);
+}
+
+/** Key provider for one purpose: `kmsKeyVar` names the env var holding that purpose's KMS key. */
+export function loadKeyProviderConfig(kmsKeyVar: 'ENCLAVE_KMS_KEY_ID' | 'ACCOUNT_KMS_KEY_ID', env = process.env): KeyProviderConfig {
+  return parseEnv(KeyProviderEnv, { ...env, KMS_KEY_ID: env[kmsKeyVar] });
+}
+
+export function loadOpJwtSignerConfig(env = process.env): OpJwtSignerConfig {
+  return parseEnv(OpJwtSignerEnv, env);
+}
+
+export function loadTeeUrl(env = process.env): string {
+  return parseEnv(v.object({ TEE_URL: v.pipe(v.string(), v.url()) }), env).TEE_URL.replace(/\/+$/, '');
+}

@@ -1,0 +1,66 @@
+/**
+ * Typed domain errors. Each carries a stable UPPER_SNAKE `code` and the HTTP status it maps to;
+ * shared/http/error-handler.ts turns them into `{ success: false, error: { code, message } }`.
+ */
+export class DomainError extends Error {
+  readonly code: string;
+  readonly status: number;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** 400: the request is malformed; the message names the field. */
+export class ValidationError extends DomainError {
+  constructor(message: string, code = 'INVALID_REQUEST') {
+    super(400, code, message);
+  }
+}
+
+/** 401: missing or invalid credentials. */
+export class UnauthorizedError extends DomainError {
+  constructor(code: string, message: string) {
+    super(401, code, message);
+  }
+}
+
+/** 403: valid credentials that do not allow this. */
+export class ForbiddenError extends DomainError {
+  constructor(code: string, message: string) {
+    super(403, code, message);
+  }
+}
+
+export class NotFoundError extends DomainError {
+  constructor(code: string, message: string) {
+    super(404, code, message);
+  }
+}
+
+export class ConflictError extends DomainError {
+  constructor(code: string, message: string) {
+    super(409, code, message);
+  }
+}
+
+export class GoneError extends DomainError {
+  constructor(code: string, message: string) {
+    super(410, code, message);
+  }
+}
+
+/** 422: well-formed but not possible (insufficient funds, migration required, ...). */
+export class UnprocessableError extends DomainError {
+  constructor(code: string, message: string) {
+    super(422, code, message);
+  }
+}
+
+/** 502: a dependency (the enclave, a chain) failed; the message names no internals. */
+export class UpstreamError extends DomainError {
+  constructor(code: string, message: string) {
+    super(502, code, message);
+  }
+}

@@ -1,0 +1,27 @@
+import middy from '@middy/core';
+import httpJsonBodyParser from '@middy/http-json-body-parser';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { errorHandler } from './error-handler.ts';
+
+export type HttpResult = APIGatewayProxyStructuredResultV2;
+export type HttpAdapter<E = APIGatewayProxyEventV2> = (event: E, context: Context) => Promise<HttpResult>;
+
+export function jsonResponse(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResult {
+  return {
+    statusCode,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+    body: JSON.stringify(body),
+  };
+}
+
+/**
+ * Wraps an adapter for Lambda: JSON error mapping always; JSON body parsing when the route
+ * takes a body (the parser then requires `Content-Type: application/json`).
+ */
+export function httpHandler(adapter: HttpAdapter<any>, options: { jsonBody?: boolean } = {}) {
+  const wrapped = middy(adapter);
+  if (options.jsonBody) wrapped.use(httpJsonBodyParser());
+  // Registered last so its onError runs first (middy runs onError in reverse order).
+  wrapped.use(errorHandler());
+  return wrapped;
+}
