@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+
+/**
+ * What API Gateway HTTP APIs do in front of a Lambda (payload format 2.0), for the local
+ * runtime: route matching, the event shape, and turning the handler's result into a response.
+ */
+export interface Route {
+  readonly routeKey: string;
+  readonly method: string;
+  readonly pattern: RegExp;
+  readonly paramNames: readonly string[];
+}
+
+export function compileRoute(routeKey: string): Route {
+  if (routeKey === '$default') return { routeKey, method: '*', pattern: /^/, paramNames: [] };
+  const [method, path] = routeKey.split(' ') as [string, string];
+  const paramNames: string[] = [];
+  const source = path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{([^}+]+)\+?\}/g, (_m, name: string) => {
+    paramNames.push(name);
+    return '([^/]+)';
+  });
+  return { routeKey, method, pattern: new RegExp(`^${source}$`), paramNames };
+}
+
+/** Exact routes first, `$default` last, as API Gateway matches. */
+export function matchRoute<R extends Route>(routes: readonly R[], method: string, path: string) {
+  for (const route of routes) {
+    if (route.routeKey === '$default' || route.method !== method) continue;
+    const match = route.pattern.exec(path);
+    if (match) {
+      const pathParameters = Object.fromEntries(route.paramNames.map((name, i) => [name, decodeURIComponent(match[i + 1]!)]));
+      return { route, pathParameters };
+    }
+  }
+  const fallback = routes.find((route) => route.routeKey === '$default');
+  return fallback ? { route: fallback, pathParameters: {} } : undefined;
+}
+
+const TEXTUAL = /^(application\/(json|x-www-form-urlencoded|.*\+json)|text\/)/i;
+
+export function toEvent(req: IncomingMessage, body: Buffer, routeKey: string, pathParameters: Record<string, string>): APIGatewayProxyEventV2 {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const queryStringParameters: Record<string, string> = {};
+  for (const [name, value] of url.searchParams) {
+    queryStringParameters[name] = name in queryStringParameters ? `${queryStringParameters[name]},${value}` : value;
+  }
+  const textual = TEXTUAL.test(headers['content-type'] ?? '');
+  const now = new Date();
+  return {
+    version: '2.0',
+    routeKey,
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    headers,
+    queryStringParameters: Object.keys(queryStringParameters).length ? queryStringParameters : undefined,
+    pathParameters: Object.keys(pathParameters).length ? pathParameters : undefined,
+    body: body.length ? (textual ? body.toString('utf8') : body.toString('base64')) : undefined,
+    isBase64Encoded: body.length > 0 && !textual,
+    requestContext: {
+      accountId: 'sandbox',
+      apiId: 'local',
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: 'localhost',
+      http: {
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId: randomUUID(),
+      routeKey,
+      stage: '$default',
+      time: now.toUTCString(),
+      timeEpoch: now.getTime(),
+    },
+  };
+}
+
+export function lambdaContext(functionName: string, timeoutMs: number): Context {
+  const deadline = Date.now() + timeoutMs;
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: '512',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+export function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResultV2 | string | undefined) {
+  if (result === undefined || typeof result === 'string') {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(result ?? '');
+    return;
+  }
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(result.headers ?? {})) headers[name] = String(value);
+  if (result.cookies?.length) headers['set-cookie'] = result.cookies;
+  const body = result.body === undefined ? '' : result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body;
+  res.writeHead(result.statusCode ?? 200, headers).end(body);
+}

@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { exportJWK, generateKeyPair, calculateJwkThumbprint, type JWK } from 'jose';
+import * as v from 'valibot';
+import { type Application, DEFAULT_WALLET_GROUP_ID } from '../../shared/apps/application.ts';
+import { hashSecret } from '../../shared/apps/app-registry.ts';
+
+/**
+ * Applications for the local runtime: from `APPS_FILE` (a JSON array), or a dev app generated
+ * once into DATA_DIR with its own dev issuer key (`npm run token` mints JWTs with it).
+ */
+const Jwks = v.object({ keys: v.array(v.looseObject({ kty: v.string() })) });
+
+export const AppFileEntry = v.pipe(
+  v.object({
+    app_id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, ".", "_" or "-"')),
+    secret_key: v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters')),
+    api_key: v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters')),
+    created_at: v.pipe(v.string(), v.isoTimestamp('must be an ISO 8601 timestamp')),
+    default_wallet_group_id: v.optional(v.string()),
+    oidc: v.object({
+      provider_id: v.pipe(v.string(), v.minLength(1)),
+      issuer: v.pipe(v.string(), v.minLength(1)),
+      audience: v.optional(v.string()),
+      jwks: v.optional(Jwks),
+      jwks_uri: v.optional(v.pipe(v.string(), v.url())),
+    }),
+  }),
+  v.check((app) => Boolean(app.oidc.jwks) !== Boolean(app.oidc.jwks_uri), 'oidc needs exactly one of "jwks" or "jwks_uri"'),
+);
+export type AppFileEntry = v.InferOutput<typeof AppFileEntry>;
+
+export async function readAppsFile(path: string): Promise<AppFileEntry[]> {
+  const raw = JSON.parse(await readFile(path, 'utf8')) as unknown;
+  const result = v.safeParse(v.pipe(v.array(AppFileEntry), v.minLength(1, 'must list at least one app')), raw);
+  if (!result.success) {
+    const problems = result.issues.map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`);
+    throw new Error(`APPS_FILE ${path} is invalid: ${problems.join('; ')}`);
+  }
+  return result.output;
+}
+
+export function toApplication(entry: AppFileEntry, trustedKeys: JWK[]): Application {
+  return {
+    app_id: entry.app_id,
+    created_at: new Date(entry.created_at).toISOString(),
+    oidc: entry.oidc as Application['oidc'],
+    secret_key_hash: hashSecret(entry.secret_key),
+    api_key_hash: hashSecret(entry.api_key),
+    trusted_keys: trustedKeys,
+    default_wallet_group_id: entry.default_wallet_group_id ?? DEFAULT_WALLET_GROUP_ID,
+  };
+}
+
+export const DEV_ISSUER = 'https://dev-idp.sandbox.local';
+export const DEV_AUDIENCE = 'perp-wallet-dev';
+
+export function devAppPaths(dataDir: string) {
+  return { app: join(dataDir, 'dev-app.json'), issuerKey: join(dataDir, 'keys', 'dev-issuer.jwk.json') };
+}
+
+/** The dev app and its issuer key, created on first start and kept in DATA_DIR. */
+export async function loadOrCreateDevApp(dataDir: string): Promise<AppFileEntry> {
+  const paths = devAppPaths(dataDir);
+  try {
+    return v.parse(AppFileEntry, JSON.parse(await readFile(paths.app, 'utf8')));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+  const privateJwk = await exportJWK(privateKey);
+  const { d: _d, ...publicJwk } = privateJwk;
+  const kid = await calculateJwkThumbprint(publicJwk);
+  const entry: AppFileEntry = {
+    app_id: 'dev-app',
+    secret_key: `sk_dev_${randomBytes(24).toString('base64url')}`,
+    api_key: `ak_dev_${randomBytes(24).toString('base64url')}`,
+    created_at: new Date().toISOString(),
+    oidc: {
+      provider_id: 'dev-idp',
+      issuer: DEV_ISSUER,
+      audience: DEV_AUDIENCE,
+      jwks: { keys: [{ ...publicJwk, kid, alg: 'ES256', use: 'sig' } as { kty: string }] },
+    },
+  };
+  await mkdir(join(dataDir, 'keys'), { recursive: true, mode: 0o700 });
+  await writeFile(paths.issuerKey, JSON.stringify({ ...privateJwk, kid, alg: 'ES256' }), { mode: 0o600 });
+  await writeFile(paths.app, JSON.stringify(entry, null, 2), { mode: 0o600 });
+  return entry;
+}

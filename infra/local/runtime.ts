@@ -1,0 +1,172 @@
+import { mkdir } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import dynalite from 'dynalite';
+import { ROUTES, type RouteDefinition, type ServiceName } from '../../functions/routes.ts';
+import { putApplication } from '../../shared/apps/app-registry.ts';
+import { LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
+import { createDocumentClient } from '../../shared/db/client.ts';
+import { localCreateTableInput } from '../../shared/db/table-definition.ts';
+import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } from './applications.ts';
+import { compileRoute, lambdaContext, matchRoute, toEvent, writeResult } from './api-gateway.ts';
+
+/**
+ * The embedded local sandbox: three HTTP listeners whose requests become API Gateway events for
+ * the very handler modules Lambda runs, DynamoDB in dynalite persisted under DATA_DIR (or an
+ * external engine), and local key providers behind the KMS interfaces.
+ */
+export interface LocalRuntimeOptions {
+  readonly dataDir: string;
+  readonly ports: Record<ServiceName, number>;
+  /** Use this DynamoDB endpoint (DynamoDB Local, LocalStack) instead of embedded dynalite. */
+  readonly dynamodbEndpoint?: string;
+  readonly appsFile?: string;
+  readonly tableName?: string;
+  readonly host?: string;
+  /** Called once per request, after the response: method, path, status, milliseconds. */
+  readonly onRequest?: (line: { service: ServiceName; method: string; path: string; status: number; ms: number }) => void;
+}
+
+export interface LocalRuntime {
+  readonly urls: Record<ServiceName, string>;
+  readonly apps: readonly AppFileEntry[];
+  readonly dynamodbEndpoint: string;
+  stop(): Promise<void>;
+}
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const MAX_BODY_BYTES = 1024 * 1024;
+const SERVICES: readonly ServiceName[] = ['account', 'enclave', 'express'];
+
+export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
+  const dataDir = resolve(options.dataDir);
+  const host = options.host ?? '127.0.0.1';
+  const tableName = options.tableName ?? 'perp-wallet';
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+
+  // AWS SDK clients need a region and credentials even against a local engine.
+  process.env.AWS_REGION ??= 'us-east-1';
+  process.env.AWS_ACCESS_KEY_ID ??= 'sandbox';
+  process.env.AWS_SECRET_ACCESS_KEY ??= 'sandbox';
+
+  const closers: (() => Promise<void>)[] = [];
+  let dynamodbEndpoint = options.dynamodbEndpoint;
+  if (!dynamodbEndpoint) {
+    const engine = dynalite({ path: join(dataDir, 'dynamodb'), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+    const port = await listen(engine, 0, host);
+    dynamodbEndpoint = `http://${host}:${port}`;
+    closers.push(() => close(engine));
+  }
+  await ensureTable(dynamodbEndpoint, tableName);
+
+  // Applications, each trusting the account service's local op_jwt signing key.
+  const apps = options.appsFile ? await readAppsFile(options.appsFile) : [await loadOrCreateDevApp(dataDir)];
+  const trustedKey = await new LocalOpJwtSigner(dataDir).publicJwk();
+  const table = { doc: createDocumentClient(dynamodbEndpoint), name: tableName };
+  for (const entry of apps) await putApplication(table, toApplication(entry, [trustedKey]));
+
+  // Listen first (ports may be 0), then configure the handlers' environment, then serve.
+  const servers = Object.fromEntries(SERVICES.map((service) => [service, createServer()])) as Record<ServiceName, Server>;
+  const urls = {} as Record<ServiceName, string>;
+  for (const service of SERVICES) {
+    const port = await listen(servers[service], options.ports[service], host);
+    urls[service] = `http://${host}:${port}`;
+    closers.unshift(() => close(servers[service]));
+  }
+  Object.assign(process.env, {
+    TABLE_NAME: tableName,
+    DYNAMODB_ENDPOINT: dynamodbEndpoint,
+    DATA_DIR: dataDir,
+    KEY_PROVIDER: 'local',
+    OP_JWT_SIGNER: 'local',
+    TEE_URL: urls.enclave,
+  });
+  for (const service of SERVICES) {
+    const routes = ROUTES.filter((route) => route.service === service).map((route) => ({ ...route, ...compileRoute(route.routeKey) }));
+    servers[service].on('request', (req, res) => {
+      const started = performance.now();
+      serve(routes, req, res)
+        .catch(() => {
+          if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } }));
+        })
+        .finally(() =>
+          options.onRequest?.({ service, method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, status: res.statusCode, ms: performance.now() - started }),
+        );
+    });
+  }
+
+  return {
+    urls,
+    apps,
+    dynamodbEndpoint,
+    stop: async () => {
+      for (const closeOne of closers) await closeOne();
+    },
+  };
+}
+
+type Handler = (event: unknown, context: unknown) => Promise<unknown>;
+const handlers = new Map<string, Promise<Handler>>();
+
+function loadHandler(entry: string): Promise<Handler> {
+  let handler = handlers.get(entry);
+  if (!handler) {
+    handler = import(pathToFileURL(join(ROOT, entry)).href).then((module: { handler: Handler }) => module.handler);
+    handlers.set(entry, handler);
+  }
+  return handler;
+}
+
+async function serve(routes: (RouteDefinition & ReturnType<typeof compileRoute>)[], req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) {
+      res.writeHead(413, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ success: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 1 MiB' } }));
+      return;
+    }
+    chunks.push(chunk as Buffer);
+  }
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const matched = matchRoute(routes, req.method ?? 'GET', url.pathname);
+  if (!matched) throw new Error('no $default route');
+  const handler = await loadHandler(matched.route.entry);
+  const event = toEvent(req, Buffer.concat(chunks), matched.route.routeKey, matched.pathParameters);
+  const result = await handler(event, lambdaContext(matched.route.id, 29_000));
+  writeResult(res, result as Parameters<typeof writeResult>[1]);
+}
+
+async function ensureTable(endpoint: string, tableName: string) {
+  const client = new DynamoDBClient({ endpoint });
+  try {
+    await client.send(new CreateTableCommand(localCreateTableInput(tableName)));
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+  }
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    if (Table?.TableStatus === 'ACTIVE') return client.destroy();
+    await new Promise((done) => setTimeout(done, 50));
+  }
+  throw new Error(`table ${tableName} did not become ACTIVE`);
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((done, fail) => {
+    server.once('error', fail);
+    server.listen(port, host, () => done((server.address() as AddressInfo).port));
+  });
+}
+
+function close(server: Server): Promise<void> {
+  return new Promise((done) => {
+    server.close(() => done());
+    server.closeAllConnections?.();
+  });
+}

@@ -1,0 +1,53 @@
+import { parseArgs } from 'node:util';
+import { startLocalRuntime } from './runtime.ts';
+
+/**
+ * `npm start`: the three services on 127.0.0.1 with no AWS account. Configuration by environment:
+ * ACCOUNT_PORT (3000), ENCLAVE_PORT (3001), EXPRESS_PORT (3002), DATA_DIR (.data),
+ * DYNAMODB_ENDPOINT (embedded dynalite when unset), APPS_FILE (a generated dev app when unset).
+ */
+const { values } = parseArgs({ options: { quiet: { type: 'boolean', default: false } } });
+const env = process.env;
+
+function port(name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) {
+    process.stderr.write(`${name} must be a port number (0-65535), got "${raw}"\n`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const dataDir = env.DATA_DIR || '.data';
+const runtime = await startLocalRuntime({
+  dataDir,
+  ports: { account: port('ACCOUNT_PORT', 3000), enclave: port('ENCLAVE_PORT', 3001), express: port('EXPRESS_PORT', 3002) },
+  dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
+  appsFile: env.APPS_FILE || undefined,
+  onRequest: values.quiet ? undefined : (r) => process.stdout.write(`${r.service} ${r.method} ${r.path} ${r.status} ${r.ms.toFixed(1)}ms\n`),
+});
+
+const out = process.stdout;
+out.write(`\nLOCAL SANDBOX (no AWS; data in ${dataDir}, DynamoDB at ${runtime.dynamodbEndpoint})\n`);
+out.write(`  account service   ${runtime.urls.account}\n`);
+out.write(`  wallet enclave    ${runtime.urls.enclave}\n`);
+out.write(`  express wallet    ${runtime.urls.express}\n\n`);
+if (env.APPS_FILE) {
+  out.write(`Applications from ${env.APPS_FILE}: ${runtime.apps.map((app) => app.app_id).join(', ')}\n`);
+} else {
+  const [dev] = runtime.apps;
+  out.write(`Dev app "${dev!.app_id}" (identity provider "${dev!.oidc.provider_id}", issuer ${dev!.oidc.issuer}):\n`);
+  out.write(`  X-SERVICE-SECRET-KEY: ${dev!.secret_key}\n`);
+  out.write(`  X-SERVICE-API-KEY:    ${dev!.api_key}\n`);
+  out.write(`Mint a dev JWT:  npm run token -- --sub alice [--ttl 300]\n`);
+  out.write(`Try:  curl -X POST ${runtime.urls.account}/account -H "Authorization: Bearer $(npm run -s token -- --sub alice)" -H "X-SERVICE-SECRET-KEY: ${dev!.secret_key}"\n`);
+}
+out.write(`ready ${JSON.stringify(runtime.urls)}\n`);
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    runtime.stop().then(() => process.exit(0), () => process.exit(1));
+  });
+}

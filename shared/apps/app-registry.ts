@@ -1,0 +1,75 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { getItem, type Table } from '../db/client.ts';
+import { keys } from '../db/keys.ts';
+import type { Application } from './application.ts';
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/** Constant-time comparison of two hex digests of equal length. */
+export function digestsEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'hex');
+  const right = Buffer.from(b, 'hex');
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+/** Writes an application and its lookup items (secret key hash and API key hash → app id). */
+export async function putApplication(table: Table, app: Application): Promise<void> {
+  // Lookups first: a lookup without its app resolves to "unknown app", never to a wrong one.
+  await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.appSecret(app.secret_key_hash), app_id: app.app_id } }));
+  await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.appApiKey(app.api_key_hash), app_id: app.app_id } }));
+  await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.app(app.app_id), ...app } }));
+}
+
+export async function getApplication(table: Table, appId: string): Promise<Application | undefined> {
+  return (await getItem(table, keys.app(appId))) as Application | undefined;
+}
+
+/**
+ * Resolves applications by their credentials, with a short in-memory cache per container so a
+ * warm Lambda does not read the table on every request.
+ */
+export class AppRegistry {
+  readonly #table: Table;
+  readonly #ttlMs: number;
+  readonly #cache = new Map<string, { app: Application | undefined; expires: number }>();
+
+  constructor(table: Table, ttlMs = 30_000) {
+    this.#table = table;
+    this.#ttlMs = ttlMs;
+  }
+
+  /** The app whose secret key this is, or undefined. */
+  findBySecretKey(secretKey: string): Promise<Application | undefined> {
+    const hash = hashSecret(secretKey);
+    return this.#cached(`secret:${hash}`, async () => {
+      const app = await this.#lookup(keys.appSecret(hash));
+      return app && digestsEqual(app.secret_key_hash, hash) ? app : undefined;
+    });
+  }
+
+  /** The app whose API key this is, or undefined. */
+  findByApiKey(apiKey: string): Promise<Application | undefined> {
+    const hash = hashSecret(apiKey);
+    return this.#cached(`api:${hash}`, async () => {
+      const app = await this.#lookup(keys.appApiKey(hash));
+      return app && digestsEqual(app.api_key_hash, hash) ? app : undefined;
+    });
+  }
+
+  async #lookup(key: { pk: string; sk: string }): Promise<Application | undefined> {
+    const out = await this.#table.doc.send(new GetCommand({ TableName: this.#table.name, Key: key }));
+    const appId = out.Item?.app_id;
+    return typeof appId === 'string' ? getApplication(this.#table, appId) : undefined;
+  }
+
+  async #cached(key: string, load: () => Promise<Application | undefined>): Promise<Application | undefined> {
+    const hit = this.#cache.get(key);
+    if (hit && hit.expires > Date.now()) return hit.app;
+    const app = await load();
+    this.#cache.set(key, { app, expires: Date.now() + this.#ttlMs });
+    return app;
+  }
+}

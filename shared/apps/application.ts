@@ -1,0 +1,31 @@
+import type { JSONWebKeySet, JWK } from 'jose';
+
+/** An application (tenant) of the platform and its identity provider. */
+export interface OidcProvider {
+  readonly provider_id: string;
+  readonly issuer: string;
+  /** When set, user JWTs must carry it in `aud`. */
+  readonly audience?: string;
+  /** Inline key set, or `jwks_uri` to fetch it (cached). One of the two is required. */
+  readonly jwks?: JSONWebKeySet;
+  readonly jwks_uri?: string;
+}
+
+export interface Application {
+  readonly app_id: string;
+  readonly created_at: string;
+  readonly oidc: OidcProvider;
+  /** sha256 (hex) of the secret key; the key itself is never stored. */
+  readonly secret_key_hash: string;
+  /** sha256 (hex) of the API key used by the express wallet service. */
+  readonly api_key_hash: string;
+  /**
+   * Public keys, besides the identity provider's, trusted to sign op_jwt for this app's users:
+   * the account service's own signing key (KMS asymmetric in AWS, a DATA_DIR key locally).
+   */
+  readonly trusted_keys: readonly JWK[];
+  /** The wallet group the account and express services use for a user's wallets. */
+  readonly default_wallet_group_id: string;
+}
+
+export const DEFAULT_WALLET_GROUP_ID = 'default';

@@ -1,0 +1,88 @@
+import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { Application } from '../apps/application.ts';
+import { UnauthorizedError } from '../errors.ts';
+
+/** Asymmetric algorithms only: `none` and HMAC are never accepted. */
+export const ACCEPTED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+
+/** Longest op_jwt lifetime (`exp - iat`) the enclave accepts: spec, Limits. */
+export const MAX_OP_JWT_LIFETIME_SECONDS = 300;
+
+export interface Identity {
+  readonly iss: string;
+  readonly sub: string;
+}
+
+type KeySetKind = 'idp' | 'op';
+const keySets = new Map<string, JWTVerifyGetKey>();
+
+/**
+ * The app's identity-provider key set (`idp`), or that set plus the app's trusted op_jwt
+ * signing keys (`op`). Cached per container; keyed by the app's key material so a changed
+ * key set is picked up.
+ */
+function keySetFor(app: Application, kind: KeySetKind): JWTVerifyGetKey {
+  const cacheKey = JSON.stringify([kind, app.app_id, app.oidc.jwks_uri, app.oidc.jwks, kind === 'op' ? app.trusted_keys : null]);
+  let getKey = keySets.get(cacheKey);
+  if (!getKey) {
+    const idp = app.oidc.jwks_uri ? createRemoteJWKSet(new URL(app.oidc.jwks_uri)) : createLocalJWKSet(app.oidc.jwks ?? { keys: [] });
+    if (kind === 'op' && app.trusted_keys.length > 0) {
+      const trusted = createLocalJWKSet({ keys: [...app.trusted_keys] });
+      const trustedKids = new Set(app.trusted_keys.map((key) => key.kid));
+      getKey = (header, token) => (header.kid && trustedKids.has(header.kid) ? trusted(header, token) : idp(header, token));
+    } else {
+      getKey = idp;
+    }
+    keySets.set(cacheKey, getKey);
+  }
+  return getKey;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof errors.JWTExpired) return 'token has expired';
+  if (error instanceof errors.JWTClaimValidationFailed) return `claim "${error.claim}" is invalid: ${error.reason}`;
+  if (error instanceof errors.JWSSignatureVerificationFailed) return 'signature verification failed';
+  if (error instanceof errors.JWKSNoMatchingKey) return 'no trusted key matches the token';
+  if (error instanceof errors.JOSEAlgNotAllowed) return 'signing algorithm is not accepted';
+  if (error instanceof errors.JOSEError) return 'token is malformed or not verifiable';
+  return 'token could not be verified';
+}
+
+async function verify(app: Application, token: string, kind: KeySetKind, code: string, what: string, now?: Date) {
+  try {
+    const { payload } = await jwtVerify(token, keySetFor(app, kind), {
+      issuer: app.oidc.issuer,
+      audience: app.oidc.audience,
+      algorithms: ACCEPTED_ALGORITHMS,
+      currentDate: now,
+    });
+    if (typeof payload.sub !== 'string' || payload.sub.length === 0) {
+      throw new UnauthorizedError(code, `${what} has no "sub" claim`);
+    }
+    return payload as JWTPayload & { sub: string; iss: string };
+  } catch (error) {
+    if (error instanceof UnauthorizedError) throw error;
+    throw new UnauthorizedError(code, `${what} rejected: ${describe(error)}`);
+  }
+}
+
+/** A user's identity-provider JWT (account service Bearer token, enclave `auth_jwt`). */
+export async function verifyUserJwt(app: Application, token: string, now?: Date): Promise<Identity> {
+  const payload = await verify(app, token, 'idp', 'INVALID_TOKEN', 'JWT', now);
+  return { iss: payload.iss, sub: payload.sub };
+}
+
+/**
+ * An `op_jwt`: verified against the app's identity provider and trusted signing keys, and
+ * short-lived: it must carry `iat` and `exp` no more than 300 seconds apart (spec, Limits).
+ */
+export async function verifyOpJwt(app: Application, token: string, now?: Date): Promise<Identity> {
+  const payload = await verify(app, token, 'op', 'INVALID_OP_JWT', 'op_jwt', now);
+  if (typeof payload.iat !== 'number' || typeof payload.exp !== 'number') {
+    throw new UnauthorizedError('INVALID_OP_JWT', 'op_jwt must carry "iat" and "exp"');
+  }
+  if (payload.exp - payload.iat > MAX_OP_JWT_LIFETIME_SECONDS) {
+    throw new UnauthorizedError('INVALID_OP_JWT', `op_jwt lifetime exceeds ${MAX_OP_JWT_LIFETIME_SECONDS} seconds`);
+  }
+  return { iss: payload.iss, sub: payload.sub };
+}

@@ -1,0 +1,49 @@
+import { GetPublicKeyCommand, type KMSClient, SignCommand } from '@aws-sdk/client-kms';
+import { p256 } from '@noble/curves/nist.js';
+import { base64url, calculateJwkThumbprint, exportJWK, importSPKI, type JWK } from 'jose';
+import { type OpJwtClaims, type OpJwtSigner, opJwtPayload } from './op-jwt-signer.ts';
+
+/**
+ * op_jwt signed by a KMS asymmetric key (ECC_NIST_P256, ECDSA_SHA_256). KMS returns a DER
+ * signature; JWS ES256 wants the 64-byte r‖s form, so it is converted with @noble/curves.
+ */
+export class KmsOpJwtSigner implements OpJwtSigner {
+  readonly #kms: KMSClient;
+  readonly #keyId: string;
+  #jwk: Promise<JWK> | undefined;
+
+  constructor(kms: KMSClient, keyId: string) {
+    this.#kms = kms;
+    this.#keyId = keyId;
+  }
+
+  async sign(claims: OpJwtClaims): Promise<string> {
+    const { kid } = await this.publicJwk();
+    const encode = (value: object) => base64url.encode(JSON.stringify(value));
+    const signingInput = `${encode({ alg: 'ES256', typ: 'JWT', kid })}.${encode(opJwtPayload(claims))}`;
+    const out = await this.#kms.send(
+      new SignCommand({
+        KeyId: this.#keyId,
+        Message: Buffer.from(signingInput, 'ascii'),
+        MessageType: 'RAW',
+        SigningAlgorithm: 'ECDSA_SHA_256',
+      }),
+    );
+    if (!out.Signature) throw new Error('KMS Sign returned no signature');
+    const raw = p256.Signature.fromBytes(out.Signature, 'der').toBytes('compact');
+    return `${signingInput}.${base64url.encode(raw)}`;
+  }
+
+  publicJwk(): Promise<JWK> {
+    this.#jwk ??= this.#fetchPublicJwk();
+    return this.#jwk;
+  }
+
+  async #fetchPublicJwk(): Promise<JWK> {
+    const out = await this.#kms.send(new GetPublicKeyCommand({ KeyId: this.#keyId }));
+    if (!out.PublicKey) throw new Error('KMS GetPublicKey returned no key');
+    const pem = `-----BEGIN PUBLIC KEY-----\n${Buffer.from(out.PublicKey).toString('base64')}\n-----END PUBLIC KEY-----`;
+    const jwk = await exportJWK(await importSPKI(pem, 'ES256', { extractable: true }));
+    return { ...jwk, kid: await calculateJwkThumbprint(jwk), alg: 'ES256', use: 'sig' };
+  }
+}

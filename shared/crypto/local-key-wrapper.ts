@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { open, seal } from './aead.ts';
+import { canonicalContext, type DataKey, type EncryptionContext, type KeyWrapper } from './key-wrapper.ts';
+
+/**
+ * Local stand-in for KMS: a 256-bit master key in `<dataDir>/keys/<name>.key` (mode 0600,
+ * created on first use) wraps random data keys with AES-256-GCM; the encryption context is the
+ * associated data, so a blob only decrypts under the context it was made for, as with KMS.
+ */
+export class LocalKeyWrapper implements KeyWrapper {
+  readonly #path: string;
+  #masterKey: Promise<Buffer> | undefined;
+
+  constructor(dataDir: string, name: string) {
+    this.#path = join(dataDir, 'keys', `${name}.key`);
+  }
+
+  async generateDataKey(context: EncryptionContext): Promise<DataKey> {
+    const plaintext = randomBytes(32);
+    const ciphertext = seal(await this.#master(), plaintext, canonicalContext(context));
+    return { plaintext, ciphertext };
+  }
+
+  async decryptDataKey(ciphertext: Uint8Array, context: EncryptionContext): Promise<Uint8Array> {
+    return open(await this.#master(), ciphertext, canonicalContext(context));
+  }
+
+  #master(): Promise<Buffer> {
+    this.#masterKey ??= loadOrCreateKeyFile(this.#path);
+    return this.#masterKey;
+  }
+}
+
+async function loadOrCreateKeyFile(path: string): Promise<Buffer> {
+  try {
+    const key = await readFile(path);
+    if (key.length !== 32) throw new Error(`${path} is not a 32-byte key`);
+    return key;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  await mkdir(join(path, '..'), { recursive: true, mode: 0o700 });
+  const key = randomBytes(32);
+  try {
+    // `wx`: if two processes race, exactly one creates the file and the other reads it.
+    await writeFile(path, key, { mode: 0o600, flag: 'wx' });
+    return key;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return readFile(path);
+  }
+}

@@ -1,0 +1,57 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+
+/** The document client for the single table; built once per module scope (warm Lambdas reuse it). */
+export function createDocumentClient(endpoint?: string): DynamoDBDocumentClient {
+  const client = new DynamoDBClient(endpoint ? { endpoint } : {});
+  return DynamoDBDocumentClient.from(client, {
+    marshallOptions: { removeUndefinedValues: true },
+  });
+}
+
+export interface Table {
+  readonly doc: DynamoDBDocumentClient;
+  readonly name: string;
+}
+
+export function isConditionalCheckFailed(error: unknown): error is Error & { Item?: Record<string, unknown> } {
+  return (error as { name?: string })?.name === 'ConditionalCheckFailedException';
+}
+
+/**
+ * Stores an item unless its key exists (the table's way of holding "exactly one": one account
+ * per user, one wallet per binding). Returns whichever item is stored and whether it was ours.
+ */
+export async function putIfAbsent<T extends object>(
+  table: Table,
+  key: { pk: string; sk: string },
+  item: T,
+): Promise<{ item: T; created: boolean }> {
+  try {
+    await table.doc.send(
+      new PutCommand({
+        TableName: table.name,
+        Item: { ...key, ...item },
+        ConditionExpression: 'attribute_not_exists(pk)',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return { item, created: true };
+  } catch (error) {
+    if (!isConditionalCheckFailed(error)) throw error;
+    // The winner's item comes back with the failure; read it if the engine did not return it.
+    const existing = error.Item ?? (await getItem(table, key));
+    if (!existing) throw error;
+    return { item: stripKeys(existing) as T, created: false };
+  }
+}
+
+export async function getItem(table: Table, key: { pk: string; sk: string }): Promise<Record<string, unknown> | undefined> {
+  const out = await table.doc.send(new GetCommand({ TableName: table.name, Key: key, ConsistentRead: true }));
+  return out.Item ? stripKeys(out.Item) : undefined;
+}
+
+function stripKeys(item: Record<string, unknown>): Record<string, unknown> {
+  const { pk: _pk, sk: _sk, ...rest } = item;
+  return rest;
+}

@@ -1,0 +1,18 @@
+/**
+ * Every key of the single table, in one module. Items are addressed as `ENTITY#id`.
+ *
+ * | entity            | pk                                   | sk            |
+ * |-------------------|--------------------------------------|---------------|
+ * | application       | APP#<app_id>                         | APP           |
+ * | app secret lookup | APPSECRET#<sha256(secret_key)>       | APPSECRET     |
+ * | app api key lookup| APPKEY#<sha256(api_key)>             | APPKEY        |
+ * | account           | ACCOUNT#<app_id>#<app_user_id>       | ACCOUNT       |
+ * | enclave wallet    | WALLET#<wallet_id>                   | WALLET        |
+ */
+export const keys = {
+  app: (appId: string) => ({ pk: `APP#${appId}`, sk: 'APP' }),
+  appSecret: (secretHash: string) => ({ pk: `APPSECRET#${secretHash}`, sk: 'APPSECRET' }),
+  appApiKey: (apiKeyHash: string) => ({ pk: `APPKEY#${apiKeyHash}`, sk: 'APPKEY' }),
+  account: (appId: string, appUserId: string) => ({ pk: `ACCOUNT#${appId}#${appUserId}`, sk: 'ACCOUNT' }),
+  wallet: (walletId: string) => ({ pk: `WALLET#${walletId}`, sk: 'WALLET' }),
+};

@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto';
+import type { Application } from '../apps/application.ts';
+import { hashSecret } from '../apps/app-registry.ts';
+import type { Identity } from '../auth/jwt.ts';
+import type { KeyWrapper } from '../crypto/key-wrapper.ts';
+import { openSecrets, sealSecrets } from '../crypto/secret-box.ts';
+import type { Table } from '../db/client.ts';
+import { familyOf } from './networks.ts';
+import { deriveWalletId, getWallet, putWalletIfAbsent, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
+import { addressOf, generateSecret } from './wallet-keys.ts';
+
+export interface EnclaveDeps {
+  readonly table: Table;
+  readonly keyWrapper: KeyWrapper;
+  readonly now: () => Date;
+}
+
+export interface CreatedWallet {
+  readonly wallet_id: string;
+  readonly access_key: string;
+  readonly public_address: string;
+  readonly network: string;
+  readonly wallet_group_id: string;
+}
+
+/**
+ * v2 wallet creation (spec: Enclave wallet binding). Get-or-create: the same identity, group and
+ * key family always yield the same wallet and the same access key, so retries are safe.
+ */
+export async function createWallet(
+  deps: EnclaveDeps,
+  input: { app: Application; identity: Identity; network: string; walletGroupId: string },
+): Promise<CreatedWallet> {
+  const family = familyOf(input.network);
+  const walletId = deriveWalletId(input.app.app_id, input.identity, input.walletGroupId, family);
+  const existing = await getWallet(deps.table, walletId);
+  const wallet = existing ?? (await storeNewWallet(deps, input, walletId, family));
+  const { access_key } = await openSecrets(deps.keyWrapper, walletEncryptionContext(wallet), wallet.sealed, ['access_key']);
+  return {
+    wallet_id: wallet.wallet_id,
+    access_key: access_key.toString('utf8'),
+    public_address: wallet.public_address,
+    network: input.network,
+    wallet_group_id: wallet.wallet_group_id,
+  };
+}
+
+async function storeNewWallet(
+  deps: EnclaveDeps,
+  input: { app: Application; identity: Identity; walletGroupId: string },
+  walletId: string,
+  family: WalletRecord['family'],
+): Promise<WalletRecord> {
+  const secret = generateSecret(family);
+  const accessKey = randomBytes(32).toString('base64url');
+  try {
+    const context = walletEncryptionContext({ app_id: input.app.app_id, wallet_id: walletId });
+    const sealed = await sealSecrets(deps.keyWrapper, context, {
+      private_key: secret,
+      access_key: Buffer.from(accessKey, 'utf8'),
+    });
+    const record: WalletRecord = {
+      wallet_id: walletId,
+      version: 2,
+      app_id: input.app.app_id,
+      iss: input.identity.iss,
+      sub: input.identity.sub,
+      wallet_group_id: input.walletGroupId,
+      family,
+      public_address: addressOf(family, secret),
+      sealed,
+      access_key_hash: hashSecret(accessKey),
+      created_at: deps.now().toISOString(),
+    };
+    // A concurrent create may have won; then its wallet is the wallet.
+    return putWalletIfAbsent(deps.table, record);
+  } finally {
+    secret.fill(0);
+  }
+}

@@ -1,0 +1,85 @@
+import * as v from 'valibot';
+import { Hex32, NonEmptyString } from '../http/schemas.ts';
+import { NetworkSchema } from './networks.ts';
+
+/** Request and response schemas of the wallet enclave service (v2). */
+export const WalletGroupId = v.pipe(
+  v.string('must be a string'),
+  v.regex(/^[A-Za-z0-9._:-]{1,128}$/, 'must be 1-128 characters of letters, digits, ".", "_", ":" or "-"'),
+);
+
+export const CreateWalletRequest = v.object({
+  auth_jwt: NonEmptyString(8192),
+  network: NetworkSchema,
+  wallet_group_id: WalletGroupId,
+});
+
+export const CreateWalletResponse = v.object({
+  success: v.literal(true),
+  wallet_id: v.string(),
+  access_key: v.pipe(v.string(), v.description('Keep it: it is required, with an op_jwt, for every signing call.')),
+  public_address: v.pipe(v.string(), v.description('EIP-55 address (EVM networks) or base58 public key (SOL).')),
+  network: v.string(),
+  wallet_group_id: v.string(),
+});
+
+const SignAuthFields = {
+  op_jwt: NonEmptyString(8192),
+  access_key: NonEmptyString(256),
+  wallet_id: NonEmptyString(64),
+  encryption_context: v.optional(v.pipe(v.string(), v.description('Only on the first v2 call for a v1 wallet (migration).'))),
+};
+
+export const SignDataRequest = v.object({ ...SignAuthFields, raw_data_hash: Hex32 });
+
+export const SignMessageRequest = v.object({
+  ...SignAuthFields,
+  message: v.pipe(NonEmptyString(65536), v.description('utf8 text, or 0x-hex bytes when encoding is "hex".')),
+  encoding: v.optional(v.picklist(['utf8', 'hex'], 'must be "utf8" or "hex"'), 'utf8'),
+});
+
+const Uint = v.pipe(v.string('must be a decimal string'), v.regex(/^(0|[1-9][0-9]{0,77})$/, 'must be a non-negative integer as a decimal string'));
+const Address = v.pipe(v.string('must be a string'), v.regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address'));
+const HexData = v.pipe(v.string('must be a string'), v.regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex bytes'));
+
+/** An EVM transaction as viem serialises it; quantities are decimal strings (never JS numbers). */
+export const EvmTransaction = v.strictObject({
+  type: v.optional(v.picklist(['legacy', 'eip2930', 'eip1559'], 'must be legacy, eip2930 or eip1559')),
+  chainId: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be positive')),
+  nonce: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative')),
+  to: v.optional(Address),
+  value: v.optional(Uint),
+  data: v.optional(HexData),
+  gas: v.optional(Uint),
+  gasPrice: v.optional(Uint),
+  maxFeePerGas: v.optional(Uint),
+  maxPriorityFeePerGas: v.optional(Uint),
+  accessList: v.optional(v.array(v.object({ address: Address, storageKeys: v.array(Hex32) }))),
+});
+
+export const SolanaTransaction = v.pipe(
+  v.string('must be a string'),
+  v.regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64'),
+  v.description('Base64 of the serialised transaction message (legacy or v0) to sign.'),
+);
+
+export const SignTransactionRequest = v.object({
+  ...SignAuthFields,
+  transaction: v.union([EvmTransaction, SolanaTransaction], 'must be an EVM transaction object or a base64 Solana message'),
+});
+
+export const SignatureResponse = v.object({
+  success: v.literal(true),
+  wallet_id: v.string(),
+  public_address: v.string(),
+  signature: v.pipe(v.string(), v.description('0x-hex. EVM: 65 bytes r‖s‖v with v = 27 or 28. SOL: 64-byte ed25519 signature.')),
+});
+
+export const SignTransactionResponse = v.object({
+  success: v.literal(true),
+  wallet_id: v.string(),
+  public_address: v.string(),
+  signed_transaction: v.optional(v.pipe(v.string(), v.description('EVM: the signed serialised transaction, 0x-hex.'))),
+  tx_hash: v.optional(v.pipe(v.string(), v.description('EVM: keccak256 of the signed transaction.'))),
+  signature: v.optional(v.pipe(v.string(), v.description('SOL: base58 ed25519 signature of the message.'))),
+});
