@@ -1,5 +1,6 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 
 /** The document client for the single table; built once per module scope (warm Lambdas reuse it). */
 export function createDocumentClient(endpoint?: string): DynamoDBDocumentClient {
@@ -14,7 +15,7 @@ export interface Table {
   readonly name: string;
 }
 
-export function isConditionalCheckFailed(error: unknown): error is Error & { Item?: Record<string, unknown> } {
+export function isConditionalCheckFailed(error: unknown): error is Error & { Item?: Record<string, AttributeValue> } {
   return (error as { name?: string })?.name === 'ConditionalCheckFailedException';
 }
 
@@ -39,8 +40,9 @@ export async function putIfAbsent<T extends object>(
     return { item, created: true };
   } catch (error) {
     if (!isConditionalCheckFailed(error)) throw error;
-    // The winner's item comes back with the failure; read it if the engine did not return it.
-    const existing = error.Item ?? (await getItem(table, key));
+    // The winner's item comes back with the failure, in wire (AttributeValue) form: the document
+    // client does not unmarshall exceptions. Engines without ALL_OLD support (dynalite) send none.
+    const existing = error.Item ? unmarshall(error.Item) : await getItem(table, key);
     if (!existing) throw error;
     return { item: stripKeys(existing) as T, created: false };
   }

@@ -1,0 +1,69 @@
+import { importJWK, SignJWT } from 'jose';
+import { inject } from 'vitest';
+import type { Sandbox, TestApp } from './global-setup.ts';
+
+/** Helpers for black-box API tests: HTTP calls to the sandbox and JWTs from the test IdPs. */
+export const sandbox: Sandbox = inject('sandbox');
+export const [appOne, appTwo] = sandbox.apps as [TestApp, TestApp];
+
+export interface ApiResponse<T = any> {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: T;
+}
+
+export async function call<T = any>(
+  service: keyof Sandbox['urls'],
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; json?: unknown; rawBody?: string } = {},
+): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | undefined = options.rawBody;
+  if (options.json !== undefined) {
+    body = JSON.stringify(options.json);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(`${sandbox.urls[service]}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Not JSON: tests that expect JSON will fail on the shape.
+  }
+  return { status: response.status, headers: response.headers, body: parsed as T };
+}
+
+export async function mintToken(
+  app: TestApp,
+  sub: string,
+  options: { ttlSeconds?: number; iat?: number; issuer?: string; audience?: string | null; claims?: Record<string, unknown> } = {},
+): Promise<string> {
+  const iat = options.iat ?? Math.floor(Date.now() / 1000);
+  const jwt = new SignJWT({ ...options.claims })
+    .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: app.privateJwk.kid! })
+    .setIssuer(options.issuer ?? app.issuer)
+    .setSubject(sub)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + (options.ttlSeconds ?? 300));
+  if (options.audience !== null) jwt.setAudience(options.audience ?? app.audience);
+  return jwt.sign(await importJWK(app.privateJwk, 'ES256'));
+}
+
+/** A user id unique to one test, so tests never share state. */
+export function uniqueUser(label: string): string {
+  return `${label}-${crypto.randomUUID()}`;
+}
+
+export async function accountHeaders(app: TestApp, sub: string): Promise<Record<string, string>> {
+  return { authorization: `Bearer ${await mintToken(app, sub)}`, 'x-service-secret-key': app.secret_key };
+}
+
+export function expectErrorShape(body: unknown): { code: string; message: string } {
+  const error = (body as { success?: unknown; error?: { code?: unknown; message?: unknown } }).error;
+  if ((body as { success?: unknown }).success !== false || typeof error?.code !== 'string' || typeof error.message !== 'string') {
+    throw new Error(`not the JSON error shape: ${JSON.stringify(body)}`);
+  }
+  return error as { code: string; message: string };
+}

@@ -1,0 +1,149 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
+import type { TestProject } from 'vitest/node';
+
+/**
+ * Boots the local runtime as a separate process (`node infra/local/start.ts`), exactly as
+ * `npm start` does, with an APPS_FILE of two test applications whose identity providers are
+ * keys made here. The `api-dynamodb-local` project first starts DynamoDB Local (Java) and
+ * points the runtime at it.
+ */
+export interface TestApp {
+  readonly app_id: string;
+  readonly secret_key: string;
+  readonly api_key: string;
+  readonly provider_id: string;
+  readonly issuer: string;
+  readonly audience: string;
+  readonly privateJwk: JWK;
+}
+
+export interface Sandbox {
+  readonly urls: { account: string; enclave: string; express: string };
+  readonly apps: readonly TestApp[];
+  readonly dataDir: string;
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    sandbox: Sandbox;
+  }
+}
+
+const ROOT = resolve(import.meta.dirname, '../../..');
+
+async function makeApp(appId: string): Promise<{ app: TestApp; entry: object }> {
+  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+  const privateJwk = await exportJWK(privateKey);
+  const { d: _d, ...publicJwk } = privateJwk;
+  const kid = await calculateJwkThumbprint(publicJwk);
+  const app: TestApp = {
+    app_id: appId,
+    secret_key: `sk_test_${appId}_${crypto.randomUUID()}`,
+    api_key: `ak_test_${appId}_${crypto.randomUUID()}`,
+    provider_id: `${appId}-idp`,
+    issuer: `https://idp.${appId}.test`,
+    audience: `${appId}-audience`,
+    privateJwk: { ...privateJwk, kid, alg: 'ES256' },
+  };
+  const entry = {
+    app_id: app.app_id,
+    secret_key: app.secret_key,
+    api_key: app.api_key,
+    created_at: '2026-09-01T00:00:00Z',
+    oidc: { provider_id: app.provider_id, issuer: app.issuer, audience: app.audience, jwks: { keys: [{ ...publicJwk, kid, alg: 'ES256', use: 'sig' }] } },
+  };
+  return { app, entry };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
+  });
+}
+
+async function startDynamoDbLocal(): Promise<{ endpoint: string; process: ChildProcess }> {
+  const home = join(ROOT, 'node_modules/amplify-dynamodb-simulator/emulator');
+  const port = await freePort();
+  const child = spawn('java', [`-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`, '-jar', join(home, 'DynamoDBLocal.jar'), '-inMemory', '-port', String(port)], {
+    stdio: 'ignore',
+  });
+  const endpoint = `http://127.0.0.1:${port}`;
+  const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode} (is Java 17 installed?)`);
+    try {
+      await client.send(new ListTablesCommand({}));
+      client.destroy();
+      return { endpoint, process: child };
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer within 60 s: ${(error as Error).message}`);
+      await new Promise((done) => setTimeout(done, 250));
+    }
+  }
+}
+
+export function startRuntimeProcess(env: Record<string, string>): Promise<{ child: ChildProcess; urls: Sandbox['urls'] }> {
+  const child = spawn(process.execPath, ['infra/local/start.ts', '--quiet'], {
+    cwd: ROOT,
+    env: { ...process.env, ACCOUNT_PORT: '0', ENCLAVE_PORT: '0', EXPRESS_PORT: '0', LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  return new Promise((done, fail) => {
+    const timer = setTimeout(() => fail(new Error(`local runtime not ready within 60 s:\n${output}`)), 60_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const ready = /^ready (\{.*\})$/m.exec(output);
+      if (ready) {
+        clearTimeout(timer);
+        done({ child, urls: JSON.parse(ready[1]!) });
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`local runtime exited with code ${code}:\n${output}`));
+    });
+  });
+}
+
+export function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    child.once('exit', () => done());
+    child.kill('SIGTERM');
+  });
+}
+
+export default async function setup(project: TestProject) {
+  const dataDir = await mkdtemp(join(tmpdir(), `sandbox-${project.name}-`));
+  const made = await Promise.all(['app-one', 'app-two'].map(makeApp));
+  const appsFile = join(dataDir, 'apps.json');
+  await writeFile(appsFile, JSON.stringify(made.map((m) => m.entry)), { mode: 0o600 });
+
+  const dynamodb = project.name === 'api-dynamodb-local' ? await startDynamoDbLocal() : undefined;
+  const runtime = await startRuntimeProcess({
+    DATA_DIR: join(dataDir, 'runtime'),
+    APPS_FILE: appsFile,
+    ...(dynamodb ? { DYNAMODB_ENDPOINT: dynamodb.endpoint } : {}),
+  });
+  project.provide('sandbox', { urls: runtime.urls, apps: made.map((m) => m.app), dataDir });
+
+  return async () => {
+    await stopProcess(runtime.child);
+    if (dynamodb) await stopProcess(dynamodb.process);
+    await rm(dataDir, { recursive: true, force: true });
+  };
+}

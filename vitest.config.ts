@@ -1,0 +1,37 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * One test command, four projects: unit tests, CDK template assertions, and the black-box API
+ * tests twice — against the embedded dynalite and against DynamoDB Local, so a dynalite quirk
+ * cannot hide a real-DynamoDB bug.
+ */
+const apiTests = ['test/api/**/*.test.ts'];
+
+export default defineConfig({
+  test: {
+    projects: [
+      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { test: { name: 'infra', include: ['test/infra/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 240_000 } },
+      {
+        test: {
+          name: 'api',
+          include: apiTests,
+          globalSetup: ['test/api/support/global-setup.ts'],
+          env: { TEST_DYNAMODB: 'dynalite' },
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'api-dynamodb-local',
+          include: apiTests,
+          globalSetup: ['test/api/support/global-setup.ts'],
+          env: { TEST_DYNAMODB: 'dynamodb-local' },
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
