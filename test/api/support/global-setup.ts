@@ -72,10 +72,12 @@ function freePort(): Promise<number> {
   });
 }
 
-async function startDynamoDbLocal(): Promise<{ endpoint: string; process: ChildProcess }> {
+async function startDynamoDbLocal(workDir: string): Promise<{ endpoint: string; process: ChildProcess }> {
   const home = join(ROOT, 'node_modules/amplify-dynamodb-simulator/emulator');
   const port = await freePort();
   const child = spawn('java', [`-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`, '-jar', join(home, 'DynamoDBLocal.jar'), '-inMemory', '-port', String(port)], {
+    // It writes dynamodb-local-metadata.json into its working directory: keep that out of the repo.
+    cwd: workDir,
     stdio: 'ignore',
   });
   const endpoint = `http://127.0.0.1:${port}`;
@@ -94,8 +96,15 @@ async function startDynamoDbLocal(): Promise<{ endpoint: string; process: ChildP
   }
 }
 
-export function startRuntimeProcess(env: Record<string, string>): Promise<{ child: ChildProcess; urls: Sandbox['urls'] }> {
-  const child = spawn(process.execPath, ['infra/local/start.ts', '--quiet'], {
+export interface RuntimeProcess {
+  readonly child: ChildProcess;
+  readonly urls: Sandbox['urls'];
+  /** Everything the process printed so far (stdout and stderr). */
+  output(): string;
+}
+
+export function startRuntimeProcess(env: Record<string, string>, args: string[] = []): Promise<RuntimeProcess> {
+  const child = spawn(process.execPath, ['infra/local/start.ts', ...args], {
     cwd: ROOT,
     env: { ...process.env, ACCOUNT_PORT: '0', ENCLAVE_PORT: '0', EXPRESS_PORT: '0', LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -108,7 +117,7 @@ export function startRuntimeProcess(env: Record<string, string>): Promise<{ chil
       const ready = /^ready (\{.*\})$/m.exec(output);
       if (ready) {
         clearTimeout(timer);
-        done({ child, urls: JSON.parse(ready[1]!) });
+        done({ child, urls: JSON.parse(ready[1]!), output: () => output });
       }
     });
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -133,12 +142,11 @@ export default async function setup(project: TestProject) {
   const appsFile = join(dataDir, 'apps.json');
   await writeFile(appsFile, JSON.stringify(made.map((m) => m.entry)), { mode: 0o600 });
 
-  const dynamodb = project.name === 'api-dynamodb-local' ? await startDynamoDbLocal() : undefined;
-  const runtime = await startRuntimeProcess({
-    DATA_DIR: join(dataDir, 'runtime'),
-    APPS_FILE: appsFile,
-    ...(dynamodb ? { DYNAMODB_ENDPOINT: dynamodb.endpoint } : {}),
-  });
+  const dynamodb = project.name === 'api-dynamodb-local' ? await startDynamoDbLocal(dataDir) : undefined;
+  const runtime = await startRuntimeProcess(
+    { DATA_DIR: join(dataDir, 'runtime'), APPS_FILE: appsFile, ...(dynamodb ? { DYNAMODB_ENDPOINT: dynamodb.endpoint } : {}) },
+    ['--quiet'],
+  );
   project.provide('sandbox', { urls: runtime.urls, apps: made.map((m) => m.app), dataDir });
 
   return async () => {

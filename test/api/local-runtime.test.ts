@@ -1,0 +1,66 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startRuntimeProcess, stopProcess } from './support/global-setup.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const run = promisify(execFile);
+
+/**
+ * `npm start` without APPS_FILE: a dev app is generated once into DATA_DIR, `npm run token`
+ * mints JWTs for it, and a restart keeps accounts and wallets. Runs once (embedded engine).
+ */
+describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the dev app', () => {
+  let dataDir = '';
+  afterAll(async () => {
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('serves the dev app, keeps data across a restart, and logs no secrets', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'sandbox-restart-'));
+    const first = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '' });
+    const devApp = JSON.parse(await readFile(join(dataDir, 'dev-app.json'), 'utf8'));
+    const { stdout: token } = await run(process.execPath, ['infra/local/token.ts', '--sub', 'alice', '--ttl', '300', '--data-dir', dataDir], { cwd: ROOT });
+    const headers = { authorization: `Bearer ${token.trim()}`, 'x-service-secret-key': devApp.secret_key };
+
+    const created = await fetch(`${first.urls.account}/account`, { method: 'POST', headers });
+    expect(created.status).toBe(200);
+    const account = await created.json();
+    const signed = await fetch(`${first.urls.account}/wallet/sign`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'before restart' }),
+    });
+    expect(signed.status).toBe(200);
+    await stopProcess(first.child);
+
+    const second = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '' });
+    try {
+      const fetched = await fetch(`${second.urls.account}/account`, { headers });
+      expect(fetched.status).toBe(200);
+      const { success: _success, ...resource } = account;
+      expect(await fetched.json()).toEqual(resource);
+      const signedAgain = await fetch(`${second.urls.account}/wallet/sign`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'after restart' }),
+      });
+      expect(signedAgain.status).toBe(200);
+    } finally {
+      await stopProcess(second.child);
+    }
+
+    for (const file of ['keys/enclave.key', 'keys/account.key', 'keys/op-jwt-signer.jwk.json', 'keys/dev-issuer.jwk.json']) {
+      expect((await stat(join(dataDir, file))).mode & 0o777).toBe(0o600);
+    }
+    expect(first.output()).toContain('account POST /account 200');
+    expect(second.output()).toContain('account GET /account 200');
+    for (const output of [first.output(), second.output()]) {
+      expect(output).toContain('LOCAL SANDBOX');
+      expect(output).not.toContain(token.trim());
+    }
+  });
+});
