@@ -1,0 +1,68 @@
+import { toJsonSchema } from '@valibot/to-json-schema';
+import type * as v from 'valibot';
+import { ROUTES, type ServiceName } from '../../functions/routes.ts';
+import { ErrorResponse } from '../http/schemas.ts';
+import { OPERATIONS } from './operations.ts';
+
+/** Builds the OpenAPI 3.1 document of one service from the route table and valibot schemas. */
+const TITLES: Record<ServiceName, string> = {
+  account: 'Account service',
+  enclave: 'Wallet enclave service',
+  express: 'Express wallet service',
+};
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'Invalid input; the message names the field',
+  401: 'Missing or invalid credentials',
+  403: 'Credentials valid but not allowed for this resource',
+  404: 'Not found',
+  415: 'Content-Type must be application/json',
+  502: 'A dependency (the wallet enclave) failed',
+};
+
+function schema(valibot: v.GenericSchema) {
+  // OpenAPI 3.1 schemas are JSON Schema 2020-12 already; the per-schema $schema is noise.
+  const { $schema: _draft, ...json } = toJsonSchema(valibot, { target: 'draft-2020-12', errorMode: 'ignore' });
+  return json;
+}
+
+export function openApiDocument(service: ServiceName) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of ROUTES.filter((r) => r.service === service && r.routeKey !== '$default')) {
+    const doc = OPERATIONS[route.id];
+    if (!doc) throw new Error(`route ${route.id} has no OpenAPI documentation`);
+    const [method, path] = route.routeKey.split(' ') as [string, string];
+    const responses: Record<string, unknown> = {
+      200: { description: 'OK', content: { 'application/json': { schema: schema(doc.response) } } },
+    };
+    for (const status of [...doc.errors, 500]) {
+      responses[status] = { description: ERROR_TEXT[status] ?? 'Internal error (reveals nothing internal)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    }
+    paths[path] ??= {};
+    paths[path][method.toLowerCase()] = {
+      operationId: route.id,
+      summary: doc.summary,
+      ...(doc.description ? { description: doc.description } : {}),
+      security: doc.security.length ? [Object.fromEntries(doc.security.map((name) => [name, []]))] : [],
+      ...(doc.body ? { requestBody: { required: true, content: { 'application/json': { schema: schema(doc.body) } } } } : {}),
+      responses,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: TITLES[service],
+      version: '2.0.0',
+      description:
+        'Errors are always `{ "success": false, "error": { "code", "message" } }`. Unknown routes answer 404 ROUTE_NOT_FOUND. Amounts are decimal strings.',
+    },
+    paths,
+    components: {
+      schemas: { Error: schema(ErrorResponse) },
+      securitySchemes: {
+        userJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The end user\'s JWT from the app\'s identity provider; `sub` is the app_user_id.' },
+        secretKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-SECRET-KEY', description: 'The application\'s secret key.' },
+      },
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROUTES } from '../../functions/routes.ts';
+import { openApiDocument } from '../../shared/openapi/document.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+describe('OpenAPI documents', () => {
+  it.each(['account', 'enclave', 'express'] as const)('docs/openapi/%s.json is current (run `npm run openapi`)', async (service) => {
+    const committed = JSON.parse(await readFile(resolve(ROOT, `docs/openapi/${service}.json`), 'utf8'));
+    expect(committed).toEqual(JSON.parse(JSON.stringify(openApiDocument(service))));
+  });
+
+  it('documents every route of the route table with its method and path', () => {
+    for (const route of ROUTES.filter((r) => r.routeKey !== '$default')) {
+      const [method, path] = route.routeKey.split(' ') as [string, string];
+      const operation = openApiDocument(route.service).paths[path]?.[method.toLowerCase()] as { operationId?: string } | undefined;
+      expect(operation?.operationId, route.routeKey).toBe(route.id);
+    }
+  });
+
+  it('carries the validation rules of the request schemas', () => {
+    const doc = openApiDocument('enclave');
+    const create = doc.paths['/v2/api/wallet']!.post as { requestBody: { content: { 'application/json': { schema: { required: string[]; properties: Record<string, { pattern?: string }> } } } } };
+    const body = create.requestBody.content['application/json'].schema;
+    expect(body.required.sort()).toEqual(['auth_jwt', 'network', 'wallet_group_id']);
+    expect(body.properties.network!.pattern).toContain('ETH|ARB|POL|INK|SOL');
+  });
+});
