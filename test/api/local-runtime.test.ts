@@ -28,7 +28,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
 
     const created = await fetch(`${first.urls.account}/account`, { method: 'POST', headers });
     expect(created.status).toBe(200);
-    const account = await created.json();
+    const account = (await created.json()) as Record<string, unknown>;
     const signed = await fetch(`${first.urls.account}/wallet/sign`, {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json' },
