@@ -14,16 +14,14 @@ export interface RouteDefinition {
   readonly routeKey: string;
   /** Handler module, relative to the repository root; it exports `handler`. */
   readonly entry: string;
-  /** Needs to reach the wallet enclave over HTTP (account and express services). */
-  readonly callsEnclave?: boolean;
 }
 
 export const ROUTES: readonly RouteDefinition[] = [
   { id: 'AccountHealth', service: 'account', routeKey: 'GET /health', entry: 'functions/common/health.ts' },
   { id: 'AccountNotFound', service: 'account', routeKey: '$default', entry: 'functions/common/not-found.ts' },
-  { id: 'CreateAccount', service: 'account', routeKey: 'POST /account', entry: 'functions/account/create-account.ts', callsEnclave: true },
+  { id: 'CreateAccount', service: 'account', routeKey: 'POST /account', entry: 'functions/account/create-account.ts' },
   { id: 'GetAccount', service: 'account', routeKey: 'GET /account', entry: 'functions/account/get-account.ts' },
-  { id: 'SignWithWallet', service: 'account', routeKey: 'POST /wallet/sign', entry: 'functions/account/sign-with-wallet.ts', callsEnclave: true },
+  { id: 'SignWithWallet', service: 'account', routeKey: 'POST /wallet/sign', entry: 'functions/account/sign-with-wallet.ts' },
 
   { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts' },
   { id: 'EnclaveNotFound', service: 'enclave', routeKey: '$default', entry: 'functions/common/not-found.ts' },
@@ -38,8 +36,17 @@ export const ROUTES: readonly RouteDefinition[] = [
 ];
 
 /** Which AWS resources a service's functions need; infra grants exactly these. */
-export const SERVICE_NEEDS: Record<ServiceName, { readonly table: boolean; readonly enclaveKey: boolean; readonly accountKey: boolean; readonly opJwtKey: boolean }> = {
-  account: { table: true, enclaveKey: false, accountKey: true, opJwtKey: true },
-  enclave: { table: true, enclaveKey: true, accountKey: false, opJwtKey: false },
-  express: { table: true, enclaveKey: false, accountKey: false, opJwtKey: false },
+export interface ServiceNeeds {
+  readonly table: boolean;
+  readonly enclaveKey: boolean;
+  readonly accountKey: boolean;
+  readonly opJwtKey: boolean;
+  /** TEE_URL: the service's functions reach the wallet enclave over its HTTP API. */
+  readonly enclaveUrl: boolean;
+}
+
+export const SERVICE_NEEDS: Record<ServiceName, ServiceNeeds> = {
+  account: { table: true, enclaveKey: false, accountKey: true, opJwtKey: true, enclaveUrl: true },
+  enclave: { table: true, enclaveKey: true, accountKey: false, opJwtKey: false, enclaveUrl: false },
+  express: { table: true, enclaveKey: false, accountKey: false, opJwtKey: false, enclaveUrl: false },
 };

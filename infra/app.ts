@@ -1,0 +1,33 @@
+import { App } from 'aws-cdk-lib';
+import { ServicesStack } from './services-stack.ts';
+import { StatefulStack } from './stateful-stack.ts';
+
+/** `-c deletionProtection=false` arrives as a string; cdk.json may hold a boolean. */
+function booleanContext(app: App, key: string, fallback: boolean): boolean {
+  const value: unknown = app.node.tryGetContext(key);
+  if (value === undefined) return fallback;
+  if (value === true || value === 'true') return true;
+  if (value === false || value === 'false') return false;
+  throw new Error(`Context "${key}" must be true or false, got ${JSON.stringify(value)}`);
+}
+
+const app = new App();
+// The account and region the CLI resolved from the current credentials/profile.
+const env = { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION };
+
+const stateful = new StatefulStack(app, 'PerpWallet-Stateful', {
+  env,
+  description: 'Perp wallet: table and KMS keys',
+  deletionProtection: booleanContext(app, 'deletionProtection', true),
+});
+
+new ServicesStack(app, 'PerpWallet-Services', {
+  env,
+  description: 'Perp wallet: account, enclave and express HTTP APIs and functions',
+  table: stateful.table,
+  enclaveKey: stateful.enclaveKey,
+  accountKey: stateful.accountKey,
+  opJwtKey: stateful.opJwtKey,
+});
+
+app.synth();

@@ -1,0 +1,54 @@
+import type { BuildOptions } from 'esbuild';
+import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+
+/**
+ * How every Lambda is bundled, in one place: CDK's NodejsFunction uses LAMBDA_BUNDLING,
+ * bench/bundle-size.ts uses ESBUILD_OPTIONS to reproduce the same bundle with esbuild directly.
+ * Keep the two in step: each line of one has its counterpart in the other.
+ */
+
+const NODE_TARGET = 'node24';
+
+/** Prefer a package's ESM build: tree-shaking works on ES modules, not on CommonJS. */
+const MAIN_FIELDS = ['module', 'main'];
+
+/**
+ * An ESM bundle has no `require`; CommonJS dependencies bundled into it still call it for Node
+ * built-ins (esbuild's `__require` shim throws "Dynamic require of … is not supported" without it).
+ */
+const REQUIRE_BANNER =
+  "import { createRequire as __bundleCreateRequire } from 'node:module'; const require = __bundleCreateRequire(import.meta.url);";
+
+/**
+ * Nothing is external: the AWS SDK is bundled too. The version we test against is the one in
+ * package-lock.json, not whatever the Lambda runtime ships that month, and tree-shaken ESM
+ * clients load faster on a cold start than the runtime's full CommonJS SDK.
+ */
+const EXTERNAL_MODULES: string[] = [];
+
+export const LAMBDA_BUNDLING: BundlingOptions = {
+  format: OutputFormat.ESM,
+  minify: true,
+  // Linked source map next to index.mjs; NODE_OPTIONS=--enable-source-maps makes stack traces use it.
+  sourceMap: true,
+  // File and line are enough for stack traces; embedding the sources would double the asset.
+  sourcesContent: false,
+  target: NODE_TARGET,
+  mainFields: MAIN_FIELDS,
+  banner: REQUIRE_BANNER,
+  externalModules: EXTERNAL_MODULES,
+};
+
+/** The same build for esbuild's JS API (NodejsFunction adds bundle + platform itself). */
+export const ESBUILD_OPTIONS: BuildOptions = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  minify: true,
+  sourcemap: true,
+  sourcesContent: false,
+  target: NODE_TARGET,
+  mainFields: MAIN_FIELDS,
+  banner: { js: REQUIRE_BANNER },
+  external: EXTERNAL_MODULES,
+};

@@ -1,0 +1,75 @@
+import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, Table, type ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { Key, KeySpec, KeyUsage, type IKey } from 'aws-cdk-lib/aws-kms';
+import type { Construct } from 'constructs';
+import { TABLE_KEY_SCHEMA } from '../shared/db/table-definition.ts';
+
+/** What the stateless services need from this stack. */
+export interface StatefulResources {
+  readonly table: ITable;
+  /** Wraps wallet private keys; only the enclave service may decrypt with it. */
+  readonly enclaveKey: IKey;
+  /** Wraps stored account access keys. */
+  readonly accountKey: IKey;
+  /** Signs op_jwt tokens (ES256). */
+  readonly opJwtKey: IKey;
+}
+
+export interface StatefulStackProps extends StackProps {
+  /**
+   * Table deletion protection and RETAIN; turn off only for throwaway environments
+   * (`-c deletionProtection=false`). The KMS keys are retained either way.
+   * @default true
+   */
+  readonly deletionProtection?: boolean;
+}
+
+/**
+ * Everything that holds data or key material, apart from the functions and APIs so the
+ * services stack can be destroyed and redeployed freely.
+ */
+export class StatefulStack extends Stack implements StatefulResources {
+  readonly table: Table;
+  readonly enclaveKey: Key;
+  readonly accountKey: Key;
+  readonly opJwtKey: Key;
+
+  constructor(scope: Construct, id: string, props: StatefulStackProps = {}) {
+    super(scope, id, props);
+    const deletionProtection = props.deletionProtection ?? true;
+
+    // AWS::DynamoDB::Table rather than TableV2's GlobalTable: one region, and LocalStack handles it.
+    this.table = new Table(this, 'Table', {
+      partitionKey: { name: TABLE_KEY_SCHEMA.partitionKey, type: AttributeType.STRING },
+      sortKey: { name: TABLE_KEY_SCHEMA.sortKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection,
+      removalPolicy: deletionProtection ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+
+    // Keys are never deleted with the stack: data wrapped by a deleted key is lost for good.
+    this.enclaveKey = new Key(this, 'EnclaveWalletKey', {
+      description: 'Wraps wallet private keys (enclave service only)',
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    this.accountKey = new Key(this, 'AccountAccessKey', {
+      description: 'Wraps stored account access keys (account service)',
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    // Asymmetric keys cannot rotate automatically; rotating means a new key and a JWKS overlap.
+    this.opJwtKey = new Key(this, 'OpJwtSigningKey', {
+      description: 'Signs op_jwt tokens (ES256)',
+      keySpec: KeySpec.ECC_NIST_P256,
+      keyUsage: KeyUsage.SIGN_VERIFY,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'EnclaveKeyId', { value: this.enclaveKey.keyId });
+    new CfnOutput(this, 'AccountKeyId', { value: this.accountKey.keyId });
+    new CfnOutput(this, 'OpJwtKeyId', { value: this.opJwtKey.keyId });
+  }
+}
