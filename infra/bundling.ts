@@ -1,5 +1,5 @@
 import type { BuildOptions } from 'esbuild';
-import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogLevel, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 
 /**
  * How every Lambda is bundled, in one place: CDK's NodejsFunction uses LAMBDA_BUNDLING,
@@ -37,6 +37,8 @@ export const LAMBDA_BUNDLING: BundlingOptions = {
   mainFields: MAIN_FIELDS,
   banner: REQUIRE_BANNER,
   externalModules: EXTERNAL_MODULES,
+  // Per-bundle size tables drown synth and test output; `npm run bench:bundles` prints sizes.
+  logLevel: LogLevel.WARNING,
 };
 
 /** The same build for esbuild's JS API (NodejsFunction adds bundle + platform itself). */

@@ -36,10 +36,18 @@ const OpJwtSignerEnv = v.variant('OP_JWT_SIGNER', [
 
 export class ConfigError extends Error {}
 
-function parseEnv<S extends v.GenericSchema>(schema: S, env: Record<string, string | undefined>): v.InferOutput<S> {
+function parseEnv<S extends v.GenericSchema>(
+  schema: S,
+  env: Record<string, string | undefined>,
+  /** Names to report instead of the schema's own, for variables the schema reads under an alias. */
+  aliases: Readonly<Record<string, string>> = {},
+): v.InferOutput<S> {
   const result = v.safeParse(schema, env);
   if (!result.success) {
-    const problems = result.issues.map((issue) => `${v.getDotPath(issue) ?? '(env)'}: ${issue.message}`);
+    const problems = result.issues.map((issue) => {
+      const path = v.getDotPath(issue) ?? '(env)';
+      return `${aliases[path] ?? path}: ${issue.message}`;
+    });
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
   }
   return result.output;
@@ -55,7 +63,7 @@ export function loadBaseConfig(env = process.env): BaseConfig {
 
 /** Key provider for one purpose: `kmsKeyVar` names the env var holding that purpose's KMS key. */
 export function loadKeyProviderConfig(kmsKeyVar: 'ENCLAVE_KMS_KEY_ID' | 'ACCOUNT_KMS_KEY_ID', env = process.env): KeyProviderConfig {
-  return parseEnv(KeyProviderEnv, { ...env, KMS_KEY_ID: env[kmsKeyVar] });
+  return parseEnv(KeyProviderEnv, { ...env, KMS_KEY_ID: env[kmsKeyVar] }, { KMS_KEY_ID: kmsKeyVar });
 }
 
 export function loadOpJwtSignerConfig(env = process.env): OpJwtSignerConfig {

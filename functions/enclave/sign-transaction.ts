@@ -7,7 +7,8 @@ import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { SignTransactionRequest } from '../../shared/wallets/schemas.ts';
 import { withWalletKey } from '../../shared/wallets/use-wallet.ts';
-import { signEvmTransaction, signSolanaMessage } from '../../shared/wallets/wallet-keys.ts';
+import { signSolanaMessage } from '../../shared/wallets/solana-message.ts';
+import { signEvmTransaction } from '../../shared/wallets/wallet-keys.ts';
 
 type EvmTransactionInput = Exclude<ReturnType<typeof parseBody>['transaction'], string>;
 

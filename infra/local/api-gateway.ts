@@ -30,12 +30,21 @@ export function matchRoute<R extends Route>(routes: readonly R[], method: string
     if (route.routeKey === '$default' || route.method !== method) continue;
     const match = route.pattern.exec(path);
     if (match) {
-      const pathParameters = Object.fromEntries(route.paramNames.map((name, i) => [name, decodeURIComponent(match[i + 1]!)]));
+      const pathParameters = Object.fromEntries(route.paramNames.map((name, i) => [name, safeDecode(match[i + 1]!)]));
       return { route, pathParameters };
     }
   }
   const fallback = routes.find((route) => route.routeKey === '$default');
   return fallback ? { route: fallback, pathParameters: {} } : undefined;
+}
+
+/** A malformed %-escape stays as sent (the handler's validation then refuses it) instead of a 500. */
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 const TEXTUAL = /^(application\/(json|x-www-form-urlencoded|.*\+json)|text\/)/i;

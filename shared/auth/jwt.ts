@@ -8,6 +8,9 @@ export const ACCEPTED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384',
 /** Longest op_jwt lifetime (`exp - iat`) the enclave accepts: spec, Limits. */
 export const MAX_OP_JWT_LIFETIME_SECONDS = 300;
 
+/** Tolerated clock difference between the op_jwt minter and the enclave. */
+const OP_JWT_CLOCK_SKEW_SECONDS = 30;
+
 export interface Identity {
   readonly iss: string;
   readonly sub: string;
@@ -54,6 +57,8 @@ async function verify(app: Application, token: string, kind: KeySetKind, code: s
       issuer: app.oidc.issuer,
       audience: app.oidc.audience,
       algorithms: ACCEPTED_ALGORITHMS,
+      // A token without `exp` would never expire.
+      requiredClaims: ['exp'],
       currentDate: now,
     });
     if (typeof payload.sub !== 'string' || payload.sub.length === 0) {
@@ -80,6 +85,11 @@ export async function verifyOpJwt(app: Application, token: string, now?: Date): 
   const payload = await verify(app, token, 'op', 'INVALID_OP_JWT', 'op_jwt', now);
   if (typeof payload.iat !== 'number' || typeof payload.exp !== 'number') {
     throw new UnauthorizedError('INVALID_OP_JWT', 'op_jwt must carry "iat" and "exp"');
+  }
+  // exp - iat alone lets a future-dated token outlive the limit; iat must not be ahead of our clock.
+  const nowSeconds = Math.floor((now ?? new Date()).getTime() / 1000);
+  if (payload.iat > nowSeconds + OP_JWT_CLOCK_SKEW_SECONDS) {
+    throw new UnauthorizedError('INVALID_OP_JWT', 'op_jwt "iat" is in the future');
   }
   if (payload.exp - payload.iat > MAX_OP_JWT_LIFETIME_SECONDS) {
     throw new UnauthorizedError('INVALID_OP_JWT', `op_jwt lifetime exceeds ${MAX_OP_JWT_LIFETIME_SECONDS} seconds`);

@@ -35,7 +35,11 @@ export class KmsOpJwtSigner implements OpJwtSigner {
   }
 
   publicJwk(): Promise<JWK> {
-    this.#jwk ??= this.#fetchPublicJwk();
+    // A failed fetch is not cached: the next call retries rather than failing for the container's life.
+    this.#jwk ??= this.#fetchPublicJwk().catch((error: unknown) => {
+      this.#jwk = undefined;
+      throw error;
+    });
     return this.#jwk;
   }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createKeyFileOnce } from './key-file.ts';
 import { open, seal } from './aead.ts';
 import { canonicalContext, type DataKey, type EncryptionContext, type KeyWrapper } from './key-wrapper.ts';
 
@@ -43,12 +44,9 @@ async function loadOrCreateKeyFile(path: string): Promise<Buffer> {
   }
   await mkdir(join(path, '..'), { recursive: true, mode: 0o700 });
   const key = randomBytes(32);
-  try {
-    // `wx`: if two processes race, exactly one creates the file and the other reads it.
-    await writeFile(path, key, { mode: 0o600, flag: 'wx' });
-    return key;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return readFile(path);
-  }
+  // If two processes race, exactly one creates the file and the other reads the whole of it.
+  if (await createKeyFileOnce(path, key)) return key;
+  const existing = await readFile(path);
+  if (existing.length !== 32) throw new Error(`${path} is not a 32-byte key`);
+  return existing;
 }

@@ -1,5 +1,6 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createKeyFileOnce } from './key-file.ts';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
 import { type OpJwtClaims, type OpJwtSigner, opJwtPayload } from './op-jwt-signer.ts';
 
@@ -37,13 +38,7 @@ async function loadOrCreate(path: string): Promise<{ privateJwk: JWK; publicJwk:
     const { privateKey } = await generateKeyPair('ES256', { extractable: true });
     const fresh = await exportJWK(privateKey);
     await mkdir(join(path, '..'), { recursive: true, mode: 0o700 });
-    try {
-      await writeFile(path, JSON.stringify(fresh), { mode: 0o600, flag: 'wx' });
-      privateJwk = fresh;
-    } catch (writeError) {
-      if ((writeError as NodeJS.ErrnoException).code !== 'EEXIST') throw writeError;
-      privateJwk = JSON.parse(await readFile(path, 'utf8')) as JWK;
-    }
+    privateJwk = (await createKeyFileOnce(path, JSON.stringify(fresh))) ? fresh : (JSON.parse(await readFile(path, 'utf8')) as JWK);
   }
   const { d: _d, ...publicPart } = privateJwk;
   const kid = await calculateJwkThumbprint(publicPart);

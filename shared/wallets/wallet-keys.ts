@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { PublicKey, VersionedMessage } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { bytesToHex, type Hex, keccak256, type TransactionSerializable } from 'viem';
 import { generatePrivateKey, privateKeyToAddress, sign, signMessage, signTransaction } from 'viem/accounts';
-import { ValidationError } from '../errors.ts';
 import type { KeyFamily } from './networks.ts';
 
 /**
  * Key generation and signing per key family. Secrets are 32 bytes: a secp256k1 private key
  * (EVM) or an ed25519 seed (Solana). They exist in plaintext only for one operation.
+ * No @solana/web3.js here: it would add ~600 kB to every enclave bundle (see solana-message.ts).
  */
 export function generateSecret(family: KeyFamily): Buffer {
   return family === 'evm' ? Buffer.from(generatePrivateKey().slice(2), 'hex') : randomBytes(32);
@@ -17,7 +16,7 @@ export function generateSecret(family: KeyFamily): Buffer {
 
 /** EIP-55 checksummed address (EVM) or base58 public key (Solana). */
 export function addressOf(family: KeyFamily, secret: Uint8Array): string {
-  return family === 'evm' ? privateKeyToAddress(bytesToHex(secret)) : new PublicKey(ed25519.getPublicKey(secret)).toBase58();
+  return family === 'evm' ? privateKeyToAddress(bytesToHex(secret)) : bs58.encode(ed25519.getPublicKey(secret));
 }
 
 /**
@@ -38,25 +37,4 @@ export async function signMessageBytes(family: KeyFamily, secret: Uint8Array, me
 export async function signEvmTransaction(secret: Uint8Array, transaction: TransactionSerializable) {
   const signed = await signTransaction({ privateKey: bytesToHex(secret), transaction });
   return { signed_transaction: signed, tx_hash: keccak256(signed) };
-}
-
-/**
- * Signs a serialised Solana transaction message (legacy or v0). The message must parse and
- * name this wallet among its required signers, so the enclave never signs opaque bytes as a
- * transaction.
- */
-export function signSolanaMessage(secret: Uint8Array, messageBytes: Uint8Array) {
-  let message: VersionedMessage;
-  try {
-    message = VersionedMessage.deserialize(messageBytes);
-  } catch {
-    throw new ValidationError('body.transaction: is not a serialised Solana transaction message', 'INVALID_TRANSACTION');
-  }
-  const signer = new PublicKey(ed25519.getPublicKey(secret));
-  const signers = message.staticAccountKeys.slice(0, message.header.numRequiredSignatures);
-  if (!signers.some((key) => key.equals(signer))) {
-    throw new ValidationError('body.transaction: the wallet is not a required signer of this message', 'INVALID_TRANSACTION');
-  }
-  const signature = ed25519.sign(messageBytes, secret);
-  return { signature: bs58.encode(signature), signer: signer.toBase58() };
 }

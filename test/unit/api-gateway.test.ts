@@ -1,0 +1,110 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { compileRoute, matchRoute, toEvent } from '../../infra/local/api-gateway.ts';
+
+const routes = ['GET /health', 'GET /task/{task_id}', 'POST /task', 'GET /v2/api/wallet/{wallet_id}/key/{key_id}', '$default'].map(compileRoute);
+
+/** The parts of an IncomingMessage that toEvent reads. */
+function request(options: { method?: string; url: string; headers?: IncomingHttpHeaders }): IncomingMessage {
+  return {
+    method: options.method ?? 'GET',
+    url: options.url,
+    headers: options.headers ?? {},
+    httpVersion: '1.1',
+    socket: { remoteAddress: '10.0.0.7' },
+  } as unknown as IncomingMessage;
+}
+
+describe('compileRoute / matchRoute', () => {
+  it('extracts a path parameter', () => {
+    const matched = matchRoute(routes, 'GET', '/task/0190c1a2-task');
+    expect(matched?.route.routeKey).toBe('GET /task/{task_id}');
+    expect(matched?.pathParameters).toEqual({ task_id: '0190c1a2-task' });
+  });
+
+  it('extracts several path parameters, URL-decoded', () => {
+    const matched = matchRoute(routes, 'GET', '/v2/api/wallet/w%201/key/k%2F2');
+    expect(matched?.route.routeKey).toBe('GET /v2/api/wallet/{wallet_id}/key/{key_id}');
+    expect(matched?.pathParameters).toEqual({ wallet_id: 'w 1', key_id: 'k/2' });
+  });
+
+  it('matches a static route with no parameters', () => {
+    expect(matchRoute(routes, 'GET', '/health')).toEqual({ route: routes[0], pathParameters: {} });
+  });
+
+  it('falls to $default when the method does not match', () => {
+    const matched = matchRoute(routes, 'DELETE', '/task/abc');
+    expect(matched?.route.routeKey).toBe('$default');
+    expect(matched?.pathParameters).toEqual({});
+  });
+
+  it('falls to $default when no path matches', () => {
+    expect(matchRoute(routes, 'GET', '/task/abc/extra')?.route.routeKey).toBe('$default');
+    expect(matchRoute(routes, 'GET', '/task/')?.route.routeKey).toBe('$default');
+    expect(matchRoute(routes, 'GET', '/healthz')?.route.routeKey).toBe('$default');
+  });
+
+  it('prefers an exact route even when $default is listed first', () => {
+    const reordered = ['$default', 'POST /task'].map(compileRoute);
+    expect(matchRoute(reordered, 'POST', '/task')?.route.routeKey).toBe('POST /task');
+  });
+
+  it('returns undefined when nothing matches and there is no $default', () => {
+    expect(matchRoute([compileRoute('GET /health')], 'GET', '/nope')).toBeUndefined();
+  });
+
+  it('treats regex metacharacters in a route path literally', () => {
+    const dotted = [compileRoute('GET /.well-known/jwks.json')];
+    expect(matchRoute(dotted, 'GET', '/.well-known/jwks.json')?.route.routeKey).toBe('GET /.well-known/jwks.json');
+    expect(matchRoute(dotted, 'GET', '/.well-known/jwksXjson')).toBeUndefined();
+  });
+});
+
+describe('toEvent', () => {
+  it('builds a payload 2.0 event with route key, path and path parameters', () => {
+    const event = toEvent(request({ url: '/task/abc' }), Buffer.alloc(0), 'GET /task/{task_id}', { task_id: 'abc' });
+    expect(event).toMatchObject({
+      version: '2.0',
+      routeKey: 'GET /task/{task_id}',
+      rawPath: '/task/abc',
+      rawQueryString: '',
+      pathParameters: { task_id: 'abc' },
+      isBase64Encoded: false,
+      requestContext: { routeKey: 'GET /task/{task_id}', stage: '$default', http: { method: 'GET', path: '/task/abc', sourceIp: '10.0.0.7' } },
+    });
+    expect(event.queryStringParameters).toBeUndefined();
+    expect(event.body).toBeUndefined();
+  });
+
+  it('parses the query string, decoding values and joining repeats with commas', () => {
+    const event = toEvent(request({ url: '/task?limit=10&name=two%20words&tag=a&tag=b' }), Buffer.alloc(0), '$default', {});
+    expect(event.rawQueryString).toBe('limit=10&name=two%20words&tag=a&tag=b');
+    expect(event.queryStringParameters).toEqual({ limit: '10', name: 'two words', tag: 'a,b' });
+    expect(event.pathParameters).toBeUndefined();
+  });
+
+  it('lower-cases header names and joins multi-valued headers', () => {
+    const headers = { 'X-Service-Secret-Key': 'sk_123', Authorization: 'Bearer t', 'x-multi': ['a', 'b'] } as unknown as IncomingHttpHeaders;
+    const event = toEvent(request({ url: '/', headers }), Buffer.alloc(0), '$default', {});
+    expect(event.headers).toEqual({ 'x-service-secret-key': 'sk_123', authorization: 'Bearer t', 'x-multi': 'a,b' });
+  });
+
+  it('passes a JSON body as text and a binary body as base64', () => {
+    const json = toEvent(
+      request({ method: 'POST', url: '/task', headers: { 'content-type': 'application/json; charset=utf-8' } }),
+      Buffer.from('{"a":1}'),
+      'POST /task',
+      {},
+    );
+    expect(json).toMatchObject({ body: '{"a":1}', isBase64Encoded: false });
+
+    const bytes = Buffer.from([0, 255, 1, 2]);
+    const binary = toEvent(
+      request({ method: 'POST', url: '/task', headers: { 'content-type': 'application/octet-stream' } }),
+      bytes,
+      'POST /task',
+      {},
+    );
+    expect(binary).toMatchObject({ body: bytes.toString('base64'), isBase64Encoded: true });
+  });
+});
