@@ -32,6 +32,10 @@ export default defineConfig({
           hookTimeout: 60_000,
         },
       },
+      // `npm run test:deployed`: the same API tests against a deployed stack (AWS or LocalStack).
+      ...(process.env.API_TEST_TARGET === 'deployed'
+        ? [{ test: { name: 'api-deployed', include: apiTests, globalSetup: ['test/api/support/global-setup.ts'], env: { TEST_DYNAMODB: 'deployed' }, testTimeout: 120_000, hookTimeout: 180_000 } }]
+        : []),
     ],
   },
 });

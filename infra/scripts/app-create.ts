@@ -1,12 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { KMSClient } from '@aws-sdk/client-kms';
 import type { JSONWebKeySet } from 'jose';
-import { DEFAULT_WALLET_GROUP_ID, type Application } from '../../shared/apps/application.ts';
-import { getApplication, hashSecret, putApplication } from '../../shared/apps/app-registry.ts';
+import { registerApplication } from '../../shared/apps/register-application.ts';
 import { KmsOpJwtSigner } from '../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../shared/db/client.ts';
+import { ConflictError } from '../../shared/errors.ts';
 
 /**
  * `npm run app:create -- --app-id acme --provider-id acme-idp --issuer https://idp.acme.com
@@ -50,27 +49,23 @@ const jwks = values['jwks-file'] ? (JSON.parse(await readFile(values['jwks-file'
 if (jwks && !Array.isArray(jwks.keys)) fail('--jwks-file must hold a JWKS ({"keys": [...]})');
 
 const table = { doc: createDocumentClient(process.env.DYNAMODB_ENDPOINT), name: tableName };
-if (await getApplication(table, appId)) fail(`an application "${appId}" already exists`);
-
-const secretKey = `sk_${randomBytes(32).toString('base64url')}`;
-const apiKey = `ak_${randomBytes(32).toString('base64url')}`;
 const trustedKey = await new KmsOpJwtSigner(new KMSClient({}), opJwtKeyId).publicJwk();
-const app: Application = {
-  app_id: appId,
-  created_at: createdAt.toISOString(),
-  oidc: {
-    provider_id: providerId,
-    issuer,
-    ...(values.audience ? { audience: values.audience } : {}),
-    ...(jwks ? { jwks } : { jwks_uri: values['jwks-uri'] }),
-  },
-  secret_key_hash: hashSecret(secretKey),
-  api_key_hash: hashSecret(apiKey),
-  trusted_keys: [trustedKey],
-  default_wallet_group_id: DEFAULT_WALLET_GROUP_ID,
-};
-await putApplication(table, app);
-
-process.stdout.write(`Application "${appId}" registered. These keys are shown once and stored only as digests:\n`);
-process.stdout.write(`  X-SERVICE-SECRET-KEY  ${secretKey}\n`);
-process.stdout.write(`  X-SERVICE-API-KEY     ${apiKey}\n`);
+try {
+  const { secret_key, api_key } = await registerApplication(table, {
+    app_id: appId,
+    created_at: createdAt,
+    oidc: {
+      provider_id: providerId,
+      issuer,
+      ...(values.audience ? { audience: values.audience } : {}),
+      ...(jwks ? { jwks } : { jwks_uri: values['jwks-uri'] }),
+    },
+    trusted_keys: [trustedKey],
+  });
+  process.stdout.write(`Application "${appId}" registered. These keys are shown once and stored only as digests:\n`);
+  process.stdout.write(`  X-SERVICE-SECRET-KEY  ${secret_key}\n`);
+  process.stdout.write(`  X-SERVICE-API-KEY     ${api_key}\n`);
+} catch (error) {
+  if (error instanceof ConflictError) fail(error.message);
+  throw error;
+}

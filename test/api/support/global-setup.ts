@@ -4,14 +4,19 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { KMSClient } from '@aws-sdk/client-kms';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { TestProject } from 'vitest/node';
+import { registerApplication } from '../../../shared/apps/register-application.ts';
+import { KmsOpJwtSigner } from '../../../shared/crypto/kms-op-jwt-signer.ts';
+import { createDocumentClient } from '../../../shared/db/client.ts';
 
 /**
  * Boots the local runtime as a separate process (`node infra/local/start.ts`), exactly as
  * `npm start` does, with an APPS_FILE of two test applications whose identity providers are
  * keys made here. The `api-dynamodb-local` project first starts DynamoDB Local (Java) and
- * points the runtime at it.
+ * points the runtime at it. The `api-deployed` project runs the same tests against a deployed
+ * stack (AWS or LocalStack).
  */
 export interface TestApp {
   readonly app_id: string;
@@ -37,28 +42,23 @@ declare module 'vitest' {
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 
-async function makeApp(appId: string): Promise<{ app: TestApp; entry: object }> {
+/** A test identity provider: an ES256 key whose public half the app's OIDC config carries. */
+async function makeIdentityProvider(appId: string) {
   const { privateKey } = await generateKeyPair('ES256', { extractable: true });
   const privateJwk = await exportJWK(privateKey);
   const { d: _d, ...publicJwk } = privateJwk;
   const kid = await calculateJwkThumbprint(publicJwk);
-  const app: TestApp = {
-    app_id: appId,
-    secret_key: `sk_test_${appId}_${crypto.randomUUID()}`,
-    api_key: `ak_test_${appId}_${crypto.randomUUID()}`,
+  const oidc = {
     provider_id: `${appId}-idp`,
     issuer: `https://idp.${appId}.test`,
     audience: `${appId}-audience`,
-    privateJwk: { ...privateJwk, kid, alg: 'ES256' },
+    jwks: { keys: [{ ...publicJwk, kid, alg: 'ES256', use: 'sig' }] },
   };
-  const entry = {
-    app_id: app.app_id,
-    secret_key: app.secret_key,
-    api_key: app.api_key,
-    created_at: '2026-09-01T00:00:00Z',
-    oidc: { provider_id: app.provider_id, issuer: app.issuer, audience: app.audience, jwks: { keys: [{ ...publicJwk, kid, alg: 'ES256', use: 'sig' }] } },
-  };
-  return { app, entry };
+  return { oidc, privateJwk: { ...privateJwk, kid, alg: 'ES256' } };
+}
+
+function testApp(appId: string, idp: Awaited<ReturnType<typeof makeIdentityProvider>>, keys: { secret_key: string; api_key: string }): TestApp {
+  return { app_id: appId, ...keys, provider_id: idp.oidc.provider_id, issuer: idp.oidc.issuer, audience: idp.oidc.audience, privateJwk: idp.privateJwk };
 }
 
 function freePort(): Promise<number> {
@@ -136,22 +136,55 @@ export function stopProcess(child: ChildProcess): Promise<void> {
   });
 }
 
-export default async function setup(project: TestProject) {
+const APP_CREATED_AT = '2026-09-01T00:00:00Z';
+
+/** Local: an APPS_FILE for a runtime process started here (dynalite, or DynamoDB Local first). */
+async function setupLocal(project: TestProject) {
   const dataDir = await mkdtemp(join(tmpdir(), `sandbox-${project.name}-`));
-  const made = await Promise.all(['app-one', 'app-two'].map(makeApp));
+  const apps: TestApp[] = [];
+  const entries: object[] = [];
+  for (const appId of ['app-one', 'app-two']) {
+    const idp = await makeIdentityProvider(appId);
+    const keys = { secret_key: `sk_test_${appId}_${crypto.randomUUID()}`, api_key: `ak_test_${appId}_${crypto.randomUUID()}` };
+    apps.push(testApp(appId, idp, keys));
+    entries.push({ app_id: appId, ...keys, created_at: APP_CREATED_AT, oidc: idp.oidc });
+  }
   const appsFile = join(dataDir, 'apps.json');
-  await writeFile(appsFile, JSON.stringify(made.map((m) => m.entry)), { mode: 0o600 });
+  await writeFile(appsFile, JSON.stringify(entries), { mode: 0o600 });
 
   const dynamodb = project.name === 'api-dynamodb-local' ? await startDynamoDbLocal(dataDir) : undefined;
   const runtime = await startRuntimeProcess(
     { DATA_DIR: join(dataDir, 'runtime'), APPS_FILE: appsFile, ...(dynamodb ? { DYNAMODB_ENDPOINT: dynamodb.endpoint } : {}) },
     ['--quiet'],
   );
-  project.provide('sandbox', { urls: runtime.urls, apps: made.map((m) => m.app), dataDir });
+  project.provide('sandbox', { urls: runtime.urls, apps, dataDir });
 
   return async () => {
     await stopProcess(runtime.child);
     if (dynamodb) await stopProcess(dynamodb.process);
     await rm(dataDir, { recursive: true, force: true });
   };
+}
+
+/**
+ * Deployed (AWS or LocalStack via `npm run test:deployed`): the stack's URLs from the
+ * environment, and two fresh test apps registered in its table as `npm run app:create` does.
+ */
+async function setupDeployed(project: TestProject) {
+  const env = (name: string) => process.env[name] || (() => { throw new Error(`${name} is required for API_TEST_TARGET=deployed`); })();
+  const urls = { account: env('ACCOUNT_URL'), enclave: env('ENCLAVE_URL'), express: env('EXPRESS_URL') };
+  const table = { doc: createDocumentClient(process.env.DYNAMODB_ENDPOINT), name: env('TABLE_NAME') };
+  const trustedKey = await new KmsOpJwtSigner(new KMSClient({}), env('OP_JWT_KMS_KEY_ID')).publicJwk();
+  const apps: TestApp[] = [];
+  for (const label of ['app-one', 'app-two']) {
+    const appId = `test-${label}-${crypto.randomUUID().slice(0, 8)}`;
+    const idp = await makeIdentityProvider(appId);
+    const keys = await registerApplication(table, { app_id: appId, oidc: idp.oidc, created_at: new Date(APP_CREATED_AT), trusted_keys: [trustedKey] });
+    apps.push(testApp(appId, idp, keys));
+  }
+  project.provide('sandbox', { urls: { account: urls.account.replace(/\/+$/, ''), enclave: urls.enclave.replace(/\/+$/, ''), express: urls.express.replace(/\/+$/, '') }, apps, dataDir: '' });
+}
+
+export default async function setup(project: TestProject) {
+  return project.name === 'api-deployed' ? setupDeployed(project) : setupLocal(project);
 }
