@@ -17,7 +17,11 @@ export const AppFileEntry = v.pipe(
     app_id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, ".", "_" or "-"')),
     secret_key: v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters')),
     api_key: v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters')),
-    created_at: v.pipe(v.string(), v.isoTimestamp('must be an ISO 8601 timestamp')),
+    created_at: v.pipe(
+      v.string(),
+      v.regex(/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/, 'must be an ISO 8601 date or timestamp'),
+      v.check((value) => !Number.isNaN(Date.parse(value)), 'must be a valid date'),
+    ),
     default_wallet_group_id: v.optional(v.string()),
     oidc: v.object({
       provider_id: v.pipe(v.string(), v.minLength(1)),

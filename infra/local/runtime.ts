@@ -6,9 +6,12 @@ import { pathToFileURL } from 'node:url';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { ROUTES, type RouteDefinition, type ServiceName } from '../../functions/routes.ts';
-import { putApplication } from '../../shared/apps/app-registry.ts';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { Application } from '../../shared/apps/application.ts';
+import { deleteApplication, putApplication } from '../../shared/apps/app-registry.ts';
 import { LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
-import { createDocumentClient } from '../../shared/db/client.ts';
+import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
+import { keys } from '../../shared/db/keys.ts';
 import { localCreateTableInput } from '../../shared/db/table-definition.ts';
 import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } from './applications.ts';
 import { compileRoute, lambdaContext, matchRoute, toEvent, writeResult } from './api-gateway.ts';
@@ -65,8 +68,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   // Applications, each trusting the account service's local op_jwt signing key.
   const apps = options.appsFile ? await readAppsFile(options.appsFile) : [await loadOrCreateDevApp(dataDir)];
   const trustedKey = await new LocalOpJwtSigner(dataDir).publicJwk();
-  const table = { doc: createDocumentClient(dynamodbEndpoint), name: tableName };
-  for (const entry of apps) await putApplication(table, toApplication(entry, [trustedKey]));
+  await seedApplications({ doc: createDocumentClient(dynamodbEndpoint), name: tableName }, apps.map((entry) => toApplication(entry, [trustedKey])));
 
   // Listen first (ports may be 0), then configure the handlers' environment, then serve.
   const servers = Object.fromEntries(SERVICES.map((service) => [service, createServer()])) as Record<ServiceName, Server>;
@@ -140,6 +142,20 @@ async function serve(routes: (RouteDefinition & ReturnType<typeof compileRoute>)
   const event = toEvent(req, Buffer.concat(chunks), matched.route.routeKey, matched.pathParameters);
   const result = await handler(event, lambdaContext(matched.route.id, 29_000));
   writeResult(res, result as Parameters<typeof writeResult>[1]);
+}
+
+/**
+ * Makes the table's applications exactly the configured ones: upserts each, and deletes those
+ * seeded on an earlier start but no longer configured (an app removed from APPS_FILE, or the dev
+ * app once APPS_FILE is used), so their credentials stop working.
+ */
+async function seedApplications(table: Table, apps: Application[]) {
+  const previous = ((await getItem(table, keys.localApps()))?.apps ?? []) as Application[];
+  const current = new Set(apps.map((app) => app.app_id));
+  for (const stale of previous.filter((app) => !current.has(app.app_id))) await deleteApplication(table, stale);
+  for (const app of apps) await putApplication(table, app);
+  const seeded = apps.map(({ app_id, secret_key_hash, api_key_hash }) => ({ app_id, secret_key_hash, api_key_hash }));
+  await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.localApps(), apps: seeded } }));
 }
 
 async function ensureTable(endpoint: string, tableName: string) {

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { getItem, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
 import type { Application } from './application.ts';
@@ -21,6 +21,14 @@ export async function putApplication(table: Table, app: Application): Promise<vo
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.appSecret(app.secret_key_hash), app_id: app.app_id } }));
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.appApiKey(app.api_key_hash), app_id: app.app_id } }));
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.app(app.app_id), ...app } }));
+}
+
+/** Removes an application and its lookup items: its credentials stop working at once. */
+export async function deleteApplication(table: Table, app: Pick<Application, 'app_id' | 'secret_key_hash' | 'api_key_hash'>): Promise<void> {
+  // The app item first: without it, leftover lookups resolve to "unknown app".
+  await table.doc.send(new DeleteCommand({ TableName: table.name, Key: keys.app(app.app_id) }));
+  await table.doc.send(new DeleteCommand({ TableName: table.name, Key: keys.appSecret(app.secret_key_hash) }));
+  await table.doc.send(new DeleteCommand({ TableName: table.name, Key: keys.appApiKey(app.api_key_hash) }));
 }
 
 export async function getApplication(table: Table, appId: string): Promise<Application | undefined> {

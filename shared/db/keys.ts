@@ -8,6 +8,7 @@
  * | app api key lookup| APPKEY#<sha256(api_key)>             | APPKEY        |
  * | account           | ACCOUNT#<app_id>#<app_user_id>       | ACCOUNT       |
  * | enclave wallet    | WALLET#<wallet_id>                   | WALLET        |
+ * | local app set     | LOCAL#APPS                           | LOCAL#APPS    |  (local runtime only)
  */
 export const keys = {
   app: (appId: string) => ({ pk: `APP#${appId}`, sk: 'APP' }),
@@ -15,4 +16,6 @@ export const keys = {
   appApiKey: (apiKeyHash: string) => ({ pk: `APPKEY#${apiKeyHash}`, sk: 'APPKEY' }),
   account: (appId: string, appUserId: string) => ({ pk: `ACCOUNT#${appId}#${appUserId}`, sk: 'ACCOUNT' }),
   wallet: (walletId: string) => ({ pk: `WALLET#${walletId}`, sk: 'WALLET' }),
+  /** The app ids the local runtime seeded last time, so apps dropped from APPS_FILE are removed. */
+  localApps: () => ({ pk: 'LOCAL#APPS', sk: 'LOCAL#APPS' }),
 };

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -19,7 +19,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('serves the dev app, keeps data across a restart, and logs no secrets', async () => {
+  it('serves the dev app, keeps data across a restart, retires apps no longer configured, and logs no secrets', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'sandbox-restart-'));
     const first = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '' });
     const devApp = JSON.parse(await readFile(join(dataDir, 'dev-app.json'), 'utf8'));
@@ -51,6 +51,20 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
       expect(signedAgain.status).toBe(200);
     } finally {
       await stopProcess(second.child);
+    }
+
+    // Switching to an APPS_FILE retires the dev app: its secret key stops working.
+    const appsFile = join(dataDir, 'apps.json');
+    const acme = { ...devApp, app_id: 'acme', secret_key: 'sk_acme_0123456789abcdef', api_key: 'ak_acme_0123456789abcdef', created_at: '2026-08-01' };
+    await writeFile(appsFile, JSON.stringify([acme]));
+    const third = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: appsFile });
+    try {
+      const devRefused = await fetch(`${third.urls.account}/account`, { headers });
+      expect(devRefused.status).toBe(401);
+      const acmeProvider = await fetch(`${third.urls.express}/v1/identity/provider`, { headers: { 'x-service-secret-key': acme.secret_key } });
+      expect(acmeProvider.status).toBe(200);
+    } finally {
+      await stopProcess(third.child);
     }
 
     for (const file of ['keys/enclave.key', 'keys/account.key', 'keys/op-jwt-signer.jwk.json', 'keys/dev-issuer.jwk.json']) {
