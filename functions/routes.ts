@@ -29,10 +29,20 @@ export const ROUTES: readonly RouteDefinition[] = [
   { id: 'SignDataV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_data', entry: 'functions/enclave/sign-data.ts' },
   { id: 'SignMessageV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_message', entry: 'functions/enclave/sign-message.ts' },
   { id: 'SignTransactionV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_transaction', entry: 'functions/enclave/sign-transaction.ts' },
+  { id: 'CreateWalletV1', service: 'enclave', routeKey: 'POST /v1/api/wallet', entry: 'functions/enclave/v1-create-wallet.ts' },
+  { id: 'SignDataV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_data', entry: 'functions/enclave/v1-sign-data.ts' },
+  { id: 'SignMessageV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_message', entry: 'functions/enclave/v1-sign-message.ts' },
+  { id: 'SignTransactionV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_transaction', entry: 'functions/enclave/v1-sign-transaction.ts' },
 
   { id: 'ExpressHealth', service: 'express', routeKey: 'GET /health', entry: 'functions/common/health.ts' },
   { id: 'ExpressNotFound', service: 'express', routeKey: '$default', entry: 'functions/common/not-found.ts' },
   { id: 'GetIdentityProvider', service: 'express', routeKey: 'GET /v1/identity/provider', entry: 'functions/express/get-identity-provider.ts' },
+  { id: 'GetOrCreateExpressWallet', service: 'express', routeKey: 'POST /v2/wallet', entry: 'functions/express/get-or-create-wallet.ts' },
+  { id: 'ExpressSignData', service: 'express', routeKey: 'POST /v2/wallet/sign/data', entry: 'functions/express/sign-data.ts' },
+  { id: 'ExpressSignMessage', service: 'express', routeKey: 'POST /v2/wallet/sign/message', entry: 'functions/express/sign-message.ts' },
+  { id: 'ExpressSignTransaction', service: 'express', routeKey: 'POST /v2/wallet/sign/transaction', entry: 'functions/express/sign-transaction.ts' },
+  { id: 'ExpressWalletV1', service: 'express', routeKey: 'POST /v1/wallet', entry: 'functions/express/v1-wallet.ts' },
+  { id: 'ExpressSignV1', service: 'express', routeKey: 'POST /v1/wallet/sign/{operation}', entry: 'functions/express/v1-wallet.ts' },
 ];
 
 /** Which AWS resources a service's functions need; infra grants exactly these. */
@@ -48,5 +58,5 @@ export interface ServiceNeeds {
 export const SERVICE_NEEDS: Record<ServiceName, ServiceNeeds> = {
   account: { table: true, enclaveKey: false, accountKey: true, opJwtKey: true, enclaveUrl: true },
   enclave: { table: true, enclaveKey: true, accountKey: false, opJwtKey: false, enclaveUrl: false },
-  express: { table: true, enclaveKey: false, accountKey: false, opJwtKey: false, enclaveUrl: false },
+  express: { table: true, enclaveKey: false, accountKey: false, opJwtKey: true, enclaveUrl: true },
 };

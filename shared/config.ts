@@ -73,3 +73,15 @@ export function loadOpJwtSignerConfig(env = process.env): OpJwtSignerConfig {
 export function loadTeeUrl(env = process.env): string {
   return parseEnv(v.object({ TEE_URL: v.pipe(v.string(), v.url()) }), env).TEE_URL.replace(/\/+$/, '');
 }
+
+/** End of 2026-07-31 UTC: spec, Versioning ("v1 is retired on July 31, 2026"). */
+export const DEFAULT_V1_RETIREMENT = '2026-08-01T00:00:00.000Z';
+
+/** V1_RETIREMENT_AT (ISO 8601, optional): the instant enclave v1 access and migrations stop. */
+export function loadV1RetirementAt(env = process.env): Date {
+  const parsed = parseEnv(
+    v.object({ V1_RETIREMENT_AT: v.optional(v.pipe(v.string(), v.isoTimestamp('must be an ISO 8601 timestamp')), DEFAULT_V1_RETIREMENT) }),
+    env,
+  );
+  return new Date(parsed.V1_RETIREMENT_AT);
+}

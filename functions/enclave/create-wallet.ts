@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { authenticateApp } from '../../shared/auth/authenticate.ts';
+import { authenticateEnclaveCaller } from '../../shared/auth/authenticate.ts';
 import { verifyUserJwt } from '../../shared/auth/jwt.ts';
 import { enclaveDeps } from '../../shared/deps/enclave.ts';
 import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
@@ -9,7 +9,7 @@ import { CreateWalletRequest } from '../../shared/wallets/schemas.ts';
 
 /** `POST /v2/api/wallet`: get-or-create a wallet bound to the `auth_jwt` identity. */
 export const adapter = async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
-  const { app } = await authenticateApp(enclaveDeps.apps, event);
+  const app = await authenticateEnclaveCaller(enclaveDeps.apps, event, enclaveDeps.now());
   const body = parseInput(CreateWalletRequest, event.body, 'body');
   const identity = await verifyUserJwt(app, body.auth_jwt, enclaveDeps.now());
   const wallet = await createWallet(enclaveDeps, { app, identity, network: body.network, walletGroupId: body.wallet_group_id });

@@ -23,6 +23,8 @@ export const AppFileEntry = v.pipe(
       v.check((value) => !Number.isNaN(Date.parse(value)), 'must be a valid date'),
     ),
     default_wallet_group_id: v.optional(v.string()),
+    /** Provider ids of the deprecated iframe-based login, still accepted by the express service. */
+    legacy_provider_ids: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
     oidc: v.object({
       provider_id: v.pipe(v.string(), v.minLength(1)),
       issuer: v.pipe(v.string(), v.minLength(1)),
@@ -54,6 +56,7 @@ export function toApplication(entry: AppFileEntry, trustedKeys: JWK[]): Applicat
     api_key_hash: hashSecret(entry.api_key),
     trusted_keys: trustedKeys,
     default_wallet_group_id: entry.default_wallet_group_id ?? DEFAULT_WALLET_GROUP_ID,
+    ...(entry.legacy_provider_ids?.length ? { legacy_provider_ids: entry.legacy_provider_ids } : {}),
   };
 }
 

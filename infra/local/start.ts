@@ -4,7 +4,8 @@ import { startLocalRuntime } from './runtime.ts';
 /**
  * `npm start`: the three services on 127.0.0.1 with no AWS account. Configuration by environment:
  * ACCOUNT_PORT (3000), ENCLAVE_PORT (3001), EXPRESS_PORT (3002), DATA_DIR (.data),
- * DYNAMODB_ENDPOINT (embedded dynalite when unset), APPS_FILE (a generated dev app when unset).
+ * DYNAMODB_ENDPOINT (embedded dynalite when unset), APPS_FILE (a generated dev app when unset),
+ * TABLE_NAME (perp-wallet), V1_RETIREMENT_AT (read by the enclave functions; default end of 2026-07-31 UTC).
  */
 const { values } = parseArgs({ options: { quiet: { type: 'boolean', default: false } } });
 const env = process.env;
@@ -26,6 +27,7 @@ const runtime = await startLocalRuntime({
   ports: { account: port('ACCOUNT_PORT', 3000), enclave: port('ENCLAVE_PORT', 3001), express: port('EXPRESS_PORT', 3002) },
   dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
   appsFile: env.APPS_FILE || undefined,
+  tableName: env.TABLE_NAME || undefined,
   onRequest: values.quiet ? undefined : (r) => process.stdout.write(`${r.service} ${r.method} ${r.path} ${r.status} ${r.ms.toFixed(1)}ms\n`),
 });
 

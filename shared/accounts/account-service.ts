@@ -8,7 +8,7 @@ import type { Table } from '../db/client.ts';
 import { NotFoundError, ValidationError } from '../errors.ts';
 import { defaultPerpDexStatus } from '../venues/default-status.ts';
 import { type AccountRecord, accountEncryptionContext, getAccount, putAccountIfAbsent } from './account-record.ts';
-import type { WalletEnclave } from './wallet-enclave.ts';
+import type { WalletEnclave } from '../wallets/enclave-client.ts';
 
 export interface AccountDeps {
   readonly table: Table;
@@ -37,7 +37,7 @@ export async function getOrCreateAccount(deps: AccountDeps, user: AuthenticatedU
   const walletGroupId = user.app.default_wallet_group_id;
   const [evm, sol] = await Promise.all(
     (['ETH', 'SOL'] as const).map((network) =>
-      deps.enclave.createWallet({ secretKey: user.secretKey, authJwt: user.token, network, walletGroupId }),
+      deps.enclave.createWallet({ secretKey: user.secretKey }, { authJwt: user.token, network, walletGroupId }),
     ),
   );
   const userId = uuidv7();
@@ -72,12 +72,11 @@ export async function signWithWallet(
   const account = await requireAccount(deps, user);
   const { evm_access_key } = await openSecrets(deps.keyWrapper, accountEncryptionContext(account), account.sealed, ['evm_access_key']);
   const opJwt = await deps.opJwtSigner.sign({ iss: user.identity.iss, sub: user.identity.sub, aud: user.app.oidc.audience });
-  const { signature } = await deps.enclave.signData({
-    secretKey: user.secretKey,
-    opJwt,
-    accessKey: evm_access_key.toString('utf8'),
-    walletId: account.wallets.evm.wallet_id,
-    rawDataHash: hash,
+  const { signature } = await deps.enclave.sign({ secretKey: user.secretKey }, 'sign_data', {
+    op_jwt: opJwt,
+    access_key: evm_access_key.toString('utf8'),
+    wallet_id: account.wallets.evm.wallet_id,
+    raw_data_hash: hash,
   });
-  return { signature, raw_data_hash: hash };
+  return { signature: signature as string, raw_data_hash: hash };
 }

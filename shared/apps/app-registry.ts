@@ -67,6 +67,11 @@ export class AppRegistry {
     });
   }
 
+  /** The app with this id, or undefined (cached like the credential lookups). */
+  findById(appId: string): Promise<Application | undefined> {
+    return this.#cached(`id:${appId}`, () => getApplication(this.#table, appId));
+  }
+
   async #lookup(key: { pk: string; sk: string }): Promise<Application | undefined> {
     const out = await this.#table.doc.send(new GetCommand({ TableName: this.#table.name, Key: key }));
     const appId = out.Item?.app_id;

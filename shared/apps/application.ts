@@ -26,6 +26,11 @@ export interface Application {
   readonly trusted_keys: readonly JWK[];
   /** The wallet group the account and express services use for a user's wallets. */
   readonly default_wallet_group_id: string;
+  /**
+   * Provider ids from the deprecated iframe-based login, still accepted as X-OIDC-Provider-ID by
+   * the express service (answered with a Deprecation header). They name the same provider.
+   */
+  readonly legacy_provider_ids?: readonly string[];
 }
 
 export const DEFAULT_WALLET_GROUP_ID = 'default';

@@ -3,11 +3,22 @@ import type { Application } from '../apps/application.ts';
 import type { AppRegistry } from '../apps/app-registry.ts';
 import { UnauthorizedError } from '../errors.ts';
 import { type Identity, verifyUserJwt } from './jwt.ts';
+import { SERVICE_TOKEN_HEADER, verifyServiceToken } from './service-token.ts';
 
 /** API Gateway HTTP APIs lower-case header names; this reads one regardless of case. */
 export function header(event: Pick<APIGatewayProxyEventV2, 'headers'>, name: string): string | undefined {
   const value = event.headers?.[name.toLowerCase()];
   return value === undefined || value === '' ? undefined : value;
+}
+
+/**
+ * Enclave app authentication: `x-service-secret-key` (spec), or a platform service token
+ * (shared/auth/service-token.ts) from the express service, which does not hold the secret.
+ */
+export async function authenticateEnclaveCaller(registry: AppRegistry, event: Pick<APIGatewayProxyEventV2, 'headers'>, now?: Date): Promise<Application> {
+  const serviceToken = header(event, SERVICE_TOKEN_HEADER);
+  if (serviceToken && !header(event, 'x-service-secret-key')) return verifyServiceToken(registry, serviceToken, now);
+  return (await authenticateApp(registry, event)).app;
 }
 
 /** Resolves the app from `X-SERVICE-SECRET-KEY`. 401 when missing or unknown. */

@@ -1,5 +1,5 @@
 import { KMSClient } from '@aws-sdk/client-kms';
-import { HttpWalletEnclave } from '../accounts/wallet-enclave.ts';
+import { HttpWalletEnclave } from '../wallets/enclave-client.ts';
 import type { AccountDeps } from '../accounts/account-service.ts';
 import { AppRegistry } from '../apps/app-registry.ts';
 import { loadBaseConfig, loadKeyProviderConfig, loadOpJwtSignerConfig, loadTeeUrl } from '../config.ts';

@@ -1,6 +1,6 @@
 import { KMSClient } from '@aws-sdk/client-kms';
 import { AppRegistry } from '../apps/app-registry.ts';
-import { loadBaseConfig, loadKeyProviderConfig } from '../config.ts';
+import { loadBaseConfig, loadKeyProviderConfig, loadV1RetirementAt } from '../config.ts';
 import { KmsKeyWrapper } from '../crypto/kms-key-wrapper.ts';
 import type { KeyWrapper } from '../crypto/key-wrapper.ts';
 import { LocalKeyWrapper } from '../crypto/local-key-wrapper.ts';
@@ -20,4 +20,5 @@ export const enclaveDeps: EnclaveDeps & { readonly apps: AppRegistry } = {
   keyWrapper,
   apps: new AppRegistry(table),
   now: () => new Date(),
+  v1RetiresAt: loadV1RetirementAt(),
 };

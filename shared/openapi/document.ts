@@ -16,6 +16,8 @@ const ERROR_TEXT: Record<number, string> = {
   401: 'Missing or invalid credentials',
   403: 'Credentials valid but not allowed for this resource',
   404: 'Not found',
+  409: 'The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED)',
+  410: 'Retired (V1_RETIRED)',
   415: 'Content-Type must be application/json',
   502: 'A dependency (the wallet enclave) failed',
 };
@@ -32,9 +34,9 @@ export function openApiDocument(service: ServiceName) {
     const doc = OPERATIONS[route.id];
     if (!doc) throw new Error(`route ${route.id} has no OpenAPI documentation`);
     const [method, path] = route.routeKey.split(' ') as [string, string];
-    const responses: Record<string, unknown> = {
-      200: { description: 'OK', content: { 'application/json': { schema: schema(doc.response) } } },
-    };
+    const responses: Record<string, unknown> = doc.redirect
+      ? { 308: { description: 'Permanent redirect to the /v2/ path (method and body preserved)', headers: { Location: { schema: { type: 'string' } } }, content: { 'application/json': { schema: schema(doc.response) } } } }
+      : { 200: { description: 'OK', content: { 'application/json': { schema: schema(doc.response) } } } };
     for (const status of [...doc.errors, 500]) {
       responses[status] = { description: ERROR_TEXT[status] ?? 'Internal error (reveals nothing internal)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     }
@@ -43,6 +45,8 @@ export function openApiDocument(service: ServiceName) {
       operationId: route.id,
       summary: doc.summary,
       ...(doc.description ? { description: doc.description } : {}),
+      ...(doc.deprecated ? { deprecated: true } : {}),
+      ...(path.includes('{') ? { parameters: [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, schema: { type: 'string' } })) } : {}),
       security: doc.security.length ? [Object.fromEntries(doc.security.map((name) => [name, []]))] : [],
       ...(doc.body ? { requestBody: { required: true, content: { 'application/json': { schema: schema(doc.body) } } } } : {}),
       responses,
@@ -62,6 +66,9 @@ export function openApiDocument(service: ServiceName) {
       securitySchemes: {
         userJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The end user\'s JWT from the app\'s identity provider; `sub` is the app_user_id.' },
         secretKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-SECRET-KEY', description: 'The application\'s secret key.' },
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-API-KEY', description: 'The application\'s API key (express wallet service).' },
+        providerId: { type: 'apiKey', in: 'header', name: 'X-OIDC-Provider-ID', description: 'The app\'s identity provider id (GET /v1/identity/provider), or a legacy iframe-login id (deprecated).' },
+        chain: { type: 'apiKey', in: 'header', name: 'X-SERVICE-CHAIN', description: 'Chain code: ETH, ARB, POL, INK or SOL.' },
       },
     },
   };

@@ -1,6 +1,18 @@
 import * as v from 'valibot';
 import { CreateAccountResponse, Account, SignRequest, SignResponse } from '../accounts/schemas.ts';
 import {
+  ExpressSignDataRequest,
+  ExpressSignMessageRequest,
+  ExpressSignResponse,
+  ExpressSignTransactionRequest,
+  ExpressWalletResponse,
+} from '../express/schemas.ts';
+import {
+  V1CreateWalletRequest,
+  V1CreateWalletResponse,
+  V1SignDataRequest,
+  V1SignMessageRequest,
+  V1SignTransactionRequest,
   CreateWalletRequest,
   CreateWalletResponse,
   SignatureResponse,
@@ -15,7 +27,7 @@ import {
  * are the very valibot schemas the handlers validate with, so the document cannot drift from
  * what is enforced.
  */
-export type Security = 'userJwt' | 'secretKey';
+export type Security = 'userJwt' | 'secretKey' | 'apiKey' | 'providerId' | 'chain';
 
 export interface OperationDoc {
   readonly summary: string;
@@ -25,7 +37,14 @@ export interface OperationDoc {
   readonly response: v.GenericSchema;
   /** Error statuses this operation can answer with (besides 500). */
   readonly errors: readonly number[];
+  readonly deprecated?: boolean;
+  /** Documented non-200 success (the express v1 redirect). */
+  readonly redirect?: boolean;
 }
+
+const V1_NOTE = 'Retired: answers 410 V1_RETIRED after the retirement instant (default end of 2026-07-31 UTC, V1_RETIREMENT_AT).';
+const expressAuth: readonly Security[] = ['userJwt', 'apiKey', 'providerId', 'chain'];
+const EXPRESS_NOTE = 'Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header.';
 
 const Health = v.object({ status: v.literal('ok') });
 
@@ -92,6 +111,89 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     body: SignTransactionRequest,
     response: SignTransactionResponse,
     errors: [400, 401, 403, 404, 415],
+  },
+  CreateWalletV1: {
+    summary: 'v1: create a wallet sealed under an encryption_context',
+    description: `Returns wallet_id, access_key and recovery_key. ${V1_NOTE}`,
+    security: ['secretKey'],
+    body: V1CreateWalletRequest,
+    response: V1CreateWalletResponse,
+    errors: [400, 401, 410, 415],
+    deprecated: true,
+  },
+  SignDataV1: {
+    summary: 'v1: sign a 32-byte hash with encryption_context + access_key',
+    description: `A wallet already migrated to v2 answers 409 WALLET_MIGRATED. ${V1_NOTE}`,
+    security: ['secretKey'],
+    body: V1SignDataRequest,
+    response: SignatureResponse,
+    errors: [400, 401, 403, 404, 409, 410, 415],
+    deprecated: true,
+  },
+  SignMessageV1: {
+    summary: 'v1: sign a message with encryption_context + access_key',
+    description: V1_NOTE,
+    security: ['secretKey'],
+    body: V1SignMessageRequest,
+    response: SignatureResponse,
+    errors: [400, 401, 403, 404, 409, 410, 415],
+    deprecated: true,
+  },
+  SignTransactionV1: {
+    summary: 'v1: sign a transaction with encryption_context + access_key',
+    description: V1_NOTE,
+    security: ['secretKey'],
+    body: V1SignTransactionRequest,
+    response: SignTransactionResponse,
+    errors: [400, 401, 403, 404, 409, 410, 415],
+    deprecated: true,
+  },
+  GetOrCreateExpressWallet: {
+    summary: 'Get or create the user\'s wallet for X-SERVICE-CHAIN',
+    description: `No body. Every EVM chain code shares one address; it is the same wallet the account service reports. ${EXPRESS_NOTE}`,
+    security: expressAuth,
+    response: ExpressWalletResponse,
+    errors: [400, 401, 403, 502],
+  },
+  ExpressSignData: {
+    summary: 'Sign a 32-byte hash with the user\'s wallet (server-side signing)',
+    description: EXPRESS_NOTE,
+    security: expressAuth,
+    body: ExpressSignDataRequest,
+    response: ExpressSignResponse,
+    errors: [400, 401, 403, 415, 502],
+  },
+  ExpressSignMessage: {
+    summary: 'Sign a message with the user\'s wallet',
+    description: EXPRESS_NOTE,
+    security: expressAuth,
+    body: ExpressSignMessageRequest,
+    response: ExpressSignResponse,
+    errors: [400, 401, 403, 415, 502],
+  },
+  ExpressSignTransaction: {
+    summary: 'Sign a transaction with the user\'s wallet',
+    description: EXPRESS_NOTE,
+    security: expressAuth,
+    body: ExpressSignTransactionRequest,
+    response: ExpressSignResponse,
+    errors: [400, 401, 403, 415, 502],
+  },
+  ExpressWalletV1: {
+    summary: 'v1 path: 308 to /v2/wallet for apps created before 2026-07-31; 403 V1_BANNED for newer apps',
+    security: ['apiKey'],
+    response: v.object({ success: v.literal(true), location: v.string() }),
+    errors: [401, 403],
+    deprecated: true,
+    redirect: true,
+  },
+  ExpressSignV1: {
+    summary: 'v1 path: 308 to /v2/wallet/sign/{operation} for apps created before 2026-07-31; 403 V1_BANNED for newer apps',
+    security: ['apiKey'],
+    response: v.object({ success: v.literal(true), location: v.string() }),
+    errors: [401, 403, 404],
+    deprecated: true,
+    redirect: true,
   },
   GetIdentityProvider: {
     summary: 'The application\'s identity provider',

@@ -6,13 +6,15 @@ import type { KeyWrapper } from '../crypto/key-wrapper.ts';
 import { openSecrets, sealSecrets } from '../crypto/secret-box.ts';
 import type { Table } from '../db/client.ts';
 import { familyOf } from './networks.ts';
-import { deriveWalletId, getWallet, putWalletIfAbsent, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
+import { type AnyWalletRecord, deriveWalletId, getWallet, putWalletIfAbsent, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
 import { addressOf, generateSecret } from './wallet-keys.ts';
 
 export interface EnclaveDeps {
   readonly table: Table;
   readonly keyWrapper: KeyWrapper;
   readonly now: () => Date;
+  /** The instant v1 is retired (spec, Versioning): v1 requests and migrations stop. */
+  readonly v1RetiresAt: Date;
 }
 
 export interface CreatedWallet {
@@ -35,6 +37,7 @@ export async function createWallet(
   const walletId = deriveWalletId(input.app.app_id, input.identity, input.walletGroupId, family);
   const existing = await getWallet(deps.table, walletId);
   const wallet = existing ?? (await storeNewWallet(deps, input, walletId, family));
+  if (wallet.version !== 2) throw new Error(`wallet ${walletId} is not a v2 wallet`); // derived ids are only ever v2
   const { access_key } = await openSecrets(deps.keyWrapper, walletEncryptionContext(wallet), wallet.sealed, ['access_key']);
   return {
     wallet_id: wallet.wallet_id,
@@ -50,7 +53,7 @@ async function storeNewWallet(
   input: { app: Application; identity: Identity; walletGroupId: string },
   walletId: string,
   family: WalletRecord['family'],
-): Promise<WalletRecord> {
+): Promise<AnyWalletRecord> {
   const secret = generateSecret(family);
   const accessKey = randomBytes(32).toString('base64url');
   try {

@@ -27,16 +27,25 @@ const SignAuthFields = {
   op_jwt: NonEmptyString(8192),
   access_key: NonEmptyString(256),
   wallet_id: NonEmptyString(64),
-  encryption_context: v.optional(v.pipe(v.string(), v.description('Only on the first v2 call for a v1 wallet (migration).'))),
+  encryption_context: v.optional(v.pipe(NonEmptyString(4096), v.description('Only on the first v2 call for a v1 wallet (migration).'))),
 };
 
-export const SignDataRequest = v.object({ ...SignAuthFields, raw_data_hash: Hex32 });
+/** v1 authorisation: the user secret in place of op_jwt (spec, Versioning). Retired. */
+const V1AuthFields = {
+  encryption_context: NonEmptyString(4096),
+  access_key: NonEmptyString(256),
+  wallet_id: NonEmptyString(64),
+};
 
-export const SignMessageRequest = v.object({
-  ...SignAuthFields,
+export const SignDataFields = { raw_data_hash: Hex32 };
+
+export const SignMessageFields = {
   message: v.pipe(NonEmptyString(65536), v.description('utf8 text, or 0x-hex bytes when encoding is "hex".')),
   encoding: v.optional(v.picklist(['utf8', 'hex'], 'must be "utf8" or "hex"'), 'utf8'),
-});
+};
+
+export const SignDataRequest = v.object({ ...SignAuthFields, ...SignDataFields });
+export const SignMessageRequest = v.object({ ...SignAuthFields, ...SignMessageFields });
 
 const Uint = v.pipe(v.string('must be a decimal string'), v.regex(/^(0|[1-9][0-9]{0,77})$/, 'must be a non-negative integer as a decimal string'));
 const Address = v.pipe(v.string('must be a string'), v.regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address'));
@@ -63,10 +72,26 @@ export const SolanaTransaction = v.pipe(
   v.description('Base64 of the serialised transaction message (legacy or v0) to sign.'),
 );
 
-export const SignTransactionRequest = v.object({
-  ...SignAuthFields,
+export const SignTransactionFields = {
   transaction: v.union([EvmTransaction, SolanaTransaction], 'must be an EVM transaction object or a base64 Solana message'),
+};
+
+export const SignTransactionRequest = v.object({ ...SignAuthFields, ...SignTransactionFields });
+
+export const V1CreateWalletRequest = v.object({
+  encryption_context: NonEmptyString(4096),
+  network: NetworkSchema,
+  wallet_group_id: WalletGroupId,
 });
+
+export const V1CreateWalletResponse = v.object({
+  ...CreateWalletResponse.entries,
+  recovery_key: v.pipe(v.string(), v.description('v1 only: keep it until the wallet is migrated to v2.')),
+});
+
+export const V1SignDataRequest = v.object({ ...V1AuthFields, ...SignDataFields });
+export const V1SignMessageRequest = v.object({ ...V1AuthFields, ...SignMessageFields });
+export const V1SignTransactionRequest = v.object({ ...V1AuthFields, ...SignTransactionFields });
 
 export const SignatureResponse = v.object({
   success: v.literal(true),

@@ -2,9 +2,10 @@ import type { Application } from '../apps/application.ts';
 import { digestsEqual, hashSecret } from '../apps/app-registry.ts';
 import { verifyOpJwt } from '../auth/jwt.ts';
 import { openSecrets } from '../crypto/secret-box.ts';
-import { ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { EnclaveDeps } from './create-wallet.ts';
-import { getWallet, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
+import { assertV1Open, migrateV1Wallet, openV1Key } from './v1-wallets.ts';
+import { type AnyWalletRecord, getWallet, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
 
 export interface WalletAuthorization {
   readonly op_jwt: string;
@@ -13,11 +14,17 @@ export interface WalletAuthorization {
   readonly encryption_context?: string;
 }
 
+async function findWallet(deps: EnclaveDeps, app: Application, walletId: string): Promise<AnyWalletRecord> {
+  const wallet = await getWallet(deps.table, walletId);
+  if (!wallet || wallet.app_id !== app.app_id) throw new NotFoundError('WALLET_NOT_FOUND', `Wallet ${walletId} does not exist`);
+  return wallet;
+}
+
 /**
  * Authorises one v2 signing operation and runs it with the wallet's private key, which is
  * decrypted for this call only and zeroed afterwards. Checks, in order: op_jwt (signature,
- * expiry, lifetime ≤ 300 s), the wallet exists in this app, op_jwt names the wallet's
- * identity, the access key matches.
+ * expiry, lifetime ≤ 300 s), the wallet exists in this app, a v1 wallet is migrated first
+ * (spec, Enclave wallet binding), op_jwt names the wallet's identity, the access key matches.
  */
 export async function withWalletKey<T>(
   deps: EnclaveDeps,
@@ -26,13 +33,20 @@ export async function withWalletKey<T>(
   operation: (wallet: WalletRecord, secret: Buffer) => Promise<T> | T,
 ): Promise<T> {
   const identity = await verifyOpJwt(app, auth.op_jwt, deps.now());
-  const wallet = await getWallet(deps.table, auth.wallet_id);
-  if (!wallet || wallet.app_id !== app.app_id) {
-    throw new NotFoundError('WALLET_NOT_FOUND', `Wallet ${auth.wallet_id} does not exist`);
-  }
-  if (auth.encryption_context !== undefined) {
-    // Spec, Enclave wallet binding: after migration encryption_context is neither required nor accepted.
-    throw new ValidationError('body.encryption_context: is not accepted for a v2 wallet', 'ENCRYPTION_CONTEXT_NOT_ACCEPTED');
+  const found = await findWallet(deps, app, auth.wallet_id);
+  let wallet: WalletRecord;
+  if (found.version === 1) {
+    assertV1Open(deps); // after retirement an unmigrated wallet stays inaccessible
+    if (auth.encryption_context === undefined) {
+      throw new ConflictError('MIGRATION_REQUIRED', 'This is a v1 wallet: send encryption_context with this first v2 call to migrate it');
+    }
+    wallet = await migrateV1Wallet(deps, found, identity, { encryption_context: auth.encryption_context, access_key: auth.access_key });
+  } else {
+    if (auth.encryption_context !== undefined) {
+      // Spec, Enclave wallet binding: after migration encryption_context is neither required nor accepted.
+      throw new ValidationError('body.encryption_context: is not accepted for a v2 wallet', 'ENCRYPTION_CONTEXT_NOT_ACCEPTED');
+    }
+    wallet = found;
   }
   if (wallet.iss !== identity.iss || wallet.sub !== identity.sub) {
     throw new ForbiddenError('WALLET_IDENTITY_MISMATCH', 'op_jwt does not name the identity this wallet is bound to');
@@ -45,5 +59,26 @@ export async function withWalletKey<T>(
     return await operation(wallet, private_key);
   } finally {
     private_key.fill(0);
+  }
+}
+
+/**
+ * Authorises one v1 signing operation (`encryption_context` + `access_key`), before the
+ * retirement instant only. A wallet already migrated to v2 is refused: v2 is its only door now.
+ */
+export async function withV1WalletKey<T>(
+  deps: EnclaveDeps,
+  app: Application,
+  auth: { encryption_context: string; access_key: string; wallet_id: string },
+  operation: (wallet: AnyWalletRecord, secret: Buffer) => Promise<T> | T,
+): Promise<T> {
+  assertV1Open(deps);
+  const wallet = await findWallet(deps, app, auth.wallet_id);
+  if (wallet.version !== 1) throw new ConflictError('WALLET_MIGRATED', 'This wallet was migrated to v2: use the /v2/ endpoints with op_jwt and access_key');
+  const secret = await openV1Key(wallet, auth);
+  try {
+    return await operation(wallet, secret);
+  } finally {
+    secret.fill(0);
   }
 }

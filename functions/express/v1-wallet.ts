@@ -1,0 +1,29 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { expressDeps } from '../../shared/deps/express.ts';
+import { ForbiddenError, NotFoundError } from '../../shared/errors.ts';
+import { authenticateApiKey } from '../../shared/express/express-caller.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+
+/**
+ * `POST /v1/wallet` and `POST /v1/wallet/sign/*` (spec, Versioning): apps created before
+ * 2026-07-31 are redirected to the same path under /v2/ (308 keeps method and body); apps
+ * created on or after that date are banned from v1.
+ */
+export const V1_CUTOFF = new Date('2026-07-31T00:00:00Z');
+
+const SIGN_OPERATIONS = new Set(['data', 'message', 'transaction']);
+
+export const adapter = async (event: APIGatewayProxyEventV2) => {
+  const operation = event.pathParameters?.operation;
+  if (operation !== undefined && !SIGN_OPERATIONS.has(operation)) {
+    throw new NotFoundError('ROUTE_NOT_FOUND', `No route for ${event.requestContext.http.method} ${event.rawPath}`);
+  }
+  const app = await authenticateApiKey(expressDeps.apps, event);
+  if (new Date(app.created_at) >= V1_CUTOFF) {
+    throw new ForbiddenError('V1_BANNED', `Applications created on or after ${V1_CUTOFF.toISOString().slice(0, 10)} must use the /v2/ endpoints`);
+  }
+  const location = `/v2/${event.rawPath.replace(/^\/v1\//, '')}${event.rawQueryString ? `?${event.rawQueryString}` : ''}`;
+  return { statusCode: 308, headers: { location, 'content-type': 'application/json' }, body: JSON.stringify({ success: true, location }) };
+};
+
+export const handler = httpHandler(adapter);

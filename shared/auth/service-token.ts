@@ -1,0 +1,48 @@
+import { decodeJwt, jwtVerify, createLocalJWKSet } from 'jose';
+import type { Application } from '../apps/application.ts';
+import type { AppRegistry } from '../apps/app-registry.ts';
+import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
+import { UnauthorizedError } from '../errors.ts';
+import { ACCEPTED_ALGORITHMS, MAX_OP_JWT_LIFETIME_SECONDS } from './jwt.ts';
+
+/**
+ * Platform service → enclave authentication, for callers that do not hold the app's secret key
+ * (the express wallet service knows apps by their API key). The caller signs a short-lived JWT
+ * with the platform's op_jwt key, which every app lists in `trusted_keys`; the enclave verifies it
+ * against that app's trusted keys only (never the identity provider's), so neither a user's JWT nor
+ * an op_jwt can stand in for it: issuer and audience differ.
+ */
+export const SERVICE_TOKEN_HEADER = 'x-service-token';
+export const PLATFORM_ISSUER = 'urn:perp-wallet:platform';
+export const ENCLAVE_AUDIENCE = 'urn:perp-wallet:enclave';
+
+export function mintServiceToken(signer: OpJwtSigner, appId: string): Promise<string> {
+  return signer.sign({ iss: PLATFORM_ISSUER, sub: appId, aud: ENCLAVE_AUDIENCE });
+}
+
+export async function verifyServiceToken(registry: AppRegistry, token: string, now?: Date): Promise<Application> {
+  const invalid = (why: string) => new UnauthorizedError('INVALID_SERVICE_TOKEN', `service token rejected: ${why}`);
+  let appId: unknown;
+  try {
+    appId = decodeJwt(token).sub;
+  } catch {
+    throw invalid('malformed');
+  }
+  const app = typeof appId === 'string' ? await registry.findById(appId) : undefined;
+  if (!app || app.trusted_keys.length === 0) throw invalid('unknown application');
+  try {
+    const { payload } = await jwtVerify(token, createLocalJWKSet({ keys: [...app.trusted_keys] }), {
+      issuer: PLATFORM_ISSUER,
+      audience: ENCLAVE_AUDIENCE,
+      subject: app.app_id,
+      algorithms: ACCEPTED_ALGORITHMS,
+      requiredClaims: ['iat', 'exp'],
+      currentDate: now,
+    });
+    if (payload.exp! - payload.iat! > MAX_OP_JWT_LIFETIME_SECONDS) throw invalid('lifetime too long');
+  } catch (error) {
+    if (error instanceof UnauthorizedError) throw error;
+    throw invalid('not signed by a trusted platform key, expired, or not for the enclave');
+  }
+  return app;
+}

@@ -1,0 +1,145 @@
+import { hkdf, randomBytes, scrypt } from 'node:crypto';
+import { promisify } from 'node:util';
+import { v7 as uuidv7 } from 'uuid';
+import type { Application } from '../apps/application.ts';
+import { digestsEqual, hashSecret } from '../apps/app-registry.ts';
+import type { Identity } from '../auth/jwt.ts';
+import { DecryptionError, open, seal } from '../crypto/aead.ts';
+import { sealSecrets } from '../crypto/secret-box.ts';
+import { ForbiddenError, GoneError } from '../errors.ts';
+import type { EnclaveDeps } from './create-wallet.ts';
+import { familyOf } from './networks.ts';
+import { addressOf, generateSecret } from './wallet-keys.ts';
+import { getWallet, putWalletIfAbsent, replaceV1Wallet, type V1WalletRecord, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
+
+/**
+ * Legacy v1 wallets (spec, Versioning and Enclave wallet binding): created with an
+ * `encryption_context` (a user secret) instead of a JWT; usable with it until the retirement
+ * instant; migrated to v2 on the first v2 call that brings it together with op_jwt and access_key.
+ */
+const scryptAsync = promisify(scrypt) as (password: string | Buffer, salt: Buffer, keylen: number, options: object) => Promise<Buffer>;
+const hkdfAsync = promisify(hkdf);
+
+/** scrypt at N = 2^15, r = 8 (32 MiB, ~0.1 s here): slow enough to make guessing a context costly. */
+const KDF = { name: 'scrypt' as const, N: 2 ** 15, r: 8, p: 1 };
+
+export function assertV1Open(deps: Pick<EnclaveDeps, 'now' | 'v1RetiresAt'>): void {
+  if (deps.now() >= deps.v1RetiresAt) {
+    throw new GoneError(
+      'V1_RETIRED',
+      `v1 (encryption_context) wallet access was retired at ${deps.v1RetiresAt.toISOString()}; wallets not migrated to v2 by then are inaccessible`,
+    );
+  }
+}
+
+async function contextKey(encryptionContext: string, kdf: V1WalletRecord['v1']['kdf']): Promise<Buffer> {
+  return scryptAsync(encryptionContext, Buffer.from(kdf.salt, 'base64'), 32, { N: kdf.N, r: kdf.r, p: kdf.p, maxmem: 64 * 1024 * 1024 });
+}
+
+async function recoveryKeyMaterial(recoveryKey: string, salt: Buffer): Promise<Buffer> {
+  // The recovery key is 256 random bits: a fast KDF suffices.
+  return Buffer.from(await hkdfAsync('sha256', recoveryKey, salt, 'v1-wallet-recovery', 32));
+}
+
+export interface CreatedV1Wallet {
+  readonly wallet_id: string;
+  readonly access_key: string;
+  readonly recovery_key: string;
+  readonly public_address: string;
+  readonly network: string;
+  readonly wallet_group_id: string;
+}
+
+/** `POST /v1/api/wallet`: a new wallet sealed under the encryption context (before retirement only). */
+export async function createV1Wallet(
+  deps: EnclaveDeps,
+  input: { app: Application; encryptionContext: string; network: string; walletGroupId: string },
+): Promise<CreatedV1Wallet> {
+  assertV1Open(deps);
+  const family = familyOf(input.network);
+  const walletId = uuidv7();
+  const secret = generateSecret(family);
+  const accessKey = randomBytes(32).toString('base64url');
+  const recoveryKey = randomBytes(32).toString('base64url');
+  const salt = randomBytes(16);
+  const recoverySalt = randomBytes(16);
+  const kdf = { ...KDF, salt: salt.toString('base64') };
+  const key = await contextKey(input.encryptionContext, kdf);
+  const recovery = await recoveryKeyMaterial(recoveryKey, recoverySalt);
+  try {
+    const record: V1WalletRecord = {
+      wallet_id: walletId,
+      version: 1,
+      app_id: input.app.app_id,
+      wallet_group_id: input.walletGroupId,
+      family,
+      public_address: addressOf(family, secret),
+      access_key_hash: hashSecret(accessKey),
+      created_at: deps.now().toISOString(),
+      v1: {
+        kdf,
+        sealed_key: seal(key, secret, walletId).toString('base64'),
+        recovery: { salt: recoverySalt.toString('base64'), sealed_key: seal(recovery, secret, walletId).toString('base64') },
+      },
+    };
+    await putWalletIfAbsent(deps.table, record);
+    return {
+      wallet_id: walletId,
+      access_key: accessKey,
+      recovery_key: recoveryKey,
+      public_address: record.public_address,
+      network: input.network,
+      wallet_group_id: input.walletGroupId,
+    };
+  } finally {
+    for (const material of [secret, key, recovery]) material.fill(0);
+  }
+}
+
+/**
+ * Opens a v1 wallet's private key with its encryption context, after checking the access key.
+ * The caller zeroes the returned key.
+ */
+export async function openV1Key(wallet: V1WalletRecord, auth: { encryption_context: string; access_key: string }): Promise<Buffer> {
+  if (!digestsEqual(wallet.access_key_hash, hashSecret(auth.access_key))) {
+    throw new ForbiddenError('INVALID_ACCESS_KEY', 'access_key does not match this wallet');
+  }
+  const key = await contextKey(auth.encryption_context, wallet.v1.kdf);
+  try {
+    return open(key, Buffer.from(wallet.v1.sealed_key, 'base64'), wallet.wallet_id);
+  } catch (error) {
+    if (error instanceof DecryptionError) throw new ForbiddenError('INVALID_ENCRYPTION_CONTEXT', 'encryption_context does not unlock this wallet');
+    throw error;
+  } finally {
+    key.fill(0);
+  }
+}
+
+/**
+ * Re-keys a v1 wallet to v2: unwrap with the v1 secret, re-wrap under the KMS key, bind to the
+ * op_jwt's identity, drop the recovery material. A conditional write on the version makes
+ * concurrent first calls migrate once; a call that loses the race gets the winner's record.
+ */
+export async function migrateV1Wallet(
+  deps: EnclaveDeps,
+  wallet: V1WalletRecord,
+  identity: Identity,
+  auth: { encryption_context: string; access_key: string },
+): Promise<WalletRecord> {
+  assertV1Open(deps);
+  const secret = await openV1Key(wallet, auth);
+  try {
+    const sealed = await sealSecrets(deps.keyWrapper, walletEncryptionContext(wallet), {
+      private_key: secret,
+      access_key: Buffer.from(auth.access_key, 'utf8'),
+    });
+    const { v1: _legacy, version: _version, ...base } = wallet;
+    const migrated: WalletRecord = { ...base, version: 2, iss: identity.iss, sub: identity.sub, sealed, migrated_at: deps.now().toISOString() };
+    if (await replaceV1Wallet(deps.table, migrated)) return migrated;
+  } finally {
+    secret.fill(0);
+  }
+  const winner = await getWallet(deps.table, wallet.wallet_id);
+  if (winner?.version !== 2) throw new Error(`wallet ${wallet.wallet_id} lost a migration race but is not v2`);
+  return winner;
+}
