@@ -11,6 +11,7 @@ export interface NewApplication {
   readonly created_at?: Date;
   /** The account service's op_jwt public key(s), trusted to sign op_jwt for this app's users. */
   readonly trusted_keys: readonly JWK[];
+  readonly legacy_provider_ids?: readonly string[];
 }
 
 /**
@@ -31,6 +32,7 @@ export async function registerApplication(table: Table, input: NewApplication): 
     api_key_hash: hashSecret(apiKey),
     trusted_keys: input.trusted_keys,
     default_wallet_group_id: DEFAULT_WALLET_GROUP_ID,
+    ...(input.legacy_provider_ids?.length ? { legacy_provider_ids: input.legacy_provider_ids } : {}),
   };
   await putApplication(table, app);
   return { app, secret_key: secretKey, api_key: apiKey };

@@ -67,3 +67,12 @@ export function expectErrorShape(body: unknown): { code: string; message: string
   }
   return error as { code: string; message: string };
 }
+
+export async function expressHeaders(app: TestApp, sub: string, chain: string, options: { providerId?: string } = {}): Promise<Record<string, string>> {
+  return {
+    authorization: `Bearer ${await mintToken(app, sub)}`,
+    'x-service-api-key': app.api_key,
+    'x-oidc-provider-id': options.providerId ?? app.provider_id,
+    'x-service-chain': chain,
+  };
+}

@@ -20,6 +20,8 @@ import { createDocumentClient } from '../../../shared/db/client.ts';
  */
 export interface TestApp {
   readonly app_id: string;
+  readonly created_at: string;
+  readonly legacy_provider_ids: readonly string[];
   readonly secret_key: string;
   readonly api_key: string;
   readonly provider_id: string;
@@ -32,6 +34,9 @@ export interface Sandbox {
   readonly urls: { account: string; enclave: string; express: string };
   readonly apps: readonly TestApp[];
   readonly dataDir: string;
+  /** Local modes: the APPS_FILE and DynamoDB endpoint (if external), for tests that start a runtime of their own. */
+  readonly appsFile?: string;
+  readonly dynamodbEndpoint?: string;
 }
 
 declare module 'vitest' {
@@ -57,8 +62,31 @@ async function makeIdentityProvider(appId: string) {
   return { oidc, privateJwk: { ...privateJwk, kid, alg: 'ES256' } };
 }
 
-function testApp(appId: string, idp: Awaited<ReturnType<typeof makeIdentityProvider>>, keys: { secret_key: string; api_key: string }): TestApp {
-  return { app_id: appId, ...keys, provider_id: idp.oidc.provider_id, issuer: idp.oidc.issuer, audience: idp.oidc.audience, privateJwk: idp.privateJwk };
+/**
+ * app-one is a new app (created after 2026-07-31: banned from express v1); app-two is an older
+ * app (redirected from express v1) that still has a legacy iframe-login provider id.
+ */
+const TEST_APPS = [
+  { label: 'app-one', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
+  { label: 'app-two', created_at: '2026-03-01T00:00:00.000Z', legacy_provider_ids: ['app-two-legacy-iframe'] },
+];
+
+function testApp(
+  appId: string,
+  spec: (typeof TEST_APPS)[number],
+  idp: Awaited<ReturnType<typeof makeIdentityProvider>>,
+  keys: { secret_key: string; api_key: string },
+): TestApp {
+  return {
+    app_id: appId,
+    created_at: spec.created_at,
+    legacy_provider_ids: spec.legacy_provider_ids,
+    ...keys,
+    provider_id: idp.oidc.provider_id,
+    issuer: idp.oidc.issuer,
+    audience: idp.oidc.audience,
+    privateJwk: idp.privateJwk,
+  };
 }
 
 function freePort(): Promise<number> {
@@ -136,18 +164,17 @@ export function stopProcess(child: ChildProcess): Promise<void> {
   });
 }
 
-const APP_CREATED_AT = '2026-09-01T00:00:00Z';
-
 /** Local: an APPS_FILE for a runtime process started here (dynalite, or DynamoDB Local first). */
 async function setupLocal(project: TestProject) {
   const dataDir = await mkdtemp(join(tmpdir(), `sandbox-${project.name}-`));
   const apps: TestApp[] = [];
   const entries: object[] = [];
-  for (const appId of ['app-one', 'app-two']) {
+  for (const spec of TEST_APPS) {
+    const appId = spec.label;
     const idp = await makeIdentityProvider(appId);
     const keys = { secret_key: `sk_test_${appId}_${crypto.randomUUID()}`, api_key: `ak_test_${appId}_${crypto.randomUUID()}` };
-    apps.push(testApp(appId, idp, keys));
-    entries.push({ app_id: appId, ...keys, created_at: APP_CREATED_AT, oidc: idp.oidc });
+    apps.push(testApp(appId, spec, idp, keys));
+    entries.push({ app_id: appId, ...keys, created_at: spec.created_at, legacy_provider_ids: spec.legacy_provider_ids, oidc: idp.oidc });
   }
   const appsFile = join(dataDir, 'apps.json');
   await writeFile(appsFile, JSON.stringify(entries), { mode: 0o600 });
@@ -157,7 +184,7 @@ async function setupLocal(project: TestProject) {
     { DATA_DIR: join(dataDir, 'runtime'), APPS_FILE: appsFile, ...(dynamodb ? { DYNAMODB_ENDPOINT: dynamodb.endpoint } : {}) },
     ['--quiet'],
   );
-  project.provide('sandbox', { urls: runtime.urls, apps, dataDir });
+  project.provide('sandbox', { urls: runtime.urls, apps, dataDir, appsFile, dynamodbEndpoint: dynamodb?.endpoint });
 
   return async () => {
     await stopProcess(runtime.child);
@@ -176,11 +203,17 @@ async function setupDeployed(project: TestProject) {
   const table = { doc: createDocumentClient(process.env.DYNAMODB_ENDPOINT), name: env('TABLE_NAME') };
   const trustedKey = await new KmsOpJwtSigner(new KMSClient({}), env('OP_JWT_KMS_KEY_ID')).publicJwk();
   const apps: TestApp[] = [];
-  for (const label of ['app-one', 'app-two']) {
-    const appId = `test-${label}-${crypto.randomUUID().slice(0, 8)}`;
+  for (const spec of TEST_APPS) {
+    const appId = `test-${spec.label}-${crypto.randomUUID().slice(0, 8)}`;
     const idp = await makeIdentityProvider(appId);
-    const keys = await registerApplication(table, { app_id: appId, oidc: idp.oidc, created_at: new Date(APP_CREATED_AT), trusted_keys: [trustedKey] });
-    apps.push(testApp(appId, idp, keys));
+    const keys = await registerApplication(table, {
+      app_id: appId,
+      oidc: idp.oidc,
+      created_at: new Date(spec.created_at),
+      trusted_keys: [trustedKey],
+      legacy_provider_ids: spec.legacy_provider_ids,
+    });
+    apps.push(testApp(appId, spec, idp, keys));
   }
   project.provide('sandbox', { urls: { account: urls.account.replace(/\/+$/, ''), enclave: urls.enclave.replace(/\/+$/, ''), express: urls.express.replace(/\/+$/, '') }, apps, dataDir: '' });
 }
