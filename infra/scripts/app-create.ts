@@ -10,7 +10,8 @@ import { ConflictError } from '../../shared/errors.ts';
 /**
  * `npm run app:create -- --app-id acme --provider-id acme-idp --issuer https://idp.acme.com
  *   [--audience acme-api] (--jwks-uri https://idp.acme.com/.well-known/jwks.json | --jwks-file jwks.json)
- *   --table <TableName output> --op-jwt-key <OpJwtKeyId output> [--created-at ISO]`
+ *   --table <TableName output> --op-jwt-key <OpJwtKeyId output> [--created-at ISO]
+ *   [--legacy-provider-id <id of the deprecated iframe login> ...]`
  *
  * Registers an application in the deployed table (credentials from the usual AWS environment;
  * DYNAMODB_ENDPOINT for LocalStack) and prints its secret key and API key once. Only their
@@ -27,6 +28,7 @@ const { values } = parseArgs({
     table: { type: 'string', default: process.env.TABLE_NAME },
     'op-jwt-key': { type: 'string', default: process.env.OP_JWT_KMS_KEY_ID },
     'created-at': { type: 'string' },
+    'legacy-provider-id': { type: 'string', multiple: true },
   },
 });
 
@@ -61,6 +63,7 @@ try {
       ...(jwks ? { jwks } : { jwks_uri: values['jwks-uri'] }),
     },
     trusted_keys: [trustedKey],
+    legacy_provider_ids: values['legacy-provider-id'] ?? [],
   });
   process.stdout.write(`Application "${appId}" registered. These keys are shown once and stored only as digests:\n`);
   process.stdout.write(`  X-SERVICE-SECRET-KEY  ${secret_key}\n`);

@@ -1,30 +1,18 @@
-import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import dynalite from 'dynalite';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppRegistry, getApplication } from '../../shared/apps/app-registry.ts';
 import { registerApplication } from '../../shared/apps/register-application.ts';
-import { createDocumentClient, type Table } from '../../shared/db/client.ts';
-import { localCreateTableInput } from '../../shared/db/table-definition.ts';
+import type { Table } from '../../shared/db/client.ts';
 import { ConflictError } from '../../shared/errors.ts';
+import { startDynaliteTable } from './support/dynalite-table.ts';
 
 /** `npm run app:create`'s core against a real (embedded) engine. */
-const server = dynalite({ createTableMs: 0 });
 let table: Table;
+let stop: () => Promise<void>;
 
 beforeAll(async () => {
-  vi.stubEnv('AWS_REGION', 'us-east-1');
-  vi.stubEnv('AWS_ACCESS_KEY_ID', 'test');
-  vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test');
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  await new DynamoDBClient({ endpoint }).send(new CreateTableCommand(localCreateTableInput('apps-test')));
-  table = { doc: createDocumentClient(endpoint), name: 'apps-test' };
+  ({ table, stop } = await startDynaliteTable('apps-test'));
 });
-afterAll(async () => {
-  vi.unstubAllEnvs();
-  await new Promise<void>((done) => server.close(() => done()));
-});
+afterAll(() => stop());
 
 const oidc = { provider_id: 'acme-idp', issuer: 'https://idp.acme.test', jwks_uri: 'https://idp.acme.test/jwks.json' };
 

@@ -1,0 +1,24 @@
+import { KMSClient } from '@aws-sdk/client-kms';
+import type { KeyProviderConfig, OpJwtSignerConfig } from '../config.ts';
+import type { KeyWrapper } from '../crypto/key-wrapper.ts';
+import { KmsKeyWrapper } from '../crypto/kms-key-wrapper.ts';
+import { KmsOpJwtSigner } from '../crypto/kms-op-jwt-signer.ts';
+import { LocalKeyWrapper } from '../crypto/local-key-wrapper.ts';
+import { LocalOpJwtSigner } from '../crypto/local-op-jwt-signer.ts';
+import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
+
+/**
+ * The adapters that differ between AWS and the local sandbox, chosen once from configuration
+ * (STYLE: ports and adapters, never `if (local)` in business code). One KMS client per container.
+ */
+let kms: KMSClient | undefined;
+const kmsClient = () => (kms ??= new KMSClient({}));
+
+/** `name` names the local master key file (`DATA_DIR/keys/<name>.key`). */
+export function createKeyWrapper(config: KeyProviderConfig, name: 'enclave' | 'account'): KeyWrapper {
+  return config.KEY_PROVIDER === 'kms' ? new KmsKeyWrapper(kmsClient(), config.KMS_KEY_ID) : new LocalKeyWrapper(config.DATA_DIR, name);
+}
+
+export function createOpJwtSigner(config: OpJwtSignerConfig): OpJwtSigner {
+  return config.OP_JWT_SIGNER === 'kms' ? new KmsOpJwtSigner(kmsClient(), config.OP_JWT_KMS_KEY_ID) : new LocalOpJwtSigner(config.DATA_DIR);
+}
