@@ -28,6 +28,13 @@ function schema(valibot: v.GenericSchema) {
   return json;
 }
 
+/** Enclave calls authenticate the app by its secret key, or (platform services) by a service token. */
+function securityOf(service: ServiceName, security: readonly string[]) {
+  if (security.length === 0) return [];
+  const requirement = Object.fromEntries(security.map((name) => [name, []]));
+  return service === 'enclave' && security.includes('secretKey') ? [requirement, { serviceToken: [] }] : [requirement];
+}
+
 export function openApiDocument(service: ServiceName) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of ROUTES.filter((r) => r.service === service && r.routeKey !== '$default')) {
@@ -47,7 +54,7 @@ export function openApiDocument(service: ServiceName) {
       ...(doc.description ? { description: doc.description } : {}),
       ...(doc.deprecated ? { deprecated: true } : {}),
       ...(path.includes('{') ? { parameters: [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, schema: { type: 'string' } })) } : {}),
-      security: doc.security.length ? [Object.fromEntries(doc.security.map((name) => [name, []]))] : [],
+      security: securityOf(service, doc.security),
       ...(doc.body ? { requestBody: { required: true, content: { 'application/json': { schema: schema(doc.body) } } } } : {}),
       responses,
     };
@@ -69,6 +76,9 @@ export function openApiDocument(service: ServiceName) {
         apiKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-API-KEY', description: 'The application\'s API key (express wallet service).' },
         providerId: { type: 'apiKey', in: 'header', name: 'X-OIDC-Provider-ID', description: 'The app\'s identity provider id (GET /v1/identity/provider), or a legacy iframe-login id (deprecated).' },
         chain: { type: 'apiKey', in: 'header', name: 'X-SERVICE-CHAIN', description: 'Chain code: ETH, ARB, POL, INK or SOL.' },
+        ...(service === 'enclave'
+          ? { serviceToken: { type: 'apiKey', in: 'header', name: 'X-SERVICE-TOKEN', description: 'Platform services only (the express service): a ≤ 300 s ES256 JWT from the platform key, iss urn:perp-wallet:platform, aud urn:perp-wallet:enclave, sub = app id.' } }
+          : {}),
       },
     },
   };
