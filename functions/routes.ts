@@ -22,6 +22,8 @@ export const ROUTES: readonly RouteDefinition[] = [
   { id: 'CreateAccount', service: 'account', routeKey: 'POST /account', entry: 'functions/account/create-account.ts' },
   { id: 'GetAccount', service: 'account', routeKey: 'GET /account', entry: 'functions/account/get-account.ts' },
   { id: 'SignWithWallet', service: 'account', routeKey: 'POST /wallet/sign', entry: 'functions/account/sign-with-wallet.ts' },
+  { id: 'GetDemoBalance', service: 'account', routeKey: 'GET /demo/wallet/balance', entry: 'functions/account/get-demo-balance.ts' },
+  { id: 'Withdraw', service: 'account', routeKey: 'POST /withdraw', entry: 'functions/account/withdraw.ts' },
 
   { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts' },
   { id: 'EnclaveNotFound', service: 'enclave', routeKey: '$default', entry: 'functions/common/not-found.ts' },
@@ -29,6 +31,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   { id: 'SignDataV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_data', entry: 'functions/enclave/sign-data.ts' },
   { id: 'SignMessageV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_message', entry: 'functions/enclave/sign-message.ts' },
   { id: 'SignTransactionV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_transaction', entry: 'functions/enclave/sign-transaction.ts' },
+  { id: 'SignAuthorizationV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_authorization', entry: 'functions/enclave/sign-authorization.ts' },
   { id: 'CreateWalletV1', service: 'enclave', routeKey: 'POST /v1/api/wallet', entry: 'functions/enclave/v1-create-wallet.ts' },
   { id: 'SignDataV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_data', entry: 'functions/enclave/v1-sign-data.ts' },
   { id: 'SignMessageV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_message', entry: 'functions/enclave/v1-sign-message.ts' },
@@ -53,10 +56,14 @@ export interface ServiceNeeds {
   readonly opJwtKey: boolean;
   /** TEE_URL: the service's functions reach the wallet enclave over its HTTP API. */
   readonly enclaveUrl: boolean;
+  /** CHAINS_CONFIG: RPC URLs, chain ids and tokens of the chains. */
+  readonly chains: boolean;
+  /** ALLOWED_7702_DELEGATES: the delegates of the chains config the enclave may authorise. */
+  readonly delegates: boolean;
 }
 
 export const SERVICE_NEEDS: Record<ServiceName, ServiceNeeds> = {
-  account: { table: true, enclaveKey: false, accountKey: true, opJwtKey: true, enclaveUrl: true },
-  enclave: { table: true, enclaveKey: true, accountKey: false, opJwtKey: false, enclaveUrl: false },
-  express: { table: true, enclaveKey: false, accountKey: false, opJwtKey: true, enclaveUrl: true },
+  account: { table: true, enclaveKey: false, accountKey: true, opJwtKey: true, enclaveUrl: true, chains: true, delegates: false },
+  enclave: { table: true, enclaveKey: true, accountKey: false, opJwtKey: false, enclaveUrl: false, chains: false, delegates: true },
+  express: { table: true, enclaveKey: false, accountKey: false, opJwtKey: true, enclaveUrl: true, chains: false, delegates: false },
 };

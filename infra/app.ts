@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { App } from 'aws-cdk-lib';
+import * as v from 'valibot';
+import { ChainsConfigSchema } from '../shared/chains/chain-config.ts';
 import { ServicesStack } from './services-stack.ts';
 import { StatefulStack } from './stateful-stack.ts';
 
@@ -12,6 +15,9 @@ function booleanContext(app: App, key: string, fallback: boolean): boolean {
 }
 
 const app = new App();
+// `-c chainsConfig=path/to/chains.json`: your RPC URLs (and delegates, once deployed). Validated here.
+const chainsConfigPath = (app.node.tryGetContext('chainsConfig') as string | undefined) ?? 'infra/config/chains.mainnet.json';
+const chainsConfig = v.parse(ChainsConfigSchema, JSON.parse(readFileSync(chainsConfigPath, 'utf8')));
 // The account and region the CLI resolved from the current credentials/profile.
 const env = { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION };
 
@@ -28,6 +34,7 @@ new ServicesStack(app, 'PerpWallet-Services', {
   enclaveKey: stateful.enclaveKey,
   accountKey: stateful.accountKey,
   opJwtKey: stateful.opJwtKey,
+  chainsConfig,
 });
 
 app.synth();

@@ -5,6 +5,7 @@ import type { Construct } from 'constructs';
 import { ROUTES, SERVICE_NEEDS, type RouteDefinition, type ServiceName } from '../functions/routes.ts';
 import { ServiceFunction } from './constructs/service-function.ts';
 import type { StatefulResources } from './stateful-stack.ts';
+import type { ChainsConfig } from '../shared/chains/chain-config.ts';
 
 export interface ApiThrottle {
   /** Steady-state requests per second, per API (default stage, all routes). */
@@ -15,6 +16,8 @@ export interface ApiThrottle {
 export interface ServicesStackProps extends StackProps, StatefulResources {
   /** @default DEFAULT_API_THROTTLE */
   readonly throttle?: ApiThrottle;
+  /** RPC URLs, chain ids, tokens and EIP-7702 delegates (infra/config/chains.mainnet.json by default). */
+  readonly chainsConfig: ChainsConfig;
 }
 
 /** Well under the account-wide 10,000 rps: a runaway client should hit this, not the bill. */
@@ -52,6 +55,7 @@ export class ServicesStack extends Stack {
         environment: { KEY_PROVIDER: 'kms', OP_JWT_SIGNER: 'kms' },
       });
       this.bindNeeds(fn, route, props);
+      this.bindChains(fn, route, props.chainsConfig);
       const api = this.apis[route.service];
       new HttpRoute(api, `${route.id}Route`, {
         httpApi: api,
@@ -76,6 +80,15 @@ export class ServicesStack extends Stack {
       throttlingBurstLimit: throttle.burstLimit,
     };
     return api;
+  }
+
+  private bindChains(fn: ServiceFunction, route: RouteDefinition, chains: ChainsConfig): void {
+    const needs = SERVICE_NEEDS[route.service];
+    if (needs.chains) fn.lambda.addEnvironment('CHAINS_CONFIG', JSON.stringify(chains));
+    if (needs.delegates) {
+      const delegates = [chains.ETH, chains.ARB, chains.POL, chains.INK].map((chain) => chain.delegate).filter((d): d is string => Boolean(d));
+      fn.lambda.addEnvironment('ALLOWED_7702_DELEGATES', [...new Set(delegates)].join(','));
+    }
   }
 
   private bindNeeds(fn: ServiceFunction, route: RouteDefinition, resources: StatefulResources): void {

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { type ChainsConfig, ChainsConfigSchema } from './chains/chain-config.ts';
 
 /**
  * Configuration read from the environment once, at module load (cold start), validated by
@@ -84,4 +85,34 @@ export function loadV1RetirementAt(env = process.env): Date {
     env,
   );
   return new Date(parsed.V1_RETIREMENT_AT);
+}
+
+/** ALLOWED_7702_DELEGATES: comma-separated delegate addresses the enclave may authorise (none when unset). */
+export function loadAllowedDelegates(env = process.env): ReadonlySet<string> {
+  const raw = parseEnv(v.object({ ALLOWED_7702_DELEGATES: v.optional(v.pipe(v.string(), v.regex(/^(0x[0-9a-fA-F]{40})(,0x[0-9a-fA-F]{40})*$|^$/, 'must be comma-separated 0x addresses')), '') }), env);
+  return new Set(raw.ALLOWED_7702_DELEGATES.split(',').filter(Boolean).map((address) => address.toLowerCase()));
+}
+
+/** CHAINS_CONFIG: JSON of every chain's RPC URL, chain id and tokens (shared/chains/chain-config.ts). */
+export function loadChainsConfig(env = process.env): ChainsConfig {
+  const raw = parseEnv(v.object({ CHAINS_CONFIG: nonEmpty }), env).CHAINS_CONFIG;
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('Invalid configuration: CHAINS_CONFIG: must be JSON');
+  }
+  const result = v.safeParse(ChainsConfigSchema, json);
+  if (!result.success) {
+    throw new ConfigError(`Invalid configuration: CHAINS_CONFIG: ${result.issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`).join('; ')}`);
+  }
+  return result.output;
+}
+
+/** How long a withdrawal waits for inclusion before answering 504 (it fits API Gateway's 29 s). */
+export function loadInclusionTimeoutMs(env = process.env): number {
+  const parsed = parseEnv(v.object({ WITHDRAW_INCLUSION_TIMEOUT_MS: v.optional(v.pipe(v.string(), v.regex(/^[0-9]+$/, 'must be milliseconds')), '20000') }), env);
+  const ms = Number(parsed.WITHDRAW_INCLUSION_TIMEOUT_MS);
+  if (ms < 1000 || ms > 25_000) throw new ConfigError('Invalid configuration: WITHDRAW_INCLUSION_TIMEOUT_MS: must be between 1000 and 25000');
+  return ms;
 }

@@ -14,6 +14,14 @@ import { createDocumentClient, getItem, type Table } from '../../shared/db/clien
 import { keys } from '../../shared/db/keys.ts';
 import { localCreateTableInput } from '../../shared/db/table-definition.ts';
 import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } from './applications.ts';
+import { AppRegistry } from '../../shared/apps/app-registry.ts';
+import { platformApplication } from '../../shared/apps/register-application.ts';
+import { EvmChain } from '../../shared/chains/evm-chain.ts';
+import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
+import { EnclaveGasSponsor } from '../../shared/withdrawals/gas-sponsor.ts';
+import { startEvmSandbox } from './evm-sandbox.ts';
+import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
+import { startSolanaSandbox } from './solana-sandbox.ts';
 import { compileRoute, lambdaContext, matchRoute, toEvent, writeResult } from './api-gateway.ts';
 
 /**
@@ -35,6 +43,7 @@ export interface LocalRuntimeOptions {
 
 export interface LocalRuntime {
   readonly urls: Record<ServiceName, string>;
+  readonly chains: ReturnType<typeof chainsListing>;
   readonly apps: readonly AppFileEntry[];
   readonly dynamodbEndpoint: string;
   stop(): Promise<void>;
@@ -65,10 +74,18 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   }
   await ensureTable(dynamodbEndpoint, tableName);
 
-  // Applications, each trusting the account service's local op_jwt signing key.
+  // Sandbox chains: one anvil per EVM chain, a LiteSVM-backed Solana RPC.
+  const [evm, sol] = await Promise.all([startEvmSandbox({ dataDir, host }), startSolanaSandbox({ dataDir, host })]);
+  closers.push(() => evm.stop(), () => sol.stop());
+  const chains: SandboxChains = { config: { ...evm.chains, SOL: sol.chain, sandbox: true }, evm, sol };
+
+  // Applications, each trusting the account service's local op_jwt signing key, and the platform
+  // application whose enclave wallet sponsors gas.
   const apps = options.appsFile ? await readAppsFile(options.appsFile) : [await loadOrCreateDevApp(dataDir)];
-  const trustedKey = await new LocalOpJwtSigner(dataDir).publicJwk();
-  await seedApplications({ doc: createDocumentClient(dynamodbEndpoint), name: tableName }, apps.map((entry) => toApplication(entry, [trustedKey])));
+  const signer = new LocalOpJwtSigner(dataDir);
+  const trustedKey = await signer.publicJwk();
+  const table = { doc: createDocumentClient(dynamodbEndpoint), name: tableName };
+  await seedApplications(table, [...apps.map((entry) => toApplication(entry, [trustedKey])), platformApplication(trustedKey)]);
 
   // Listen first (ports may be 0), then configure the handlers' environment, then serve.
   const servers = Object.fromEntries(SERVICES.map((service) => [service, createServer()])) as Record<ServiceName, Server>;
@@ -85,12 +102,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     KEY_PROVIDER: 'local',
     OP_JWT_SIGNER: 'local',
     TEE_URL: urls.enclave,
+    CHAINS_CONFIG: JSON.stringify(chains.config),
+    ALLOWED_7702_DELEGATES: [...new Set(Object.values(evm.chains).map((chain) => chain.delegate).filter(Boolean))].join(','),
   });
   for (const service of SERVICES) {
     const routes = ROUTES.filter((route) => route.service === service).map((route) => ({ ...route, ...compileRoute(route.routeKey) }));
     servers[service].on('request', (req, res) => {
       const started = performance.now();
-      serve(routes, req, res)
+      serve(routes, req, res, service === 'account' ? chains : undefined)
         .catch(() => {
           if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } }));
@@ -101,9 +120,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     });
   }
 
+  await fundGasSponsor(chains, new EnclaveGasSponsor(new HttpWalletEnclave(urls.enclave), signer, new AppRegistry(table)));
+
   return {
     urls,
     apps,
+    chains: chainsListing(chains.config),
     dynamodbEndpoint,
     stop: async () => {
       for (const closeOne of closers) await closeOne();
@@ -123,7 +145,12 @@ function loadHandler(entry: string): Promise<Handler> {
   return handler;
 }
 
-async function serve(routes: (RouteDefinition & ReturnType<typeof compileRoute>)[], req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) {
+async function serve(
+  routes: (RouteDefinition & ReturnType<typeof compileRoute>)[],
+  req: import('node:http').IncomingMessage,
+  res: import('node:http').ServerResponse,
+  sandbox?: SandboxChains,
+) {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -136,6 +163,10 @@ async function serve(routes: (RouteDefinition & ReturnType<typeof compileRoute>)
     chunks.push(chunk as Buffer);
   }
   const url = new URL(req.url ?? '/', 'http://localhost');
+  if (sandbox && url.pathname.startsWith('/sandbox/')) {
+    const result = await sandboxRoute(sandbox, toEvent(req, Buffer.concat(chunks), 'sandbox', {}));
+    if (result) return writeResult(res, result);
+  }
   const matched = matchRoute(routes, req.method ?? 'GET', url.pathname);
   if (!matched) throw new Error('no $default route');
   const handler = await loadHandler(matched.route.entry);
@@ -156,6 +187,19 @@ async function seedApplications(table: Table, apps: Application[]) {
   for (const app of apps) await putApplication(table, app);
   const seeded = apps.map(({ app_id, secret_key_hash, api_key_hash }) => ({ app_id, secret_key_hash, api_key_hash }));
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.localApps(), apps: seeded } }));
+}
+
+/** The platform's sponsor wallet (an enclave wallet) gets native coin on every sandbox EVM chain. */
+async function fundGasSponsor(chains: SandboxChains, sponsor: EnclaveGasSponsor) {
+  const address = await sponsor.address();
+  const minimum = 100n * 10n ** 18n;
+  await Promise.all(
+    (['ETH', 'ARB', 'POL', 'INK'] as const).map(async (code) => {
+      const chain = new EvmChain(code, chains.config[code]);
+      const balance = await chain.balance(address, chain.config.native);
+      if (balance < minimum) await chains.evm.faucet(code, address, chain.config.native, 1000n * 10n ** 18n);
+    }),
+  );
 }
 
 async function ensureTable(endpoint: string, tableName: string) {

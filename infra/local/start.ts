@@ -35,7 +35,12 @@ const out = process.stdout;
 out.write(`\nLOCAL SANDBOX (no AWS; data in ${dataDir}, DynamoDB at ${runtime.dynamodbEndpoint})\n`);
 out.write(`  account service   ${runtime.urls.account}\n`);
 out.write(`  wallet enclave    ${runtime.urls.enclave}\n`);
-out.write(`  express wallet    ${runtime.urls.express}\n\n`);
+out.write(`  express wallet    ${runtime.urls.express}\n`);
+out.write(`Sandbox chains (GET ${runtime.urls.account}/sandbox/chains; POST /sandbox/faucet credits an address):\n`);
+for (const chain of runtime.chains.chains) {
+  out.write(`  ${chain.chain.padEnd(4)} ${'chain_id' in chain ? `chain id ${String(chain.chain_id).padEnd(6)}` : 'litesvm        '} ${chain.rpc_url}  ${chain.tokens.map((t) => t.token).join(', ')}\n`);
+}
+out.write('\n');
 if (env.APPS_FILE) {
   out.write(`Applications from ${env.APPS_FILE}: ${runtime.apps.map((app) => app.app_id).join(', ')}\n`);
 } else {

@@ -3,12 +3,13 @@ import { type Hex, keccak256, stringToBytes } from 'viem';
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import type { KeyWrapper } from '../crypto/key-wrapper.ts';
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
-import { openSecrets, sealSecrets } from '../crypto/secret-box.ts';
+import { sealSecrets } from '../crypto/secret-box.ts';
 import type { Table } from '../db/client.ts';
 import { NotFoundError, ValidationError } from '../errors.ts';
 import { defaultPerpDexStatus } from '../venues/default-status.ts';
 import { type AccountRecord, accountEncryptionContext, getAccount, putAccountIfAbsent } from './account-record.ts';
 import type { WalletEnclave } from '../wallets/enclave-client.ts';
+import { walletSigner } from './wallet-signer.ts';
 
 export interface AccountDeps {
   readonly table: Table;
@@ -70,13 +71,7 @@ export async function signWithWallet(
   const hash = (input.raw_data_hash ?? (input.message !== undefined ? keccak256(stringToBytes(input.message)) : undefined)) as Hex | undefined;
   if (!hash) throw new ValidationError('body: one of raw_data_hash or message is required');
   const account = await requireAccount(deps, user);
-  const { evm_access_key } = await openSecrets(deps.keyWrapper, accountEncryptionContext(account), account.sealed, ['evm_access_key']);
-  const opJwt = await deps.opJwtSigner.sign({ iss: user.identity.iss, sub: user.identity.sub, aud: user.app.oidc.audience });
-  const { signature } = await deps.enclave.sign({ secretKey: user.secretKey }, 'sign_data', {
-    op_jwt: opJwt,
-    access_key: evm_access_key.toString('utf8'),
-    wallet_id: account.wallets.evm.wallet_id,
-    raw_data_hash: hash,
-  });
+  const signer = await walletSigner(deps, user, account, 'evm');
+  const { signature } = await signer.sign('sign_data', { raw_data_hash: hash });
   return { signature: signature as string, raw_data_hash: hash };
 }

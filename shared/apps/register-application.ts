@@ -4,6 +4,7 @@ import { ConflictError } from '../errors.ts';
 import type { Table } from '../db/client.ts';
 import { type Application, DEFAULT_WALLET_GROUP_ID, type OidcProvider } from './application.ts';
 import { getApplication, hashSecret, putApplication } from './app-registry.ts';
+import { PLATFORM_APP_ID, PLATFORM_ISSUER_FOR_WALLETS } from '../withdrawals/gas-sponsor.ts';
 
 export interface NewApplication {
   readonly app_id: string;
@@ -36,4 +37,21 @@ export async function registerApplication(table: Table, input: NewApplication): 
   };
   await putApplication(table, app);
   return { app, secret_key: secretKey, api_key: apiKey };
+}
+
+/**
+ * The platform application: its identity provider is the platform's own op_jwt key, so platform
+ * services can hold enclave wallets of their own (the gas sponsor). Its secret and API key are
+ * random and never shown: nobody calls the APIs as this app.
+ */
+export function platformApplication(platformKey: JWK): Application {
+  return {
+    app_id: PLATFORM_APP_ID,
+    created_at: new Date(0).toISOString(),
+    oidc: { provider_id: 'platform', issuer: PLATFORM_ISSUER_FOR_WALLETS, jwks: { keys: [platformKey] } },
+    secret_key_hash: hashSecret(randomBytes(32).toString('base64url')),
+    api_key_hash: hashSecret(randomBytes(32).toString('base64url')),
+    trusted_keys: [platformKey],
+    default_wallet_group_id: DEFAULT_WALLET_GROUP_ID,
+  };
 }

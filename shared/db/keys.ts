@@ -9,6 +9,8 @@
  * | account           | ACCOUNT#<app_id>#<app_user_id>       | ACCOUNT       |
  * | enclave wallet    | WALLET#<wallet_id>                   | WALLET        |
  * | local app set     | LOCAL#APPS                           | LOCAL#APPS    |  (local runtime only)
+ * | idempotency key   | IDEMP#<app_id>#<sub>#<key>           | IDEMP         |
+ * | sender lease      | LEASE#<chain>#<address>              | LEASE         |  (EVM nonce order)
  */
 export const keys = {
   app: (appId: string) => ({ pk: `APP#${appId}`, sk: 'APP' }),
@@ -18,4 +20,6 @@ export const keys = {
   wallet: (walletId: string) => ({ pk: `WALLET#${walletId}`, sk: 'WALLET' }),
   /** The app ids the local runtime seeded last time, so apps dropped from APPS_FILE are removed. */
   localApps: () => ({ pk: 'LOCAL#APPS', sk: 'LOCAL#APPS' }),
+  idempotency: (appId: string, sub: string, key: string) => ({ pk: `IDEMP#${appId}#${sub}#${key}`, sk: 'IDEMP' }),
+  senderLease: (chain: string, address: string) => ({ pk: `LEASE#${chain}#${address.toLowerCase()}`, sk: 'LEASE' }),
 };

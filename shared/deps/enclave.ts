@@ -1,5 +1,5 @@
 import { AppRegistry } from '../apps/app-registry.ts';
-import { loadBaseConfig, loadKeyProviderConfig, loadV1RetirementAt } from '../config.ts';
+import { loadAllowedDelegates, loadBaseConfig, loadKeyProviderConfig, loadV1RetirementAt } from '../config.ts';
 import { createDocumentClient, type Table } from '../db/client.ts';
 import type { EnclaveDeps } from '../wallets/create-wallet.ts';
 import { createKeyWrapper } from './clients.ts';
@@ -8,10 +8,11 @@ import { createKeyWrapper } from './clients.ts';
 const base = loadBaseConfig();
 const table: Table = { doc: createDocumentClient(base.DYNAMODB_ENDPOINT), name: base.TABLE_NAME };
 
-export const enclaveDeps: EnclaveDeps & { readonly apps: AppRegistry } = {
+export const enclaveDeps: EnclaveDeps & { readonly apps: AppRegistry; readonly allowedDelegates: ReadonlySet<string> } = {
   table,
   keyWrapper: createKeyWrapper(loadKeyProviderConfig('ENCLAVE_KMS_KEY_ID'), 'enclave'),
   apps: new AppRegistry(table),
   now: () => new Date(),
   v1RetiresAt: loadV1RetirementAt(),
+  allowedDelegates: loadAllowedDelegates(),
 };

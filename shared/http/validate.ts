@@ -5,7 +5,7 @@ import { ValidationError } from '../errors.ts';
  * Validates input with a valibot schema; a failure is a 400 naming the field (`body.network:
  * ...`). Only the first issue of each field is reported, to keep messages short.
  */
-export function parseInput<S extends v.GenericSchema>(schema: S, input: unknown, where: 'body' | 'query' | 'path'): v.InferOutput<S> {
+export function parseInput<S extends v.GenericSchema>(schema: S, input: unknown, where: 'body' | 'query' | 'path' | 'header'): v.InferOutput<S> {
   const result = v.safeParse(schema, input ?? {}, { abortPipeEarly: true });
   if (result.success) return result.output;
   const seen = new Set<string>();

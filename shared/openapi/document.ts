@@ -2,7 +2,8 @@ import { toJsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
 import { ROUTES, type ServiceName } from '../../functions/routes.ts';
 import { ErrorResponse } from '../http/schemas.ts';
-import { OPERATIONS } from './operations.ts';
+import { FaucetRequest } from '../sandbox/faucet-request.ts';
+import { OPERATIONS, type OperationDoc } from './operations.ts';
 
 /** Builds the OpenAPI 3.1 document of one service from the route table and valibot schemas. */
 const TITLES: Record<ServiceName, string> = {
@@ -26,6 +27,46 @@ function schema(valibot: v.GenericSchema) {
   // OpenAPI 3.1 schemas are JSON Schema 2020-12 already; the per-schema $schema is noise.
   const { $schema: _draft, ...json } = toJsonSchema(valibot, { target: 'draft-2020-12', errorMode: 'ignore' });
   return json;
+}
+
+function parameters(path: string, doc: OperationDoc) {
+  const list = [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, schema: { type: 'string' } }));
+  for (const [name, entry] of Object.entries(doc.query?.entries ?? {})) {
+    list.push({ name, in: 'query', required: entry.type !== 'optional', schema: schema(entry) as { type: string } });
+  }
+  return list.length ? { parameters: list } : {};
+}
+
+/**
+ * The local sandbox's own endpoints (served by the local runtime, not Lambda functions): marked
+ * `x-sandbox-only` and absent from AWS deployments.
+ */
+function sandboxPaths() {
+  const note = 'SANDBOX ONLY: served by `npm start`, absent from AWS deployments. No credentials (the sandbox listens on 127.0.0.1).';
+  const error = { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+  return {
+    '/sandbox/chains': {
+      get: {
+        operationId: 'SandboxChains',
+        'x-sandbox-only': true,
+        summary: 'Sandbox chains: code, chain id, RPC URL, tokens (address or mint, decimals)',
+        description: note,
+        security: [],
+        responses: { 200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } } },
+      },
+    },
+    '/sandbox/faucet': {
+      post: {
+        operationId: 'SandboxFaucet',
+        'x-sandbox-only': true,
+        summary: 'Credit an address on a sandbox chain',
+        description: `${note} Body \`{ address, chain, token, amount }\`; amount is a decimal string in whole tokens, validated like every other amount.`,
+        security: [],
+        requestBody: { required: true, content: { 'application/json': { schema: schema(FaucetRequest) } } },
+        responses: { 200: { description: 'Credited', content: { 'application/json': { schema: { type: 'object' } } } }, 400: { description: 'Invalid input', ...error } },
+      },
+    },
+  };
 }
 
 /** Enclave calls authenticate the app by its secret key, or (platform services) by a service token. */
@@ -53,12 +94,13 @@ export function openApiDocument(service: ServiceName) {
       summary: doc.summary,
       ...(doc.description ? { description: doc.description } : {}),
       ...(doc.deprecated ? { deprecated: true } : {}),
-      ...(path.includes('{') ? { parameters: [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, schema: { type: 'string' } })) } : {}),
+      ...parameters(path, doc),
       security: securityOf(service, doc.security),
       ...(doc.body ? { requestBody: { required: true, content: { 'application/json': { schema: schema(doc.body) } } } } : {}),
       responses,
     };
   }
+  if (service === 'account') Object.assign(paths, sandboxPaths());
   return {
     openapi: '3.1.0',
     info: {

@@ -1,5 +1,7 @@
 import * as v from 'valibot';
 import { CreateAccountResponse, Account, SignRequest, SignResponse } from '../accounts/schemas.ts';
+import { DemoBalanceQuery } from '../accounts/demo-balance.ts';
+import { WithdrawRequest } from '../withdrawals/withdraw-rules.ts';
 import {
   ExpressSignDataRequest,
   ExpressSignMessageRequest,
@@ -8,6 +10,8 @@ import {
   ExpressWalletResponse,
 } from '../express/schemas.ts';
 import {
+  SignAuthorizationRequest,
+  SignAuthorizationResponse,
   V1CreateWalletRequest,
   V1CreateWalletResponse,
   V1SignDataRequest,
@@ -34,6 +38,8 @@ export interface OperationDoc {
   readonly description?: string;
   readonly security: readonly Security[];
   readonly body?: v.GenericSchema;
+  /** Query parameters: an object schema whose entries are the parameters. */
+  readonly query?: v.ObjectSchema<v.ObjectEntries, undefined>;
   readonly response: v.GenericSchema;
   /** Error statuses this operation can answer with (besides 500). */
   readonly errors: readonly number[];
@@ -47,6 +53,24 @@ const expressAuth: readonly Security[] = ['userJwt', 'apiKey', 'providerId', 'ch
 const EXPRESS_NOTE = 'Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header.';
 
 const Health = v.object({ status: v.literal('ok') });
+
+const WithdrawResponse = v.object({
+  success: v.literal(true),
+  tx_hash: v.pipe(v.string(), v.description('EVM: 0x transaction hash. SOL: base58 signature.')),
+  from_address: v.string(),
+  to_address: v.pipe(v.string(), v.description('After normalisation (EIP-55 for EVM).')),
+  amount: v.string(),
+  token: v.string(),
+  chain: v.string(),
+  message: v.string(),
+});
+
+const DemoBalanceResponse = v.object({
+  chain: v.string(),
+  address: v.nullable(v.string()),
+  assets: v.pipe(v.record(v.string(), v.string()), v.description('Token code to decimal string, read from the chain.')),
+  public_address: v.object({ ETH: v.string(), SOL: v.string() }),
+});
 
 export const IdentityProviderResponse = v.object({
   success: v.literal(true),
@@ -82,6 +106,23 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     response: SignResponse,
     errors: [400, 401, 404, 415, 502],
   },
+  GetDemoBalance: {
+    summary: 'Demo only: the wallet\'s balances on one chain, read from the chain',
+    description: 'Query `chain` (ETH, ARB, POL, INK or SOL). Not for production use.',
+    security: ['userJwt', 'secretKey'],
+    query: DemoBalanceQuery,
+    response: DemoBalanceResponse,
+    errors: [400, 401, 404, 502],
+  },
+  Withdraw: {
+    summary: 'Send from the user\'s wallet to an external address',
+    description:
+      'Token/chain pairs: ETH {ETH, USDC}, ARB {ETH, USDC, USDC.E}, POL {POL, USDC, USDC.E}, SOL {SOL, USDC}, INK {ETH, USDC}. Funds (token and gas) are checked before anything is signed: 422 INSUFFICIENT_FUNDS names what is missing. The answer waits for inclusion (504 INCLUSION_TIMEOUT past WITHDRAW_INCLUSION_TIMEOUT_MS; 422 TRANSACTION_REVERTED when it reverted). Header `Idempotency-Key` (8-128 chars): a retry returns the first result (header `Idempotent-Replayed: true`) without a second transaction; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS. `gas_sponsored` (EVM only; ignored for SOL): the platform pays gas through EIP-7702. `Server-Timing` reports sign, broadcast and inclusion times.',
+    security: ['userJwt', 'secretKey'],
+    body: WithdrawRequest,
+    response: WithdrawResponse,
+    errors: [400, 401, 404, 409, 415, 422, 502, 504],
+  },
   CreateWalletV2: {
     summary: 'Get or create a wallet bound to the auth_jwt identity',
     description: 'One wallet per (identity, wallet_group_id, key family): every EVM network shares one secp256k1 key, SOL uses ed25519. Repeats return the same wallet and access_key. No recovery_key.',
@@ -110,6 +151,14 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     security: ['secretKey'],
     body: SignTransactionRequest,
     response: SignTransactionResponse,
+    errors: [400, 401, 403, 404, 415],
+  },
+  SignAuthorizationV2: {
+    summary: 'Sign an EIP-7702 authorisation (EVM wallets) to an allowed delegate',
+    description: 'Only delegates listed in the enclave\'s ALLOWED_7702_DELEGATES (the chains config\'s SponsoredExecutor) are signed for: an authorisation hands the account\'s code to that contract. 403 DELEGATE_NOT_ALLOWED otherwise.',
+    security: ['secretKey'],
+    body: SignAuthorizationRequest,
+    response: SignAuthorizationResponse,
     errors: [400, 401, 403, 404, 415],
   },
   CreateWalletV1: {

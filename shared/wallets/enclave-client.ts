@@ -8,7 +8,7 @@ import { SERVICE_TOKEN_HEADER } from '../auth/service-token.ts';
  * platform service token (express service, which holds only the app's API key).
  */
 export type EnclaveCredentials = { readonly secretKey: string } | { readonly serviceToken: string };
-export type SignOperation = 'sign_data' | 'sign_message' | 'sign_transaction';
+export type SignOperation = 'sign_data' | 'sign_message' | 'sign_transaction' | 'sign_authorization';
 
 export interface EnclaveWallet {
   readonly wallet_id: string;

@@ -53,7 +53,7 @@ const HexData = v.pipe(v.string('must be a string'), v.regex(/^0x([0-9a-fA-F]{2}
 
 /** An EVM transaction as viem serialises it; quantities are decimal strings (never JS numbers). */
 export const EvmTransaction = v.strictObject({
-  type: v.optional(v.picklist(['legacy', 'eip2930', 'eip1559'], 'must be legacy, eip2930 or eip1559')),
+  type: v.optional(v.picklist(['legacy', 'eip2930', 'eip1559', 'eip7702'], 'must be legacy, eip2930, eip1559 or eip7702')),
   chainId: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be positive')),
   nonce: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative')),
   to: v.optional(Address),
@@ -64,6 +64,19 @@ export const EvmTransaction = v.strictObject({
   maxFeePerGas: v.optional(Uint),
   maxPriorityFeePerGas: v.optional(Uint),
   accessList: v.optional(v.array(v.object({ address: Address, storageKeys: v.array(Hex32) }))),
+  /** EIP-7702 (type 4): signed authorisations, as sign_authorization returns them. */
+  authorizationList: v.optional(
+    v.array(
+      v.object({
+        address: Address,
+        chainId: v.pipe(v.number(), v.integer(), v.minValue(0)),
+        nonce: v.pipe(v.number(), v.integer(), v.minValue(0)),
+        r: Hex32,
+        s: Hex32,
+        yParity: v.picklist([0, 1]),
+      }),
+    ),
+  ),
 });
 
 export const SolanaTransaction = v.pipe(
@@ -107,4 +120,19 @@ export const SignTransactionResponse = v.object({
   signed_transaction: v.optional(v.pipe(v.string(), v.description('EVM: the signed serialised transaction, 0x-hex.'))),
   tx_hash: v.optional(v.pipe(v.string(), v.description('EVM: keccak256 of the signed transaction.'))),
   signature: v.optional(v.pipe(v.string(), v.description('SOL: base58 ed25519 signature of the message.'))),
+});
+
+export const SignAuthorizationFields = {
+  chain_id: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be positive')),
+  contract_address: v.pipe(Address, v.description('The delegate contract; must be one the enclave is configured to allow.')),
+  nonce: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative'), v.description('The account\'s transaction nonce the authorisation is valid at.')),
+};
+
+export const SignAuthorizationRequest = v.object({ ...SignAuthFields, ...SignAuthorizationFields });
+
+export const SignAuthorizationResponse = v.object({
+  success: v.literal(true),
+  wallet_id: v.string(),
+  public_address: v.string(),
+  authorization: v.object({ address: v.string(), chainId: v.number(), nonce: v.number(), r: v.string(), s: v.string(), yParity: v.number() }),
 });

@@ -3,7 +3,8 @@ import { ValidationError } from '../errors.ts';
 import type { KeyFamily } from './networks.ts';
 import type { EvmTransaction } from './schemas.ts';
 import { signSolanaMessage } from './solana-message.ts';
-import { signEvmTransaction, signHash, signMessageBytes } from './wallet-keys.ts';
+import { signEvmAuthorization, signEvmTransaction, signHash, signMessageBytes } from './wallet-keys.ts';
+import { ForbiddenError } from '../errors.ts';
 import type * as v from 'valibot';
 
 /**
@@ -50,6 +51,7 @@ function toViemTransaction(tx: EvmTransactionInput): TransactionSerializable {
     to: tx.to as Hex | undefined,
     data: tx.data as Hex | undefined,
     accessList: tx.accessList as TransactionSerializable['accessList'],
+    authorizationList: tx.authorizationList as TransactionSerializable['authorizationList'],
   } as TransactionSerializable;
 }
 
@@ -69,4 +71,23 @@ export async function signTransaction(wallet: SigningWallet, secret: Uint8Array,
     // viem rejects inconsistent transactions (e.g. fee fields of another type) before signing.
     throw new ValidationError(`body.transaction: ${(error as Error).message.split('\n')[0]}`, 'INVALID_TRANSACTION');
   }
+}
+
+/**
+ * EIP-7702 authorisation for an EVM wallet, only to a delegate on the enclave's allow-list: an
+ * authorisation hands the account's code to that contract, so the enclave never signs one for an
+ * arbitrary address.
+ */
+export async function signAuthorization(
+  wallet: SigningWallet,
+  secret: Uint8Array,
+  body: { chain_id: number; contract_address: string; nonce: number },
+  allowedDelegates: ReadonlySet<string>,
+) {
+  if (wallet.family !== 'evm') throw new ValidationError('EIP-7702 authorisations exist for EVM wallets only', 'NOT_EVM_WALLET');
+  if (!allowedDelegates.has(body.contract_address.toLowerCase())) {
+    throw new ForbiddenError('DELEGATE_NOT_ALLOWED', `${body.contract_address} is not an allowed EIP-7702 delegate`);
+  }
+  const authorization = await signEvmAuthorization(secret, { contractAddress: body.contract_address as Hex, chainId: body.chain_id, nonce: body.nonce });
+  return { ...identity(wallet), authorization };
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import bs58 from 'bs58';
 import { bytesToHex, type Hex, keccak256, type TransactionSerializable } from 'viem';
-import { generatePrivateKey, privateKeyToAddress, sign, signMessage, signTransaction } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAddress, sign, signAuthorization, signMessage, signTransaction } from 'viem/accounts';
 import type { KeyFamily } from './networks.ts';
 
 /**
@@ -37,4 +37,10 @@ export async function signMessageBytes(family: KeyFamily, secret: Uint8Array, me
 export async function signEvmTransaction(secret: Uint8Array, transaction: TransactionSerializable) {
   const signed = await signTransaction({ privateKey: bytesToHex(secret), transaction });
   return { signed_transaction: signed, tx_hash: keccak256(signed) };
+}
+
+/** EIP-7702: authorises `contractAddress` as this account's code on `chainId` at account nonce `nonce`. */
+export async function signEvmAuthorization(secret: Uint8Array, request: { contractAddress: `0x${string}`; chainId: number; nonce: number }) {
+  const signed = await signAuthorization({ privateKey: bytesToHex(secret), contractAddress: request.contractAddress, chainId: request.chainId, nonce: request.nonce });
+  return { address: signed.address, chainId: signed.chainId, nonce: signed.nonce, r: signed.r, s: signed.s, yParity: signed.yParity };
 }

@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { App, Stack, type CfnResource } from 'aws-cdk-lib';
+import * as v from 'valibot';
+import { ChainsConfigSchema } from '../../shared/chains/chain-config.ts';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +29,7 @@ beforeAll(() => {
     enclaveKey: stateful.enclaveKey,
     accountKey: stateful.accountKey,
     opJwtKey: stateful.opJwtKey,
+    chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
   });
   statefulTemplate = Template.fromStack(stateful);
   servicesTemplate = Template.fromStack(services);

@@ -1,0 +1,25 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import * as v from 'valibot';
+import { authenticateUser, header } from '../../shared/auth/authenticate.ts';
+import { accountDeps } from '../../shared/deps/account.ts';
+import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { parseInput } from '../../shared/http/validate.ts';
+import { withdraw } from '../../shared/withdrawals/withdraw.ts';
+import { WithdrawRequest } from '../../shared/withdrawals/withdraw-rules.ts';
+
+const IdempotencyKey = v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9._:-]{8,128}$/, 'must be 8-128 characters of letters, digits, ".", "_", ":" or "-"')));
+
+/**
+ * `POST /withdraw`: send from the user's wallet to an external address. `Idempotency-Key` makes
+ * retries safe; `Server-Timing` reports signing, broadcast and inclusion times.
+ */
+export const adapter = async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
+  const user = await authenticateUser(accountDeps.apps, event);
+  const body = parseInput(WithdrawRequest, event.body, 'body');
+  const idempotencyKey = parseInput(v.object({ 'idempotency-key': IdempotencyKey }), { 'idempotency-key': header(event, 'idempotency-key') }, 'header')['idempotency-key'];
+  const { response, timings, replayed } = await withdraw(accountDeps, user, body, idempotencyKey);
+  const serverTiming = `sign;dur=${timings.sign.toFixed(1)}, broadcast;dur=${timings.broadcast.toFixed(1)}, inclusion;dur=${timings.inclusion.toFixed(1)}`;
+  return jsonResponse(response.status, response.body, { 'server-timing': serverTiming, ...(replayed ? { 'idempotent-replayed': 'true' } : {}) });
+};
+
+export const handler = httpHandler(adapter, { jsonBody: true });

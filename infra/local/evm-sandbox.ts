@@ -1,0 +1,339 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, open, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { type Address, type Hex, createPublicClient, createTestClient, createWalletClient, defineChain, http, isAddress } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import type { EvmChainCode, EvmChainConfig } from '../../shared/chains/chain-config.ts';
+import { sponsoredExecutorArtifact } from '../../shared/chains/evm/contracts/sponsored-executor.artifact.ts';
+import mainnetTokens from '../config/mainnet-tokens.json' with { type: 'json' };
+import { sandboxTokenArtifact } from './contracts/sandbox-token.artifact.ts';
+
+/**
+ * The local EVM sandbox: one anvil per chain (ETH, ARB, POL, INK) with the real chain ids, the
+ * SandboxToken faucet ERC-20 installed at the real USDC / USDC.e addresses of
+ * infra/config/mainnet-tokens.json, and the SponsoredExecutor EIP-7702 delegate at SANDBOX_DELEGATE.
+ * Chain state persists under <dataDir>/chains/<CODE>.json, anvil's output goes to <CODE>.log.
+ */
+export interface EvmSandbox {
+  /** Shape of shared/chains/chain-config.ts; rpc_url is this sandbox's anvil, delegate the SponsoredExecutor. */
+  readonly chains: Record<EvmChainCode, EvmChainConfig>;
+  /** A funded anvil account that sends sponsored transactions (and the faucet's mints). */
+  readonly sponsor: { readonly address: Address; readonly privateKey: Hex };
+  /** Credits `amount` base units of the chain's native coin or of one of its tokens; throws for a token the chain lacks. */
+  faucet(chain: EvmChainCode, address: Address, token: string, amount: bigint): Promise<void>;
+  /** Stops every anvil, letting each dump its state first. */
+  stop(): Promise<void>;
+}
+
+export interface EvmSandboxOptions {
+  readonly dataDir: string;
+  /** Interface anvil listens on; 127.0.0.1 by default. */
+  readonly host?: string;
+}
+
+/** The faucet was asked for a chain or token the sandbox does not have (a client error, not a sandbox fault). */
+export class UnknownFaucetTokenError extends Error {
+  readonly code = 'UNKNOWN_TOKEN';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnknownFaucetTokenError';
+  }
+}
+
+/** Where the SponsoredExecutor runtime code is installed, the same on every sandbox chain. */
+export const SANDBOX_DELEGATE: Address = '0x7702000000000000000000000000000000007702';
+
+/** Anvil's first dev account (the public "test test … junk" mnemonic): sandbox only. */
+const SPONSOR = {
+  address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+  privateKey: '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
+} as const;
+/** Below this the sponsor is topped back up to SPONSOR_FUNDING at start-up (a long-lived dataDir spends gas). */
+const SPONSOR_MIN_BALANCE = 1_000n * 10n ** 18n;
+const SPONSOR_FUNDING = 10_000n * 10n ** 18n;
+
+const CHAIN_CODES: readonly EvmChainCode[] = ['ETH', 'ARB', 'POL', 'INK'];
+const TOKEN_SYMBOLS = { USDC: 'USDC', 'USDC.E': 'USDC.e' } as const;
+const TOKEN_NAME = 'USD Coin';
+/** Seconds between anvil's periodic state dumps, so a crash loses little. */
+const STATE_INTERVAL_SECONDS = 2;
+const READY_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 30_000;
+
+/**
+ * anvil runs under this POSIX sh watchdog. Its stdin is a pipe from this process: end of file means
+ * stop() or that this process died (even by SIGKILL), and either way anvil gets SIGTERM, so it dumps
+ * its state and no anvil outlives the sandbox. The shell exits when anvil does.
+ */
+const WATCHDOG = [
+  '"$@" </dev/null &',
+  'anvil=$!',
+  'exec 3<&0',
+  '( cat <&3 >/dev/null; kill -TERM "$anvil" 2>/dev/null ) &',
+  'exec 3<&- 0</dev/null',
+  `trap 'kill -TERM "$anvil" 2>/dev/null' INT TERM HUP`,
+  'wait "$anvil"; status=$?',
+  'while kill -0 "$anvil" 2>/dev/null; do wait "$anvil"; status=$?; done',
+  'exit "$status"',
+].join('\n');
+
+interface RunningChain {
+  readonly code: EvmChainCode;
+  readonly config: EvmChainConfig;
+  readonly anvil: AnvilProcess;
+  readonly clients: ReturnType<typeof chainClients>;
+  /** Faucet operations on one chain run one at a time (read-modify-write balances, sponsor nonces). */
+  readonly serialize: <T>(task: () => Promise<T>) => Promise<T>;
+}
+
+export async function startEvmSandbox(options: EvmSandboxOptions): Promise<EvmSandbox> {
+  const host = options.host ?? '127.0.0.1';
+  const chainsDir = join(resolve(options.dataDir), 'chains');
+  await mkdir(chainsDir, { recursive: true });
+
+  const started = await Promise.allSettled(
+    CHAIN_CODES.map(async (code) => {
+      const chainId = mainnetTokens[code].chain_id;
+      return { code, chainId, anvil: await startAnvil({ code, chainId, host, chainsDir }) };
+    }),
+  );
+  const anvils = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+  const failed = started.find((result) => result.status === 'rejected');
+  if (failed) {
+    await Promise.all(anvils.map(({ anvil }) => anvil.stop()));
+    throw failed.reason;
+  }
+
+  const running: RunningChain[] = [];
+  try {
+    for (const { code, chainId, anvil } of anvils) {
+      const config = chainConfig(code, anvil.rpcUrl);
+      const clients = chainClients(code, chainId, anvil.rpcUrl);
+      await installContracts(config, clients);
+      running.push({ code, config, anvil, clients, serialize: serializer() });
+    }
+  } catch (error) {
+    await Promise.all(anvils.map(({ anvil }) => anvil.stop()));
+    throw error;
+  }
+
+  const byCode = Object.fromEntries(running.map((chain) => [chain.code, chain])) as Record<EvmChainCode, RunningChain>;
+  let stopping: Promise<void> | undefined;
+  return {
+    chains: Object.fromEntries(running.map((chain) => [chain.code, chain.config])) as Record<EvmChainCode, EvmChainConfig>,
+    sponsor: SPONSOR,
+    faucet: (code, address, token, amount) => {
+      const chain = byCode[code];
+      if (!chain) return Promise.reject(new UnknownFaucetTokenError(`faucet: unknown chain "${code}"; the sandbox runs ${CHAIN_CODES.join(', ')}`));
+      return chain.serialize(() => faucet(chain, address, token, amount));
+    },
+    stop: () => (stopping ??= Promise.all(running.map((chain) => chain.anvil.stop())).then(() => undefined)),
+  };
+}
+
+function chainConfig(code: EvmChainCode, rpcUrl: string): EvmChainConfig {
+  const entry = mainnetTokens[code];
+  const tokens: EvmChainConfig['tokens'] = {};
+  for (const [symbol, token] of Object.entries(entry.tokens) as [keyof typeof TOKEN_SYMBOLS, { address: string; decimals: number }][]) {
+    tokens[symbol] = { address: token.address, decimals: token.decimals };
+  }
+  return { family: 'evm', chain_id: entry.chain_id, rpc_url: rpcUrl, native: entry.native as EvmChainConfig['native'], tokens, delegate: SANDBOX_DELEGATE };
+}
+
+function chainClients(code: EvmChainCode, chainId: number, rpcUrl: string) {
+  const native = mainnetTokens[code].native;
+  const chain = defineChain({
+    id: chainId,
+    name: `sandbox ${code}`,
+    nativeCurrency: { name: native, symbol: native, decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
+  // anvil mines on every transaction: poll receipts quickly rather than at viem's 4 s default.
+  const transport = http(rpcUrl, { retryCount: 0 });
+  return {
+    public: createPublicClient({ chain, transport, pollingInterval: 50 }),
+    wallet: createWalletClient({ chain, transport, account: privateKeyToAccount(SPONSOR.privateKey), pollingInterval: 50 }),
+    test: createTestClient({ chain, transport, mode: 'anvil', pollingInterval: 50 }),
+  };
+}
+
+/**
+ * Installs the delegate's current code on every start (code only: the accounts' storage is theirs),
+ * and each token only where the address has no code yet, so a restart keeps balances.
+ */
+async function installContracts(config: EvmChainConfig, clients: ReturnType<typeof chainClients>): Promise<void> {
+  await clients.test.setCode({ address: SANDBOX_DELEGATE, bytecode: sponsoredExecutorArtifact.deployedBytecode });
+  for (const [symbol, token] of Object.entries(config.tokens) as [keyof typeof TOKEN_SYMBOLS, { address: Address; decimals: number }][]) {
+    const code = await clients.public.getCode({ address: token.address });
+    if (code !== undefined && code !== '0x') continue;
+    await clients.test.setCode({ address: token.address, bytecode: sandboxTokenArtifact.deployedBytecode });
+    await sendAndConfirm(clients, () =>
+      clients.wallet.writeContract({ address: token.address, abi: sandboxTokenArtifact.abi, functionName: 'initialize', args: [TOKEN_NAME, TOKEN_SYMBOLS[symbol], token.decimals] }),
+    );
+  }
+  const balance = await clients.public.getBalance({ address: SPONSOR.address });
+  if (balance < SPONSOR_MIN_BALANCE) await clients.test.setBalance({ address: SPONSOR.address, value: SPONSOR_FUNDING });
+}
+
+async function faucet(chain: RunningChain, address: Address, token: string, amount: bigint): Promise<void> {
+  if (!isAddress(address)) throw new Error(`faucet: "${address}" is not an EVM address`);
+  if (amount < 0n) throw new Error(`faucet: amount must not be negative, got ${amount}`);
+  const { config, clients } = chain;
+  if (token === config.native) {
+    const balance = await clients.public.getBalance({ address });
+    await clients.test.setBalance({ address, value: balance + amount });
+    return;
+  }
+  const entry = token === 'USDC' || token === 'USDC.E' ? config.tokens[token] : undefined;
+  if (!entry) {
+    throw new UnknownFaucetTokenError(`faucet: ${chain.code} has no token "${token}"; it has ${[config.native, ...Object.keys(config.tokens)].join(', ')}`);
+  }
+  await sendAndConfirm(clients, () =>
+    clients.wallet.writeContract({ address: entry.address as Address, abi: sandboxTokenArtifact.abi, functionName: 'mint', args: [address, amount] }),
+  );
+}
+
+async function sendAndConfirm(clients: ReturnType<typeof chainClients>, send: () => Promise<Hex>): Promise<void> {
+  const hash = await send();
+  const receipt = await clients.public.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  if (receipt.status !== 'success') throw new Error(`sandbox transaction ${hash} reverted`);
+}
+
+function serializer(): <T>(task: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (task) => {
+    const run = tail.then(task);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+interface AnvilProcess {
+  readonly rpcUrl: string;
+  stop(): Promise<void>;
+}
+
+async function startAnvil(input: { code: EvmChainCode; chainId: number; host: string; chainsDir: string }): Promise<AnvilProcess> {
+  // A free port can be taken by someone else between probing and anvil's bind: try another one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnAnvil(input, await freePort(input.host));
+    } catch (error) {
+      if (!(error instanceof AnvilStartError && error.portTaken) || attempt === 3) throw error;
+    }
+  }
+}
+
+class AnvilStartError extends Error {
+  readonly portTaken: boolean;
+
+  constructor(message: string, portTaken: boolean) {
+    super(message);
+    this.name = 'AnvilStartError';
+    this.portTaken = portTaken;
+  }
+}
+
+async function spawnAnvil(input: { code: EvmChainCode; chainId: number; host: string; chainsDir: string }, port: number): Promise<AnvilProcess> {
+  const logPath = join(input.chainsDir, `${input.code}.log`);
+  const args = [
+    '--host', input.host,
+    '--port', String(port),
+    '--chain-id', String(input.chainId),
+    '--hardfork', 'prague',
+    '--silent',
+    '--state', join(input.chainsDir, `${input.code}.json`),
+    '--state-interval', String(STATE_INTERVAL_SECONDS),
+  ];
+  const log = await open(logPath, 'a');
+  const logStart = (await log.stat()).size;
+  let child: ChildProcess;
+  try {
+    child = spawn('/bin/sh', ['-c', WATCHDOG, 'anvil-watchdog', anvilBinary(), ...args], { stdio: ['pipe', log.fd, log.fd], detached: true });
+  } finally {
+    await log.close();
+  }
+  const exited = new Promise<void>((resolveExit) => {
+    child.once('error', () => resolveExit());
+    child.once('exit', () => {
+      child.stdin?.destroy(); // lets the watchdog's reader end too
+      resolveExit();
+    });
+  });
+
+  const host = input.host.includes(':') ? `[${input.host}]` : input.host;
+  const rpcUrl = `http://${host}:${port}`;
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.stdin?.end(); // the watchdog's cue: SIGTERM to anvil, which dumps its state and exits
+    const timer = setTimeout(() => killGroup(child), STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  const ready = await Promise.race([waitForChainId(rpcUrl, input.chainId), exited.then(() => false)]);
+  if (ready !== true) {
+    await stop();
+    const output = (await readFile(logPath).catch(() => Buffer.alloc(0))).subarray(logStart).toString('utf8').trim();
+    const tail = output.split('\n').slice(-5).join('\n');
+    throw new AnvilStartError(
+      `anvil for ${input.code} did not answer eth_chainId ${input.chainId} on ${rpcUrl}${tail ? `:\n${tail}` : ''}\n(log: ${logPath})`,
+      /address already in use/i.test(output),
+    );
+  }
+  return { rpcUrl, stop };
+}
+
+/** Last resort when anvil ignores SIGTERM: the watchdog runs detached, so its pid is its process group. */
+function killGroup(child: ChildProcess): void {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+async function waitForChainId(rpcUrl: string, chainId: number): Promise<boolean> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(rpcUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+        signal: AbortSignal.timeout(1_000),
+      });
+      const body = (await response.json()) as { result?: string };
+      if (body.result !== undefined) return Number(body.result) === chainId;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((wake) => setTimeout(wake, 50));
+  }
+  return false;
+}
+
+function freePort(host: string): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port assigned'))));
+    });
+  });
+}
+
+/** The platform binary of @foundry-rs/anvil, not its Node wrapper (one process per chain, not two). */
+function anvilBinary(): string {
+  const arch = { x64: 'amd64', arm64: 'arm64' }[process.arch as string];
+  const name = process.platform === 'win32' ? 'anvil.exe' : 'anvil';
+  try {
+    return createRequire(import.meta.url).resolve(`@foundry-rs/anvil-${process.platform}-${arch}/bin/${name}`);
+  } catch {
+    throw new Error(`no anvil binary for ${process.platform}/${process.arch}: is @foundry-rs/anvil installed with its optional platform package?`);
+  }
+}

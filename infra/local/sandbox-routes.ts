@@ -1,0 +1,72 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import * as v from 'valibot';
+import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
+import { toErrorResponse } from '../../shared/http/error-handler.ts';
+import { jsonResponse, type HttpResult } from '../../shared/http/handler.ts';
+import { parseInput } from '../../shared/http/validate.ts';
+import { formatAmount, parseAmount } from '../../shared/money.ts';
+import { ValidationError } from '../../shared/errors.ts';
+import { CHAIN_CODES } from '../../shared/wallets/networks.ts';
+import { normaliseRecipient } from '../../shared/withdrawals/withdraw-rules.ts';
+import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
+import type { EvmSandbox } from './evm-sandbox.ts';
+import type { SolanaSandbox } from './solana-sandbox.ts';
+
+/**
+ * Sandbox-only endpoints of the account service (never deployed to AWS; marked so in the
+ * OpenAPI document): `GET /sandbox/chains` and `POST /sandbox/faucet`. They need no credentials:
+ * the sandbox listens on 127.0.0.1 only.
+ */
+export interface SandboxChains {
+  readonly config: ChainsConfig;
+  readonly evm: EvmSandbox;
+  readonly sol: SolanaSandbox;
+}
+
+function decimalsOf(config: ChainsConfig, chain: (typeof CHAIN_CODES)[number], token: string): number {
+  const entry = config[chain];
+  if (token === entry.native) return entry.family === 'sol' ? 9 : 18;
+  const configured = (entry.tokens as Record<string, { decimals: number }>)[token];
+  if (!configured) throw new ValidationError(`body.token: ${chain} carries ${[entry.native, ...Object.keys(entry.tokens)].join(', ')}`, 'UNSUPPORTED_TOKEN');
+  return configured.decimals;
+}
+
+export function chainsListing(config: ChainsConfig) {
+  return {
+    sandbox: true,
+    chains: CHAIN_CODES.map((code) => {
+      const entry = config[code];
+      return {
+        chain: code,
+        ...(entry.family === 'evm' ? { chain_id: entry.chain_id, rpc_url: entry.rpc_url, delegate: entry.delegate ?? null } : { rpc_url: entry.rpc_url }),
+        tokens: [
+          { token: entry.native, native: true, decimals: entry.family === 'sol' ? 9 : 18 },
+          ...Object.entries(entry.tokens).map(([token, t]) => ({ token, native: false, decimals: t.decimals, ...('address' in t ? { address: t.address } : { mint: t.mint }) })),
+        ],
+      };
+    }),
+  };
+}
+
+export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxyEventV2 & { body?: string }): Promise<HttpResult | undefined> {
+  const route = `${event.requestContext.http.method} ${event.rawPath}`;
+  if (route !== 'GET /sandbox/chains' && route !== 'POST /sandbox/faucet') return undefined;
+  try {
+    if (route === 'GET /sandbox/chains') return jsonResponse(200, chainsListing(chains.config));
+    let json: unknown;
+    try {
+      json = JSON.parse(event.body ?? '');
+    } catch {
+      throw new ValidationError('The request body is not valid JSON', 'INVALID_JSON');
+    }
+    const body = parseInput(FaucetRequest, json, 'body');
+    const decimals = decimalsOf(chains.config, body.chain, body.token);
+    const amount = parseAmount(body.amount, decimals);
+    const address = normaliseRecipient(body.chain, body.address);
+    if (body.chain === 'SOL') await chains.sol.faucet(address, body.token as 'SOL' | 'USDC', amount);
+    else await chains.evm.faucet(body.chain, address as `0x${string}`, body.token, amount);
+    return jsonResponse(200, { success: true, sandbox: true, chain: body.chain, token: body.token, address, amount: formatAmount(amount, decimals) });
+  } catch (error) {
+    return toErrorResponse(error);
+  }
+}

@@ -1,0 +1,30 @@
+import * as v from 'valibot';
+import type { AuthenticatedUser } from '../auth/authenticate.ts';
+import type { Chains } from '../chains/chains.ts';
+import { formatAmount } from '../money.ts';
+import { CHAIN_CODES } from '../wallets/networks.ts';
+import { requireAccount, type AccountDeps } from './account-service.ts';
+
+export const DemoBalanceQuery = v.object({
+  chain: v.picklist(CHAIN_CODES, `must be one of ${CHAIN_CODES.join(', ')}`),
+});
+
+/**
+ * `GET /demo/wallet/balance` (spec; demo only): every token the chain carries, read from the
+ * chain for the account's address on it (the ETH address on every EVM chain, SOL on Solana).
+ */
+export async function demoBalance(deps: AccountDeps & { readonly chains: Chains }, user: AuthenticatedUser, chain: (typeof CHAIN_CODES)[number]) {
+  const account = await requireAccount(deps, user);
+  const address = (chain === 'SOL' ? account.public_address.SOL : account.public_address.ETH) ?? null;
+  const assets: Record<string, string> = {};
+  if (address) {
+    if (chain === 'SOL') {
+      const sol = deps.chains.sol();
+      await Promise.all(sol.tokens().map(async (token) => (assets[token] = formatAmount(await sol.balance(address, token), sol.decimals(token)))));
+    } else {
+      const evm = deps.chains.evm(chain);
+      await Promise.all(evm.tokens().map(async (token) => (assets[token] = formatAmount(await evm.balance(address as `0x${string}`, token), evm.decimals(token)))));
+    }
+  }
+  return { chain, address, assets, public_address: account.public_address };
+}

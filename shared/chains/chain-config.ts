@@ -1,0 +1,45 @@
+import * as v from 'valibot';
+
+/**
+ * Chain configuration (issue: no address or RPC hard-coded in business code). Given to functions
+ * as CHAINS_CONFIG (JSON). The sandbox writes one for its local chains; a deployment sets the
+ * real RPC URLs and the token table of infra/config/mainnet-tokens.json.
+ *
+ * Native coins (ETH on ETH/ARB/INK, POL on POL, SOL on SOL) have 18 decimals on EVM chains and 9
+ * on Solana; tokens carry their own decimals (USDC and USDC.E: 6).
+ */
+const EvmAddress = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address'));
+
+const EvmChain = v.object({
+  family: v.literal('evm'),
+  chain_id: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  rpc_url: v.pipe(v.string(), v.url()),
+  native: v.picklist(['ETH', 'POL']),
+  tokens: v.record(v.picklist(['USDC', 'USDC.E']), v.object({ address: EvmAddress, decimals: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(36)) })),
+  /** The EIP-7702 delegate (SponsoredExecutor) used for gas-sponsored sends; absent = no sponsorship. */
+  delegate: v.optional(EvmAddress),
+});
+
+const SolanaChain = v.object({
+  family: v.literal('sol'),
+  rpc_url: v.pipe(v.string(), v.url()),
+  native: v.literal('SOL'),
+  tokens: v.record(v.picklist(['USDC']), v.object({ mint: v.pipe(v.string(), v.regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 mint address')), decimals: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(18)) })),
+});
+
+export const ChainsConfigSchema = v.object({
+  ETH: EvmChain,
+  ARB: EvmChain,
+  POL: EvmChain,
+  INK: EvmChain,
+  SOL: SolanaChain,
+  /** True only for the local sandbox: enables the sandbox-only endpoints. */
+  sandbox: v.optional(v.boolean(), false),
+});
+
+export type ChainsConfig = v.InferOutput<typeof ChainsConfigSchema>;
+export type EvmChainConfig = v.InferOutput<typeof EvmChain>;
+export type SolanaChainConfig = v.InferOutput<typeof SolanaChain>;
+export type EvmChainCode = 'ETH' | 'ARB' | 'POL' | 'INK';
+
+export const NATIVE_DECIMALS = { evm: 18, sol: 9 } as const;

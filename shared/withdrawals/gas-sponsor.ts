@@ -1,0 +1,70 @@
+import type { Address, Hex } from 'viem';
+import type { AppRegistry } from '../apps/app-registry.ts';
+import { mintServiceToken } from '../auth/service-token.ts';
+import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
+import { UnprocessableError } from '../errors.ts';
+import type { WalletEnclave } from '../wallets/enclave-client.ts';
+
+/**
+ * Who pays gas for sponsored (EIP-7702) sends: an enclave wallet of the platform itself, in AWS
+ * and in the sandbox alike. The platform application's identity provider is the platform's own
+ * op_jwt key, so the account service can mint the wallet's auth_jwt and op_jwt; its private key
+ * never leaves the enclave. The sandbox funds it at start.
+ */
+export const PLATFORM_APP_ID = 'platform';
+export const PLATFORM_ISSUER_FOR_WALLETS = 'urn:perp-wallet:platform-wallets';
+export const GAS_SPONSOR_SUB = 'gas-sponsor';
+
+export interface GasSponsor {
+  address(): Promise<Address>;
+  /** Signs an EVM transaction object (wire form: quantities as decimal strings). */
+  signTransaction(transaction: Record<string, unknown>): Promise<Hex>;
+}
+
+export class EnclaveGasSponsor implements GasSponsor {
+  readonly #enclave: WalletEnclave;
+  readonly #signer: OpJwtSigner;
+  readonly #apps: AppRegistry;
+  #wallet: Promise<{ wallet_id: string; access_key: string; public_address: string; issuer: string; audience?: string }> | undefined;
+
+  constructor(enclave: WalletEnclave, signer: OpJwtSigner, apps: AppRegistry) {
+    this.#enclave = enclave;
+    this.#signer = signer;
+    this.#apps = apps;
+  }
+
+  async address(): Promise<Address> {
+    return (await this.#sponsorWallet()).public_address as Address;
+  }
+
+  async signTransaction(transaction: Record<string, unknown>): Promise<Hex> {
+    const wallet = await this.#sponsorWallet();
+    const opJwt = await this.#signer.sign({ iss: wallet.issuer, sub: GAS_SPONSOR_SUB, aud: wallet.audience });
+    const signed = await this.#enclave.sign({ serviceToken: await mintServiceToken(this.#signer, PLATFORM_APP_ID) }, 'sign_transaction', {
+      transaction,
+      op_jwt: opJwt,
+      access_key: wallet.access_key,
+      wallet_id: wallet.wallet_id,
+    });
+    return signed.signed_transaction as Hex;
+  }
+
+  #sponsorWallet() {
+    this.#wallet ??= this.#loadWallet().catch((error: unknown) => {
+      this.#wallet = undefined; // retry on the next call rather than failing for the container's life
+      throw error;
+    });
+    return this.#wallet;
+  }
+
+  async #loadWallet() {
+    const app = await this.#apps.findById(PLATFORM_APP_ID);
+    if (!app) throw new UnprocessableError('GAS_SPONSORSHIP_UNAVAILABLE', 'Gas sponsorship is not set up on this deployment (no platform application)');
+    const authJwt = await this.#signer.sign({ iss: app.oidc.issuer, sub: GAS_SPONSOR_SUB, aud: app.oidc.audience });
+    const wallet = await this.#enclave.createWallet(
+      { serviceToken: await mintServiceToken(this.#signer, PLATFORM_APP_ID) },
+      { authJwt, network: 'ETH', walletGroupId: app.default_wallet_group_id },
+    );
+    return { ...wallet, issuer: app.oidc.issuer, audience: app.oidc.audience };
+  }
+}

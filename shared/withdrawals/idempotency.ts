@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { getItem, isConditionalCheckFailed, putIfAbsent, type Table } from '../db/client.ts';
+import { keys } from '../db/keys.ts';
+import { ConflictError, UnprocessableError } from '../errors.ts';
+
+/**
+ * `Idempotency-Key` for withdrawals: the first request with a key runs; a retry with the same key
+ * and body gets the first result without a second transaction; the same key with another body is
+ * a 422. The signed transaction is stored before it is broadcast, so a retry after a crash
+ * re-broadcasts that very transaction (same nonce or signature: at most one inclusion) instead of
+ * signing a new one. Records expire after a day (DynamoDB TTL on `ttl`).
+ */
+export interface StoredResponse {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+}
+
+export interface Broadcast {
+  readonly tx_hash: string;
+  /** The signed wire transaction (0x-hex for EVM, base64 for Solana): public once broadcast. */
+  readonly raw: string;
+}
+
+interface IdempotencyItem {
+  readonly request_hash: string;
+  readonly status: 'in_progress' | 'completed';
+  readonly lease_until: number;
+  readonly response?: StoredResponse;
+  readonly broadcast?: Broadcast;
+  readonly ttl: number;
+}
+
+export type Claim =
+  | { readonly kind: 'new'; readonly record: IdempotencyRecord }
+  | { readonly kind: 'replay'; readonly response: StoredResponse }
+  | { readonly kind: 'resume'; readonly record: IdempotencyRecord; readonly broadcast: Broadcast | undefined };
+
+const LEASE_MS = 60_000;
+const TTL_SECONDS = 24 * 3600;
+
+export function requestHash(request: object): string {
+  return createHash('sha256').update(JSON.stringify(request)).digest('hex');
+}
+
+export class IdempotencyRecord {
+  readonly #table: Table;
+  readonly #key: { pk: string; sk: string };
+
+  constructor(table: Table, key: { pk: string; sk: string }) {
+    this.#table = table;
+    this.#key = key;
+  }
+
+  /** Stored before broadcasting: what a retry after a crash re-sends. */
+  async recordBroadcast(broadcast: Broadcast): Promise<void> {
+    await this.#table.doc.send(
+      new UpdateCommand({ TableName: this.#table.name, Key: this.#key, UpdateExpression: 'SET broadcast = :b', ExpressionAttributeValues: { ':b': broadcast } }),
+    );
+  }
+
+  async complete(response: StoredResponse): Promise<void> {
+    await this.#table.doc.send(
+      new UpdateCommand({
+        TableName: this.#table.name,
+        Key: this.#key,
+        UpdateExpression: 'SET #s = :done, #r = :r',
+        ExpressionAttributeNames: { '#s': 'status', '#r': 'response' },
+        ExpressionAttributeValues: { ':done': 'completed', ':r': response },
+      }),
+    );
+  }
+
+  /** Nothing was broadcast and the request failed: forget the key so the client may try again. */
+  async abandon(): Promise<void> {
+    await this.#table.doc.send(new DeleteCommand({ TableName: this.#table.name, Key: this.#key }));
+  }
+}
+
+export async function claimIdempotencyKey(table: Table, scope: { appId: string; sub: string; key: string }, hash: string, now = Date.now()): Promise<Claim> {
+  const key = keys.idempotency(scope.appId, scope.sub, scope.key);
+  const record = new IdempotencyRecord(table, key);
+  const fresh: IdempotencyItem = { request_hash: hash, status: 'in_progress', lease_until: now + LEASE_MS, ttl: Math.floor(now / 1000) + TTL_SECONDS };
+  const { item, created } = await putIfAbsent(table, key, fresh);
+  if (created) return { kind: 'new', record };
+  if (item.request_hash !== hash) {
+    throw new UnprocessableError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
+  }
+  if (item.status === 'completed' && item.response) return { kind: 'replay', response: item.response };
+  if (item.lease_until > now) {
+    throw new ConflictError('WITHDRAWAL_IN_PROGRESS', 'A withdrawal with this Idempotency-Key is still in progress; retry shortly');
+  }
+  // The first attempt stopped (crash or timeout): take it over, exactly one retry at a time.
+  try {
+    await table.doc.send(
+      new PutCommand({
+        TableName: table.name,
+        Item: { ...key, ...item, lease_until: now + LEASE_MS },
+        ConditionExpression: 'lease_until = :seen',
+        ExpressionAttributeValues: { ':seen': item.lease_until },
+      }),
+    );
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) throw new ConflictError('WITHDRAWAL_IN_PROGRESS', 'A withdrawal with this Idempotency-Key is still in progress; retry shortly');
+    throw error;
+  }
+  const current = (await getItem(table, key)) as IdempotencyItem | undefined;
+  return { kind: 'resume', record, broadcast: current?.broadcast };
+}

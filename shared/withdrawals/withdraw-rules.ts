@@ -1,0 +1,46 @@
+import { PublicKey } from '@solana/web3.js';
+import { getAddress, isAddress } from 'viem';
+import * as v from 'valibot';
+import { ValidationError } from '../errors.ts';
+
+/** Spec, Endpoints: "Supported token per chain for withdrawal". */
+export const WITHDRAW_TOKENS = {
+  ETH: ['ETH', 'USDC'],
+  ARB: ['ETH', 'USDC', 'USDC.E'],
+  POL: ['POL', 'USDC', 'USDC.E'],
+  SOL: ['SOL', 'USDC'],
+  INK: ['ETH', 'USDC'],
+} as const;
+
+export type WithdrawChain = keyof typeof WITHDRAW_TOKENS;
+export const TOKEN_CODES = ['ETH', 'USDC', 'USDC.E', 'POL', 'SOL'] as const;
+export type TokenCode = (typeof TOKEN_CODES)[number];
+
+export const WithdrawRequest = v.object({
+  to_address: v.pipe(v.string('must be a string'), v.minLength(1, 'is required'), v.maxLength(64, 'is too long')),
+  amount: v.pipe(v.string('must be a decimal string'), v.description('Decimal string, e.g. "12.5"; at most the token\'s decimals.')),
+  token: v.optional(v.picklist(TOKEN_CODES, `must be one of ${TOKEN_CODES.join(', ')}`), 'USDC'),
+  chain: v.optional(v.picklist(Object.keys(WITHDRAW_TOKENS) as WithdrawChain[], 'must be one of ETH, ARB, POL, SOL, INK'), 'ARB'),
+  gas_sponsored: v.optional(v.boolean('must be a boolean'), false),
+});
+export type WithdrawInput = v.InferOutput<typeof WithdrawRequest>;
+
+export function assertWithdrawable(chain: WithdrawChain, token: TokenCode): void {
+  if (!(WITHDRAW_TOKENS[chain] as readonly string[]).includes(token)) {
+    throw new ValidationError(`body.token: ${token} cannot be withdrawn on ${chain}; supported: ${WITHDRAW_TOKENS[chain].join(', ')}`, 'UNSUPPORTED_TOKEN');
+  }
+}
+
+/** EVM: normalised to EIP-55. Solana: a base58 32-byte public key (on or off the curve). */
+export function normaliseRecipient(chain: WithdrawChain, address: string): string {
+  if (chain === 'SOL') {
+    try {
+      if (!/^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(address)) throw new Error('not base58');
+      return new PublicKey(address).toBase58();
+    } catch {
+      throw new ValidationError('body.to_address: must be a base58 Solana address (32 bytes)', 'INVALID_ADDRESS');
+    }
+  }
+  if (!isAddress(address, { strict: false })) throw new ValidationError('body.to_address: must be a 0x-prefixed 20-byte EVM address', 'INVALID_ADDRESS');
+  return getAddress(address);
+}
