@@ -2,7 +2,7 @@ import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table, type ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Key, KeySpec, KeyUsage, type IKey } from 'aws-cdk-lib/aws-kms';
 import type { Construct } from 'constructs';
-import { TABLE_KEY_SCHEMA } from '../shared/db/table-definition.ts';
+import { TABLE_KEY_SCHEMA, TABLE_TTL_ATTRIBUTE } from '../shared/db/table-definition.ts';
 
 /** What the stateless services need from this stack. */
 export interface StatefulResources {
@@ -44,6 +44,7 @@ export class StatefulStack extends Stack implements StatefulResources {
       sortKey: { name: TABLE_KEY_SCHEMA.sortKey, type: AttributeType.STRING },
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: TABLE_TTL_ATTRIBUTE,
       deletionProtection,
       removalPolicy: deletionProtection ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });

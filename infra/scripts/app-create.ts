@@ -2,7 +2,10 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { KMSClient } from '@aws-sdk/client-kms';
 import type { JSONWebKeySet } from 'jose';
-import { registerApplication } from '../../shared/apps/register-application.ts';
+import { AppRegistry, getApplication, putApplication } from '../../shared/apps/app-registry.ts';
+import { platformApplication, registerApplication } from '../../shared/apps/register-application.ts';
+import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
+import { EnclaveGasSponsor, PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
 import { KmsOpJwtSigner } from '../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../shared/db/client.ts';
 import { ConflictError } from '../../shared/errors.ts';
@@ -12,6 +15,8 @@ import { ConflictError } from '../../shared/errors.ts';
  *   [--audience acme-api] (--jwks-uri https://idp.acme.com/.well-known/jwks.json | --jwks-file jwks.json)
  *   --table <TableName output> --op-jwt-key <OpJwtKeyId output> [--created-at ISO]
  *   [--legacy-provider-id <id of the deprecated iframe login> ...]`
+ * `npm run app:create -- --platform --table … --op-jwt-key … [--enclave-url <EnclaveApiUrl>]`: the
+ *   platform application (gas sponsorship), printing the sponsor wallet's address.
  *
  * Registers an application in the deployed table (credentials from the usual AWS environment;
  * DYNAMODB_ENDPOINT for LocalStack) and prints its secret key and API key once. Only their
@@ -29,6 +34,8 @@ const { values } = parseArgs({
     'op-jwt-key': { type: 'string', default: process.env.OP_JWT_KMS_KEY_ID },
     'created-at': { type: 'string' },
     'legacy-provider-id': { type: 'string', multiple: true },
+    platform: { type: 'boolean', default: false },
+    'enclave-url': { type: 'string' },
   },
 });
 
@@ -36,6 +43,8 @@ function fail(message: string): never {
   process.stderr.write(`app:create: ${message}\n`);
   process.exit(2);
 }
+
+if (values.platform) await registerPlatform();
 
 const appId = values['app-id'] ?? fail('--app-id is required');
 if (!/^[A-Za-z0-9._-]{1,64}$/.test(appId)) fail('--app-id must be 1-64 letters, digits, ".", "_" or "-"');
@@ -71,4 +80,23 @@ try {
 } catch (error) {
   if (error instanceof ConflictError) fail(error.message);
   throw error;
+}
+
+/**
+ * `--platform`: registers the platform application, whose enclave wallet is the gas sponsor
+ * (shared/withdrawals/gas-sponsor.ts), and with `--enclave-url` prints that wallet's address so
+ * it can be funded on each EVM chain. Idempotent.
+ */
+async function registerPlatform(): Promise<never> {
+  const tableName = values.table ?? fail('--table (or TABLE_NAME) is required');
+  const keyId = values['op-jwt-key'] ?? fail('--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required');
+  const table = { doc: createDocumentClient(process.env.DYNAMODB_ENDPOINT), name: tableName };
+  const signer = new KmsOpJwtSigner(new KMSClient({}), keyId);
+  if (!(await getApplication(table, PLATFORM_APP_ID))) await putApplication(table, platformApplication(await signer.publicJwk()));
+  process.stdout.write(`Platform application "${PLATFORM_APP_ID}" is registered.\n`);
+  if (values['enclave-url']) {
+    const sponsor = new EnclaveGasSponsor(new HttpWalletEnclave(values['enclave-url'].replace(/\/+$/, '')), signer, new AppRegistry(table));
+    process.stdout.write(`Gas sponsor address (fund it with native coin on every EVM chain): ${await sponsor.address()}\n`);
+  }
+  process.exit(0);
 }

@@ -8,6 +8,9 @@ export const TABLE_KEY_SCHEMA = {
   sortKey: 'sk',
 } as const;
 
+/** Items with this attribute (epoch seconds) expire: idempotency records after a day. */
+export const TABLE_TTL_ATTRIBUTE = 'ttl';
+
 /** CreateTable input for a local engine (on-demand billing, same keys as the deployed table). */
 export function localCreateTableInput(tableName: string) {
   return {

@@ -28,6 +28,7 @@ interface IdempotencyItem {
   readonly lease_until: number;
   readonly response?: StoredResponse;
   readonly broadcast?: Broadcast;
+  /** Epoch seconds; the table's TTL attribute (TABLE_TTL_ATTRIBUTE). */
   readonly ttl: number;
 }
 

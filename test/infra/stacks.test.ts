@@ -231,6 +231,7 @@ describe('stateful stack', () => {
         ],
         BillingMode: 'PAY_PER_REQUEST',
         PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
         DeletionProtectionEnabled: true,
       },
     });
