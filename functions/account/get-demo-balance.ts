@@ -1,15 +1,15 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { DemoBalanceQuery, demoBalance } from '../../shared/accounts/demo-balance.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
-import { accountDeps } from '../../shared/deps/account.ts';
+import { accountChainDeps } from '../../shared/deps/account-chains.ts';
 import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 
 /** `GET /demo/wallet/balance?chain=`: demo only, balances read from the chain. */
 export const adapter = async (event: APIGatewayProxyEventV2) => {
-  const user = await authenticateUser(accountDeps.apps, event);
+  const user = await authenticateUser(accountChainDeps.apps, event);
   const query = parseInput(DemoBalanceQuery, event.queryStringParameters ?? {}, 'query');
-  return jsonResponse(200, await demoBalance(accountDeps, user, query.chain));
+  return jsonResponse(200, await demoBalance(accountChainDeps, user, query.chain));
 };
 
 export const handler = httpHandler(adapter);

@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as v from 'valibot';
 import { authenticateUser, header } from '../../shared/auth/authenticate.ts';
-import { accountDeps } from '../../shared/deps/account.ts';
+import { accountChainDeps } from '../../shared/deps/account-chains.ts';
 import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { withdraw } from '../../shared/withdrawals/withdraw.ts';
@@ -14,10 +14,10 @@ const IdempotencyKey = v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9._:-]{8
  * retries safe; `Server-Timing` reports signing, broadcast and inclusion times.
  */
 export const adapter = async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
-  const user = await authenticateUser(accountDeps.apps, event);
+  const user = await authenticateUser(accountChainDeps.apps, event);
   const body = parseInput(WithdrawRequest, event.body, 'body');
   const idempotencyKey = parseInput(v.object({ 'idempotency-key': IdempotencyKey }), { 'idempotency-key': header(event, 'idempotency-key') }, 'header')['idempotency-key'];
-  const { response, timings, replayed } = await withdraw(accountDeps, user, body, idempotencyKey);
+  const { response, timings, replayed } = await withdraw(accountChainDeps, user, body, idempotencyKey);
   const serverTiming = `sign;dur=${timings.sign.toFixed(1)}, broadcast;dur=${timings.broadcast.toFixed(1)}, inclusion;dur=${timings.inclusion.toFixed(1)}`;
   return jsonResponse(response.status, response.body, { 'server-timing': serverTiming, ...(replayed ? { 'idempotent-replayed': 'true' } : {}) });
 };

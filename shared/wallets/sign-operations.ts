@@ -1,15 +1,14 @@
-import type { Hex, TransactionSerializable } from 'viem';
+import type { Hex } from 'viem';
 import { ValidationError } from '../errors.ts';
 import type { KeyFamily } from './networks.ts';
-import type { EvmTransaction } from './schemas.ts';
-import { signSolanaMessage } from './solana-message.ts';
-import { signEvmAuthorization, signEvmTransaction, signHash, signMessageBytes } from './wallet-keys.ts';
+import { signEvmAuthorization, signHash, signMessageBytes } from './wallet-keys.ts';
 import { ForbiddenError } from '../errors.ts';
-import type * as v from 'valibot';
 
 /**
- * The three signing operations, shared by the v1 and v2 endpoints (and so by every door that
- * reaches them). Each takes the wallet, its private key for this call, and the validated body.
+ * The signing operations, shared by the v1 and v2 endpoints (and so by every door that reaches
+ * them). Each takes the wallet, its private key for this call, and the validated body.
+ * Transactions live in sign-transaction-operation.ts: Solana message parsing pulls in
+ * @solana/web3.js, which the other endpoints' bundles should not carry.
  */
 export interface SigningWallet {
   readonly wallet_id: string;
@@ -17,7 +16,7 @@ export interface SigningWallet {
   readonly family: KeyFamily;
 }
 
-function identity(wallet: SigningWallet) {
+export function identity(wallet: SigningWallet) {
   return { wallet_id: wallet.wallet_id, public_address: wallet.public_address };
 }
 
@@ -34,43 +33,6 @@ function messageBytes(message: string, encoding: 'utf8' | 'hex'): Buffer {
 /** EIP-191 personal message (EVM) or the raw bytes (SOL). */
 export async function signMessage(wallet: SigningWallet, secret: Uint8Array, body: { message: string; encoding: 'utf8' | 'hex' }) {
   return { ...identity(wallet), signature: await signMessageBytes(wallet.family, secret, messageBytes(body.message, body.encoding)) };
-}
-
-type EvmTransactionInput = v.InferOutput<typeof EvmTransaction>;
-
-/** Wire quantities are decimal strings; viem takes bigints. */
-function toViemTransaction(tx: EvmTransactionInput): TransactionSerializable {
-  const big = (value: string | undefined) => (value === undefined ? undefined : BigInt(value));
-  return {
-    ...tx,
-    value: big(tx.value),
-    gas: big(tx.gas),
-    gasPrice: big(tx.gasPrice),
-    maxFeePerGas: big(tx.maxFeePerGas),
-    maxPriorityFeePerGas: big(tx.maxPriorityFeePerGas),
-    to: tx.to as Hex | undefined,
-    data: tx.data as Hex | undefined,
-    accessList: tx.accessList as TransactionSerializable['accessList'],
-    authorizationList: tx.authorizationList as TransactionSerializable['authorizationList'],
-  } as TransactionSerializable;
-}
-
-/**
- * EVM wallets: a transaction object in, the signed serialised transaction and its hash out.
- * SOL wallets: a base64 message in, the base58 signature out.
- */
-export async function signTransaction(wallet: SigningWallet, secret: Uint8Array, body: { transaction: string | EvmTransactionInput }) {
-  if (wallet.family === 'sol') {
-    if (typeof body.transaction !== 'string') throw new ValidationError('body.transaction: a SOL wallet signs a base64 transaction message');
-    return { ...identity(wallet), signature: signSolanaMessage(secret, Buffer.from(body.transaction, 'base64')).signature };
-  }
-  if (typeof body.transaction === 'string') throw new ValidationError('body.transaction: an EVM wallet signs a transaction object');
-  try {
-    return { ...identity(wallet), ...(await signEvmTransaction(secret, toViemTransaction(body.transaction))) };
-  } catch (error) {
-    // viem rejects inconsistent transactions (e.g. fee fields of another type) before signing.
-    throw new ValidationError(`body.transaction: ${(error as Error).message.split('\n')[0]}`, 'INVALID_TRANSACTION');
-  }
 }
 
 /**
