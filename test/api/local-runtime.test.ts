@@ -35,6 +35,11 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
       body: JSON.stringify({ message: 'before restart' }),
     });
     expect(signed.status).toBe(200);
+    const address = (account.public_address as { ETH: string; SOL: string });
+    for (const [chain, to, token] of [['ARB', address.ETH, 'USDC'], ['SOL', address.SOL, 'USDC']]) {
+      const credited = await fetch(`${first.urls.account}/sandbox/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chain, address: to, token, amount: '42.5' }) });
+      expect(credited.status).toBe(200);
+    }
     await stopProcess(first.child);
 
     const second = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '' });
@@ -49,6 +54,11 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
         body: JSON.stringify({ message: 'after restart' }),
       });
       expect(signedAgain.status).toBe(200);
+      // Chain state survives the restart too (anvil state files, the LiteSVM snapshot).
+      for (const chain of ['ARB', 'SOL']) {
+        const balance = await fetch(`${second.urls.account}/demo/wallet/balance?chain=${chain}`, { headers });
+        expect(((await balance.json()) as { assets: Record<string, string> }).assets.USDC).toBe('42.5');
+      }
     } finally {
       await stopProcess(second.child);
     }
