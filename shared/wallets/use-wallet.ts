@@ -14,6 +14,17 @@ export interface WalletAuthorization {
   readonly encryption_context?: string;
 }
 
+/**
+ * Concurrent first calls migrate once, and all of them should succeed: a call that read the
+ * wallet after a concurrent call had migrated it still carries encryption_context. Within this
+ * window after migration that is treated as the same first use; afterwards it is refused.
+ */
+const MIGRATION_RACE_WINDOW_MS = 30_000;
+
+function justMigrated(wallet: WalletRecord, now: Date): boolean {
+  return wallet.migrated_at !== undefined && now.getTime() - Date.parse(wallet.migrated_at) < MIGRATION_RACE_WINDOW_MS;
+}
+
 async function findWallet(deps: EnclaveDeps, app: Application, walletId: string): Promise<AnyWalletRecord> {
   const wallet = await getWallet(deps.table, walletId);
   if (!wallet || wallet.app_id !== app.app_id) throw new NotFoundError('WALLET_NOT_FOUND', `Wallet ${walletId} does not exist`);
@@ -42,7 +53,7 @@ export async function withWalletKey<T>(
     }
     wallet = await migrateV1Wallet(deps, found, identity, { encryption_context: auth.encryption_context, access_key: auth.access_key });
   } else {
-    if (auth.encryption_context !== undefined) {
+    if (auth.encryption_context !== undefined && !justMigrated(found, deps.now())) {
       // Spec, Enclave wallet binding: after migration encryption_context is neither required nor accepted.
       throw new ValidationError('body.encryption_context: is not accepted for a v2 wallet', 'ENCRYPTION_CONTEXT_NOT_ACCEPTED');
     }

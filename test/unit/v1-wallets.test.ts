@@ -94,6 +94,17 @@ describe('v1 wallets', () => {
     expect(stored).toMatchObject({ iss: app.oidc.issuer, sub: 'alice', public_address: wallet.public_address, migrated_at: BEFORE.toISOString() });
   });
 
+  it('after migration, encryption_context is refused once the first-use window (30 s) has passed', async () => {
+    const wallet = await newV1(BEFORE);
+    const auth = { op_jwt: await opJwt('carol', BEFORE), access_key: wallet.access_key, wallet_id: wallet.wallet_id, encryption_context: 'secret-context' };
+    await withWalletKey(deps(BEFORE), app, auth, () => 'migrated');
+    const straggler = new Date(BEFORE.getTime() + 29_000);
+    expect(await withWalletKey(deps(straggler), app, { ...auth, op_jwt: await opJwt('carol', straggler) }, () => 'signed')).toBe('signed');
+    const later = new Date(BEFORE.getTime() + 31_000);
+    await expect(withWalletKey(deps(later), app, { ...auth, op_jwt: await opJwt('carol', later) }, () => 'signed')).rejects.toMatchObject({ code: 'ENCRYPTION_CONTEXT_NOT_ACCEPTED', status: 400 });
+    expect(await withWalletKey(deps(later), app, { ...auth, encryption_context: undefined, op_jwt: await opJwt('carol', later) }, () => 'signed')).toBe('signed');
+  });
+
   it('a migration with a wrong access key is refused and leaves the wallet v1', async () => {
     const wallet = await newV1(BEFORE);
     const v1 = (await getWallet(table, wallet.wallet_id)) as V1WalletRecord;
