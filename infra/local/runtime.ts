@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -58,13 +58,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const host = options.host ?? '127.0.0.1';
   const tableName = options.tableName ?? 'perp-wallet';
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const releaseDataDir = await lockDataDir(dataDir);
 
   // AWS SDK clients need a region and credentials even against a local engine.
   process.env.AWS_REGION ??= 'us-east-1';
   process.env.AWS_ACCESS_KEY_ID ??= 'sandbox';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'sandbox';
 
-  const closers: (() => Promise<void>)[] = [];
+  const closers: (() => Promise<void>)[] = [releaseDataDir];
   let dynamodbEndpoint = options.dynamodbEndpoint;
   if (!dynamodbEndpoint) {
     const engine = dynalite({ path: join(dataDir, 'dynamodb'), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
@@ -217,9 +218,43 @@ async function ensureTable(endpoint: string, tableName: string) {
   throw new Error(`table ${tableName} did not become ACTIVE`);
 }
 
+export class LocalRuntimeError extends Error {}
+
+/**
+ * One runtime per DATA_DIR: the embedded engines hold their files open, and a second runtime on
+ * the same directory would fail deep inside them. A stale lock (its process gone) is taken over.
+ */
+async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  const path = join(dataDir, 'runtime.lock');
+  for (;;) {
+    try {
+      await writeFile(path, String(process.pid), { flag: 'wx', mode: 0o600 });
+      return () => rm(path, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const pid = Number(await readFile(path, 'utf8').catch(() => ''));
+    if (pid && pid !== process.pid && isAlive(pid)) {
+      throw new LocalRuntimeError(`DATA_DIR ${dataDir} is in use by another local runtime (pid ${pid}): stop it, or set another DATA_DIR`);
+    }
+    await rm(path, { force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((done, fail) => {
-    server.once('error', fail);
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      fail(error.code === 'EADDRINUSE' ? new LocalRuntimeError(`port ${port} on ${host} is already in use: stop what holds it, or choose another port`) : error),
+    );
     server.listen(port, host, () => done((server.address() as AddressInfo).port));
   });
 }

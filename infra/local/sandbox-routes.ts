@@ -1,5 +1,4 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import * as v from 'valibot';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { toErrorResponse } from '../../shared/http/error-handler.ts';
 import { jsonResponse, type HttpResult } from '../../shared/http/handler.ts';

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { startLocalRuntime } from './runtime.ts';
+import { LocalRuntimeError, startLocalRuntime } from './runtime.ts';
 
 /**
  * `npm start`: the three services on 127.0.0.1 with no AWS account. Configuration by environment:
@@ -29,6 +29,13 @@ const runtime = await startLocalRuntime({
   appsFile: env.APPS_FILE || undefined,
   tableName: env.TABLE_NAME || undefined,
   onRequest: values.quiet ? undefined : (r) => process.stdout.write(`${r.service} ${r.method} ${r.path} ${r.status} ${r.ms.toFixed(1)}ms\n`),
+}).catch((error: unknown) => {
+  // What the user can fix gets one clear line; anything else keeps its stack trace.
+  if (error instanceof LocalRuntimeError) {
+    process.stderr.write(`npm start: ${error.message}\n`);
+    process.exit(1);
+  }
+  throw error;
 });
 
 const out = process.stdout;

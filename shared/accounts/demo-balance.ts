@@ -16,15 +16,14 @@ export const DemoBalanceQuery = v.object({
 export async function demoBalance(deps: AccountDeps & { readonly chains: Chains }, user: AuthenticatedUser, chain: (typeof CHAIN_CODES)[number]) {
   const account = await requireAccount(deps, user);
   const address = (chain === 'SOL' ? account.public_address.SOL : account.public_address.ETH) ?? null;
-  const assets: Record<string, string> = {};
+  let assets: Record<string, string> = {};
   if (address) {
-    if (chain === 'SOL') {
-      const sol = deps.chains.sol();
-      await Promise.all(sol.tokens().map(async (token) => (assets[token] = formatAmount(await sol.balance(address, token), sol.decimals(token)))));
-    } else {
-      const evm = deps.chains.evm(chain);
-      await Promise.all(evm.tokens().map(async (token) => (assets[token] = formatAmount(await evm.balance(address as `0x${string}`, token), evm.decimals(token)))));
-    }
+    const client = chain === 'SOL' ? deps.chains.sol() : deps.chains.evm(chain);
+    const read = (token: string) =>
+      chain === 'SOL' ? deps.chains.sol().balance(address, token) : deps.chains.evm(chain).balance(address as `0x${string}`, token);
+    const tokens = client.tokens(); // native coin first, then tokens: a stable order
+    const balances = await Promise.all(tokens.map(read));
+    assets = Object.fromEntries(tokens.map((token, i) => [token, formatAmount(balances[i]!, client.decimals(token))]));
   }
   return { chain, address, assets, public_address: account.public_address };
 }

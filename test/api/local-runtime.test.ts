@@ -54,6 +54,8 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
         body: JSON.stringify({ message: 'after restart' }),
       });
       expect(signedAgain.status).toBe(200);
+      // One runtime per DATA_DIR: a second one is refused with a clear message.
+      await expect(startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '' })).rejects.toThrow(/is in use by another local runtime/);
       // Chain state survives the restart too (anvil state files, the LiteSVM snapshot).
       for (const chain of ['ARB', 'SOL']) {
         const balance = await fetch(`${second.urls.account}/demo/wallet/balance?chain=${chain}`, { headers });
