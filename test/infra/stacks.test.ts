@@ -269,22 +269,34 @@ describe('services stack: function configuration', () => {
    * gives its function (CloudFormation references replaced by placeholders): a missing variable
    * fails here instead of in AWS.
    */
-  it('every handler module cold-starts with the environment its function is deployed with', async () => {
+  it('every function bundle (built as CDK builds it) cold-starts with the environment its function is deployed with', async () => {
     const { execFile } = await import('node:child_process');
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
     const { promisify } = await import('node:util');
+    const { build } = await import('esbuild');
+    const { ESBUILD_OPTIONS } = await import('../../infra/bundling.ts');
     const run = promisify(execFile);
+    const outDir = await mkdtemp(join(tmpdir(), 'bundles-'));
     const placeholder = (value: unknown) =>
       typeof value === 'string' ? value : JSON.stringify(value).includes('ApiEndpoint') ? 'https://enclave.example.com' : 'placeholder-id';
-    await Promise.all(
-      ROUTES.map(async (route) => {
-        const variables = servicesTemplate.toJSON().Resources[functionLogicalId(route.id)].Properties.Environment.Variables as Record<string, unknown>;
-        const env = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, placeholder(value)]));
-        const script = `await import(${JSON.stringify(new URL(`../../${route.entry}`, import.meta.url).href)});`;
-        await expect(
-          run(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1', ...env } }),
-          route.id,
-        ).resolves.toBeDefined();
-      }),
-    );
-  }, 60_000);
+    try {
+      await Promise.all(
+        ROUTES.map(async (route) => {
+          const outfile = join(outDir, route.id, 'index.mjs');
+          await build({ ...ESBUILD_OPTIONS, absWorkingDir: new URL('../..', import.meta.url).pathname, entryPoints: [route.entry], outfile, logLevel: 'silent' });
+          const variables = servicesTemplate.toJSON().Resources[functionLogicalId(route.id)].Properties.Environment.Variables as Record<string, unknown>;
+          const env = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, placeholder(value)]));
+          const script = `const m = await import(${JSON.stringify(outfile)}); if (typeof m.handler !== 'function') process.exit(3);`;
+          await expect(
+            run(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1', ...env } }),
+            route.id,
+          ).resolves.toBeDefined();
+        }),
+      );
+    } finally {
+      await rm(outDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
