@@ -5,6 +5,7 @@ import { exportJWK, generateKeyPair, calculateJwkThumbprint, type JWK } from 'jo
 import * as v from 'valibot';
 import { type Application, DEFAULT_WALLET_GROUP_ID } from '../../shared/apps/application.ts';
 import { hashSecret } from '../../shared/apps/app-registry.ts';
+import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
 
 /**
  * Applications for the local runtime: from `APPS_FILE` (a JSON array), or a dev app generated
@@ -14,7 +15,11 @@ const Jwks = v.object({ keys: v.array(v.looseObject({ kty: v.string() })) });
 
 export const AppFileEntry = v.pipe(
   v.object({
-    app_id: v.pipe(v.string(), v.regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, ".", "_" or "-"')),
+    app_id: v.pipe(
+      v.string(),
+      v.regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, ".", "_" or "-"'),
+      v.check((id) => id !== PLATFORM_APP_ID, `"${PLATFORM_APP_ID}" is reserved for the platform application`),
+    ),
     secret_key: v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters')),
     api_key: v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters')),
     created_at: v.pipe(

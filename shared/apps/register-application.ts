@@ -20,6 +20,9 @@ export interface NewApplication {
  * digests are stored. Refuses an app id that exists (credentials are never silently replaced).
  */
 export async function registerApplication(table: Table, input: NewApplication): Promise<{ app: Application; secret_key: string; api_key: string }> {
+  if (input.app_id === PLATFORM_APP_ID) {
+    throw new ConflictError('APP_ID_RESERVED', `"${PLATFORM_APP_ID}" is reserved for the platform application (npm run app:create -- --platform)`);
+  }
   if (await getApplication(table, input.app_id)) {
     throw new ConflictError('APP_EXISTS', `An application "${input.app_id}" already exists`);
   }
