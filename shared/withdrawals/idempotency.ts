@@ -72,6 +72,13 @@ export class IdempotencyRecord {
     );
   }
 
+  /** Broadcast, outcome unknown (e.g. inclusion timed out): let the next retry resume at once. */
+  async releaseLease(): Promise<void> {
+    await this.#table.doc.send(
+      new UpdateCommand({ TableName: this.#table.name, Key: this.#key, UpdateExpression: 'SET lease_until = :zero', ExpressionAttributeValues: { ':zero': 0 } }),
+    );
+  }
+
   /** Nothing was broadcast and the request failed: forget the key so the client may try again. */
   async abandon(): Promise<void> {
     await this.#table.doc.send(new DeleteCommand({ TableName: this.#table.name, Key: this.#key }));

@@ -106,9 +106,11 @@ export async function withdraw(deps: WithdrawDeps, user: AuthenticatedUser, inpu
       await record.abandon(); // nothing left this service: the key may be used again
     } else if (record && error instanceof UnprocessableError && error.code === 'TRANSACTION_REVERTED') {
       await record.complete({ status: error.status, body: { success: false, error: { code: error.code, message: error.message } } });
+    } else if (record) {
+      // Broadcast, outcome unknown (inclusion timeout, RPC trouble): a retry with the same key
+      // resumes with the same signed transaction. After a crash the lease expires instead.
+      await record.releaseLease();
     }
-    // Otherwise (timeout, crash, RPC trouble after broadcast) the record stays in progress: a retry
-    // with the same key after the lease resumes with the same signed transaction.
     throw error;
   }
 }
@@ -235,7 +237,9 @@ async function sendEvm(
           throw insufficient(`${plan.token} on ${code}`, plan.amount, native, 18);
         }
         const fees = await chain.fees();
-        const gas = await chain.estimateGas(from, call).catch(() => 100_000n);
+        const gas = await chain.estimateGas(from, call).catch((error: unknown) => {
+          throw new UnprocessableError('TRANSACTION_WOULD_FAIL', `The transfer would fail on ${code}: ${(error as Error).message.split('\n')[0]}`);
+        });
         const needed = gas * fees.maxFeePerGas + (plan.token === chain.config.native ? plan.amount : 0n);
         if (native < needed) throw insufficient(`${chain.config.native} on ${code} for the amount and gas`, needed, native, 18);
         const nonce = Math.max(await chain.pendingNonce(from), lastNonce ?? 0);

@@ -81,6 +81,14 @@ describe('idempotency keys', () => {
     expect((resumed[0] as PromiseFulfilledResult<{ kind: string; broadcast?: unknown }>).value).toMatchObject({ kind: 'resume', broadcast: { tx_hash: '0xfeed', raw: '0x02f8' } });
   });
 
+  it('after an inclusion timeout the lease is released: an immediate retry resumes', async () => {
+    const first = await claimIdempotencyKey(table, scope('k5'), hash, 1_000);
+    if (first.kind !== 'new') throw new Error('unreachable');
+    await first.record.recordBroadcast({ tx_hash: '0xbeef', raw: '0x02f9' });
+    await first.record.releaseLease();
+    expect(await claimIdempotencyKey(table, scope('k5'), hash, 1_500)).toMatchObject({ kind: 'resume', broadcast: { tx_hash: '0xbeef' } });
+  });
+
   it('an abandoned key can be used again', async () => {
     const first = await claimIdempotencyKey(table, scope('k4'), hash, 1_000);
     if (first.kind !== 'new') throw new Error('unreachable');
