@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT } from 'jose';
+import { importJWK, SignJWT } from 'jose';
+import { generateEs256Jwk } from '../shared/crypto/es256-jwk.ts';
 import type { Application } from '../shared/apps/application.ts';
 import { verifyOpJwt } from '../shared/auth/jwt.ts';
 import { LocalKeyWrapper } from '../shared/crypto/local-key-wrapper.ts';
@@ -22,14 +23,12 @@ const ROUNDS = Number(process.argv[2] ?? 2000);
 const dataDir = await mkdtemp(join(tmpdir(), 'bench-enclave-'));
 const { table, stop } = await startDynaliteTable('bench-enclave');
 const keyWrapper = new LocalKeyWrapper(dataDir, 'enclave');
-const { privateKey } = await generateKeyPair('ES256', { extractable: true });
-const jwk = await exportJWK(privateKey);
-const { d: _d, ...publicJwk } = jwk;
-const kid = await calculateJwkThumbprint(publicJwk);
+const { privateJwk, publicJwk } = await generateEs256Jwk();
+const kid = publicJwk.kid!;
 const app: Application = {
   app_id: 'bench',
   created_at: '2026-09-01T00:00:00Z',
-  oidc: { provider_id: 'idp', issuer: 'https://idp.bench', jwks: { keys: [{ ...publicJwk, kid }] } },
+  oidc: { provider_id: 'idp', issuer: 'https://idp.bench', jwks: { keys: [publicJwk] } },
   secret_key_hash: '00',
   api_key_hash: '00',
   trusted_keys: [],
@@ -39,7 +38,7 @@ const deps = { table, keyWrapper, now: () => new Date(), v1RetiresAt: new Date('
 const created = await createWallet(deps, { app, identity: { iss: app.oidc.issuer, sub: 'bench' }, network: 'ETH', walletGroupId: 'g' });
 const wallet = (await getWallet(table, created.wallet_id)) as WalletRecord;
 const iat = Math.floor(Date.now() / 1000);
-const opJwt = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid }).setIssuer(app.oidc.issuer).setSubject('bench').setIssuedAt(iat).setExpirationTime(iat + 300).sign(await importJWK({ ...jwk, kid }, 'ES256'));
+const opJwt = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid }).setIssuer(app.oidc.issuer).setSubject('bench').setIssuedAt(iat).setExpirationTime(iat + 300).sign(await importJWK(privateJwk, 'ES256'));
 const hash = `0x${'ab'.repeat(32)}` as const;
 
 async function time(name: string, rounds: number, step: () => Promise<unknown>) {

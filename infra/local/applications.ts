@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { exportJWK, generateKeyPair, calculateJwkThumbprint, type JWK } from 'jose';
+import type { JWK } from 'jose';
+import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import * as v from 'valibot';
 import { type Application, DEFAULT_WALLET_GROUP_ID } from '../../shared/apps/application.ts';
 import { hashSecret } from '../../shared/apps/app-registry.ts';
@@ -80,10 +81,7 @@ export async function loadOrCreateDevApp(dataDir: string): Promise<AppFileEntry>
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
-  const privateJwk = await exportJWK(privateKey);
-  const { d: _d, ...publicJwk } = privateJwk;
-  const kid = await calculateJwkThumbprint(publicJwk);
+  const { privateJwk, publicJwk } = await generateEs256Jwk();
   const entry: AppFileEntry = {
     app_id: 'dev-app',
     secret_key: `sk_dev_${randomBytes(24).toString('base64url')}`,
@@ -93,11 +91,11 @@ export async function loadOrCreateDevApp(dataDir: string): Promise<AppFileEntry>
       provider_id: 'dev-idp',
       issuer: DEV_ISSUER,
       audience: DEV_AUDIENCE,
-      jwks: { keys: [{ ...publicJwk, kid, alg: 'ES256', use: 'sig' } as { kty: string }] },
+      jwks: { keys: [publicJwk as { kty: string }] },
     },
   };
   await mkdir(join(dataDir, 'keys'), { recursive: true, mode: 0o700 });
-  await writeFile(paths.issuerKey, JSON.stringify({ ...privateJwk, kid, alg: 'ES256' }), { mode: 0o600 });
+  await writeFile(paths.issuerKey, JSON.stringify(privateJwk), { mode: 0o600 });
   await writeFile(paths.app, JSON.stringify(entry, null, 2), { mode: 0o600 });
   return entry;
 }

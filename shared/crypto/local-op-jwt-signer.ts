@@ -1,7 +1,8 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { importJWK, type JWK, SignJWT } from 'jose';
+import { describeEs256Jwk, generateEs256Jwk } from './es256-jwk.ts';
 import { createKeyFileOnce } from './key-file.ts';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
 import { type OpJwtClaims, type OpJwtSigner, opJwtPayload } from './op-jwt-signer.ts';
 
 /** Local op_jwt signer: an ES256 key pair kept as a JWK in `<dataDir>/keys/op-jwt-signer.jwk.json` (0600). */
@@ -35,12 +36,9 @@ async function loadOrCreate(path: string): Promise<{ privateJwk: JWK; publicJwk:
     privateJwk = JSON.parse(await readFile(path, 'utf8')) as JWK;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    const { privateKey } = await generateKeyPair('ES256', { extractable: true });
-    const fresh = await exportJWK(privateKey);
+    const fresh = (await generateEs256Jwk()).privateJwk;
     await mkdir(join(path, '..'), { recursive: true, mode: 0o700 });
     privateJwk = (await createKeyFileOnce(path, JSON.stringify(fresh))) ? fresh : (JSON.parse(await readFile(path, 'utf8')) as JWK);
   }
-  const { d: _d, ...publicPart } = privateJwk;
-  const kid = await calculateJwkThumbprint(publicPart);
-  return { privateJwk: { ...privateJwk, kid }, publicJwk: { ...publicPart, kid, alg: 'ES256', use: 'sig' } };
+  return describeEs256Jwk(privateJwk);
 }

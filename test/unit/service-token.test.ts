@@ -1,7 +1,8 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
+import { importJWK, type JWK, SignJWT } from 'jose';
+import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
@@ -17,14 +18,12 @@ const registry = { findById: async (id: string) => (id === app.app_id ? app : un
 
 beforeAll(async () => {
   platform = new LocalOpJwtSigner(await mkdtemp(join(tmpdir(), 'service-token-')));
-  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
-  const jwk = await exportJWK(privateKey);
-  const { d: _d, ...publicJwk } = jwk;
-  idpKey = { ...jwk, kid: await calculateJwkThumbprint(publicJwk) };
+  const { privateJwk, publicJwk } = await generateEs256Jwk();
+  idpKey = privateJwk;
   app = {
     app_id: 'acme',
     created_at: '2026-09-01T00:00:00Z',
-    oidc: { provider_id: 'idp', issuer: 'https://idp.acme.test', jwks: { keys: [{ ...publicJwk, kid: idpKey.kid }] } },
+    oidc: { provider_id: 'idp', issuer: 'https://idp.acme.test', jwks: { keys: [publicJwk] } },
     secret_key_hash: '00',
     api_key_hash: '00',
     trusted_keys: [await platform.publicJwk()],

@@ -1,7 +1,8 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
+import { importJWK, type JWK, SignJWT } from 'jose';
+import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
 import { DEFAULT_V1_RETIREMENT } from '../../shared/config.ts';
@@ -34,15 +35,12 @@ async function opJwt(sub: string, now: Date) {
 beforeAll(async () => {
   ({ table, stop } = await startDynaliteTable('v1-unit'));
   keyWrapper = new LocalKeyWrapper(await mkdtemp(join(tmpdir(), 'v1-unit-')), 'enclave');
-  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
-  const jwk = await exportJWK(privateKey);
-  const { d: _d, ...publicJwk } = jwk;
-  const kid = await calculateJwkThumbprint(publicJwk);
-  issuerKey = { ...jwk, kid };
+  const { privateJwk, publicJwk } = await generateEs256Jwk();
+  issuerKey = privateJwk;
   app = {
     app_id: 'legacy-app',
     created_at: '2026-01-01T00:00:00Z',
-    oidc: { provider_id: 'idp', issuer: 'https://idp.test', jwks: { keys: [{ ...publicJwk, kid }] } },
+    oidc: { provider_id: 'idp', issuer: 'https://idp.test', jwks: { keys: [publicJwk] } },
     secret_key_hash: '00',
     api_key_hash: '00',
     trusted_keys: [],

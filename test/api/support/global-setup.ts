@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
+import { type JWK } from 'jose';
+import { generateEs256Jwk } from '../../../shared/crypto/es256-jwk.ts';
 import type { TestProject } from 'vitest/node';
 import { registerApplication } from '../../../shared/apps/register-application.ts';
 import { KmsOpJwtSigner } from '../../../shared/crypto/kms-op-jwt-signer.ts';
@@ -49,17 +50,14 @@ const ROOT = resolve(import.meta.dirname, '../../..');
 
 /** A test identity provider: an ES256 key whose public half the app's OIDC config carries. */
 async function makeIdentityProvider(appId: string) {
-  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
-  const privateJwk = await exportJWK(privateKey);
-  const { d: _d, ...publicJwk } = privateJwk;
-  const kid = await calculateJwkThumbprint(publicJwk);
+  const { privateJwk, publicJwk } = await generateEs256Jwk();
   const oidc = {
     provider_id: `${appId}-idp`,
     issuer: `https://idp.${appId}.test`,
     audience: `${appId}-audience`,
-    jwks: { keys: [{ ...publicJwk, kid, alg: 'ES256', use: 'sig' }] },
+    jwks: { keys: [publicJwk] },
   };
-  return { oidc, privateJwk: { ...privateJwk, kid, alg: 'ES256' } };
+  return { oidc, privateJwk };
 }
 
 /**
