@@ -1,5 +1,6 @@
 import type { BuildOptions } from 'esbuild';
 import { LogLevel, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { BUNDLE_ALIASES } from './bundle-aliases.ts';
 
 /**
  * How every Lambda is bundled, in one place: CDK's NodejsFunction uses LAMBDA_BUNDLING,
@@ -37,6 +38,8 @@ export const LAMBDA_BUNDLING: BundlingOptions = {
   mainFields: MAIN_FIELDS,
   banner: REQUIRE_BANNER,
   externalModules: EXTERNAL_MODULES,
+  // One copy of each @solana/kit package (bundle-aliases.ts).
+  esbuildArgs: Object.fromEntries(Object.entries(BUNDLE_ALIASES).map(([name, dir]) => [`--alias:${name}`, dir])),
   // Per-bundle size tables drown synth and test output; `npm run bench:bundles` prints sizes.
   logLevel: LogLevel.WARNING,
 };
@@ -53,4 +56,5 @@ export const ESBUILD_OPTIONS: BuildOptions = {
   mainFields: MAIN_FIELDS,
   banner: { js: REQUIRE_BANNER },
   external: EXTERNAL_MODULES,
+  alias: { ...BUNDLE_ALIASES },
 };

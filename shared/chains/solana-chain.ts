@@ -1,38 +1,74 @@
+import { findAssociatedTokenPda, getCreateAssociatedTokenIdempotentInstruction, getTransferCheckedInstruction, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
+import { getTransferSolInstruction } from '@solana-program/system';
 import {
-  createAssociatedTokenAccountIdempotentInstruction,
-  createTransferCheckedInstruction,
-  getAssociatedTokenAddressSync,
-} from '@solana/spl-token';
-import { Connection, PublicKey, SystemProgram, type TransactionInstruction, TransactionMessage, VersionedMessage, VersionedTransaction } from '@solana/web3.js';
-import bs58 from 'bs58';
+  type Address,
+  address,
+  appendTransactionMessageInstructions,
+  type Base64EncodedWireTransaction,
+  compileTransaction,
+  createNoopSigner,
+  createSolanaRpc,
+  createTransactionMessage,
+  getBase58Encoder,
+  getBase64Decoder,
+  getCompiledTransactionMessageDecoder,
+  getTransactionEncoder,
+  type Instruction,
+  isSolanaError,
+  pipe,
+  type ReadonlyUint8Array,
+  type Rpc,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+  type Signature,
+  type SignatureBytes,
+  SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
+  SOLANA_ERROR__MALFORMED_JSON_RPC_ERROR,
+  type SolanaRpcApi,
+  type Transaction,
+  type TransactionMessageBytes,
+  type TransactionMessageBytesBase64,
+} from '@solana/kit';
 import type { SolanaChainConfig } from './chain-config.ts';
+import { BroadcastRejectedError } from './errors.ts';
 
 /** An SPL token account's size: the rent-exempt minimum for it is what creating an ATA costs. */
-const TOKEN_ACCOUNT_SIZE = 165;
+const TOKEN_ACCOUNT_SIZE = 165n;
+/** SPL token account layout: mint (32), owner (32), amount (u64 little-endian) at byte 64. */
+const TOKEN_AMOUNT_OFFSET = 64;
+/** What a fee costs when the node cannot price the message (its blockhash expired meanwhile). */
+const DEFAULT_FEE_LAMPORTS = 5000n;
+
+const COMMITMENT = 'confirmed';
+
+export interface SolanaTransfer {
+  /** The compiled v0 message, as the fee payer signs it. */
+  readonly messageBytes: Uint8Array;
+  /** Lamports the network charges for the message. */
+  readonly fee: bigint;
+  /** Lamports for the recipient's token account when the message creates it, else 0. */
+  readonly rent: bigint;
+  readonly createsTokenAccount: boolean;
+  /** The message is valid until the chain passes this block height. */
+  readonly lastValidBlockHeight: bigint;
+}
 
 /**
- * Solana through @solana/web3.js v1 (the classic API: Connection, VersionedTransaction), against a
- * real RPC in AWS or the LiteSVM-backed sandbox RPC locally. Confirmation is polled with
- * getSignatureStatuses (no websocket subscription).
+ * Solana through @solana/kit (tree-shakeable, no websocket client in the bundle), against a real
+ * RPC in AWS or the LiteSVM-backed sandbox RPC locally. Confirmation is polled with
+ * getSignatureStatuses (no subscription). Reads use the `confirmed` commitment.
  */
 export class SolanaChain {
   readonly config: SolanaChainConfig;
-  readonly connection: Connection;
+  readonly #rpc: Rpc<SolanaRpcApi>;
 
   constructor(config: SolanaChainConfig) {
     this.config = config;
-    this.connection = new Connection(config.rpc_url, { commitment: 'confirmed', disableRetryOnRateLimit: false });
-  }
-
-  mint(token: string): PublicKey | undefined {
-    if (token === 'SOL') return undefined;
-    const entry = this.config.tokens[token as 'USDC'];
-    if (!entry) throw new Error(`${token} is not configured on SOL`);
-    return new PublicKey(entry.mint);
+    this.#rpc = createSolanaRpc(config.rpc_url);
   }
 
   decimals(token: string): number {
-    return token === 'SOL' ? 9 : this.config.tokens[token as 'USDC']!.decimals;
+    return token === 'SOL' ? 9 : this.#token(token).decimals;
   }
 
   tokens(): string[] {
@@ -40,57 +76,89 @@ export class SolanaChain {
   }
 
   async balance(owner: string, token: string): Promise<bigint> {
-    const mint = this.mint(token);
-    const ownerKey = new PublicKey(owner);
-    if (!mint) return BigInt(await this.connection.getBalance(ownerKey, 'confirmed'));
-    const ata = getAssociatedTokenAddressSync(mint, ownerKey, true);
-    const info = await this.connection.getAccountInfo(ata, 'confirmed');
-    if (!info) return 0n;
-    return BigInt((await this.connection.getTokenAccountBalance(ata, 'confirmed')).value.amount);
+    const ownerAddress = address(owner);
+    if (token === 'SOL') return (await this.#rpc.getBalance(ownerAddress, { commitment: COMMITMENT }).send()).value;
+    const [ata] = await findAssociatedTokenPda({ owner: ownerAddress, mint: this.#mint(token), tokenProgram: TOKEN_PROGRAM_ADDRESS });
+    const { value } = await this.#rpc.getAccountInfo(ata, { commitment: COMMITMENT, encoding: 'base64', dataSlice: { offset: TOKEN_AMOUNT_OFFSET, length: 8 } }).send();
+    // No account yet (or lamports sent to the address without creating it): holds no tokens.
+    if (!value || value.owner !== TOKEN_PROGRAM_ADDRESS) return 0n;
+    const amount = Buffer.from(value.data[0], 'base64');
+    return amount.length === 8 ? amount.readBigUInt64LE(0) : 0n;
   }
 
   /**
-   * A v0 message moving `amount` of `token` from `from` (fee payer and signer) to `to`; for SPL
-   * tokens it creates the recipient's associated token account when it does not exist yet.
-   * Returns the message and the lamports it costs the sender beyond `amount` (fee, ATA rent).
+   * A v0 message moving `amount` of `token` from `from` (fee payer and only signer) to `to`; for
+   * SPL tokens it also creates the recipient's associated token account (idempotently) when it
+   * does not exist yet. Returns what it costs the sender in lamports beyond `amount`.
    */
-  async transferMessage(from: string, to: string, token: string, amount: bigint) {
-    const fromKey = new PublicKey(from);
-    const toKey = new PublicKey(to);
-    const mint = this.mint(token);
-    const instructions: TransactionInstruction[] = [];
+  async transferMessage(from: string, to: string, token: string, amount: bigint): Promise<SolanaTransfer> {
+    const payer = createNoopSigner(address(from));
+    const recipient = address(to);
+    const instructions: Instruction[] = [];
     let rent = 0n;
-    if (!mint) {
-      instructions.push(SystemProgram.transfer({ fromPubkey: fromKey, toPubkey: toKey, lamports: amount }));
+    if (token === 'SOL') {
+      instructions.push(getTransferSolInstruction({ source: payer, destination: recipient, amount }));
     } else {
-      const source = getAssociatedTokenAddressSync(mint, fromKey, true);
-      const destination = getAssociatedTokenAddressSync(mint, toKey, true);
-      if (!(await this.connection.getAccountInfo(destination, 'confirmed'))) {
-        instructions.push(createAssociatedTokenAccountIdempotentInstruction(fromKey, destination, toKey, mint));
-        rent = BigInt(await this.connection.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE));
+      const mint = this.#mint(token);
+      const [[source], [destination]] = await Promise.all([
+        findAssociatedTokenPda({ owner: payer.address, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS }),
+        findAssociatedTokenPda({ owner: recipient, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS }),
+      ]);
+      const existing = await this.#rpc.getAccountInfo(destination, { commitment: COMMITMENT, encoding: 'base64', dataSlice: { offset: 0, length: 0 } }).send();
+      if (!existing.value) {
+        instructions.push(getCreateAssociatedTokenIdempotentInstruction({ payer, ata: destination, owner: recipient, mint }));
+        rent = await this.#rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE, { commitment: COMMITMENT }).send();
       }
-      instructions.push(createTransferCheckedInstruction(source, mint, destination, fromKey, amount, this.decimals(token)));
+      instructions.push(getTransferCheckedInstruction({ source, mint, destination, authority: payer, amount, decimals: this.decimals(token) }));
     }
-    const { blockhash, lastValidBlockHeight } = await this.connection.getLatestBlockhash('confirmed');
-    const message = new TransactionMessage({ payerKey: fromKey, recentBlockhash: blockhash, instructions }).compileToV0Message();
-    const fee = BigInt((await this.connection.getFeeForMessage(message, 'confirmed')).value ?? 5000);
-    return { message, fee, rent, createsTokenAccount: rent > 0n, lastValidBlockHeight };
+    const { value: lifetime } = await this.#rpc.getLatestBlockhash({ commitment: COMMITMENT }).send();
+    const message = pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayer(payer.address, m),
+      (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
+      (m) => appendTransactionMessageInstructions(instructions, m),
+    );
+    const { messageBytes } = compileTransaction(message);
+    const { value: fee } = await this.#rpc.getFeeForMessage(toBase64(messageBytes) as TransactionMessageBytesBase64, { commitment: COMMITMENT }).send();
+    return { messageBytes: new Uint8Array(messageBytes), fee: fee ?? DEFAULT_FEE_LAMPORTS, rent, createsTokenAccount: rent > 0n, lastValidBlockHeight: lifetime.lastValidBlockHeight };
   }
 
-  /** The wire transaction for a message and its (base58) signature by the fee payer. */
-  static assemble(message: VersionedMessage, signature: string): Uint8Array {
-    return new VersionedTransaction(message, [bs58.decode(signature)]).serialize();
+  /**
+   * The wire transaction for a message and the fee payer's (base58) signature. The fee payer is
+   * the first signer; any other signer slot stays zero-filled (our messages have one signer).
+   */
+  static assemble(messageBytes: Uint8Array, signatureBase58: string): Uint8Array {
+    const signature = getBase58Encoder().encode(signatureBase58);
+    if (signature.length !== 64) throw new Error('A Solana signature is 64 bytes');
+    const compiled = getCompiledTransactionMessageDecoder().decode(messageBytes);
+    const signers = compiled.staticAccounts.slice(0, compiled.header.numSignerAccounts);
+    const signatures = Object.fromEntries(signers.map((signer, index) => [signer, index === 0 ? (signature as SignatureBytes) : null]));
+    const transaction = { messageBytes: messageBytes as ReadonlyUint8Array as TransactionMessageBytes, signatures } as Transaction;
+    return new Uint8Array(getTransactionEncoder().encode(transaction));
   }
 
-  async broadcast(transaction: Uint8Array): Promise<string> {
-    return this.connection.sendRawTransaction(transaction, { skipPreflight: false, preflightCommitment: 'confirmed', maxRetries: 3 });
+  /**
+   * Sends with preflight simulation. A JSON-RPC error answer (failed simulation, bad signature,
+   * unhealthy node) means the node took nothing: BroadcastRejectedError. A transport failure
+   * (network, timeout, HTTP status) may have delivered it and propagates as it is.
+   */
+  async broadcast(wireTransaction: Uint8Array): Promise<string> {
+    try {
+      return await this.#rpc
+        .sendTransaction(toBase64(wireTransaction) as Base64EncodedWireTransaction, { encoding: 'base64', preflightCommitment: COMMITMENT, maxRetries: 3n })
+        .send();
+    } catch (error) {
+      const reason = rejectionReason(error);
+      if (reason) throw new BroadcastRejectedError(reason);
+      throw error;
+    }
   }
 
   /** Polls until the signature is confirmed; `{ err }` when it failed, `null` when the bound passed. */
   async waitForConfirmation(signature: string, timeoutMs: number): Promise<{ err: unknown } | null> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      const { value } = await this.connection.getSignatureStatuses([signature], { searchTransactionHistory: false });
+      const { value } = await this.#rpc.getSignatureStatuses([signature as Signature], { searchTransactionHistory: false }).send();
       const status = value[0];
       if (status && (status.err || status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized')) {
         return { err: status.err };
@@ -99,4 +167,32 @@ export class SolanaChain {
     }
     return null;
   }
+
+  #token(token: string) {
+    const entry = this.config.tokens[token as 'USDC'];
+    if (!entry) throw new Error(`${token} is not configured on SOL`);
+    return entry;
+  }
+
+  #mint(token: string): Address {
+    return address(this.#token(token).mint);
+  }
+}
+
+const toBase64 = (bytes: ReadonlyUint8Array) => getBase64Decoder().decode(bytes);
+
+/**
+ * A short reason when `error` is the node's JSON-RPC error answer, else undefined. Never the
+ * server's own message: it may echo the request, and nothing from the RPC may reach a log.
+ */
+function rejectionReason(error: unknown): string | undefined {
+  if (!isSolanaError(error)) return undefined;
+  const code = error.context.__code;
+  if (code === SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE) {
+    // The cause is the transaction error the simulation hit (static text, no request data).
+    const cause = error.cause;
+    return `simulation failed${isSolanaError(cause) ? `: ${cause.message.split('\n')[0]!.slice(0, 160)}` : ''}`;
+  }
+  if (code === SOLANA_ERROR__MALFORMED_JSON_RPC_ERROR || code < 0) return `JSON-RPC error ${code}`;
+  return undefined;
 }

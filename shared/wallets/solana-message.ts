@@ -1,25 +1,32 @@
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { PublicKey, VersionedMessage } from '@solana/web3.js';
-import bs58 from 'bs58';
+import { getAddressDecoder, getBase58Decoder, getCompiledTransactionMessageCodec } from '@solana/kit';
 import { ValidationError } from '../errors.ts';
 
+const notAMessage = () => new ValidationError('body.transaction: is not a serialised Solana transaction message', 'INVALID_TRANSACTION');
+
 /**
- * Signs a serialised Solana transaction message (legacy or v0). The message must parse and
- * name this wallet among its required signers, so the enclave never signs opaque bytes as a
- * transaction.
+ * Signs a serialised Solana transaction message (legacy or v0). The message must parse exactly
+ * (canonical encoding) and name this wallet among its required signers, so the enclave never signs opaque
+ * bytes as a transaction.
  */
 export function signSolanaMessage(secret: Uint8Array, messageBytes: Uint8Array) {
-  let message: VersionedMessage;
+  const codec = getCompiledTransactionMessageCodec();
+  let message: ReturnType<typeof codec.decode>;
   try {
-    message = VersionedMessage.deserialize(messageBytes);
+    message = codec.decode(messageBytes);
   } catch {
-    throw new ValidationError('body.transaction: is not a serialised Solana transaction message', 'INVALID_TRANSACTION');
+    throw notAMessage();
   }
-  const signer = new PublicKey(ed25519.getPublicKey(secret));
-  const signers = message.staticAccountKeys.slice(0, message.header.numRequiredSignatures);
-  if (!signers.some((key) => key.equals(signer))) {
+  // Canonical only: re-encoding must give the same bytes (no trailing or missing bytes).
+  if (!sameBytes(codec.encode(message), messageBytes)) throw notAMessage();
+  if (message.version !== 'legacy' && message.version !== 0) throw notAMessage();
+  const signer = getAddressDecoder().decode(ed25519.getPublicKey(secret));
+  const signers = message.staticAccounts.slice(0, message.header.numSignerAccounts);
+  if (!signers.includes(signer)) {
     throw new ValidationError('body.transaction: the wallet is not a required signer of this message', 'INVALID_TRANSACTION');
   }
   const signature = ed25519.sign(messageBytes, secret);
-  return { signature: bs58.encode(signature), signer: signer.toBase58() };
+  return { signature: getBase58Decoder().decode(signature), signer: signer as string };
 }
+
+const sameBytes = (a: ArrayLike<number>, b: ArrayLike<number>) => a.length === b.length && Array.prototype.every.call(a, (byte: number, i: number) => byte === b[i]);

@@ -1,4 +1,4 @@
-import { PublicKey } from '@solana/web3.js';
+import { isAddress as isSolanaAddress } from '@solana/kit';
 import { getAddress, isAddress } from 'viem';
 import * as v from 'valibot';
 import { ValidationError } from '../errors.ts';
@@ -34,12 +34,9 @@ export function assertWithdrawable(chain: WithdrawChain, token: TokenCode): void
 /** EVM: normalised to EIP-55. Solana: a base58 32-byte public key (on or off the curve). */
 export function normaliseRecipient(chain: WithdrawChain, address: string): string {
   if (chain === 'SOL') {
-    try {
-      if (!/^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(address)) throw new Error('not base58');
-      return new PublicKey(address).toBase58();
-    } catch {
-      throw new ValidationError('body.to_address: must be a base58 Solana address (32 bytes)', 'INVALID_ADDRESS');
-    }
+    // isAddress: base58 of 32-44 characters that decodes to exactly 32 bytes.
+    if (!isSolanaAddress(address)) throw new ValidationError('body.to_address: must be a base58 Solana address (32 bytes)', 'INVALID_ADDRESS');
+    return address;
   }
   if (!isAddress(address, { strict: false })) throw new ValidationError('body.to_address: must be a 0x-prefixed 20-byte EVM address', 'INVALID_ADDRESS');
   return getAddress(address);

@@ -1,6 +1,4 @@
-import { VersionedMessage } from '@solana/web3.js';
 import { type Address, type Hex, HttpRequestError, hashTypedData, keccak256, TimeoutError } from 'viem';
-import { SendTransactionError } from '@solana/web3.js';
 import type { AccountDeps } from '../accounts/account-service.ts';
 import { requireAccount } from '../accounts/account-service.ts';
 import type { AccountRecord } from '../accounts/account-record.ts';
@@ -9,6 +7,7 @@ import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import type { EvmChainCode } from '../chains/chain-config.ts';
 import type { Chains } from '../chains/chains.ts';
 import type { EvmCall, EvmChain } from '../chains/evm-chain.ts';
+import { BroadcastRejectedError } from '../chains/errors.ts';
 import { SolanaChain } from '../chains/solana-chain.ts';
 import { executeCalldata, executorTypedData, isDelegatedTo, readExecutorNonce } from '../chains/evm/sponsored-executor.ts';
 import { acquireLease, LeaseTimeoutError } from '../db/lease.ts';
@@ -184,12 +183,7 @@ async function rebroadcastEvm(chain: EvmChain, raw: Hex): Promise<void> {
 
 const wire = (value: bigint) => value.toString();
 
-/** The node answered with a refusal: the transaction is not in any mempool, nothing was sent. */
-export class BroadcastRejectedError extends UpstreamError {
-  constructor(detail: string) {
-    super('BROADCAST_REJECTED', `The chain refused the transaction: ${detail}`);
-  }
-}
+export { BroadcastRejectedError };
 
 /**
  * A refusal from the node means "not sent"; a timeout or lost connection means "maybe sent", and
@@ -200,7 +194,8 @@ async function broadcastOnce<T>(send: () => Promise<T>): Promise<T> {
     return await send();
   } catch (error) {
     if (error instanceof TimeoutError || error instanceof HttpRequestError) throw error;
-    if (error instanceof SendTransactionError || (error as { name?: string }).name?.endsWith('RpcError') || (error as Error).name === 'TransactionExecutionError') {
+    if (error instanceof BroadcastRejectedError) throw error; // the Solana adapter classifies its own
+    if ((error as { name?: string }).name?.endsWith('RpcError') || (error as Error).name === 'TransactionExecutionError') {
       throw new BroadcastRejectedError((error as Error).message.split('\n')[0] ?? 'rejected');
     }
     throw error;
@@ -360,9 +355,9 @@ async function sendSolana(
       throw insufficient(what, neededLamports, lamports, 9);
     }
     const signer = await walletSigner(deps, user, account, 'sol');
-    const signed = await timed(timings, 'sign', () => signer.sign('sign_transaction', { transaction: Buffer.from(built.message.serialize()).toString('base64') }));
+    const signed = await timed(timings, 'sign', () => signer.sign('sign_transaction', { transaction: Buffer.from(built.messageBytes).toString('base64') }));
     signature = signed.signature as string;
-    const wireTx = SolanaChain.assemble(built.message as VersionedMessage, signature);
+    const wireTx = SolanaChain.assemble(built.messageBytes, signature);
     await onBroadcast({ tx_hash: signature, raw: Buffer.from(wireTx).toString('base64') });
     await timed(timings, 'broadcast', () => broadcastOnce(() => chain.broadcast(wireTx)));
   }
