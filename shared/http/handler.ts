@@ -1,18 +1,10 @@
 import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { errorHandler } from './error-handler.ts';
+import type { HttpResult } from './response.ts';
 
-export type HttpResult = APIGatewayProxyStructuredResultV2;
 export type HttpAdapter<E = APIGatewayProxyEventV2> = (event: E, context: Context) => Promise<HttpResult>;
-
-export function jsonResponse(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResult {
-  return {
-    statusCode,
-    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
-    body: JSON.stringify(body),
-  };
-}
 
 /**
  * Wraps an adapter for Lambda: JSON error mapping always; JSON body parsing when the route
