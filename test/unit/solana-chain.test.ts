@@ -10,7 +10,7 @@ import { startSolanaSandbox, type SolanaSandbox } from '../../infra/local/solana
 import { BroadcastRejectedError } from '../../shared/chains/errors.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import { ValidationError } from '../../shared/errors.ts';
-import { signSolanaMessage } from '../../shared/wallets/solana-message.ts';
+import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';
 
 /**
  * The Lambda-side Solana adapter (@solana/kit) against the LiteSVM sandbox RPC, signed by the
