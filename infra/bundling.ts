@@ -1,6 +1,6 @@
 import type { BuildOptions } from 'esbuild';
 import { LogLevel, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { BUNDLE_ALIASES } from './bundle-aliases.ts';
+import { BUNDLE_ALIASES, UNREACHED_IN_LAMBDA } from './bundle-trims.ts';
 
 /**
  * How every Lambda is bundled, in one place: CDK's NodejsFunction uses LAMBDA_BUNDLING,
@@ -21,11 +21,12 @@ const REQUIRE_BANNER =
   "import { createRequire as __bundleCreateRequire } from 'node:module'; const require = __bundleCreateRequire(import.meta.url);";
 
 /**
- * Nothing is external: the AWS SDK is bundled too. The version we test against is the one in
- * package-lock.json, not whatever the Lambda runtime ships that month, and tree-shaken ESM
- * clients load faster on a cold start than the runtime's full CommonJS SDK.
+ * The AWS SDK is bundled too: the version we test against is the one in package-lock.json, not
+ * whatever the Lambda runtime ships that month, and tree-shaken ESM clients load faster on a
+ * cold start than the runtime's full CommonJS SDK. External only: the credential providers a
+ * Lambda never reaches (bundle-trims.ts).
  */
-const EXTERNAL_MODULES: string[] = [];
+const EXTERNAL_MODULES: string[] = [...UNREACHED_IN_LAMBDA];
 
 export const LAMBDA_BUNDLING: BundlingOptions = {
   format: OutputFormat.ESM,
@@ -38,7 +39,7 @@ export const LAMBDA_BUNDLING: BundlingOptions = {
   mainFields: MAIN_FIELDS,
   banner: REQUIRE_BANNER,
   externalModules: EXTERNAL_MODULES,
-  // One copy of each @solana/kit package (bundle-aliases.ts).
+  // One copy of each @solana/kit package (bundle-trims.ts).
   esbuildArgs: Object.fromEntries(Object.entries(BUNDLE_ALIASES).map(([name, dir]) => [`--alias:${name}`, dir])),
   // Per-bundle size tables drown synth and test output; `npm run bench:bundles` prints sizes.
   logLevel: LogLevel.WARNING,

@@ -1,15 +1,23 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { requireAccount } from '../../shared/accounts/account-service.ts';
 import { toAccountResource } from '../../shared/accounts/account-record.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
-import { accountDeps } from '../../shared/deps/account.ts';
+import type { Table } from '../../shared/db/client.ts';
+import { appsFromEnv } from '../../shared/deps/table.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 
+export interface GetAccountDeps {
+  readonly apps: AppRegistry;
+  readonly table: Table;
+}
+
 /** `GET /account`: the caller's account (without `success`); 404 before it is created. */
-export const adapter = async (event: APIGatewayProxyEventV2) => {
-  const user = await authenticateUser(accountDeps.apps, event);
-  return jsonResponse(200, toAccountResource(await requireAccount(accountDeps, user)));
+export const makeGetAccount = (deps: GetAccountDeps) => async (event: APIGatewayProxyEventV2) => {
+  const user = await authenticateUser(deps.apps, event);
+  return jsonResponse(200, toAccountResource(await requireAccount(deps, user)));
 };
 
-export const handler = httpHandler(adapter);
+/** Composition root (needs: table read). */
+export const handler = httpHandler(makeGetAccount(appsFromEnv()));

@@ -1,16 +1,27 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { DemoBalanceQuery, demoBalance } from '../../shared/accounts/demo-balance.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
-import { accountChainDeps } from '../../shared/deps/account-chains.ts';
+import type { Chains } from '../../shared/chains/chains.ts';
+import type { Table } from '../../shared/db/client.ts';
+import { chainsFromEnv } from '../../shared/deps/chains.ts';
+import { appsFromEnv } from '../../shared/deps/table.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 
+export interface GetDemoBalanceDeps {
+  readonly apps: AppRegistry;
+  readonly table: Table;
+  readonly chains: Chains;
+}
+
 /** `GET /demo/wallet/balance?chain=`: demo only, balances read from the chain. */
-export const adapter = async (event: APIGatewayProxyEventV2) => {
-  const user = await authenticateUser(accountChainDeps.apps, event);
+export const makeGetDemoBalance = (deps: GetDemoBalanceDeps) => async (event: APIGatewayProxyEventV2) => {
+  const user = await authenticateUser(deps.apps, event);
   const query = parseInput(DemoBalanceQuery, event.queryStringParameters ?? {}, 'query');
-  return jsonResponse(200, await demoBalance(accountChainDeps, user, query.chain));
+  return jsonResponse(200, await demoBalance(deps, user, query.chain));
 };
 
-export const handler = httpHandler(adapter);
+/** Composition root (needs: table read, chains). */
+export const handler = httpHandler(makeGetDemoBalance({ ...appsFromEnv(), chains: chainsFromEnv() }));

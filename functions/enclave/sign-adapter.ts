@@ -1,32 +1,39 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type * as v from 'valibot';
 import { authenticateEnclaveCaller } from '../../shared/auth/authenticate.ts';
-import { enclaveDeps } from '../../shared/enclave/deps.ts';
-import { jsonResponse } from '../../shared/http/response.ts';
-import { parseInput } from '../../shared/http/validate.ts';
+import type { V1Deps, V2Deps } from '../../shared/enclave/deps.ts';
 import type { SigningWallet } from '../../shared/enclave/sign-operations.ts';
 import { withV1WalletKey, withWalletKey, type WalletAuthorization } from '../../shared/enclave/use-wallet.ts';
 import { assertV1Open } from '../../shared/enclave/v1-wallets.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
+import { parseInput } from '../../shared/http/validate.ts';
+
+type Operation<S extends v.GenericSchema, R> = (wallet: SigningWallet, secret: Buffer, body: v.InferOutput<S>) => Promise<R>;
 
 /**
- * The adapter every enclave signing endpoint shares: authenticate the app, validate the body,
- * authorise the wallet (v2: op_jwt + access_key, migrating a v1 wallet on first use; v1:
- * encryption_context + access_key), run one signing operation.
+ * The adapter factory every v2 enclave signing endpoint shares: authenticate the app, validate
+ * the body, authorise the wallet (op_jwt + access_key, migrating a v1 wallet on first use), run
+ * one signing operation with the wallet's key.
  */
-export function signAdapter<S extends v.GenericSchema, R extends object>(
-  version: 1 | 2,
-  schema: S,
-  operation: (wallet: SigningWallet, secret: Buffer, body: v.InferOutput<S>) => Promise<R>,
-) {
-  return async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
-    if (version === 1) assertV1Open(enclaveDeps); // every v1 request is refused after retirement
-    const app = await authenticateEnclaveCaller(enclaveDeps.apps, event, enclaveDeps.now());
+export const makeV2Signer =
+  <S extends v.GenericSchema, R extends object>(schema: S, operation: Operation<S, R>) =>
+  (deps: V2Deps) =>
+  async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
+    const app = await authenticateEnclaveCaller(deps.apps, event, deps.now());
     const body = parseInput(schema, event.body, 'body');
-    const run = (wallet: SigningWallet, secret: Buffer) => operation(wallet, secret, body);
-    const result =
-      version === 2
-        ? await withWalletKey(enclaveDeps, app, body as WalletAuthorization, run)
-        : await withV1WalletKey(enclaveDeps, app, body as { encryption_context: string; access_key: string; wallet_id: string }, run);
+    const result = await withWalletKey(deps, app, body as WalletAuthorization, (wallet, secret) => operation(wallet, secret, body));
     return jsonResponse(200, { success: true, ...result });
   };
-}
+
+/** The v1 twin: encryption_context + access_key, refused after retirement; no KMS key involved. */
+export const makeV1Signer =
+  <S extends v.GenericSchema, R extends object>(schema: S, operation: Operation<S, R>) =>
+  (deps: V1Deps) =>
+  async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
+    assertV1Open(deps); // every v1 request is refused after retirement
+    const app = await authenticateEnclaveCaller(deps.apps, event, deps.now());
+    const body = parseInput(schema, event.body, 'body');
+    const auth = body as { encryption_context: string; access_key: string; wallet_id: string };
+    const result = await withV1WalletKey(deps, app, auth, (wallet, secret) => operation(wallet, secret, body));
+    return jsonResponse(200, { success: true, ...result });
+  };

@@ -1,10 +1,12 @@
-import { enclaveDeps } from '../../shared/enclave/deps.ts';
-import { httpHandler } from '../../shared/http/handler.ts';
+import { allowedDelegatesFromEnv, type V2Deps, v2DepsFromEnv } from '../../shared/enclave/deps.ts';
 import { SignAuthorizationRequest } from '../../shared/enclave/schemas.ts';
 import { signAuthorization } from '../../shared/enclave/sign-operations.ts';
-import { signAdapter } from './sign-adapter.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { makeV2Signer } from './sign-adapter.ts';
 
 /** `POST /v2/api/wallet/sign_authorization`: an EIP-7702 authorisation to an allowed delegate (gas sponsorship). */
-export const adapter = signAdapter(2, SignAuthorizationRequest, (wallet, secret, body) => signAuthorization(wallet, secret, body, enclaveDeps.allowedDelegates));
+export const makeSignAuthorization = (deps: V2Deps & { readonly allowedDelegates: ReadonlySet<string> }) =>
+  makeV2Signer(SignAuthorizationRequest, (wallet, secret, body) => signAuthorization(wallet, secret, body, deps.allowedDelegates))(deps);
 
-export const handler = httpHandler(adapter, { jsonBody: true });
+/** Composition root (needs: table read-write, enclave wallet key, delegates). */
+export const handler = httpHandler(makeSignAuthorization({ ...v2DepsFromEnv(), allowedDelegates: allowedDelegatesFromEnv() }), { jsonBody: true });

@@ -1,9 +1,11 @@
-import { httpHandler } from '../../shared/http/handler.ts';
+import { v2DepsFromEnv } from '../../shared/enclave/deps.ts';
 import { SignDataRequest } from '../../shared/enclave/schemas.ts';
 import { signData } from '../../shared/enclave/sign-operations.ts';
-import { signAdapter } from './sign-adapter.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { makeV2Signer } from './sign-adapter.ts';
 
 /** `POST /v2/api/wallet/sign_data`: signs a 32-byte hash as given (no prefix). */
-export const adapter = signAdapter(2, SignDataRequest, signData);
+export const makeSignData = makeV2Signer(SignDataRequest, signData);
 
-export const handler = httpHandler(adapter, { jsonBody: true });
+/** Composition root (needs: table read-write, enclave wallet key). */
+export const handler = httpHandler(makeSignData(v2DepsFromEnv()), { jsonBody: true });

@@ -1,9 +1,11 @@
-import { httpHandler } from '../../shared/http/handler.ts';
+import { v2DepsFromEnv } from '../../shared/enclave/deps.ts';
 import { SignMessageRequest } from '../../shared/enclave/schemas.ts';
 import { signMessage } from '../../shared/enclave/sign-operations.ts';
-import { signAdapter } from './sign-adapter.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { makeV2Signer } from './sign-adapter.ts';
 
 /** `POST /v2/api/wallet/sign_message`: EIP-191 personal message (EVM) or raw bytes (SOL). */
-export const adapter = signAdapter(2, SignMessageRequest, signMessage);
+export const makeSignMessage = makeV2Signer(SignMessageRequest, signMessage);
 
-export const handler = httpHandler(adapter, { jsonBody: true });
+/** Composition root (needs: table read-write, enclave wallet key). */
+export const handler = httpHandler(makeSignMessage(v2DepsFromEnv()), { jsonBody: true });

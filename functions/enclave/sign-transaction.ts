@@ -1,9 +1,11 @@
-import { httpHandler } from '../../shared/http/handler.ts';
+import { v2DepsFromEnv } from '../../shared/enclave/deps.ts';
 import { SignTransactionRequest } from '../../shared/enclave/schemas.ts';
 import { signTransaction } from '../../shared/enclave/sign-transaction-operation.ts';
-import { signAdapter } from './sign-adapter.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { makeV2Signer } from './sign-adapter.ts';
 
 /** `POST /v2/api/wallet/sign_transaction`: an EVM transaction object, or a base64 Solana message. */
-export const adapter = signAdapter(2, SignTransactionRequest, signTransaction);
+export const makeSignTransaction = makeV2Signer(SignTransactionRequest, signTransaction);
 
-export const handler = httpHandler(adapter, { jsonBody: true });
+/** Composition root (needs: table read-write, enclave wallet key). */
+export const handler = httpHandler(makeSignTransaction(v2DepsFromEnv()), { jsonBody: true });

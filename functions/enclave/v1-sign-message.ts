@@ -1,9 +1,11 @@
-import { httpHandler } from '../../shared/http/handler.ts';
+import { v1DepsFromEnv } from '../../shared/enclave/deps.ts';
 import { V1SignMessageRequest } from '../../shared/enclave/schemas.ts';
 import { signMessage } from '../../shared/enclave/sign-operations.ts';
-import { signAdapter } from './sign-adapter.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { makeV1Signer } from './sign-adapter.ts';
 
 /** `POST /v1/api/wallet/sign_message`: v1 form (encryption_context), until retirement. */
-export const adapter = signAdapter(1, V1SignMessageRequest, signMessage);
+export const makeV1SignMessage = makeV1Signer(V1SignMessageRequest, signMessage);
 
-export const handler = httpHandler(adapter, { jsonBody: true });
+/** Composition root (needs: table read; the key derives from the caller's encryption_context, no KMS). */
+export const handler = httpHandler(makeV1SignMessage(v1DepsFromEnv()), { jsonBody: true });

@@ -1,14 +1,16 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { authenticateApp } from '../../shared/auth/authenticate.ts';
-import { expressDeps } from '../../shared/deps/express.ts';
+import { appsFromEnv } from '../../shared/deps/table.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 
 /** `GET /v1/identity/provider`: the app's identity provider, found by `X-SERVICE-SECRET-KEY`. */
-export const adapter = async (event: APIGatewayProxyEventV2) => {
-  const { app } = await authenticateApp(expressDeps.apps, event);
+export const makeGetIdentityProvider = (deps: { readonly apps: AppRegistry }) => async (event: APIGatewayProxyEventV2) => {
+  const { app } = await authenticateApp(deps.apps, event);
   const { provider_id, issuer, audience } = app.oidc;
   return jsonResponse(200, { success: true, provider_id, issuer, audience: audience ?? null });
 };
 
-export const handler = httpHandler(adapter);
+/** Composition root (needs: table read). */
+export const handler = httpHandler(makeGetIdentityProvider(appsFromEnv()));

@@ -1,8 +1,10 @@
+import { expressDepsFromEnv } from '../../shared/deps/express.ts';
 import { ExpressSignDataRequest } from '../../shared/express/schemas.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
-import { expressSignAdapter } from './sign-adapter.ts';
+import { makeExpressSigner } from './sign-adapter.ts';
 
 /** `POST /v2/wallet/sign/data`: the enclave's sign_data with the user's wallet for X-SERVICE-CHAIN. */
-export const adapter = expressSignAdapter('sign_data', ExpressSignDataRequest);
+export const makeExpressSignData = makeExpressSigner('sign_data', ExpressSignDataRequest);
 
-export const handler = httpHandler(adapter, { jsonBody: true });
+/** Composition root (needs: table read, op_jwt key, enclave URL). */
+export const handler = httpHandler(makeExpressSignData(expressDepsFromEnv()), { jsonBody: true });

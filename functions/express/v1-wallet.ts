@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { expressDeps } from '../../shared/deps/express.ts';
+import type { AppRegistry } from '../../shared/apps/app-registry.ts';
+import { appsFromEnv } from '../../shared/deps/table.ts';
 import { ForbiddenError, NotFoundError } from '../../shared/errors.ts';
 import { authenticateApiKey } from '../../shared/express/express-caller.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
@@ -13,12 +14,12 @@ export const V1_CUTOFF = new Date('2026-07-31T00:00:00Z');
 
 const SIGN_OPERATIONS = new Set(['data', 'message', 'transaction']);
 
-export const adapter = async (event: APIGatewayProxyEventV2) => {
+export const makeExpressV1Wallet = (deps: { readonly apps: AppRegistry }) => async (event: APIGatewayProxyEventV2) => {
   const operation = event.pathParameters?.operation;
   if (operation !== undefined && !SIGN_OPERATIONS.has(operation)) {
     throw new NotFoundError('ROUTE_NOT_FOUND', `No route for ${event.requestContext.http.method} ${event.rawPath}`);
   }
-  const app = await authenticateApiKey(expressDeps.apps, event);
+  const app = await authenticateApiKey(deps.apps, event);
   if (new Date(app.created_at) >= V1_CUTOFF) {
     throw new ForbiddenError('V1_BANNED', `Applications created on or after ${V1_CUTOFF.toISOString().slice(0, 10)} must use the /v2/ endpoints`);
   }
@@ -26,4 +27,5 @@ export const adapter = async (event: APIGatewayProxyEventV2) => {
   return { statusCode: 308, headers: { location, 'content-type': 'application/json' }, body: JSON.stringify({ success: true, location }) };
 };
 
-export const handler = httpHandler(adapter);
+/** Composition root (needs: table read). */
+export const handler = httpHandler(makeExpressV1Wallet(appsFromEnv()));

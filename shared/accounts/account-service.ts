@@ -31,7 +31,7 @@ export async function requireAccount(deps: Pick<AccountDeps, 'table'>, user: Aut
  * account item is written conditionally, so concurrent first calls end with one account and one
  * pair of wallets.
  */
-export async function getOrCreateAccount(deps: AccountDeps, user: AuthenticatedUser): Promise<AccountRecord> {
+export async function getOrCreateAccount(deps: Pick<AccountDeps, 'table' | 'keyWrapper' | 'enclave' | 'now'>, user: AuthenticatedUser): Promise<AccountRecord> {
   const existing = await getAccount(deps.table, user.app.app_id, user.identity.sub);
   if (existing) return existing;
 

@@ -1,5 +1,6 @@
-import { type Address, createPublicClient, encodeFunctionData, erc20Abi, type Hex, http, type PublicClient } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, type Hex } from 'viem';
 import type { EvmChainCode, EvmChainConfig } from './chain-config.ts';
+import { createEvmClient, type EvmClient } from './evm/evm-client.ts';
 
 /**
  * One EVM chain through viem: balances, fee and gas estimates, broadcast and inclusion. The RPC
@@ -15,12 +16,12 @@ export interface EvmCall {
 export class EvmChain {
   readonly code: EvmChainCode;
   readonly config: EvmChainConfig;
-  readonly client: PublicClient;
+  readonly client: EvmClient;
 
   constructor(code: EvmChainCode, config: EvmChainConfig) {
     this.code = code;
     this.config = config;
-    this.client = createPublicClient({ transport: http(config.rpc_url, { retryCount: 2, timeout: 10_000 }) });
+    this.client = createEvmClient(config.rpc_url);
   }
 
   /** The token's contract, or undefined for the native coin. Throws for a token the chain lacks. */

@@ -1,11 +1,11 @@
 import { GetPublicKeyCommand, type KMSClient, SignCommand } from '@aws-sdk/client-kms';
-import { p256 } from '@noble/curves/nist.js';
 import { base64url, calculateJwkThumbprint, exportJWK, importSPKI, type JWK } from 'jose';
+import { derToJoseSignature } from './ecdsa-der.ts';
 import { type OpJwtClaims, type OpJwtSigner, opJwtPayload } from './op-jwt-signer.ts';
 
 /**
  * op_jwt signed by a KMS asymmetric key (ECC_NIST_P256, ECDSA_SHA_256). KMS returns a DER
- * signature; JWS ES256 wants the 64-byte r‖s form, so it is converted with @noble/curves.
+ * signature; JWS ES256 wants the 64-byte r‖s form (ecdsa-der.ts converts it).
  */
 export class KmsOpJwtSigner implements OpJwtSigner {
   readonly #kms: KMSClient;
@@ -30,7 +30,7 @@ export class KmsOpJwtSigner implements OpJwtSigner {
       }),
     );
     if (!out.Signature) throw new Error('KMS Sign returned no signature');
-    const raw = p256.Signature.fromBytes(out.Signature, 'der').toBytes('compact');
+    const raw = derToJoseSignature(out.Signature);
     return `${signingInput}.${base64url.encode(raw)}`;
   }
 

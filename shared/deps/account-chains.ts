@@ -1,13 +1,24 @@
-import { Chains } from '../chains/chains.ts';
-import { loadChainsConfig, loadInclusionTimeoutMs } from '../config.ts';
+import { loadInclusionTimeoutMs } from '../config.ts';
 import { EnclaveGasSponsor } from '../withdrawals/gas-sponsor.ts';
 import type { WithdrawDeps } from '../withdrawals/withdraw.ts';
-import { accountDeps } from './account.ts';
+import { chainsFromEnv } from './chains.ts';
+import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
+import { appsFromEnv, systemClock } from './table.ts';
 
-/** The account service's functions that read or move funds: accountDeps plus the chains. */
-export const accountChainDeps: WithdrawDeps & typeof accountDeps = {
-  ...accountDeps,
-  chains: new Chains(loadChainsConfig()),
-  sponsor: new EnclaveGasSponsor(accountDeps.enclave, accountDeps.opJwtSigner, accountDeps.apps),
-  inclusionTimeoutMs: loadInclusionTimeoutMs(),
-};
+/** `POST /withdraw`: everything a signing account route has, plus the chains and the gas sponsor. */
+export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof appsFromEnv>, 'apps'> {
+  const { table, apps } = appsFromEnv();
+  const enclave = enclaveClientFromEnv();
+  const opJwtSigner = opJwtSignerFromEnv();
+  return {
+    table,
+    apps,
+    keyWrapper: accountKeyWrapperFromEnv(),
+    opJwtSigner,
+    enclave,
+    now: systemClock,
+    chains: chainsFromEnv(),
+    sponsor: new EnclaveGasSponsor(enclave, opJwtSigner, apps),
+    inclusionTimeoutMs: loadInclusionTimeoutMs(),
+  };
+}

@@ -1,15 +1,17 @@
 import { KMSClient } from '@aws-sdk/client-kms';
-import type { KeyProviderConfig, OpJwtSignerConfig } from '../config.ts';
+import { loadKeyProviderConfig, loadOpJwtSignerConfig, loadTeeUrl, type KeyProviderConfig, type OpJwtSignerConfig } from '../config.ts';
 import type { KeyWrapper } from '../crypto/key-wrapper.ts';
 import { KmsKeyWrapper } from '../crypto/kms-key-wrapper.ts';
 import { KmsOpJwtSigner } from '../crypto/kms-op-jwt-signer.ts';
 import { LocalKeyWrapper } from '../crypto/local-key-wrapper.ts';
 import { LocalOpJwtSigner } from '../crypto/local-op-jwt-signer.ts';
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
+import { HttpWalletEnclave } from '../wallets/enclave-client.ts';
 
 /**
  * The adapters that differ between AWS and the local sandbox, chosen once from configuration
- * (STYLE: ports and adapters, never `if (local)` in business code). One KMS client per container.
+ * (STYLE: ports and adapters, never `if (local)` in business code). One KMS client per container,
+ * built only by a route that wraps keys or signs op_jwt.
  */
 let kms: KMSClient | undefined;
 const kmsClient = () => (kms ??= new KMSClient({}));
@@ -21,4 +23,24 @@ export function createKeyWrapper(config: KeyProviderConfig, name: 'enclave' | 'a
 
 export function createOpJwtSigner(config: OpJwtSignerConfig): OpJwtSigner {
   return config.OP_JWT_SIGNER === 'kms' ? new KmsOpJwtSigner(kmsClient(), config.OP_JWT_KMS_KEY_ID) : new LocalOpJwtSigner(config.DATA_DIR);
+}
+
+/** Need `accountAccessKey`: KEY_PROVIDER and ACCOUNT_KMS_KEY_ID (or DATA_DIR locally). */
+export function accountKeyWrapperFromEnv(): KeyWrapper {
+  return createKeyWrapper(loadKeyProviderConfig('ACCOUNT_KMS_KEY_ID'), 'account');
+}
+
+/** Need `enclaveWalletKey`: KEY_PROVIDER and ENCLAVE_KMS_KEY_ID (or DATA_DIR locally). */
+export function enclaveKeyWrapperFromEnv(): KeyWrapper {
+  return createKeyWrapper(loadKeyProviderConfig('ENCLAVE_KMS_KEY_ID'), 'enclave');
+}
+
+/** Need `opJwtKey`: OP_JWT_SIGNER and OP_JWT_KMS_KEY_ID (or DATA_DIR locally). */
+export function opJwtSignerFromEnv(): OpJwtSigner {
+  return createOpJwtSigner(loadOpJwtSignerConfig());
+}
+
+/** Need `enclaveUrl`: TEE_URL. */
+export function enclaveClientFromEnv(): HttpWalletEnclave {
+  return new HttpWalletEnclave(loadTeeUrl());
 }

@@ -1,18 +1,11 @@
-import { AppRegistry } from '../apps/app-registry.ts';
-import { loadBaseConfig, loadOpJwtSignerConfig, loadTeeUrl } from '../config.ts';
-import { createDocumentClient, type Table } from '../db/client.ts';
+import type { AppRegistry } from '../apps/app-registry.ts';
 import type { ExpressDeps } from '../express/express-wallets.ts';
-import { HttpWalletEnclave } from '../wallets/enclave-client.ts';
-import { createOpJwtSigner } from './clients.ts';
+import { enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
+import { appsFromEnv, systemClock } from './table.ts';
 
-/** Composition root of the express wallet service's functions. */
-const base = loadBaseConfig();
-const table: Table = { doc: createDocumentClient(base.DYNAMODB_ENDPOINT), name: base.TABLE_NAME };
+export type ExpressRouteDeps = ExpressDeps & { readonly apps: AppRegistry };
 
-export const expressDeps: ExpressDeps & { readonly table: Table; readonly apps: AppRegistry } = {
-  table,
-  apps: new AppRegistry(table),
-  enclave: new HttpWalletEnclave(loadTeeUrl()),
-  opJwtSigner: createOpJwtSigner(loadOpJwtSignerConfig()),
-  now: () => new Date(),
-};
+/** The express routes that go through the enclave (needs: table read, op_jwt key, enclave URL). */
+export function expressDepsFromEnv(): ExpressRouteDeps {
+  return { apps: appsFromEnv().apps, enclave: enclaveClientFromEnv(), opJwtSigner: opJwtSignerFromEnv(), now: systemClock };
+}

@@ -1,18 +1,28 @@
-import { AppRegistry } from '../apps/app-registry.ts';
-import { loadAllowedDelegates, loadBaseConfig, loadKeyProviderConfig, loadV1RetirementAt } from '../config.ts';
-import { createDocumentClient, type Table } from '../db/client.ts';
+import type { AppRegistry } from '../apps/app-registry.ts';
+import { loadAllowedDelegates, loadV1RetirementAt } from '../config.ts';
+import type { Table } from '../db/client.ts';
+import { enclaveKeyWrapperFromEnv } from '../deps/clients.ts';
+import { appsFromEnv, systemClock } from '../deps/table.ts';
 import type { EnclaveDeps } from './create-wallet.ts';
-import { createKeyWrapper } from '../deps/clients.ts';
 
-/** Composition root of the wallet enclave's functions: config parsed and clients built once. */
-const base = loadBaseConfig();
-const table: Table = { doc: createDocumentClient(base.DYNAMODB_ENDPOINT), name: base.TABLE_NAME };
+/**
+ * Builders for the wallet enclave's composition roots (functions/enclave/*): each route calls
+ * the ones its `needs` name. v1 routes never touch the KMS wallet key (their keys derive from
+ * the caller's encryption_context), so they build no key wrapper and read no KMS variable.
+ */
+export type V1Deps = Pick<EnclaveDeps, 'table' | 'now' | 'v1RetiresAt'> & { readonly apps: AppRegistry };
+export type V2Deps = EnclaveDeps & { readonly apps: AppRegistry };
 
-export const enclaveDeps: EnclaveDeps & { readonly apps: AppRegistry; readonly allowedDelegates: ReadonlySet<string> } = {
-  table,
-  keyWrapper: createKeyWrapper(loadKeyProviderConfig('ENCLAVE_KMS_KEY_ID'), 'enclave'),
-  apps: new AppRegistry(table),
-  now: () => new Date(),
-  v1RetiresAt: loadV1RetirementAt(),
-  allowedDelegates: loadAllowedDelegates(),
-};
+/** Table and apps, clock, V1_RETIREMENT_AT: what every enclave route but health needs. */
+export function v1DepsFromEnv(): V1Deps {
+  const { table, apps }: { table: Table; apps: AppRegistry } = appsFromEnv();
+  return { table, apps, now: systemClock, v1RetiresAt: loadV1RetirementAt() };
+}
+
+/** v1 plus the wallet-key wrapper (need `enclaveWalletKey`). */
+export function v2DepsFromEnv(): V2Deps {
+  return { ...v1DepsFromEnv(), keyWrapper: enclaveKeyWrapperFromEnv() };
+}
+
+/** Need `delegates`: ALLOWED_7702_DELEGATES. */
+export const allowedDelegatesFromEnv = (): ReadonlySet<string> => loadAllowedDelegates();

@@ -25,7 +25,7 @@ function justMigrated(wallet: WalletRecord, now: Date): boolean {
   return wallet.migrated_at !== undefined && now.getTime() - Date.parse(wallet.migrated_at) < MIGRATION_RACE_WINDOW_MS;
 }
 
-async function findWallet(deps: EnclaveDeps, app: Application, walletId: string): Promise<AnyWalletRecord> {
+async function findWallet(deps: Pick<EnclaveDeps, 'table'>, app: Application, walletId: string): Promise<AnyWalletRecord> {
   const wallet = await getWallet(deps.table, walletId);
   if (!wallet || wallet.app_id !== app.app_id) throw new NotFoundError('WALLET_NOT_FOUND', `Wallet ${walletId} does not exist`);
   return wallet;
@@ -78,7 +78,7 @@ export async function withWalletKey<T>(
  * retirement instant only. A wallet already migrated to v2 is refused: v2 is its only door now.
  */
 export async function withV1WalletKey<T>(
-  deps: EnclaveDeps,
+  deps: Pick<EnclaveDeps, 'table' | 'now' | 'v1RetiresAt'>,
   app: Application,
   auth: { encryption_context: string; access_key: string; wallet_id: string },
   operation: (wallet: AnyWalletRecord, secret: Buffer) => Promise<T> | T,

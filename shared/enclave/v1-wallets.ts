@@ -52,7 +52,7 @@ export interface CreatedV1Wallet {
 
 /** `POST /v1/api/wallet`: a new wallet sealed under the encryption context (before retirement only). */
 export async function createV1Wallet(
-  deps: EnclaveDeps,
+  deps: Pick<EnclaveDeps, 'table' | 'now' | 'v1RetiresAt'>,
   input: { app: Application; encryptionContext: string; network: string; walletGroupId: string },
 ): Promise<CreatedV1Wallet> {
   assertV1Open(deps);

@@ -71,13 +71,13 @@ export function executeCalldata(calls: readonly Call[], nonce: bigint, deadline:
  * through `executorNonce()`: it is 0 for an account never delegated, and stays right while the
  * account is delegated elsewhere (storage survives re-delegation, so the count resumes there).
  */
-export async function readExecutorNonce(client: PublicClient, account: Address): Promise<bigint> {
+export async function readExecutorNonce(client: Pick<PublicClient, 'getStorageAt'>, account: Address): Promise<bigint> {
   const value = await client.getStorageAt({ address: account, slot: EXECUTOR_NONCE_SLOT });
   return value === undefined || value === '0x' ? 0n : hexToBigInt(value);
 }
 
 /** True when the account's code is the EIP-7702 delegation indicator 0xef0100‖delegate. */
-export async function isDelegatedTo(client: PublicClient, account: Address, delegate: Address): Promise<boolean> {
+export async function isDelegatedTo(client: Pick<PublicClient, 'getCode'>, account: Address, delegate: Address): Promise<boolean> {
   const code = await client.getCode({ address: account });
   return code !== undefined && code.toLowerCase() === `0xef0100${delegate.slice(2).toLowerCase()}`;
 }

@@ -45,3 +45,22 @@ function kitAliases(): Record<string, string> {
 
 /** Package name -> the directory every import of it resolves to (esbuild `alias`). */
 export const BUNDLE_ALIASES: Readonly<Record<string, string>> = kitAliases();
+
+/**
+ * The AWS SDK's credential providers that never run in Lambda, left out of the bundles.
+ * Lambda puts the execution role's credentials in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+ * AWS_SESSION_TOKEN, and the default chain (credential-provider-node) answers from those first;
+ * it reaches SSO, ini files, credential processes, web identity, the container/IMDS endpoints
+ * only through dynamic `import()`s after the environment had none. Bundled, those bring the
+ * STS/SSO clients along: 132 KB in every function that calls AWS (bench:bundles), parsed on
+ * every cold start and never executed. Left external, the `import()` stays in the bundle and
+ * only a Lambda without credentials in its environment (none exists) would reach it.
+ */
+export const UNREACHED_IN_LAMBDA: readonly string[] = [
+  '@aws-sdk/credential-provider-sso',
+  '@aws-sdk/credential-provider-ini',
+  '@aws-sdk/credential-provider-process',
+  '@aws-sdk/credential-provider-web-identity',
+  '@aws-sdk/credential-provider-http',
+  '@smithy/credential-provider-imds',
+];

@@ -1,0 +1,139 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { ROUTES, type RouteDefinition } from '../../functions/routes.ts';
+
+/**
+ * Each handler module's composition root reads its route's configuration, and only that, at
+ * import (cold start): imported in a fresh Node process with exactly the variables its needs
+ * name, it loads; without one of them, it refuses to load and names the variable.
+ */
+const run = promisify(execFile);
+const ROOT = new URL('../../', import.meta.url);
+
+interface Needs {
+  table?: unknown;
+  enclaveWalletKey?: unknown;
+  accountAccessKey?: unknown;
+  opJwtKey?: unknown;
+  enclaveUrl?: unknown;
+  chains?: unknown;
+  delegates?: unknown;
+}
+
+/** What functions/routes.ts declares per route (h-infra's `needs`), used until every route carries them. */
+const SIGN_WITH_ACCOUNT_WALLET: Needs = { table: 'read', accountAccessKey: ['Decrypt'], opJwtKey: ['Sign'], enclaveUrl: true };
+const EXPRESS_THROUGH_ENCLAVE: Needs = { table: 'read', opJwtKey: ['Sign'], enclaveUrl: true };
+const ENCLAVE_V2: Needs = { table: 'read-write', enclaveWalletKey: ['Decrypt'] };
+const DECLARED: Record<string, Needs> = {
+  AccountHealth: {},
+  AccountNotFound: {},
+  CreateAccount: { table: 'read-write', accountAccessKey: ['GenerateDataKey'], enclaveUrl: true },
+  GetAccount: { table: 'read' },
+  SignWithWallet: SIGN_WITH_ACCOUNT_WALLET,
+  GetDemoBalance: { table: 'read', chains: true },
+  Withdraw: { ...SIGN_WITH_ACCOUNT_WALLET, table: 'read-write', chains: true },
+  EnclaveHealth: {},
+  EnclaveNotFound: {},
+  CreateWalletV2: ENCLAVE_V2,
+  SignDataV2: ENCLAVE_V2,
+  SignMessageV2: ENCLAVE_V2,
+  SignTransactionV2: ENCLAVE_V2,
+  SignAuthorizationV2: { ...ENCLAVE_V2, delegates: true },
+  CreateWalletV1: { table: 'read-write' },
+  SignDataV1: { table: 'read' },
+  SignMessageV1: { table: 'read' },
+  SignTransactionV1: { table: 'read' },
+  ExpressHealth: {},
+  ExpressNotFound: {},
+  GetIdentityProvider: { table: 'read' },
+  GetOrCreateExpressWallet: EXPRESS_THROUGH_ENCLAVE,
+  ExpressSignData: EXPRESS_THROUGH_ENCLAVE,
+  ExpressSignMessage: EXPRESS_THROUGH_ENCLAVE,
+  ExpressSignTransaction: EXPRESS_THROUGH_ENCLAVE,
+  ExpressWalletV1: { table: 'read' },
+  ExpressSignV1: { table: 'read' },
+};
+const needsOf = (route: RouteDefinition): Needs => (route as { needs?: Needs }).needs ?? DECLARED[route.id]!;
+
+const CHAINS_CONFIG = readFileSync(new URL('infra/config/chains.mainnet.json', ROOT), 'utf8');
+
+/** The variables each need sets, as CDK sets them in AWS (KMS flavour). Required ones first. */
+function environment(needs: Needs): { env: Record<string, string>; required: string[] } {
+  const env: Record<string, string> = {};
+  const required: string[] = [];
+  const add = (name: string, value: string, isRequired = true) => {
+    env[name] = value;
+    if (isRequired && !required.includes(name)) required.push(name);
+  };
+  if (needs.table) add('TABLE_NAME', 'unit-table');
+  if (needs.accountAccessKey) add('KEY_PROVIDER', 'kms'), add('ACCOUNT_KMS_KEY_ID', 'alias/account');
+  if (needs.enclaveWalletKey) add('KEY_PROVIDER', 'kms'), add('ENCLAVE_KMS_KEY_ID', 'alias/enclave');
+  if (needs.opJwtKey) add('OP_JWT_SIGNER', 'kms'), add('OP_JWT_KMS_KEY_ID', 'alias/op-jwt');
+  if (needs.enclaveUrl) add('TEE_URL', 'https://enclave.example.com');
+  if (needs.chains) add('CHAINS_CONFIG', CHAINS_CONFIG), add('RPC_URLS_PARAMETER', '/unit/rpc-urls', false);
+  if (needs.delegates) add('ALLOWED_7702_DELEGATES', '', false);
+  return { env, required };
+}
+
+interface Case {
+  readonly route: string;
+  readonly entry: string;
+  readonly env: Record<string, string>;
+  /** The required variable left out, or undefined for the complete environment. */
+  readonly dropped?: string;
+}
+
+/**
+ * One fresh Node process imports each case's module with exactly that case's environment. The
+ * composition root runs at module evaluation and its builders read process.env when called, so
+ * a fresh evaluation per case (a distinct `?case=` URL) sees that case's variables.
+ */
+const CHILD = `
+const cases = JSON.parse(process.argv[1]);
+const base = { ...process.env };
+const results = [];
+for (const [index, c] of cases.entries()) {
+  for (const name of Object.keys(process.env)) delete process.env[name];
+  Object.assign(process.env, base, c.env);
+  try {
+    const m = await import(c.url + '?case=' + index);
+    results.push({ ok: typeof m.handler === 'function', error: '' });
+  } catch (error) {
+    results.push({ ok: false, error: String(error && error.message) });
+  }
+}
+process.stdout.write(JSON.stringify(results));
+`;
+
+async function importAll(cases: readonly Case[]): Promise<{ ok: boolean; error: string }[]> {
+  const payload = JSON.stringify(cases.map((c) => ({ url: new URL(c.entry, ROOT).href, env: c.env })));
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', CHILD, payload], {
+    env: { PATH: process.env.PATH ?? '', AWS_REGION: 'us-east-1' },
+    timeout: 120_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return JSON.parse(stdout);
+}
+
+describe('composition roots', () => {
+  it("every handler module loads with exactly its route's variables, and refuses to without each required one", async () => {
+    const byEntry = new Map<string, RouteDefinition>();
+    for (const route of ROUTES) byEntry.set(route.entry, route);
+    const cases: Case[] = [...byEntry.values()].flatMap((route) => {
+      const { env, required } = environment(needsOf(route));
+      const without = (name: string) => Object.fromEntries(Object.entries(env).filter(([key]) => key !== name));
+      return [{ route: route.id, entry: route.entry, env }, ...required.map((name) => ({ route: route.id, entry: route.entry, env: without(name), dropped: name }))];
+    });
+    const results = await importAll(cases);
+    const problems = cases.flatMap(({ route, dropped }, index) => {
+      const { ok, error } = results[index]!;
+      if (dropped === undefined) return ok ? [] : [`${route} does not load with its own variables: ${error}`];
+      if (ok) return [`${route} loads without ${dropped}`];
+      return error.includes(dropped) ? [] : [`${route} without ${dropped} fails without naming it: ${error}`];
+    });
+    expect(problems).toEqual([]);
+    expect(cases.length).toBeGreaterThan(40);
+  }, 120_000);
+});
