@@ -2,8 +2,9 @@ import { CfnOutput, CrossStackReferences, ReferenceStrength, Stack, type StackPr
 import { CfnStage, HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { Construct } from 'constructs';
-import { ROUTES, SERVICE_NEEDS, type RouteDefinition, type ServiceName } from '../functions/routes.ts';
-import { ServiceFunction } from './constructs/service-function.ts';
+import { StringParameter } from 'aws-cdk-lib/aws-ssm';
+import { ROUTES, type ServiceName } from '../functions/routes.ts';
+import { type NeedsResources, ServiceFunction } from './constructs/service-function.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 import type { ChainsConfig } from '../shared/chains/chain-config.ts';
 
@@ -16,9 +17,20 @@ export interface ApiThrottle {
 export interface ServicesStackProps extends StackProps, StatefulResources {
   /** @default DEFAULT_API_THROTTLE */
   readonly throttle?: ApiThrottle;
-  /** RPC URLs, chain ids, tokens and EIP-7702 delegates (infra/config/chains.mainnet.json by default). */
+  /**
+   * Chain ids, tokens and EIP-7702 delegates (infra/config/chains.mainnet.json by default). Any
+   * `rpc_url` in it is dropped: RPC URLs reach the functions only through `rpcUrlsParameter`.
+   */
   readonly chainsConfig: ChainsConfig;
+  /**
+   * Name of the SSM SecureString parameter holding the RPC URLs as JSON `{ "ETH": "https://…", … }`
+   * (CloudFormation cannot create SecureStrings: create it first, docs/deploy.md).
+   * @default DEFAULT_RPC_URLS_PARAMETER
+   */
+  readonly rpcUrlsParameter?: string;
 }
+
+export const DEFAULT_RPC_URLS_PARAMETER = '/perp-wallet/rpc-urls';
 
 /** Well under the account-wide 10,000 rps: a runaway client should hit this, not the bill. */
 export const DEFAULT_API_THROTTLE: ApiThrottle = { rateLimit: 50, burstLimit: 100 };
@@ -27,7 +39,7 @@ const API_IDS: Record<ServiceName, string> = { account: 'AccountApi', enclave: '
 
 /**
  * The stateless side: one HTTP API per service and one function per route of functions/routes.ts,
- * each granted exactly what SERVICE_NEEDS lists for its service.
+ * each granted exactly what its route's `needs` lists (functions/routes.ts).
  */
 export class ServicesStack extends Stack {
   readonly apis: Readonly<Record<ServiceName, HttpApi>>;
@@ -47,15 +59,26 @@ export class ServicesStack extends Stack {
       express: this.createApi('express', throttle),
     };
 
+    const resources: NeedsResources = {
+      table: props.table,
+      enclaveKey: props.enclaveKey,
+      accountKey: props.accountKey,
+      opJwtKey: props.opJwtKey,
+      enclaveUrl: this.apis.enclave.apiEndpoint,
+      publicChainsConfig: JSON.stringify(publicChainsConfig(props.chainsConfig)),
+      rpcUrlsParameter: StringParameter.fromSecureStringParameterAttributes(this, 'RpcUrls', {
+        parameterName: props.rpcUrlsParameter ?? DEFAULT_RPC_URLS_PARAMETER,
+      }),
+      delegates: allowedDelegates(props.chainsConfig),
+    };
+
     const functions = new Map<string, ServiceFunction>();
     for (const route of ROUTES) {
       const fn = new ServiceFunction(this, route.id, {
         entry: route.entry,
+        service: route.service,
         description: `${route.service}: ${route.routeKey}`,
-        environment: { KEY_PROVIDER: 'kms', OP_JWT_SIGNER: 'kms' },
-      });
-      this.bindNeeds(fn, route, props);
-      this.bindChains(fn, route, props.chainsConfig);
+      }).bindNeeds(route.needs, resources);
       const api = this.apis[route.service];
       new HttpRoute(api, `${route.id}Route`, {
         httpApi: api,
@@ -81,24 +104,23 @@ export class ServicesStack extends Stack {
     };
     return api;
   }
+}
 
-  private bindChains(fn: ServiceFunction, route: RouteDefinition, chains: ChainsConfig): void {
-    const needs = SERVICE_NEEDS[route.service];
-    if (needs.chains) fn.lambda.addEnvironment('CHAINS_CONFIG', JSON.stringify(chains));
-    if (needs.delegates) {
-      const delegates = [chains.ETH, chains.ARB, chains.POL, chains.INK].map((chain) => chain.delegate).filter((d): d is string => Boolean(d));
-      fn.lambda.addEnvironment('ALLOWED_7702_DELEGATES', [...new Set(delegates)].join(','));
-    }
-  }
+/** The chains config without RPC URLs: those are secrets (API keys in the path) and live in SSM. */
+export function publicChainsConfig(chains: ChainsConfig): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(chains).map(([code, chain]) => {
+      if (typeof chain !== 'object' || chain === null) return [code, chain];
+      const { rpc_url: _secret, ...rest } = chain as { rpc_url?: string };
+      return [code, rest];
+    }),
+  );
+}
 
-  private bindNeeds(fn: ServiceFunction, route: RouteDefinition, resources: StatefulResources): void {
-    const needs = SERVICE_NEEDS[route.service];
-    if (needs.table) fn.bindTable(resources.table);
-    if (needs.enclaveKey) fn.bindEnclaveKey(resources.enclaveKey);
-    if (needs.accountKey) fn.bindAccountKey(resources.accountKey);
-    if (needs.opJwtKey) fn.bindOpJwtKey(resources.opJwtKey);
-    if (needs.enclaveUrl) fn.bindTeeUrl(this.apis.enclave.apiEndpoint);
-  }
+/** ALLOWED_7702_DELEGATES: the distinct delegates of the EVM chains, comma-separated. */
+export function allowedDelegates(chains: ChainsConfig): string {
+  const delegates = [chains.ETH, chains.ARB, chains.POL, chains.INK].map((chain) => chain.delegate).filter((d): d is string => Boolean(d));
+  return [...new Set(delegates)].join(',');
 }
 
 /** `'POST /account'` or `'$default'` (the API Gateway spelling used in ROUTES) to a route key. */
