@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Stack, Tags } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { type IRole, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
@@ -101,6 +101,12 @@ export class ServiceFunction extends Construct {
     );
     this.role = role;
 
+    // Tracing.ACTIVE adds xray:PutTraceSegments and xray:PutTelemetryRecords on Resource '*'.
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions: Resource must be "*" (added by Tracing.ACTIVE; the only "*" statement of these roles, asserted in test/infra).',
+    });
+
     this.lambda = new NodejsFunction(this, 'Function', {
       entry: path.join(REPO_ROOT, props.entry),
       handler: 'handler',
@@ -192,6 +198,11 @@ export class ServiceFunction extends Construct {
         },
       }),
     );
+    Validations.of(this.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:kms:<AWS::Region>:<AWS::AccountId>:key/*]',
+      reason:
+        'The RPC URL parameter is encrypted with the AWS-managed aws/ssm key, whose key id is not known at synth time (an alias cannot be a Decrypt resource). The grant is limited to calls made through SSM in this region (kms:ViaService) for this one parameter (kms:EncryptionContext:PARAMETER_ARN).',
+    });
     return this;
   }
 

@@ -137,7 +137,8 @@ describe('services stack: functions', () => {
   });
 
   it('keeps each function\'s logs for one month in its own log group', () => {
-    servicesTemplate.resourceCountIs('AWS::Logs::LogGroup', ROUTES.length);
+    // One per function, one access log per API.
+    servicesTemplate.resourceCountIs('AWS::Logs::LogGroup', ROUTES.length + 3);
     servicesTemplate.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
     for (const route of ROUTES) {
       const logGroupId = logicalId(services.functions.get(route.id)!.logGroup);
@@ -214,6 +215,22 @@ describe('services stack: HTTP APIs', () => {
       StageName: '$default',
       DefaultRouteSettings: { ThrottlingRateLimit: Match.anyValue(), ThrottlingBurstLimit: Match.anyValue() },
     });
+  });
+
+  it('writes each API\'s access log as JSON request metadata (no headers, query or body) to its own log group', () => {
+    const stages = Object.values(servicesTemplate.findResources('AWS::ApiGatewayV2::Stage') as Resources);
+    const logGroups = servicesTemplate.toJSON().Resources as Resources;
+    const destinations = new Set<string>();
+    for (const stage of stages) {
+      const settings = stage.Properties?.AccessLogSettings as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
+      const [logGroupId] = settings.DestinationArn['Fn::GetAtt'];
+      expect(logGroups[logGroupId]?.Properties?.RetentionInDays).toBe(30);
+      destinations.add(logGroupId);
+      const format = JSON.parse(settings.Format) as Record<string, string>;
+      expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status', routeKey: '$context.routeKey' });
+      expect(settings.Format).not.toMatch(/request\.header|querystring|\$input|authorizer|identity\.user|apiKey/i);
+    }
+    expect(destinations.size).toBe(3);
   });
 
   it('outputs the three API URLs', () => {
@@ -328,6 +345,29 @@ describe('least privilege per route', () => {
     // No other statement grants KMS on a wildcard resource.
     const kmsWildcards = roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('kms:')) && JSON.stringify(statement.Resource).includes('key/*'));
     expect(kmsWildcards.length).toBe(viaSsm.length);
+  });
+
+  it('uses Resource "*" only for X-Ray, which has no resource-level permissions', () => {
+    const wildcards = roleStatements().filter(({ statement }) => asArray(statement.Resource).includes('*'));
+    expect(wildcards).toHaveLength(ROUTES.length);
+    for (const { statement } of wildcards) expect(asArray(statement.Action).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+  });
+
+  it('reads the RPC URLs from the parameter given as rpcUrlsParameter', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const own = new StatefulStack(app, 'OwnStateful');
+    const stack = new ServicesStack(app, 'OwnServices', {
+      table: own.table,
+      enclaveKey: own.enclaveKey,
+      accountKey: own.accountKey,
+      opJwtKey: own.opJwtKey,
+      chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
+      rpcUrlsParameter: '/staging/rpc-urls',
+    });
+    const template = JSON.stringify(Template.fromStack(stack).toJSON());
+    expect(template).toContain('"RPC_URLS_PARAMETER":"/staging/rpc-urls"');
+    expect(template).toContain(':parameter/staging/rpc-urls"');
+    expect(template).not.toContain('perp-wallet/rpc-urls');
   });
 
   it('writes each function\'s logs only to its own log group, with no managed policy', () => {
