@@ -45,7 +45,7 @@ export interface NeedsResources {
   readonly enclaveUrl: string;
   /** Public chain data: CHAINS_CONFIG without any rpc_url. */
   readonly publicChainsConfig: string;
-  /** Name of the SSM SecureString parameter holding `{ "ETH": rpcUrl, … }`. */
+  /** The SSM SecureString parameter holding `{ "ETH": rpcUrl, … }` (imported by name: CloudFormation cannot create it). */
   readonly rpcUrlsParameter: IStringParameter;
   /** Comma-separated ALLOWED_7702_DELEGATES. */
   readonly delegates: string;
