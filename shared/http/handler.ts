@@ -1,7 +1,7 @@
 import middy from '@middy/core';
-import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { errorHandler } from './error-handler.ts';
+import { jsonBodyParser } from './json-body.ts';
 import type { HttpResult } from './response.ts';
 
 export type HttpAdapter<E = APIGatewayProxyEventV2> = (event: E, context: Context) => Promise<HttpResult>;
@@ -12,7 +12,7 @@ export type HttpAdapter<E = APIGatewayProxyEventV2> = (event: E, context: Contex
  */
 export function httpHandler(adapter: HttpAdapter<any>, options: { jsonBody?: boolean } = {}) {
   const wrapped = middy(adapter);
-  if (options.jsonBody) wrapped.use(httpJsonBodyParser());
+  if (options.jsonBody) wrapped.use(jsonBodyParser());
   // Registered last so its onError runs first (middy runs onError in reverse order).
   wrapped.use(errorHandler());
   return wrapped;

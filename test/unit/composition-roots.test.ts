@@ -2,65 +2,21 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { ROUTES, type RouteDefinition } from '../../functions/routes.ts';
+import { ROUTES, type RouteDefinition, type RouteNeeds } from '../../functions/routes.ts';
 
 /**
  * Each handler module's composition root reads its route's configuration, and only that, at
  * import (cold start): imported in a fresh Node process with exactly the variables its needs
- * name, it loads; without one of them, it refuses to load and names the variable.
+ * name (functions/routes.ts `needs`), it loads; without one of them, it refuses to load and
+ * names the variable.
  */
 const run = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url);
 
-interface Needs {
-  table?: unknown;
-  enclaveWalletKey?: unknown;
-  accountAccessKey?: unknown;
-  opJwtKey?: unknown;
-  enclaveUrl?: unknown;
-  chains?: unknown;
-  delegates?: unknown;
-}
-
-/** What functions/routes.ts declares per route (h-infra's `needs`), used until every route carries them. */
-const SIGN_WITH_ACCOUNT_WALLET: Needs = { table: 'read', accountAccessKey: ['Decrypt'], opJwtKey: ['Sign'], enclaveUrl: true };
-const EXPRESS_THROUGH_ENCLAVE: Needs = { table: 'read', opJwtKey: ['Sign'], enclaveUrl: true };
-const ENCLAVE_V2: Needs = { table: 'read-write', enclaveWalletKey: ['Decrypt'] };
-const DECLARED: Record<string, Needs> = {
-  AccountHealth: {},
-  AccountNotFound: {},
-  CreateAccount: { table: 'read-write', accountAccessKey: ['GenerateDataKey'], enclaveUrl: true },
-  GetAccount: { table: 'read' },
-  SignWithWallet: SIGN_WITH_ACCOUNT_WALLET,
-  GetDemoBalance: { table: 'read', chains: true },
-  Withdraw: { ...SIGN_WITH_ACCOUNT_WALLET, table: 'read-write', chains: true },
-  EnclaveHealth: {},
-  EnclaveNotFound: {},
-  CreateWalletV2: ENCLAVE_V2,
-  SignDataV2: ENCLAVE_V2,
-  SignMessageV2: ENCLAVE_V2,
-  SignTransactionV2: ENCLAVE_V2,
-  SignAuthorizationV2: { ...ENCLAVE_V2, delegates: true },
-  CreateWalletV1: { table: 'read-write' },
-  SignDataV1: { table: 'read' },
-  SignMessageV1: { table: 'read' },
-  SignTransactionV1: { table: 'read' },
-  ExpressHealth: {},
-  ExpressNotFound: {},
-  GetIdentityProvider: { table: 'read' },
-  GetOrCreateExpressWallet: EXPRESS_THROUGH_ENCLAVE,
-  ExpressSignData: EXPRESS_THROUGH_ENCLAVE,
-  ExpressSignMessage: EXPRESS_THROUGH_ENCLAVE,
-  ExpressSignTransaction: EXPRESS_THROUGH_ENCLAVE,
-  ExpressWalletV1: { table: 'read' },
-  ExpressSignV1: { table: 'read' },
-};
-const needsOf = (route: RouteDefinition): Needs => (route as { needs?: Needs }).needs ?? DECLARED[route.id]!;
-
 const CHAINS_CONFIG = readFileSync(new URL('infra/config/chains.mainnet.json', ROOT), 'utf8');
 
 /** The variables each need sets, as CDK sets them in AWS (KMS flavour). Required ones first. */
-function environment(needs: Needs): { env: Record<string, string>; required: string[] } {
+function environment(needs: RouteNeeds): { env: Record<string, string>; required: string[] } {
   const env: Record<string, string> = {};
   const required: string[] = [];
   const add = (name: string, value: string, isRequired = true) => {
@@ -122,7 +78,7 @@ describe('composition roots', () => {
     const byEntry = new Map<string, RouteDefinition>();
     for (const route of ROUTES) byEntry.set(route.entry, route);
     const cases: Case[] = [...byEntry.values()].flatMap((route) => {
-      const { env, required } = environment(needsOf(route));
+      const { env, required } = environment(route.needs);
       const without = (name: string) => Object.fromEntries(Object.entries(env).filter(([key]) => key !== name));
       return [{ route: route.id, entry: route.entry, env }, ...required.map((name) => ({ route: route.id, entry: route.entry, env: without(name), dropped: name }))];
     });
