@@ -1,5 +1,4 @@
 import { hkdf, randomBytes, scrypt } from 'node:crypto';
-import { promisify } from 'node:util';
 import { v7 as uuidv7 } from 'uuid';
 import type { Application } from '../apps/application.ts';
 import { digestsEqual, hashSecret } from '../apps/app-registry.ts';
@@ -17,8 +16,12 @@ import { getWallet, putWalletIfAbsent, replaceV1Wallet, type V1WalletRecord, typ
  * `encryption_context` (a user secret) instead of a JWT; usable with it until the retirement
  * instant; migrated to v2 on the first v2 call that brings it together with op_jwt and access_key.
  */
-const scryptAsync = promisify(scrypt) as (password: string | Buffer, salt: Buffer, keylen: number, options: object) => Promise<Buffer>;
-const hkdfAsync = promisify(hkdf);
+// Plain promise wrappers, not util.promisify: importing node:util in an ES module evaluates its
+// whole namespace (worker_threads and more), a few ms on every enclave cold start.
+const scryptAsync = (password: string, salt: Buffer, keylen: number, options: { N: number; r: number; p: number; maxmem: number }) =>
+  new Promise<Buffer>((resolve, reject) => scrypt(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))));
+const hkdfAsync = (digest: string, key: string | Buffer, salt: Buffer, info: string, keylen: number) =>
+  new Promise<ArrayBuffer>((resolve, reject) => hkdf(digest, key, salt, info, keylen, (error, derived) => (error ? reject(error) : resolve(derived))));
 
 /** scrypt at N = 2^15, r = 8 (32 MiB, ~0.1 s here): slow enough to make guessing a context costly. */
 const KDF = { name: 'scrypt' as const, N: 2 ** 15, r: 8, p: 1 };
