@@ -1,5 +1,5 @@
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { getAddressDecoder, getBase58Decoder, getCompiledTransactionMessageCodec } from '@solana/kit';
+import { ed25519PublicKey, ed25519Sign } from '../crypto/ed25519.ts';
 import { ValidationError } from '../errors.ts';
 
 const notAMessage = () => new ValidationError('body.transaction: is not a serialised Solana transaction message', 'INVALID_TRANSACTION');
@@ -20,12 +20,12 @@ export function signSolanaMessage(secret: Uint8Array, messageBytes: Uint8Array) 
   // Canonical only: re-encoding must give the same bytes (no trailing or missing bytes).
   if (!sameBytes(codec.encode(message), messageBytes)) throw notAMessage();
   if (message.version !== 'legacy' && message.version !== 0) throw notAMessage();
-  const signer = getAddressDecoder().decode(ed25519.getPublicKey(secret));
+  const signer = getAddressDecoder().decode(ed25519PublicKey(secret));
   const signers = message.staticAccounts.slice(0, message.header.numSignerAccounts);
   if (!signers.includes(signer)) {
     throw new ValidationError('body.transaction: the wallet is not a required signer of this message', 'INVALID_TRANSACTION');
   }
-  const signature = ed25519.sign(messageBytes, secret);
+  const signature = ed25519Sign(messageBytes, secret);
   return { signature: getBase58Decoder().decode(signature), signer: signer as string };
 }
 

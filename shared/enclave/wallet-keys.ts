@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import bs58 from 'bs58';
+import { ed25519PublicKey, ed25519Sign } from '../crypto/ed25519.ts';
 import { bytesToHex, type Hex, keccak256, type TransactionSerializable } from 'viem';
 import { generatePrivateKey, privateKeyToAddress, sign, signAuthorization, signMessage, signTransaction } from 'viem/accounts';
 import type { KeyFamily } from '../wallets/networks.ts';
@@ -16,7 +16,7 @@ export function generateSecret(family: KeyFamily): Buffer {
 
 /** EIP-55 checksummed address (EVM) or base58 public key (Solana). */
 export function addressOf(family: KeyFamily, secret: Uint8Array): string {
-  return family === 'evm' ? privateKeyToAddress(bytesToHex(secret)) : bs58.encode(ed25519.getPublicKey(secret));
+  return family === 'evm' ? privateKeyToAddress(bytesToHex(secret)) : bs58.encode(ed25519PublicKey(secret));
 }
 
 /**
@@ -25,13 +25,13 @@ export function addressOf(family: KeyFamily, secret: Uint8Array): string {
  */
 export async function signHash(family: KeyFamily, secret: Uint8Array, hash: Hex): Promise<Hex> {
   if (family === 'evm') return sign({ hash, privateKey: bytesToHex(secret), to: 'hex' });
-  return bytesToHex(ed25519.sign(Buffer.from(hash.slice(2), 'hex'), secret));
+  return bytesToHex(ed25519Sign(Buffer.from(hash.slice(2), 'hex'), secret));
 }
 
 /** EVM: EIP-191 personal message signature. Solana: ed25519 over the raw message bytes. */
 export async function signMessageBytes(family: KeyFamily, secret: Uint8Array, message: Uint8Array): Promise<Hex> {
   if (family === 'evm') return signMessage({ message: { raw: message }, privateKey: bytesToHex(secret) });
-  return bytesToHex(ed25519.sign(message, secret));
+  return bytesToHex(ed25519Sign(message, secret));
 }
 
 export async function signEvmTransaction(secret: Uint8Array, transaction: TransactionSerializable) {
