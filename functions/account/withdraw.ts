@@ -4,6 +4,7 @@ import { authenticateUser, header } from '../../shared/auth/authenticate.ts';
 import { accountChainDeps } from '../../shared/deps/account-chains.ts';
 import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
 import { parseInput } from '../../shared/http/validate.ts';
+import { measureWithdrawal } from '../../shared/observability/metrics.ts';
 import { withdraw } from '../../shared/withdrawals/withdraw.ts';
 import { WithdrawRequest } from '../../shared/withdrawals/withdraw-rules.ts';
 
@@ -17,7 +18,7 @@ export const adapter = async (event: APIGatewayProxyEventV2 & { body: unknown })
   const user = await authenticateUser(accountChainDeps.apps, event);
   const body = parseInput(WithdrawRequest, event.body, 'body');
   const idempotencyKey = parseInput(v.object({ 'idempotency-key': IdempotencyKey }), { 'idempotency-key': header(event, 'idempotency-key') }, 'header')['idempotency-key'];
-  const { response, timings, replayed } = await withdraw(accountChainDeps, user, body, idempotencyKey);
+  const { response, timings, replayed } = await measureWithdrawal(body.chain, () => withdraw(accountChainDeps, user, body, idempotencyKey));
   const serverTiming = `sign;dur=${timings.sign.toFixed(1)}, broadcast;dur=${timings.broadcast.toFixed(1)}, inclusion;dur=${timings.inclusion.toFixed(1)}`;
   return jsonResponse(response.status, response.body, { 'server-timing': serverTiming, ...(replayed ? { 'idempotent-replayed': 'true' } : {}) });
 };

@@ -4,6 +4,7 @@ import { authenticateEnclaveCaller } from '../../shared/auth/authenticate.ts';
 import { enclaveDeps } from '../../shared/deps/enclave.ts';
 import { jsonResponse } from '../../shared/http/handler.ts';
 import { parseInput } from '../../shared/http/validate.ts';
+import { measureSigning } from '../../shared/observability/metrics.ts';
 import type { SigningWallet } from '../../shared/wallets/sign-operations.ts';
 import { withV1WalletKey, withWalletKey, type WalletAuthorization } from '../../shared/wallets/use-wallet.ts';
 import { assertV1Open } from '../../shared/wallets/v1-wallets.ts';
@@ -23,10 +24,11 @@ export function signAdapter<S extends v.GenericSchema, R extends object>(
     const app = await authenticateEnclaveCaller(enclaveDeps.apps, event, enclaveDeps.now());
     const body = parseInput(schema, event.body, 'body');
     const run = (wallet: SigningWallet, secret: Buffer) => operation(wallet, secret, body);
-    const result =
+    const result = await measureSigning(event.routeKey, () =>
       version === 2
-        ? await withWalletKey(enclaveDeps, app, body as WalletAuthorization, run)
-        : await withV1WalletKey(enclaveDeps, app, body as { encryption_context: string; access_key: string; wallet_id: string }, run);
+        ? withWalletKey(enclaveDeps, app, body as WalletAuthorization, run)
+        : withV1WalletKey(enclaveDeps, app, body as { encryption_context: string; access_key: string; wallet_id: string }, run),
+    );
     return jsonResponse(200, { success: true, ...result });
   };
 }

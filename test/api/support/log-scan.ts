@@ -1,0 +1,69 @@
+/**
+ * The "logs carry no secrets" check over the local runtime's real output (functions' JSON logs
+ * and the access log): patterns for secrets of any origin, and the exact values the test run
+ * knows to be secret (app keys from APPS_FILE, the IdP private keys, the RPC credential, and the
+ * access keys the tests were handed).
+ */
+export interface KnownSecret {
+  readonly label: string;
+  readonly value: string;
+}
+
+export interface LogFinding {
+  readonly kind: string;
+  /** 1-based line number in the log. */
+  readonly line: number;
+  /** The line around the match, with the match itself masked. */
+  readonly excerpt: string;
+}
+
+const PATTERNS: readonly { kind: string; pattern: RegExp }[] = [
+  // 32 bytes of hex: an EVM private key (or a wrapped one). Nothing we log carries a 32-byte hash.
+  { kind: 'EVM private key (0x + 64 hex)', pattern: /(?<![0-9a-fA-F])0x[0-9a-fA-F]{64}(?![0-9a-fA-F])/g },
+  { kind: 'JWT', pattern: /eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}/g },
+  { kind: 'RPC credential', pattern: /rpc-key-[A-Za-z0-9]{6,}/g },
+  { kind: 'PEM private key', pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----/g },
+];
+
+/** Known values shorter than this are too likely to occur by chance to be searched for. */
+const MIN_KNOWN_LENGTH = 12;
+
+function excerpt(text: string, index: number, length: number): string {
+  const start = Math.max(0, index - 40);
+  return `${text.slice(start, index)}[${length} chars masked]${text.slice(index + length, index + length + 40)}`;
+}
+
+export function scanLog(log: string, known: readonly KnownSecret[] = []): LogFinding[] {
+  const findings: LogFinding[] = [];
+  const values = known.filter((secret) => secret.value.length >= MIN_KNOWN_LENGTH);
+  log.split('\n').forEach((text, index) => {
+    for (const { kind, pattern } of PATTERNS) {
+      for (const match of text.matchAll(pattern)) findings.push({ kind, line: index + 1, excerpt: excerpt(text, match.index, match[0].length) });
+    }
+    for (const { label, value } of values) {
+      const at = text.indexOf(value);
+      if (at >= 0) findings.push({ kind: label, line: index + 1, excerpt: excerpt(text, at, value.length) });
+    }
+  });
+  return findings;
+}
+
+/** The kinds of line in the runtime's output, to prove a scan looked at something real. */
+export function countLogLines(log: string) {
+  let functionLines = 0;
+  let accessLines = 0;
+  let errorLines = 0;
+  const lines = log.split('\n').filter((line) => line.trim() !== '');
+  for (const line of lines) {
+    let entry: { type?: string; function_request_id?: string; level?: string };
+    try {
+      entry = JSON.parse(line);
+    } catch {
+      continue; // the banner, or a library's plain-text warning
+    }
+    if (entry.type === 'access') accessLines++;
+    if (entry.function_request_id) functionLines++;
+    if (entry.level === 'ERROR' || entry.level === 'WARN') errorLines++;
+  }
+  return { lines: lines.length, functionLines, accessLines, errorLines };
+}
