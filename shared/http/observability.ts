@@ -39,10 +39,12 @@ export function observability(): middy.MiddlewareObj<APIGatewayProxyEventV2, API
     if (!state) return;
     const response = request.response;
     if (response && typeof response === 'object') response.headers = { ...response.headers, [REQUEST_ID_HEADER]: state.requestId };
+    const status = response?.statusCode ?? 500;
     serviceLogger(state.serviceName).info('request handled', {
       route: request.event?.routeKey,
-      status: response?.statusCode ?? 500,
+      status,
       duration_ms: Math.round((performance.now() - state.at) * 10) / 10,
+      ...(status >= 400 ? { error_code: errorCodeOf(response?.body) } : {}),
     });
     const { logging, metrics } = powertools(state.serviceName);
     await metrics[phase]?.(request);
@@ -63,4 +65,14 @@ export function observability(): middy.MiddlewareObj<APIGatewayProxyEventV2, API
     after: (request) => finish(request, 'after'),
     onError: (request) => finish(request, 'onError'),
   };
+}
+
+/** The `error.code` of a JSON error body, for the log (the message may echo caller input). */
+function errorCodeOf(body: string | undefined): string | undefined {
+  try {
+    const code = (JSON.parse(body ?? '') as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
 }
