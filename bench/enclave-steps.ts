@@ -7,10 +7,10 @@ import type { Application } from '../shared/apps/application.ts';
 import { verifyOpJwt } from '../shared/auth/jwt.ts';
 import { LocalKeyWrapper } from '../shared/crypto/local-key-wrapper.ts';
 import { openSecrets } from '../shared/crypto/secret-box.ts';
-import { createWallet } from '../shared/wallets/create-wallet.ts';
-import { createV1Wallet, openV1Key } from '../shared/wallets/v1-wallets.ts';
-import { getWallet, type V1WalletRecord, type WalletRecord, walletEncryptionContext } from '../shared/wallets/wallet-record.ts';
-import { signHash } from '../shared/wallets/wallet-keys.ts';
+import { createWallet } from '../shared/enclave/create-wallet.ts';
+import { createV1Wallet, openV1Key } from '../shared/enclave/v1-wallets.ts';
+import { getWallet, type V1WalletRecord, type WalletRecord, walletEncryptionContext } from '../shared/enclave/wallet-record.ts';
+import { signHash } from '../shared/enclave/wallet-keys.ts';
 import { startDynaliteTable } from '../test/unit/support/dynalite-table.ts';
 
 /**

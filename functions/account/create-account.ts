@@ -3,7 +3,8 @@ import { getOrCreateAccount } from '../../shared/accounts/account-service.ts';
 import { toAccountResource } from '../../shared/accounts/account-record.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
 import { accountDeps } from '../../shared/deps/account.ts';
-import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 
 /** `POST /account`: create the caller's account if missing, otherwise return it. No body. */
 export const adapter = async (event: APIGatewayProxyEventV2) => {

@@ -3,7 +3,8 @@ import { requireAccount } from '../../shared/accounts/account-service.ts';
 import { toAccountResource } from '../../shared/accounts/account-record.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
 import { accountDeps } from '../../shared/deps/account.ts';
-import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 
 /** `GET /account`: the caller's account (without `success`); 404 before it is created. */
 export const adapter = async (event: APIGatewayProxyEventV2) => {

@@ -2,7 +2,8 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { DemoBalanceQuery, demoBalance } from '../../shared/accounts/demo-balance.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
 import { accountChainDeps } from '../../shared/deps/account-chains.ts';
-import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 
 /** `GET /demo/wallet/balance?chain=`: demo only, balances read from the chain. */

@@ -3,7 +3,8 @@ import { signWithWallet } from '../../shared/accounts/account-service.ts';
 import { SignRequest } from '../../shared/accounts/schemas.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
 import { accountDeps } from '../../shared/deps/account.ts';
-import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 
 /** `POST /wallet/sign`: sign a hash, or the keccak256 of a message, with the EVM wallet. */

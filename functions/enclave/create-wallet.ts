@@ -1,11 +1,12 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { authenticateEnclaveCaller } from '../../shared/auth/authenticate.ts';
 import { verifyUserJwt } from '../../shared/auth/jwt.ts';
-import { enclaveDeps } from '../../shared/deps/enclave.ts';
-import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { enclaveDeps } from '../../shared/enclave/deps.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
-import { createWallet } from '../../shared/wallets/create-wallet.ts';
-import { CreateWalletRequest } from '../../shared/wallets/schemas.ts';
+import { createWallet } from '../../shared/enclave/create-wallet.ts';
+import { CreateWalletRequest } from '../../shared/enclave/schemas.ts';
 
 /** `POST /v2/api/wallet`: get-or-create a wallet bound to the `auth_jwt` identity. */
 export const adapter = async (event: APIGatewayProxyEventV2 & { body: unknown }) => {

@@ -1,13 +1,13 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type * as v from 'valibot';
 import { authenticateEnclaveCaller } from '../../shared/auth/authenticate.ts';
-import { enclaveDeps } from '../../shared/deps/enclave.ts';
-import { jsonResponse } from '../../shared/http/handler.ts';
+import { enclaveDeps } from '../../shared/enclave/deps.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { measureSigning } from '../../shared/observability/metrics.ts';
-import type { SigningWallet } from '../../shared/wallets/sign-operations.ts';
-import { withV1WalletKey, withWalletKey, type WalletAuthorization } from '../../shared/wallets/use-wallet.ts';
-import { assertV1Open } from '../../shared/wallets/v1-wallets.ts';
+import type { SigningWallet } from '../../shared/enclave/sign-operations.ts';
+import { withV1WalletKey, withWalletKey, type WalletAuthorization } from '../../shared/enclave/use-wallet.ts';
+import { assertV1Open } from '../../shared/enclave/v1-wallets.ts';
 
 /**
  * The adapter every enclave signing endpoint shares: authenticate the app, validate the body,

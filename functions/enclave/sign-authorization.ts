@@ -1,7 +1,7 @@
-import { enclaveDeps } from '../../shared/deps/enclave.ts';
+import { enclaveDeps } from '../../shared/enclave/deps.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
-import { SignAuthorizationRequest } from '../../shared/wallets/schemas.ts';
-import { signAuthorization } from '../../shared/wallets/sign-operations.ts';
+import { SignAuthorizationRequest } from '../../shared/enclave/schemas.ts';
+import { signAuthorization } from '../../shared/enclave/sign-operations.ts';
 import { signAdapter } from './sign-adapter.ts';
 
 /** `POST /v2/api/wallet/sign_authorization`: an EIP-7702 authorisation to an allowed delegate (gas sponsorship). */

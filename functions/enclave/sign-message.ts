@@ -1,6 +1,6 @@
 import { httpHandler } from '../../shared/http/handler.ts';
-import { SignMessageRequest } from '../../shared/wallets/schemas.ts';
-import { signMessage } from '../../shared/wallets/sign-operations.ts';
+import { SignMessageRequest } from '../../shared/enclave/schemas.ts';
+import { signMessage } from '../../shared/enclave/sign-operations.ts';
 import { signAdapter } from './sign-adapter.ts';
 
 /** `POST /v2/api/wallet/sign_message`: EIP-191 personal message (EVM) or raw bytes (SOL). */

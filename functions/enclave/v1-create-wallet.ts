@@ -1,10 +1,11 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { authenticateEnclaveCaller } from '../../shared/auth/authenticate.ts';
-import { enclaveDeps } from '../../shared/deps/enclave.ts';
-import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { enclaveDeps } from '../../shared/enclave/deps.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
-import { V1CreateWalletRequest } from '../../shared/wallets/schemas.ts';
-import { assertV1Open, createV1Wallet } from '../../shared/wallets/v1-wallets.ts';
+import { V1CreateWalletRequest } from '../../shared/enclave/schemas.ts';
+import { assertV1Open, createV1Wallet } from '../../shared/enclave/v1-wallets.ts';
 
 /** `POST /v1/api/wallet`: legacy creation under an encryption_context; 410 V1_RETIRED after retirement. */
 export const adapter = async (event: APIGatewayProxyEventV2 & { body: unknown }) => {

@@ -1,6 +1,6 @@
 import { httpHandler } from '../../shared/http/handler.ts';
-import { V1SignMessageRequest } from '../../shared/wallets/schemas.ts';
-import { signMessage } from '../../shared/wallets/sign-operations.ts';
+import { V1SignMessageRequest } from '../../shared/enclave/schemas.ts';
+import { signMessage } from '../../shared/enclave/sign-operations.ts';
 import { signAdapter } from './sign-adapter.ts';
 
 /** `POST /v1/api/wallet/sign_message`: v1 form (encryption_context), until retirement. */

@@ -1,6 +1,6 @@
 import { httpHandler } from '../../shared/http/handler.ts';
-import { V1SignTransactionRequest } from '../../shared/wallets/schemas.ts';
-import { signTransaction } from '../../shared/wallets/sign-transaction-operation.ts';
+import { V1SignTransactionRequest } from '../../shared/enclave/schemas.ts';
+import { signTransaction } from '../../shared/enclave/sign-transaction-operation.ts';
 import { signAdapter } from './sign-adapter.ts';
 
 /** `POST /v1/api/wallet/sign_transaction`: v1 form (encryption_context), until retirement. */

@@ -1,7 +1,8 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { authenticateApp } from '../../shared/auth/authenticate.ts';
 import { expressDeps } from '../../shared/deps/express.ts';
-import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 
 /** `GET /v1/identity/provider`: the app's identity provider, found by `X-SERVICE-SECRET-KEY`. */
 export const adapter = async (event: APIGatewayProxyEventV2) => {

@@ -2,7 +2,8 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { expressDeps } from '../../shared/deps/express.ts';
 import { authenticateExpressCaller } from '../../shared/express/express-caller.ts';
 import { getOrCreateExpressWallet } from '../../shared/express/express-wallets.ts';
-import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 
 /** `POST /v2/wallet`: get or create the user's wallet for X-SERVICE-CHAIN. No body. */
 export const adapter = async (event: APIGatewayProxyEventV2) => {

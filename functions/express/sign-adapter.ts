@@ -3,7 +3,7 @@ import type * as v from 'valibot';
 import { expressDeps } from '../../shared/deps/express.ts';
 import { authenticateExpressCaller } from '../../shared/express/express-caller.ts';
 import { signWithExpressWallet } from '../../shared/express/express-wallets.ts';
-import { jsonResponse } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import type { SignOperation } from '../../shared/wallets/enclave-client.ts';
 

@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { toErrorResponse } from '../../shared/http/error-handler.ts';
-import { jsonResponse, type HttpResult } from '../../shared/http/handler.ts';
+import { jsonResponse, type HttpResult } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { formatAmount, parseAmount } from '../../shared/money.ts';
 import { ValidationError } from '../../shared/errors.ts';

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { openApiDocument } from '../../shared/openapi/document.ts';
+import { openApiDocument } from '../openapi/document.ts';
 
 /** `npm run openapi`: writes docs/openapi/<service>.json (a test checks they are current). */
 const dir = resolve(import.meta.dirname, '../../docs/openapi');

@@ -1,7 +1,8 @@
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
+import type { KeyWrapper } from '../crypto/key-wrapper.ts';
+import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { openSecrets } from '../crypto/secret-box.ts';
-import type { EnclaveCredentials, SignOperation } from '../wallets/enclave-client.ts';
-import type { AccountDeps } from './account-service.ts';
+import type { EnclaveCredentials, SignOperation, WalletEnclave } from '../wallets/enclave-client.ts';
 import { type AccountRecord, accountEncryptionContext } from './account-record.ts';
 
 /**
@@ -13,7 +14,14 @@ export interface WalletSigner {
   sign(operation: SignOperation, fields: Record<string, unknown>): Promise<Record<string, unknown>>;
 }
 
-export async function walletSigner(deps: AccountDeps, user: AuthenticatedUser, account: AccountRecord, family: 'evm' | 'sol'): Promise<WalletSigner> {
+/** What signing needs of the account service's dependencies (AccountDeps satisfies it). */
+export interface WalletSignerDeps {
+  readonly keyWrapper: KeyWrapper;
+  readonly opJwtSigner: OpJwtSigner;
+  readonly enclave: WalletEnclave;
+}
+
+export async function walletSigner(deps: WalletSignerDeps, user: AuthenticatedUser, account: AccountRecord, family: 'evm' | 'sol'): Promise<WalletSigner> {
   const name = family === 'evm' ? 'evm_access_key' : 'sol_access_key';
   const secrets = await openSecrets(deps.keyWrapper, accountEncryptionContext(account), account.sealed, [name]);
   const accessKey = secrets[name].toString('utf8');

@@ -1,8 +1,8 @@
 import type middy from '@middy/core';
 import { DomainError } from '../errors.ts';
 import { logger } from '../logger.ts';
-import { jsonResponse } from './handler.ts';
 import { REQUEST_ID_KEY, requestIdOf } from './request-id.ts';
+import { jsonResponse } from './response.ts';
 
 const BODY_PARSER = '@middy/http-json-body-parser';
 

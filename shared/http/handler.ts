@@ -1,19 +1,11 @@
 import middy from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { errorHandler } from './error-handler.ts';
 import { observability } from './observability.ts';
+import type { HttpResult } from './response.ts';
 
-export type HttpResult = APIGatewayProxyStructuredResultV2;
 export type HttpAdapter<E = APIGatewayProxyEventV2> = (event: E, context: Context) => Promise<HttpResult>;
-
-export function jsonResponse(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResult {
-  return {
-    statusCode,
-    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
-    body: JSON.stringify(body),
-  };
-}
 
 /**
  * Wraps an adapter for Lambda: logging context, metrics and `X-Request-Id` always; JSON error

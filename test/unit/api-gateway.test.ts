@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { compileRoute, gatewayRequestId, installInvokeStore, lambdaContext, matchRoute, runInvocation, toEvent } from '../../infra/local/api-gateway.ts';
-import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 import { logger } from '../../shared/logger.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
 import { captureJsonLines } from './support/capture-output.ts';

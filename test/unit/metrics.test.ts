@@ -1,7 +1,8 @@
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../shared/errors.ts';
-import { httpHandler, jsonResponse } from '../../shared/http/handler.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
 import { setLogLevel } from '../../shared/logger.ts';
 import { measureSigning, measureWithdrawal, METRIC_NAMES } from '../../shared/observability/metrics.ts';
 import { captureJsonLines } from './support/capture-output.ts';

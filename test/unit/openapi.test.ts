@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/routes.ts';
-import { openApiDocument } from '../../shared/openapi/document.ts';
+import { openApiDocument } from '../../infra/openapi/document.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 

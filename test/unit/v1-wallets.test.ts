@@ -9,10 +9,10 @@ import { DEFAULT_V1_RETIREMENT } from '../../shared/config.ts';
 import { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { ConflictError, ForbiddenError, GoneError } from '../../shared/errors.ts';
-import type { EnclaveDeps } from '../../shared/wallets/create-wallet.ts';
-import { withWalletKey } from '../../shared/wallets/use-wallet.ts';
-import { createV1Wallet, migrateV1Wallet } from '../../shared/wallets/v1-wallets.ts';
-import { getWallet, type V1WalletRecord } from '../../shared/wallets/wallet-record.ts';
+import type { EnclaveDeps } from '../../shared/enclave/create-wallet.ts';
+import { withWalletKey } from '../../shared/enclave/use-wallet.ts';
+import { createV1Wallet, migrateV1Wallet } from '../../shared/enclave/v1-wallets.ts';
+import { getWallet, type V1WalletRecord } from '../../shared/enclave/wallet-record.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
 
 /** v1 rules on both sides of the retirement instant, with an injected clock. */

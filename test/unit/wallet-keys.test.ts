@@ -6,9 +6,9 @@ import { validate as isUuid, version as uuidVersion } from 'uuid';
 import { bytesToHex, hexToBytes, isAddress, recoverAddress, recoverMessageAddress } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../shared/errors.ts';
-import { signSolanaMessage } from '../../shared/wallets/solana-message.ts';
-import { addressOf, generateSecret, signHash, signMessageBytes } from '../../shared/wallets/wallet-keys.ts';
-import { deriveWalletId } from '../../shared/wallets/wallet-record.ts';
+import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';
+import { addressOf, generateSecret, signHash, signMessageBytes } from '../../shared/enclave/wallet-keys.ts';
+import { deriveWalletId } from '../../shared/enclave/wallet-record.ts';
 
 const randomHash = () => bytesToHex(randomBytes(32));
 

@@ -1,6 +1,6 @@
 import type { Hex } from 'viem';
 import { ValidationError } from '../errors.ts';
-import type { KeyFamily } from './networks.ts';
+import type { KeyFamily } from '../wallets/networks.ts';
 import { signEvmAuthorization, signHash, signMessageBytes } from './wallet-keys.ts';
 import { ForbiddenError } from '../errors.ts';
 

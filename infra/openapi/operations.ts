@@ -1,14 +1,14 @@
 import * as v from 'valibot';
-import { CreateAccountResponse, Account, SignRequest, SignResponse } from '../accounts/schemas.ts';
-import { DemoBalanceQuery } from '../accounts/demo-balance.ts';
-import { WithdrawRequest } from '../withdrawals/withdraw-rules.ts';
+import { CreateAccountResponse, Account, SignRequest, SignResponse } from '../../shared/accounts/schemas.ts';
+import { DemoBalanceQuery } from '../../shared/accounts/demo-balance.ts';
+import { WithdrawRequest } from '../../shared/withdrawals/withdraw-rules.ts';
 import {
   ExpressSignDataRequest,
   ExpressSignMessageRequest,
   ExpressSignResponse,
   ExpressSignTransactionRequest,
   ExpressWalletResponse,
-} from '../express/schemas.ts';
+} from '../../shared/express/schemas.ts';
 import {
   SignAuthorizationRequest,
   SignAuthorizationResponse,
@@ -24,7 +24,7 @@ import {
   SignMessageRequest,
   SignTransactionRequest,
   SignTransactionResponse,
-} from '../wallets/schemas.ts';
+} from '../../shared/enclave/schemas.ts';
 
 /**
  * What the OpenAPI document says of each route id in functions/routes.ts. The request schemas

@@ -3,7 +3,7 @@ import type { SealedSecrets } from '../crypto/secret-box.ts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { getItem, isConditionalCheckFailed, putIfAbsent, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
-import type { KeyFamily } from './networks.ts';
+import type { KeyFamily } from '../wallets/networks.ts';
 
 interface WalletBase {
   readonly wallet_id: string;

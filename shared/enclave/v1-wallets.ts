@@ -8,7 +8,7 @@ import { DecryptionError, open, seal } from '../crypto/aead.ts';
 import { sealSecrets } from '../crypto/secret-box.ts';
 import { ForbiddenError, GoneError } from '../errors.ts';
 import type { EnclaveDeps } from './create-wallet.ts';
-import { familyOf } from './networks.ts';
+import { familyOf } from '../wallets/networks.ts';
 import { addressOf, generateSecret } from './wallet-keys.ts';
 import { getWallet, putWalletIfAbsent, replaceV1Wallet, type V1WalletRecord, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
 

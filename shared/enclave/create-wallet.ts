@@ -5,7 +5,7 @@ import type { Identity } from '../auth/jwt.ts';
 import type { KeyWrapper } from '../crypto/key-wrapper.ts';
 import { openSecrets, sealSecrets } from '../crypto/secret-box.ts';
 import type { Table } from '../db/client.ts';
-import { familyOf } from './networks.ts';
+import { familyOf } from '../wallets/networks.ts';
 import { type AnyWalletRecord, deriveWalletId, getWallet, putWalletIfAbsent, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
 import { addressOf, generateSecret } from './wallet-keys.ts';
 

@@ -1,8 +1,8 @@
 import { AppRegistry } from '../apps/app-registry.ts';
 import { loadAllowedDelegates, loadBaseConfig, loadKeyProviderConfig, loadV1RetirementAt } from '../config.ts';
 import { createDocumentClient, type Table } from '../db/client.ts';
-import type { EnclaveDeps } from '../wallets/create-wallet.ts';
-import { createKeyWrapper } from './clients.ts';
+import type { EnclaveDeps } from './create-wallet.ts';
+import { createKeyWrapper } from '../deps/clients.ts';
 
 /** Composition root of the wallet enclave's functions: config parsed and clients built once. */
 const base = loadBaseConfig();

@@ -3,7 +3,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import bs58 from 'bs58';
 import { bytesToHex, type Hex, keccak256, type TransactionSerializable } from 'viem';
 import { generatePrivateKey, privateKeyToAddress, sign, signAuthorization, signMessage, signTransaction } from 'viem/accounts';
-import type { KeyFamily } from './networks.ts';
+import type { KeyFamily } from '../wallets/networks.ts';
 
 /**
  * Key generation and signing per key family. Secrets are 32 bytes: a secp256k1 private key

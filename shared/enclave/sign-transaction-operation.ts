@@ -1,7 +1,7 @@
 import type * as v from 'valibot';
 import type { Hex, TransactionSerializable } from 'viem';
 import { ValidationError } from '../errors.ts';
-import type { EvmTransaction } from './schemas.ts';
+import type { EvmTransaction } from '../wallets/schemas.ts';
 import { identity, type SigningWallet } from './sign-operations.ts';
 import { signSolanaMessage } from './solana-message.ts';
 import { signEvmTransaction } from './wallet-keys.ts';

@@ -1,8 +1,8 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
 import { ROUTES, type ServiceName } from '../../functions/routes.ts';
-import { ErrorResponse } from '../http/schemas.ts';
-import { FaucetRequest } from '../sandbox/faucet-request.ts';
+import { ErrorResponse } from '../../shared/http/schemas.ts';
+import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
 import { OPERATIONS, type OperationDoc } from './operations.ts';
 
 /** Builds the OpenAPI 3.1 document of one service from the route table and valibot schemas. */

@@ -1,0 +1,89 @@
+import * as v from 'valibot';
+import { NonEmptyString } from '../http/schemas.ts';
+import { NetworkSchema } from '../wallets/networks.ts';
+import { Address, SignDataFields, SignMessageFields, SignTransactionFields } from '../wallets/schemas.ts';
+
+/** Request and response schemas of the wallet enclave service (v2). */
+export const WalletGroupId = v.pipe(
+  v.string('must be a string'),
+  v.regex(/^[A-Za-z0-9._:-]{1,128}$/, 'must be 1-128 characters of letters, digits, ".", "_", ":" or "-"'),
+);
+
+export const CreateWalletRequest = v.object({
+  auth_jwt: NonEmptyString(8192),
+  network: NetworkSchema,
+  wallet_group_id: WalletGroupId,
+});
+
+export const CreateWalletResponse = v.object({
+  success: v.literal(true),
+  wallet_id: v.string(),
+  access_key: v.pipe(v.string(), v.description('Keep it: it is required, with an op_jwt, for every signing call.')),
+  public_address: v.pipe(v.string(), v.description('EIP-55 address (EVM networks) or base58 public key (SOL).')),
+  network: v.string(),
+  wallet_group_id: v.string(),
+});
+
+const SignAuthFields = {
+  op_jwt: NonEmptyString(8192),
+  access_key: NonEmptyString(256),
+  wallet_id: NonEmptyString(64),
+  encryption_context: v.optional(v.pipe(NonEmptyString(4096), v.description('Only on the first v2 call for a v1 wallet (migration).'))),
+};
+
+/** v1 authorisation: the user secret in place of op_jwt (spec, Versioning). Retired. */
+const V1AuthFields = {
+  encryption_context: NonEmptyString(4096),
+  access_key: NonEmptyString(256),
+  wallet_id: NonEmptyString(64),
+};
+
+export const SignDataRequest = v.object({ ...SignAuthFields, ...SignDataFields });
+export const SignMessageRequest = v.object({ ...SignAuthFields, ...SignMessageFields });
+export const SignTransactionRequest = v.object({ ...SignAuthFields, ...SignTransactionFields });
+
+export const V1CreateWalletRequest = v.object({
+  encryption_context: NonEmptyString(4096),
+  network: NetworkSchema,
+  wallet_group_id: WalletGroupId,
+});
+
+export const V1CreateWalletResponse = v.object({
+  ...CreateWalletResponse.entries,
+  recovery_key: v.pipe(v.string(), v.description('v1 only: keep it until the wallet is migrated to v2.')),
+});
+
+export const V1SignDataRequest = v.object({ ...V1AuthFields, ...SignDataFields });
+export const V1SignMessageRequest = v.object({ ...V1AuthFields, ...SignMessageFields });
+export const V1SignTransactionRequest = v.object({ ...V1AuthFields, ...SignTransactionFields });
+
+export const SignatureResponse = v.object({
+  success: v.literal(true),
+  wallet_id: v.string(),
+  public_address: v.string(),
+  signature: v.pipe(v.string(), v.description('0x-hex. EVM: 65 bytes r‖s‖v with v = 27 or 28. SOL: 64-byte ed25519 signature.')),
+});
+
+export const SignTransactionResponse = v.object({
+  success: v.literal(true),
+  wallet_id: v.string(),
+  public_address: v.string(),
+  signed_transaction: v.optional(v.pipe(v.string(), v.description('EVM: the signed serialised transaction, 0x-hex.'))),
+  tx_hash: v.optional(v.pipe(v.string(), v.description('EVM: keccak256 of the signed transaction.'))),
+  signature: v.optional(v.pipe(v.string(), v.description('SOL: base58 ed25519 signature of the message.'))),
+});
+
+export const SignAuthorizationFields = {
+  chain_id: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be positive')),
+  contract_address: v.pipe(Address, v.description('The delegate contract; must be one the enclave is configured to allow.')),
+  nonce: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative'), v.description('The account\'s transaction nonce the authorisation is valid at.')),
+};
+
+export const SignAuthorizationRequest = v.object({ ...SignAuthFields, ...SignAuthorizationFields });
+
+export const SignAuthorizationResponse = v.object({
+  success: v.literal(true),
+  wallet_id: v.string(),
+  public_address: v.string(),
+  authorization: v.object({ address: v.string(), chainId: v.number(), nonce: v.number(), r: v.string(), s: v.string(), yParity: v.number() }),
+});

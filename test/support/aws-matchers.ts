@@ -1,0 +1,2 @@
+// Registers aws-sdk-client-mock's vitest matchers (toReceiveCommandWith, …) for every test file.
+import 'aws-sdk-client-mock-vitest/extend';
