@@ -190,7 +190,7 @@ export function runtimeLogPath(projectName: string): string {
  * Fails the run when the runtime's log holds a secret. It must have looked at a real log: many
  * function log lines and access lines, not the near-empty output of a silent runtime.
  */
-async function assertLogHoldsNoSecrets(logFile: string, known: KnownSecret[], secretsFile: string) {
+async function assertLogHoldsNoSecrets(logFile: string, known: KnownSecret[], secretsFile: string, wholeSuite: boolean) {
   const seen = (await readFile(secretsFile, 'utf8').catch(() => ''))
     .split('\n')
     .filter(Boolean)
@@ -198,16 +198,17 @@ async function assertLogHoldsNoSecrets(logFile: string, known: KnownSecret[], se
   const log = await readFile(logFile, 'utf8');
   const counts = countLogLines(log);
   const problems: string[] = [];
-  if (counts.functionLines < 100 || counts.accessLines < 100) {
+  // A run of a few chosen files is scanned too, but only the whole suite must produce a thick log.
+  if (wholeSuite && (counts.functionLines < 300 || counts.accessLines < 300)) {
     problems.push(`the log is too thin to prove anything: ${JSON.stringify(counts)}`);
   }
-  if (seen.length < 5) problems.push(`only ${seen.length} secrets were registered by the tests (client.ts registers those it receives)`);
+  if (wholeSuite && seen.length < 10) problems.push(`only ${seen.length} secrets were registered by the tests (client.ts registers those it receives)`);
   const findings = scanLog(log, [...known, ...seen]);
   for (const finding of findings.slice(0, 20)) problems.push(`line ${finding.line}: ${finding.kind}: ${finding.excerpt}`);
   if (problems.length) {
     throw new Error(`secrets scan of ${logFile} (${findings.length} findings, ${JSON.stringify(counts)}):\n  ${problems.join('\n  ')}`);
   }
-  process.stdout.write(`secrets scan: ${counts.lines} log lines (${counts.functionLines} function, ${counts.accessLines} access), ${known.length + seen.length} known secrets, none found in ${logFile}\n`);
+  process.stdout.write(`secrets scan${wholeSuite ? '' : ' (some test files only)'}: ${counts.lines} log lines (${counts.functionLines} function, ${counts.accessLines} access), ${known.length + seen.length} known secrets, none found in ${logFile}\n`);
 }
 
 /** Local: an APPS_FILE for a runtime process started here (dynalite, or DynamoDB Local first). */
@@ -257,7 +258,9 @@ async function setupLocal(project: TestProject) {
       await stopProcess(runtime.child);
       await runtime.logWritten;
       if (dynamodb) await stopProcess(dynamodb.process);
-      await assertLogHoldsNoSecrets(logFile, known, secretsFile);
+      const all = (await project.globTestFiles()).testFiles.length;
+      const ran = project.vitest.state.getFiles().filter((file) => file.projectName === project.name).length;
+      await assertLogHoldsNoSecrets(logFile, known, secretsFile, ran >= all);
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
