@@ -28,21 +28,31 @@ const PATTERNS: readonly { kind: string; pattern: RegExp }[] = [
 /** Known values shorter than this are too likely to occur by chance to be searched for. */
 const MIN_KNOWN_LENGTH = 12;
 
-function excerpt(text: string, index: number, length: number): string {
-  const start = Math.max(0, index - 40);
-  return `${text.slice(start, index)}[${length} chars masked]${text.slice(index + length, index + length + 40)}`;
+/** The line with every match of every pattern and known value replaced, so a report leaks none. */
+function maskAll(text: string, values: readonly KnownSecret[]): string {
+  let masked = text;
+  for (const { value } of values) masked = masked.split(value).join(`[${value.length} chars masked]`);
+  for (const { pattern } of PATTERNS) masked = masked.replace(pattern, (match) => `[${match.length} chars masked]`);
+  return masked;
 }
 
 export function scanLog(log: string, known: readonly KnownSecret[] = []): LogFinding[] {
   const findings: LogFinding[] = [];
   const values = known.filter((secret) => secret.value.length >= MIN_KNOWN_LENGTH);
   log.split('\n').forEach((text, index) => {
+    const kinds = new Map<string, number>();
     for (const { kind, pattern } of PATTERNS) {
-      for (const match of text.matchAll(pattern)) findings.push({ kind, line: index + 1, excerpt: excerpt(text, match.index, match[0].length) });
+      for (const match of text.matchAll(pattern)) if (!kinds.has(kind)) kinds.set(kind, match.index);
     }
     for (const { label, value } of values) {
       const at = text.indexOf(value);
-      if (at >= 0) findings.push({ kind: label, line: index + 1, excerpt: excerpt(text, at, value.length) });
+      if (at >= 0 && !kinds.has(label)) kinds.set(label, at);
+    }
+    if (kinds.size === 0) return;
+    const masked = maskAll(text, values);
+    for (const [kind, at] of kinds) {
+      const start = Math.max(0, Math.min(at, masked.length) - 60);
+      findings.push({ kind, line: index + 1, excerpt: masked.slice(start, start + 160) });
     }
   });
   return findings;
