@@ -42,6 +42,16 @@ describe('scanLog', () => {
     }
   });
 
+  it('lets through a 32-byte hash the tests saw in the open (a transaction hash), and no other', () => {
+    const txHash = '0x9b2f4c1d0e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c';
+    const other = '0x4c0883a69102937d6231471b5dbb6204fe512961708279f3c9b1c8f3a2b4e5d6';
+    expect(scanLog(`{"message":"broadcast","tx_hash":"${txHash.toUpperCase().replace('0X', '0x')}"}`, [], new Set([txHash]))).toEqual([]);
+    const findings = scanLog(`{"tx_hash":"${txHash}","key":"${other}"}`, [], new Set([txHash]));
+    expect(findings).toHaveLength(1);
+    expect(findings[0]!.kind).toBe('EVM private key (0x + 64 hex)');
+    expect(findings[0]!.excerpt).not.toContain(other);
+  });
+
   it('ignores known values too short to be told apart from ordinary text', () => {
     expect(scanLog(clean, [{ label: 'short', value: 'account' }])).toEqual([]);
   });

@@ -34,7 +34,27 @@ export async function call<T = any>(
     // Not JSON: tests that expect JSON will fail on the shape.
   }
   registerSecrets(parsed);
+  registerPublicHashes(parsed);
+  registerPublicHashes(options.json);
   return { status: response.status, headers: response.headers, body: parsed as T };
+}
+
+const HASH_32 = /^0x[0-9a-fA-F]{64}$/;
+
+/**
+ * Records the 32-byte hex values that are public by nature (transaction hashes a response
+ * returned, hashes a test asked to have signed), which log lines may carry; the scan flags any
+ * other 0x + 64 hex as a possible private key.
+ */
+export function registerPublicHashes(value: unknown): void {
+  if (!sandbox.publicValuesFile || value === null || typeof value !== 'object') return;
+  for (const [key, inner] of Object.entries(value)) {
+    if (typeof inner === 'string' && HASH_32.test(inner) && /hash|tx/i.test(key)) {
+      appendFileSync(sandbox.publicValuesFile, `${inner.toLowerCase()}\n`, { mode: 0o600 });
+    } else if (typeof inner === 'object') {
+      registerPublicHashes(inner);
+    }
+  }
 }
 
 /** Response fields that hold a credential: the log scan at the end of the run looks for their values. */

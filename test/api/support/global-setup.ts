@@ -42,6 +42,8 @@ export interface Sandbox {
   readonly dynamodbEndpoint?: string;
   /** Local modes: where tests register secrets they were handed (JSON lines), for the log scan. */
   readonly secretsFile?: string;
+  /** Local modes: where tests register public 32-byte hashes (transaction hashes), one a line. */
+  readonly publicValuesFile?: string;
 }
 
 declare module 'vitest' {
@@ -190,11 +192,10 @@ export function runtimeLogPath(projectName: string): string {
  * Fails the run when the runtime's log holds a secret. It must have looked at a real log: many
  * function log lines and access lines, not the near-empty output of a silent runtime.
  */
-async function assertLogHoldsNoSecrets(logFile: string, known: KnownSecret[], secretsFile: string, wholeSuite: boolean) {
-  const seen = (await readFile(secretsFile, 'utf8').catch(() => ''))
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as KnownSecret);
+async function assertLogHoldsNoSecrets(logFile: string, known: KnownSecret[], files: { secrets: string; publicValues: string }, wholeSuite: boolean) {
+  const lines = async (file: string) => (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+  const seen = (await lines(files.secrets)).map((line) => JSON.parse(line) as KnownSecret);
+  const publicValues = new Set(await lines(files.publicValues));
   const log = await readFile(logFile, 'utf8');
   const counts = countLogLines(log);
   const problems: string[] = [];
@@ -203,12 +204,12 @@ async function assertLogHoldsNoSecrets(logFile: string, known: KnownSecret[], se
     problems.push(`the log is too thin to prove anything: ${JSON.stringify(counts)}`);
   }
   if (wholeSuite && seen.length < 10) problems.push(`only ${seen.length} secrets were registered by the tests (client.ts registers those it receives)`);
-  const findings = scanLog(log, [...known, ...seen]);
+  const findings = scanLog(log, [...known, ...seen], publicValues);
   for (const finding of findings.slice(0, 20)) problems.push(`line ${finding.line}: ${finding.kind}: ${finding.excerpt}`);
   if (problems.length) {
     throw new Error(`secrets scan of ${logFile} (${findings.length} findings, ${JSON.stringify(counts)}):\n  ${problems.join('\n  ')}`);
   }
-  process.stdout.write(`secrets scan${wholeSuite ? '' : ' (some test files only)'}: ${counts.lines} log lines (${counts.functionLines} function, ${counts.accessLines} access), ${known.length + seen.length} known secrets, none found in ${logFile}\n`);
+  process.stdout.write(`secrets scan${wholeSuite ? '' : ' (some test files only)'}: ${counts.lines} log lines (${counts.functionLines} function, ${counts.accessLines} access), ${known.length + seen.length} known secrets (${publicValues.size} public hashes allowed), none found in ${logFile}\n`);
 }
 
 /** Local: an APPS_FILE for a runtime process started here (dynalite, or DynamoDB Local first). */
@@ -233,6 +234,7 @@ async function setupLocal(project: TestProject) {
   await mkdir(join(logFile, '..'), { recursive: true });
   await writeFile(logFile, '', { mode: 0o600 });
   const secretsFile = join(dataDir, 'seen-secrets.jsonl');
+  const publicValuesFile = join(dataDir, 'seen-public-hashes.txt');
   const runtime = await startRuntimeProcess(
     {
       DATA_DIR: join(dataDir, 'runtime'),
@@ -243,7 +245,7 @@ async function setupLocal(project: TestProject) {
     [],
     logFile,
   );
-  project.provide('sandbox', { urls: runtime.urls, apps, dataDir, appsFile, dynamodbEndpoint: dynamodb?.endpoint, secretsFile });
+  project.provide('sandbox', { urls: runtime.urls, apps, dataDir, appsFile, dynamodbEndpoint: dynamodb?.endpoint, secretsFile, publicValuesFile });
 
   const known: KnownSecret[] = [
     { label: 'RPC credential', value: rpcCredential },
@@ -260,7 +262,7 @@ async function setupLocal(project: TestProject) {
       if (dynamodb) await stopProcess(dynamodb.process);
       const all = (await project.globTestFiles()).testFiles.length;
       const ran = project.vitest.state.getFiles().filter((file) => file.projectName === project.name).length;
-      await assertLogHoldsNoSecrets(logFile, known, secretsFile, ran >= all);
+      await assertLogHoldsNoSecrets(logFile, known, { secrets: secretsFile, publicValues: publicValuesFile }, ran >= all);
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }

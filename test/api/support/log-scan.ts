@@ -29,27 +29,34 @@ const PATTERNS: readonly { kind: string; pattern: RegExp }[] = [
 const MIN_KNOWN_LENGTH = 12;
 
 /** The line with every match of every pattern and known value replaced, so a report leaks none. */
-function maskAll(text: string, values: readonly KnownSecret[]): string {
+function maskAll(text: string, values: readonly KnownSecret[], publicValues: ReadonlySet<string>): string {
   let masked = text;
   for (const { value } of values) masked = masked.split(value).join(`[${value.length} chars masked]`);
-  for (const { pattern } of PATTERNS) masked = masked.replace(pattern, (match) => `[${match.length} chars masked]`);
+  for (const { pattern } of PATTERNS) masked = masked.replace(pattern, (match) => (publicValues.has(match.toLowerCase()) ? match : `[${match.length} chars masked]`));
   return masked;
 }
 
-export function scanLog(log: string, known: readonly KnownSecret[] = []): LogFinding[] {
+/**
+ * `publicValues`: 32-byte hex values the tests saw in the open (transaction hashes in responses,
+ * hashes they asked to have signed), which a log line may carry; any other 0x + 64 hex is a finding.
+ */
+export function scanLog(log: string, known: readonly KnownSecret[] = [], publicValues: ReadonlySet<string> = new Set()): LogFinding[] {
   const findings: LogFinding[] = [];
   const values = known.filter((secret) => secret.value.length >= MIN_KNOWN_LENGTH);
   log.split('\n').forEach((text, index) => {
     const kinds = new Map<string, number>();
     for (const { kind, pattern } of PATTERNS) {
-      for (const match of text.matchAll(pattern)) if (!kinds.has(kind)) kinds.set(kind, match.index);
+      for (const match of text.matchAll(pattern)) {
+        if (publicValues.has(match[0].toLowerCase())) continue;
+        if (!kinds.has(kind)) kinds.set(kind, match.index);
+      }
     }
     for (const { label, value } of values) {
       const at = text.indexOf(value);
       if (at >= 0 && !kinds.has(label)) kinds.set(label, at);
     }
     if (kinds.size === 0) return;
-    const masked = maskAll(text, values);
+    const masked = maskAll(text, values, publicValues);
     for (const [kind, at] of kinds) {
       const start = Math.max(0, Math.min(at, masked.length) - 60);
       findings.push({ kind, line: index + 1, excerpt: masked.slice(start, start + 160) });
