@@ -1,10 +1,56 @@
 /**
- * Every HTTP route of the three services and the handler module that serves it.
- * CDK (infra/services-stack.ts) makes one Lambda per entry and one API Gateway HTTP API
- * route per path; the local runtime (infra/local/) routes requests to the same modules.
+ * Every HTTP route of the three services, the handler module that serves it, and what that
+ * handler's code path needs from AWS. CDK (infra/services-stack.ts) makes one Lambda per entry
+ * and one API Gateway HTTP API route per path, and grants each Lambda exactly its `needs`; the
+ * local runtime (infra/local/) routes requests to the same modules.
  * `$default` catches unknown routes so they get our JSON 404 instead of API Gateway's.
  */
 export type ServiceName = 'account' | 'enclave' | 'express';
+
+/**
+ * `read`: GetItem, BatchGetItem, Query. `read-write`: those plus PutItem, UpdateItem, DeleteItem,
+ * BatchWriteItem, ConditionCheckItem (never Scan, never table management).
+ */
+export type TableAccess = 'read' | 'read-write';
+
+/** KMS operations on a symmetric wrapping key (shared/crypto/kms-key-wrapper.ts). */
+export type WrappingKeyOperation = 'GenerateDataKey' | 'Decrypt';
+
+/** KMS operations on the op_jwt signing key (shared/crypto/kms-op-jwt-signer.ts; Sign needs the kid, so GetPublicKey too). */
+export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
+
+/**
+ * What one route's handler calls, derived from its code path (functions/** -> shared/**), not
+ * from its service. An absent field means "none": no grant and no environment variable.
+ * Each field, the environment variables it sets and what it grants:
+ *
+ * | need               | environment                                  | grant                                            |
+ * |--------------------|----------------------------------------------|--------------------------------------------------|
+ * | `table`            | TABLE_NAME                                   | the item actions of TableAccess on table + indexes |
+ * | `enclaveWalletKey` | KEY_PROVIDER=kms, ENCLAVE_KMS_KEY_ID         | the listed ops, encryption context purpose `enclave-wallet` |
+ * | `accountAccessKey` | KEY_PROVIDER=kms, ACCOUNT_KMS_KEY_ID         | the listed ops, encryption context purpose `account-access-keys` |
+ * | `opJwtKey`         | OP_JWT_SIGNER=kms, OP_JWT_KMS_KEY_ID         | the listed ops on the op_jwt signing key          |
+ * | `enclaveUrl`       | TEE_URL (the enclave API's base URL)         | none (public HTTPS endpoint)                      |
+ * | `chains`           | CHAINS_CONFIG (no rpc_url), RPC_URLS_PARAMETER | ssm:GetParameter on that parameter, kms:Decrypt via SSM |
+ * | `delegates`        | ALLOWED_7702_DELEGATES                       | none                                             |
+ *
+ * Every function also gets NODE_OPTIONS and the POWERTOOLS_* / LOG_LEVEL variables.
+ */
+export interface RouteNeeds {
+  readonly table?: TableAccess;
+  /** Wraps wallet private keys (enclave only). */
+  readonly enclaveWalletKey?: readonly WrappingKeyOperation[];
+  /** Wraps the account service's stored enclave access keys. */
+  readonly accountAccessKey?: readonly WrappingKeyOperation[];
+  /** Signs op_jwt and service tokens. */
+  readonly opJwtKey?: readonly SigningKeyOperation[];
+  /** Calls the wallet enclave over its HTTP API. */
+  readonly enclaveUrl?: true;
+  /** Reads chains (public chain data plus RPC URLs from SSM). */
+  readonly chains?: true;
+  /** Signs EIP-7702 authorisations, only to the delegates of the chains config. */
+  readonly delegates?: true;
+}
 
 export interface RouteDefinition {
   /** Stable id, used for the Lambda's construct id (PascalCase). */
@@ -14,56 +60,76 @@ export interface RouteDefinition {
   readonly routeKey: string;
   /** Handler module, relative to the repository root; it exports `handler`. */
   readonly entry: string;
+  readonly needs: RouteNeeds;
 }
+
+/** Health and not-found: nothing at all. */
+const NOTHING: RouteNeeds = {};
+
+/**
+ * Account service. Authentication (authenticateUser) reads the app from the table; the user's
+ * JWT is verified against the app's identity provider (HTTPS, no AWS).
+ * - POST /account: get the account, else create two wallets through the enclave (app secret key,
+ *   no op_jwt), seal their access keys (GenerateDataKey) and put the account.
+ * - POST /wallet/sign, POST /withdraw: open the sealed access key (Decrypt), mint op_jwt (Sign,
+ *   GetPublicKey for the kid), call the enclave. /withdraw also writes idempotency and lease items,
+ *   reads chains, and the gas sponsor reads the platform app and mints service tokens.
+ * - GET /demo/wallet/balance: the account (read) and balances from the chains.
+ */
+const SIGN_WITH_ACCOUNT_WALLET: RouteNeeds = { table: 'read', accountAccessKey: ['Decrypt'], opJwtKey: ['Sign', 'GetPublicKey'], enclaveUrl: true };
+
+/**
+ * Enclave. v2 create: get-or-create the wallet (seal: GenerateDataKey) and open its access key
+ * (Decrypt). v2 sign: open the private key (Decrypt); a v1 wallet is migrated on its first v2
+ * call, re-sealed under KMS (GenerateDataKey) and replaced conditionally (write). v1 create and
+ * v1 sign use the scrypt-derived key of the caller's encryption_context, never KMS; v1 create
+ * writes the wallet, v1 sign only reads it. Service tokens are verified against the app's trusted
+ * keys in the table: no KMS.
+ */
+const ENCLAVE_V2_SIGN: RouteNeeds = { table: 'read-write', enclaveWalletKey: ['Decrypt', 'GenerateDataKey'] };
+const ENCLAVE_V1_SIGN: RouteNeeds = { table: 'read' };
+
+/**
+ * Express. Authentication reads the app by API key (table). Wallet get-or-create and signing go
+ * through the enclave with a service token and an op_jwt, both minted with the op_jwt key.
+ * The v1 routes only authenticate and redirect.
+ */
+const EXPRESS_THROUGH_ENCLAVE: RouteNeeds = { table: 'read', opJwtKey: ['Sign', 'GetPublicKey'], enclaveUrl: true };
 
 export const ROUTES: readonly RouteDefinition[] = [
-  { id: 'AccountHealth', service: 'account', routeKey: 'GET /health', entry: 'functions/common/health.ts' },
-  { id: 'AccountNotFound', service: 'account', routeKey: '$default', entry: 'functions/common/not-found.ts' },
-  { id: 'CreateAccount', service: 'account', routeKey: 'POST /account', entry: 'functions/account/create-account.ts' },
-  { id: 'GetAccount', service: 'account', routeKey: 'GET /account', entry: 'functions/account/get-account.ts' },
-  { id: 'SignWithWallet', service: 'account', routeKey: 'POST /wallet/sign', entry: 'functions/account/sign-with-wallet.ts' },
-  { id: 'GetDemoBalance', service: 'account', routeKey: 'GET /demo/wallet/balance', entry: 'functions/account/get-demo-balance.ts' },
-  { id: 'Withdraw', service: 'account', routeKey: 'POST /withdraw', entry: 'functions/account/withdraw.ts' },
+  { id: 'AccountHealth', service: 'account', routeKey: 'GET /health', entry: 'functions/common/health.ts', needs: NOTHING },
+  { id: 'AccountNotFound', service: 'account', routeKey: '$default', entry: 'functions/common/not-found.ts', needs: NOTHING },
+  {
+    id: 'CreateAccount',
+    service: 'account',
+    routeKey: 'POST /account',
+    entry: 'functions/account/create-account.ts',
+    needs: { table: 'read-write', accountAccessKey: ['GenerateDataKey'], enclaveUrl: true },
+  },
+  { id: 'GetAccount', service: 'account', routeKey: 'GET /account', entry: 'functions/account/get-account.ts', needs: { table: 'read' } },
+  { id: 'SignWithWallet', service: 'account', routeKey: 'POST /wallet/sign', entry: 'functions/account/sign-with-wallet.ts', needs: SIGN_WITH_ACCOUNT_WALLET },
+  { id: 'GetDemoBalance', service: 'account', routeKey: 'GET /demo/wallet/balance', entry: 'functions/account/get-demo-balance.ts', needs: { table: 'read', chains: true } },
+  { id: 'Withdraw', service: 'account', routeKey: 'POST /withdraw', entry: 'functions/account/withdraw.ts', needs: { ...SIGN_WITH_ACCOUNT_WALLET, table: 'read-write', chains: true } },
 
-  { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts' },
-  { id: 'EnclaveNotFound', service: 'enclave', routeKey: '$default', entry: 'functions/common/not-found.ts' },
-  { id: 'CreateWalletV2', service: 'enclave', routeKey: 'POST /v2/api/wallet', entry: 'functions/enclave/create-wallet.ts' },
-  { id: 'SignDataV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_data', entry: 'functions/enclave/sign-data.ts' },
-  { id: 'SignMessageV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_message', entry: 'functions/enclave/sign-message.ts' },
-  { id: 'SignTransactionV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_transaction', entry: 'functions/enclave/sign-transaction.ts' },
-  { id: 'SignAuthorizationV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_authorization', entry: 'functions/enclave/sign-authorization.ts' },
-  { id: 'CreateWalletV1', service: 'enclave', routeKey: 'POST /v1/api/wallet', entry: 'functions/enclave/v1-create-wallet.ts' },
-  { id: 'SignDataV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_data', entry: 'functions/enclave/v1-sign-data.ts' },
-  { id: 'SignMessageV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_message', entry: 'functions/enclave/v1-sign-message.ts' },
-  { id: 'SignTransactionV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_transaction', entry: 'functions/enclave/v1-sign-transaction.ts' },
+  { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts', needs: NOTHING },
+  { id: 'EnclaveNotFound', service: 'enclave', routeKey: '$default', entry: 'functions/common/not-found.ts', needs: NOTHING },
+  { id: 'CreateWalletV2', service: 'enclave', routeKey: 'POST /v2/api/wallet', entry: 'functions/enclave/create-wallet.ts', needs: { table: 'read-write', enclaveWalletKey: ['GenerateDataKey', 'Decrypt'] } },
+  { id: 'SignDataV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_data', entry: 'functions/enclave/sign-data.ts', needs: ENCLAVE_V2_SIGN },
+  { id: 'SignMessageV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_message', entry: 'functions/enclave/sign-message.ts', needs: ENCLAVE_V2_SIGN },
+  { id: 'SignTransactionV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_transaction', entry: 'functions/enclave/sign-transaction.ts', needs: ENCLAVE_V2_SIGN },
+  { id: 'SignAuthorizationV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_authorization', entry: 'functions/enclave/sign-authorization.ts', needs: { ...ENCLAVE_V2_SIGN, delegates: true } },
+  { id: 'CreateWalletV1', service: 'enclave', routeKey: 'POST /v1/api/wallet', entry: 'functions/enclave/v1-create-wallet.ts', needs: { table: 'read-write' } },
+  { id: 'SignDataV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_data', entry: 'functions/enclave/v1-sign-data.ts', needs: ENCLAVE_V1_SIGN },
+  { id: 'SignMessageV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_message', entry: 'functions/enclave/v1-sign-message.ts', needs: ENCLAVE_V1_SIGN },
+  { id: 'SignTransactionV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_transaction', entry: 'functions/enclave/v1-sign-transaction.ts', needs: ENCLAVE_V1_SIGN },
 
-  { id: 'ExpressHealth', service: 'express', routeKey: 'GET /health', entry: 'functions/common/health.ts' },
-  { id: 'ExpressNotFound', service: 'express', routeKey: '$default', entry: 'functions/common/not-found.ts' },
-  { id: 'GetIdentityProvider', service: 'express', routeKey: 'GET /v1/identity/provider', entry: 'functions/express/get-identity-provider.ts' },
-  { id: 'GetOrCreateExpressWallet', service: 'express', routeKey: 'POST /v2/wallet', entry: 'functions/express/get-or-create-wallet.ts' },
-  { id: 'ExpressSignData', service: 'express', routeKey: 'POST /v2/wallet/sign/data', entry: 'functions/express/sign-data.ts' },
-  { id: 'ExpressSignMessage', service: 'express', routeKey: 'POST /v2/wallet/sign/message', entry: 'functions/express/sign-message.ts' },
-  { id: 'ExpressSignTransaction', service: 'express', routeKey: 'POST /v2/wallet/sign/transaction', entry: 'functions/express/sign-transaction.ts' },
-  { id: 'ExpressWalletV1', service: 'express', routeKey: 'POST /v1/wallet', entry: 'functions/express/v1-wallet.ts' },
-  { id: 'ExpressSignV1', service: 'express', routeKey: 'POST /v1/wallet/sign/{operation}', entry: 'functions/express/v1-wallet.ts' },
+  { id: 'ExpressHealth', service: 'express', routeKey: 'GET /health', entry: 'functions/common/health.ts', needs: NOTHING },
+  { id: 'ExpressNotFound', service: 'express', routeKey: '$default', entry: 'functions/common/not-found.ts', needs: NOTHING },
+  { id: 'GetIdentityProvider', service: 'express', routeKey: 'GET /v1/identity/provider', entry: 'functions/express/get-identity-provider.ts', needs: { table: 'read' } },
+  { id: 'GetOrCreateExpressWallet', service: 'express', routeKey: 'POST /v2/wallet', entry: 'functions/express/get-or-create-wallet.ts', needs: EXPRESS_THROUGH_ENCLAVE },
+  { id: 'ExpressSignData', service: 'express', routeKey: 'POST /v2/wallet/sign/data', entry: 'functions/express/sign-data.ts', needs: EXPRESS_THROUGH_ENCLAVE },
+  { id: 'ExpressSignMessage', service: 'express', routeKey: 'POST /v2/wallet/sign/message', entry: 'functions/express/sign-message.ts', needs: EXPRESS_THROUGH_ENCLAVE },
+  { id: 'ExpressSignTransaction', service: 'express', routeKey: 'POST /v2/wallet/sign/transaction', entry: 'functions/express/sign-transaction.ts', needs: EXPRESS_THROUGH_ENCLAVE },
+  { id: 'ExpressWalletV1', service: 'express', routeKey: 'POST /v1/wallet', entry: 'functions/express/v1-wallet.ts', needs: { table: 'read' } },
+  { id: 'ExpressSignV1', service: 'express', routeKey: 'POST /v1/wallet/sign/{operation}', entry: 'functions/express/v1-wallet.ts', needs: { table: 'read' } },
 ];
-
-/** Which AWS resources a service's functions need; infra grants exactly these. */
-export interface ServiceNeeds {
-  readonly table: boolean;
-  readonly enclaveKey: boolean;
-  readonly accountKey: boolean;
-  readonly opJwtKey: boolean;
-  /** TEE_URL: the service's functions reach the wallet enclave over its HTTP API. */
-  readonly enclaveUrl: boolean;
-  /** CHAINS_CONFIG: RPC URLs, chain ids and tokens of the chains. */
-  readonly chains: boolean;
-  /** ALLOWED_7702_DELEGATES: the delegates of the chains config the enclave may authorise. */
-  readonly delegates: boolean;
-}
-
-export const SERVICE_NEEDS: Record<ServiceName, ServiceNeeds> = {
-  account: { table: true, enclaveKey: false, accountKey: true, opJwtKey: true, enclaveUrl: true, chains: true, delegates: false },
-  enclave: { table: true, enclaveKey: true, accountKey: false, opJwtKey: false, enclaveUrl: false, chains: false, delegates: true },
-  express: { table: true, enclaveKey: false, accountKey: false, opJwtKey: true, enclaveUrl: true, chains: false, delegates: false },
-};

@@ -15,7 +15,8 @@ function booleanContext(app: App, key: string, fallback: boolean): boolean {
 }
 
 const app = new App();
-// `-c chainsConfig=path/to/chains.json`: your RPC URLs (and delegates, once deployed). Validated here.
+// `-c chainsConfig=path/to/chains.json`: chain ids, tokens and delegates (once deployed). Validated
+// here; its rpc_url fields never reach the template (they go to the SSM parameter, docs/deploy.md).
 const chainsConfigPath = (app.node.tryGetContext('chainsConfig') as string | undefined) ?? 'infra/config/chains.mainnet.json';
 const chainsConfig = v.parse(ChainsConfigSchema, JSON.parse(readFileSync(chainsConfigPath, 'utf8')));
 // The account and region the CLI resolved from the current credentials/profile.
@@ -35,6 +36,8 @@ new ServicesStack(app, 'PerpWallet-Services', {
   accountKey: stateful.accountKey,
   opJwtKey: stateful.opJwtKey,
   chainsConfig,
+  // `-c rpcUrlsParameter=/name`: the SSM SecureString with the RPC URLs (docs/deploy.md).
+  rpcUrlsParameter: app.node.tryGetContext('rpcUrlsParameter') as string | undefined,
 });
 
 app.synth();

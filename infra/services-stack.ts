@@ -1,9 +1,11 @@
-import { CfnOutput, CrossStackReferences, ReferenceStrength, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, CrossStackReferences, ReferenceStrength, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { CfnStage, HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { Construct } from 'constructs';
-import { ROUTES, SERVICE_NEEDS, type RouteDefinition, type ServiceName } from '../functions/routes.ts';
-import { ServiceFunction } from './constructs/service-function.ts';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { StringParameter } from 'aws-cdk-lib/aws-ssm';
+import { ROUTES, type ServiceName } from '../functions/routes.ts';
+import { type NeedsResources, ServiceFunction } from './constructs/service-function.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 import type { ChainsConfig } from '../shared/chains/chain-config.ts';
 
@@ -16,9 +18,20 @@ export interface ApiThrottle {
 export interface ServicesStackProps extends StackProps, StatefulResources {
   /** @default DEFAULT_API_THROTTLE */
   readonly throttle?: ApiThrottle;
-  /** RPC URLs, chain ids, tokens and EIP-7702 delegates (infra/config/chains.mainnet.json by default). */
+  /**
+   * Chain ids, tokens and EIP-7702 delegates (infra/config/chains.mainnet.json by default). Any
+   * `rpc_url` in it is dropped: RPC URLs reach the functions only through `rpcUrlsParameter`.
+   */
   readonly chainsConfig: ChainsConfig;
+  /**
+   * Name of the SSM SecureString parameter holding the RPC URLs as JSON `{ "ETH": "https://…", … }`
+   * (CloudFormation cannot create SecureStrings: create it first, docs/deploy.md).
+   * @default DEFAULT_RPC_URLS_PARAMETER
+   */
+  readonly rpcUrlsParameter?: string;
 }
+
+export const DEFAULT_RPC_URLS_PARAMETER = '/perp-wallet/rpc-urls';
 
 /** Well under the account-wide 10,000 rps: a runaway client should hit this, not the bill. */
 export const DEFAULT_API_THROTTLE: ApiThrottle = { rateLimit: 50, burstLimit: 100 };
@@ -26,8 +39,28 @@ export const DEFAULT_API_THROTTLE: ApiThrottle = { rateLimit: 50, burstLimit: 10
 const API_IDS: Record<ServiceName, string> = { account: 'AccountApi', enclave: 'EnclaveApi', express: 'ExpressApi' };
 
 /**
+ * One JSON line per request in each API's access log. Only request metadata: no header, query
+ * string or body variable, so no credential can reach it.
+ */
+export const ACCESS_LOG_FORMAT = JSON.stringify({
+  requestId: '$context.requestId',
+  time: '$context.requestTime',
+  ip: '$context.identity.sourceIp',
+  method: '$context.httpMethod',
+  routeKey: '$context.routeKey',
+  path: '$context.path',
+  protocol: '$context.protocol',
+  status: '$context.status',
+  responseLength: '$context.responseLength',
+  latencyMs: '$context.responseLatency',
+  integrationStatus: '$context.integrationStatus',
+  integrationLatencyMs: '$context.integrationLatency',
+  integrationError: '$context.integrationErrorMessage',
+});
+
+/**
  * The stateless side: one HTTP API per service and one function per route of functions/routes.ts,
- * each granted exactly what SERVICE_NEEDS lists for its service.
+ * each granted exactly what its route's `needs` lists (functions/routes.ts).
  */
 export class ServicesStack extends Stack {
   readonly apis: Readonly<Record<ServiceName, HttpApi>>;
@@ -47,15 +80,26 @@ export class ServicesStack extends Stack {
       express: this.createApi('express', throttle),
     };
 
+    const resources: NeedsResources = {
+      table: props.table,
+      enclaveKey: props.enclaveKey,
+      accountKey: props.accountKey,
+      opJwtKey: props.opJwtKey,
+      enclaveUrl: this.apis.enclave.apiEndpoint,
+      publicChainsConfig: JSON.stringify(publicChainsConfig(props.chainsConfig)),
+      rpcUrlsParameter: StringParameter.fromSecureStringParameterAttributes(this, 'RpcUrls', {
+        parameterName: props.rpcUrlsParameter ?? DEFAULT_RPC_URLS_PARAMETER,
+      }),
+      delegates: allowedDelegates(props.chainsConfig),
+    };
+
     const functions = new Map<string, ServiceFunction>();
     for (const route of ROUTES) {
       const fn = new ServiceFunction(this, route.id, {
         entry: route.entry,
+        service: route.service,
         description: `${route.service}: ${route.routeKey}`,
-        environment: { KEY_PROVIDER: 'kms', OP_JWT_SIGNER: 'kms' },
-      });
-      this.bindNeeds(fn, route, props);
-      this.bindChains(fn, route, props.chainsConfig);
+      }).bindNeeds(route.needs, resources);
       const api = this.apis[route.service];
       new HttpRoute(api, `${route.id}Route`, {
         httpApi: api,
@@ -79,26 +123,35 @@ export class ServicesStack extends Stack {
       throttlingRateLimit: throttle.rateLimit,
       throttlingBurstLimit: throttle.burstLimit,
     };
+    const accessLogs = new LogGroup(this, `${API_IDS[service]}AccessLogs`, {
+      retention: RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    stage.accessLogSettings = { destinationArn: accessLogs.logGroupArn, format: ACCESS_LOG_FORMAT };
+    Validations.of(api).acknowledge({
+      id: 'AwsSolutions-APIG4',
+      reason:
+        'Authorization is done in each handler (app secret key, user JWT verified against the app\'s identity provider, API key, op_jwt or service token: shared/auth/), as the spec defines it per route; an API Gateway authorizer cannot express these and would add a hop. /health and the $default 404 are public on purpose.',
+    });
     return api;
   }
+}
 
-  private bindChains(fn: ServiceFunction, route: RouteDefinition, chains: ChainsConfig): void {
-    const needs = SERVICE_NEEDS[route.service];
-    if (needs.chains) fn.lambda.addEnvironment('CHAINS_CONFIG', JSON.stringify(chains));
-    if (needs.delegates) {
-      const delegates = [chains.ETH, chains.ARB, chains.POL, chains.INK].map((chain) => chain.delegate).filter((d): d is string => Boolean(d));
-      fn.lambda.addEnvironment('ALLOWED_7702_DELEGATES', [...new Set(delegates)].join(','));
-    }
-  }
+/** The chains config without RPC URLs: those are secrets (API keys in the path) and live in SSM. */
+export function publicChainsConfig(chains: ChainsConfig): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(chains).map(([code, chain]) => {
+      if (typeof chain !== 'object' || chain === null) return [code, chain];
+      const { rpc_url: _secret, ...rest } = chain as { rpc_url?: string };
+      return [code, rest];
+    }),
+  );
+}
 
-  private bindNeeds(fn: ServiceFunction, route: RouteDefinition, resources: StatefulResources): void {
-    const needs = SERVICE_NEEDS[route.service];
-    if (needs.table) fn.bindTable(resources.table);
-    if (needs.enclaveKey) fn.bindEnclaveKey(resources.enclaveKey);
-    if (needs.accountKey) fn.bindAccountKey(resources.accountKey);
-    if (needs.opJwtKey) fn.bindOpJwtKey(resources.opJwtKey);
-    if (needs.enclaveUrl) fn.bindTeeUrl(this.apis.enclave.apiEndpoint);
-  }
+/** ALLOWED_7702_DELEGATES: the distinct delegates of the EVM chains, comma-separated. */
+export function allowedDelegates(chains: ChainsConfig): string {
+  const delegates = [chains.ETH, chains.ARB, chains.POL, chains.INK].map((chain) => chain.delegate).filter((d): d is string => Boolean(d));
+  return [...new Set(delegates)].join(',');
 }
 
 /** `'POST /account'` or `'$default'` (the API Gateway spelling used in ROUTES) to a route key. */

@@ -2,6 +2,7 @@ import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table, type ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Key, KeySpec, KeyUsage, type IKey } from 'aws-cdk-lib/aws-kms';
 import type { Construct } from 'constructs';
+import { keyPolicy } from './constructs/key-use.ts';
 import { TABLE_KEY_SCHEMA, TABLE_TTL_ATTRIBUTE } from '../shared/db/table-definition.ts';
 
 /** What the stateless services need from this stack. */
@@ -50,14 +51,18 @@ export class StatefulStack extends Stack implements StatefulResources {
     });
 
     // Keys are never deleted with the stack: data wrapped by a deleted key is lost for good.
+    // Key policies: the account administers each key but cannot use it; only roles tagged for a
+    // purpose and operation may, with that purpose's encryption context (constructs/key-use.ts).
     this.enclaveKey = new Key(this, 'EnclaveWalletKey', {
       description: 'Wraps wallet private keys (enclave service only)',
       enableKeyRotation: true,
+      policy: keyPolicy('enclave-wallet'),
       removalPolicy: RemovalPolicy.RETAIN,
     });
     this.accountKey = new Key(this, 'AccountAccessKey', {
       description: 'Wraps stored account access keys (account service)',
       enableKeyRotation: true,
+      policy: keyPolicy('account-access-keys'),
       removalPolicy: RemovalPolicy.RETAIN,
     });
     // Asymmetric keys cannot rotate automatically; rotating means a new key and a JWKS overlap.
@@ -65,6 +70,7 @@ export class StatefulStack extends Stack implements StatefulResources {
       description: 'Signs op_jwt tokens (ES256)',
       keySpec: KeySpec.ECC_NIST_P256,
       keyUsage: KeyUsage.SIGN_VERIFY,
+      policy: keyPolicy('op-jwt'),
       removalPolicy: RemovalPolicy.RETAIN,
     });
 

@@ -5,13 +5,17 @@ import { ChainsConfigSchema } from '../../shared/chains/chain-config.ts';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES, SERVICE_NEEDS, type ServiceName } from '../../functions/routes.ts';
-import { ServicesStack, toHttpRouteKey } from '../../infra/services-stack.ts';
+import { ROUTES, type RouteDefinition, type ServiceName } from '../../functions/routes.ts';
+import { keyUseTag } from '../../infra/constructs/key-use.ts';
+import { DEFAULT_RPC_URLS_PARAMETER, ServicesStack, toHttpRouteKey } from '../../infra/services-stack.ts';
 import { StatefulStack } from '../../infra/stateful-stack.ts';
 import { TABLE_KEY_SCHEMA } from '../../shared/db/table-definition.ts';
 
 type Resources = Record<string, { Properties?: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
 type KeyName = 'enclaveKey' | 'accountKey' | 'opJwtKey';
+/** The `needs` field of each key. */
+const KEY_NEED = { enclaveKey: 'enclaveWalletKey', accountKey: 'accountAccessKey', opJwtKey: 'opJwtKey' } as const;
+const KEY_PURPOSE = { enclaveKey: 'enclave-wallet', accountKey: 'account-access-keys', opJwtKey: 'op-jwt' } as const;
 
 const SERVICES: readonly ServiceName[] = ['account', 'enclave', 'express'];
 
@@ -67,33 +71,49 @@ const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : [
 type Statement = Record<string, unknown>;
 type PolicyDocument = { Statement: Statement[] };
 
+/** Every IAM statement attached to a role of the services stack, with that role's logical id. */
+function roleStatements(): Array<{ role: string; statement: Statement }> {
+  const out: Array<{ role: string; statement: Statement }> = [];
+  for (const policy of Object.values(servicesTemplate.findResources('AWS::IAM::Policy') as Resources)) {
+    const props = policy.Properties as { PolicyDocument: PolicyDocument; Roles: Array<{ Ref: string }> };
+    for (const statement of props.PolicyDocument.Statement) for (const role of props.Roles) out.push({ role: role.Ref, statement });
+  }
+  for (const [roleId, role] of Object.entries(servicesTemplate.findResources('AWS::IAM::Role') as Resources)) {
+    const inline = (role.Properties?.Policies ?? []) as Array<{ PolicyDocument: PolicyDocument }>;
+    for (const policy of inline) for (const statement of policy.PolicyDocument.Statement) out.push({ role: roleId, statement });
+  }
+  return out;
+}
+
+/** Does `statement` allow `action` (or a wildcard covering it) on `resource` (`undefined`: on anything)? */
+function allows(statement: Statement, action: string, resource?: unknown): boolean {
+  const service = action.split(':')[0];
+  return (
+    statement.Effect === 'Allow' &&
+    asArray(statement.Action).some((a) => a === action || a === '*' || a === `${service}:*`) &&
+    (resource === undefined || asArray(statement.Resource).some((r) => r === '*' || JSON.stringify(r) === JSON.stringify(resource)))
+  );
+}
+
 /**
  * Role logical ids that some IAM statement allows `action` (or a wildcard covering it) on
  * `resource` (or `*`): standalone AWS::IAM::Policy resources and roles' inline policies.
  */
-function rolesAllowed(action: string, resource: unknown): Set<string> {
-  const service = action.split(':')[0];
-  const allows = (document: PolicyDocument) =>
-    document.Statement.some(
-      (statement) =>
-        statement.Effect === 'Allow' &&
-        asArray(statement.Action).some((a) => a === action || a === '*' || a === `${service}:*`) &&
-        asArray(statement.Resource).some((r) => r === '*' || JSON.stringify(r) === JSON.stringify(resource)),
-    );
-  const roles = new Set<string>();
-  for (const policy of Object.values(servicesTemplate.findResources('AWS::IAM::Policy') as Resources)) {
-    const props = policy.Properties as { PolicyDocument: PolicyDocument; Roles: Array<{ Ref: string }> };
-    if (allows(props.PolicyDocument)) props.Roles.forEach((role) => roles.add(role.Ref));
-  }
-  for (const [roleId, role] of Object.entries(servicesTemplate.findResources('AWS::IAM::Role') as Resources)) {
-    const inline = (role.Properties?.Policies ?? []) as Array<{ PolicyDocument: PolicyDocument }>;
-    if (inline.some((policy) => allows(policy.PolicyDocument))) roles.add(roleId);
-  }
-  return roles;
+function rolesAllowed(action: string, resource?: unknown): Set<string> {
+  return new Set(roleStatements().filter(({ statement }) => allows(statement, action, resource)).map(({ role }) => role));
 }
 
-function rolesOfServicesNeeding(key: KeyName | 'table'): Set<string> {
-  return new Set(ROUTES.filter((route) => SERVICE_NEEDS[route.service][key]).map((route) => roleLogicalId(route.id)));
+const rolesOf = (routes: readonly RouteDefinition[]) => new Set(routes.map((route) => roleLogicalId(route.id)));
+
+/** Roles of the routes whose `needs` list `operation` for `key`. */
+function rolesNeedingKey(key: KeyName, operation: string): Set<string> {
+  return rolesOf(ROUTES.filter((route) => (route.needs[KEY_NEED[key]] as readonly string[] | undefined)?.includes(operation)));
+}
+
+const HEALTH_AND_NOT_FOUND = ROUTES.filter((route) => route.routeKey === 'GET /health' || route.routeKey === '$default');
+
+function environmentOf(routeId: string): Record<string, unknown> {
+  return servicesTemplate.toJSON().Resources[functionLogicalId(routeId)].Properties.Environment.Variables;
 }
 
 describe('services stack: functions', () => {
@@ -111,13 +131,14 @@ describe('services stack: functions', () => {
         MemorySize: 512,
         Timeout: 29,
         TracingConfig: { Mode: 'Active' },
-        Environment: { Variables: { NODE_OPTIONS: '--enable-source-maps', KEY_PROVIDER: 'kms', OP_JWT_SIGNER: 'kms' } },
+        Environment: { Variables: { NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_METRICS_NAMESPACE: 'PerpWallet', LOG_LEVEL: 'INFO' } },
       });
     }
   });
 
   it('keeps each function\'s logs for one month in its own log group', () => {
-    servicesTemplate.resourceCountIs('AWS::Logs::LogGroup', ROUTES.length);
+    // One per function, one access log per API.
+    servicesTemplate.resourceCountIs('AWS::Logs::LogGroup', ROUTES.length + 3);
     servicesTemplate.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
     for (const route of ROUTES) {
       const logGroupId = logicalId(services.functions.get(route.id)!.logGroup);
@@ -125,13 +146,43 @@ describe('services stack: functions', () => {
     }
   });
 
-  it('sets TEE_URL to the enclave API on the functions of services that call the enclave', () => {
+  it('names each function\'s service for Powertools', () => {
+    for (const route of ROUTES) expect(environmentOf(route.id).POWERTOOLS_SERVICE_NAME, route.id).toBe(route.service);
+  });
+
+  it('gives each function exactly the environment its needs imply', () => {
     const enclaveApiId = logicalId(services.apis.enclave);
     for (const route of ROUTES) {
-      const variables = servicesTemplate.toJSON().Resources[functionLogicalId(route.id)].Properties.Environment.Variables;
-      if (SERVICE_NEEDS[route.service].enclaveUrl) expect(variables.TEE_URL).toEqual({ 'Fn::GetAtt': [enclaveApiId, 'ApiEndpoint'] });
-      else expect(variables.TEE_URL).toBeUndefined();
+      const { needs } = route;
+      const expected = ['NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'POWERTOOLS_METRICS_NAMESPACE', 'LOG_LEVEL'];
+      if (needs.table) expected.push('TABLE_NAME');
+      if (needs.enclaveWalletKey || needs.accountAccessKey) expected.push('KEY_PROVIDER');
+      if (needs.enclaveWalletKey) expected.push('ENCLAVE_KMS_KEY_ID');
+      if (needs.accountAccessKey) expected.push('ACCOUNT_KMS_KEY_ID');
+      if (needs.opJwtKey) expected.push('OP_JWT_SIGNER', 'OP_JWT_KMS_KEY_ID');
+      if (needs.enclaveUrl) expected.push('TEE_URL');
+      if (needs.chains) expected.push('CHAINS_CONFIG', 'RPC_URLS_PARAMETER');
+      if (needs.delegates) expected.push('ALLOWED_7702_DELEGATES');
+      const variables = environmentOf(route.id);
+      expect(Object.keys(variables).sort(), route.id).toEqual(expected.sort());
+      if (needs.enclaveUrl) expect(variables.TEE_URL).toEqual({ 'Fn::GetAtt': [enclaveApiId, 'ApiEndpoint'] });
+      if (needs.enclaveWalletKey || needs.accountAccessKey) expect(variables.KEY_PROVIDER).toBe('kms');
+      if (needs.opJwtKey) expect(variables.OP_JWT_SIGNER).toBe('kms');
     }
+  });
+
+  it('keeps RPC URLs out of the template: no URL in any environment, CHAINS_CONFIG without rpc_url, the SSM parameter name instead', () => {
+    for (const route of ROUTES) {
+      const variables = environmentOf(route.id);
+      for (const [name, value] of Object.entries(variables)) {
+        if (typeof value === 'string') expect(value, `${route.id} ${name}`).not.toMatch(/https?:|wss?:|rpc_url/i);
+      }
+      if (route.needs.chains) {
+        expect(variables.RPC_URLS_PARAMETER).toBe(DEFAULT_RPC_URLS_PARAMETER);
+        expect(Object.keys(JSON.parse(variables.CHAINS_CONFIG as string))).toEqual(expect.arrayContaining(['ETH', 'ARB', 'POL', 'INK', 'SOL']));
+      }
+    }
+    expect(JSON.stringify(servicesTemplate.toJSON())).not.toMatch(/publicnode|arbitrum\.io|polygon-rpc|inkonchain|solana\.com/);
   });
 });
 
@@ -166,6 +217,22 @@ describe('services stack: HTTP APIs', () => {
     });
   });
 
+  it('writes each API\'s access log as JSON request metadata (no headers, query or body) to its own log group', () => {
+    const stages = Object.values(servicesTemplate.findResources('AWS::ApiGatewayV2::Stage') as Resources);
+    const logGroups = servicesTemplate.toJSON().Resources as Resources;
+    const destinations = new Set<string>();
+    for (const stage of stages) {
+      const settings = stage.Properties?.AccessLogSettings as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
+      const [logGroupId] = settings.DestinationArn['Fn::GetAtt'];
+      expect(logGroups[logGroupId]?.Properties?.RetentionInDays).toBe(30);
+      destinations.add(logGroupId);
+      const format = JSON.parse(settings.Format) as Record<string, string>;
+      expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status', routeKey: '$context.routeKey' });
+      expect(settings.Format).not.toMatch(/request\.header|querystring|\$input|authorizer|identity\.user|apiKey/i);
+    }
+    expect(destinations.size).toBe(3);
+  });
+
   it('outputs the three API URLs', () => {
     for (const name of ['AccountApiUrl', 'EnclaveApiUrl', 'ExpressApiUrl']) servicesTemplate.hasOutput(name, {});
   });
@@ -177,40 +244,187 @@ describe('services stack: HTTP APIs', () => {
   });
 });
 
-describe('least privilege on the stateful resources', () => {
-  it('lets only enclave functions decrypt with the enclave key', () => {
-    const enclaveRoles = new Set(ROUTES.filter((route) => route.service === 'enclave').map((route) => roleLogicalId(route.id)));
-    expect(enclaveRoles.size).toBeGreaterThan(0);
-    expect(rolesAllowed('kms:Decrypt', importedKeyArn('enclaveKey'))).toEqual(enclaveRoles);
-  });
-
-  it('grants each key exactly to the services SERVICE_NEEDS lists', () => {
-    for (const key of ['enclaveKey', 'accountKey'] as const) {
-      expect(rolesAllowed('kms:GenerateDataKey', importedKeyArn(key)), key).toEqual(rolesOfServicesNeeding(key));
-      expect(rolesAllowed('kms:Decrypt', importedKeyArn(key)), key).toEqual(rolesOfServicesNeeding(key));
-      expect(rolesAllowed('kms:Sign', importedKeyArn(key)), key).toEqual(new Set());
+describe('least privilege per route', () => {
+  it('gives health and not-found functions nothing beyond their own logs and X-Ray', () => {
+    expect(HEALTH_AND_NOT_FOUND).toHaveLength(6);
+    for (const route of HEALTH_AND_NOT_FOUND) {
+      const role = roleLogicalId(route.id);
+      const actions = roleStatements()
+        .filter((entry) => entry.role === role)
+        .flatMap(({ statement }) => asArray(statement.Action));
+      expect(actions.sort(), route.id).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
     }
-    expect(rolesAllowed('kms:Sign', importedKeyArn('opJwtKey'))).toEqual(rolesOfServicesNeeding('opJwtKey'));
-    expect(rolesAllowed('kms:GetPublicKey', importedKeyArn('opJwtKey'))).toEqual(rolesOfServicesNeeding('opJwtKey'));
-    expect(rolesAllowed('kms:Decrypt', importedKeyArn('opJwtKey'))).toEqual(new Set());
+    for (const action of ['kms:Decrypt', 'kms:GenerateDataKey', 'kms:Sign', 'kms:GetPublicKey', 'dynamodb:GetItem', 'ssm:GetParameter']) {
+      for (const route of HEALTH_AND_NOT_FOUND) expect(rolesAllowed(action).has(roleLogicalId(route.id)), `${route.id} ${action}`).toBe(false);
+    }
   });
 
-  it('grants item reads and writes on the table to the services that need it, and Scan to none', () => {
+  it('lets only the enclave\'s creating and signing (v2) functions decrypt or wrap with the wallet key', () => {
+    const expected = rolesOf(ROUTES.filter((route) => route.service === 'enclave' && /^(CreateWallet|Sign\w+)V2$/.test(route.id)));
+    expect(expected.size).toBe(5);
+    expect(rolesAllowed('kms:Decrypt', importedKeyArn('enclaveKey'))).toEqual(expected);
+    expect(rolesAllowed('kms:GenerateDataKey', importedKeyArn('enclaveKey'))).toEqual(expected);
+  });
+
+  it('grants each key operation exactly to the routes whose needs list it, and nothing else on the keys', () => {
+    const operations = { enclaveKey: ['GenerateDataKey', 'Decrypt'], accountKey: ['GenerateDataKey', 'Decrypt'], opJwtKey: ['Sign', 'GetPublicKey'] } as const;
+    for (const key of ['enclaveKey', 'accountKey', 'opJwtKey'] as const) {
+      for (const operation of operations[key]) {
+        expect(rolesAllowed(`kms:${operation}`, importedKeyArn(key)), `${key} ${operation}`).toEqual(rolesNeedingKey(key, operation));
+      }
+      for (const other of ['kms:Encrypt', 'kms:ReEncryptFrom', 'kms:CreateGrant', 'kms:PutKeyPolicy', ...(key === 'opJwtKey' ? ['kms:Decrypt', 'kms:GenerateDataKey'] : ['kms:Sign'])]) {
+        expect(rolesAllowed(other, importedKeyArn(key)), `${key} ${other}`).toEqual(new Set());
+      }
+    }
+    // Spot checks against the code paths (functions/routes.ts explains each).
+    expect(rolesNeedingKey('accountKey', 'GenerateDataKey')).toEqual(rolesOf(ROUTES.filter((r) => r.id === 'CreateAccount')));
+    expect(rolesNeedingKey('accountKey', 'Decrypt')).toEqual(rolesOf(ROUTES.filter((r) => r.id === 'SignWithWallet' || r.id === 'Withdraw')));
+    expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleLogicalId('CreateAccount'))).toBe(false);
+    expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleLogicalId('ExpressSignData'))).toBe(true);
+  });
+
+  it('conditions every wrapping-key grant on its purpose\'s encryption context, and op_jwt Sign on ES256 over a raw message', () => {
+    const contexts = { enclaveKey: ['enclave-wallet', 'wallet_id'], accountKey: ['account-access-keys', 'user_id'] } as const;
+    for (const [key, [purpose, idKey]] of Object.entries(contexts) as Array<[keyof typeof contexts, readonly [string, string]]>) {
+      const grants = roleStatements().filter(({ statement }) => JSON.stringify(statement.Resource) === JSON.stringify(importedKeyArn(key)));
+      expect(grants.length, key).toBeGreaterThan(0);
+      for (const { statement } of grants) {
+        expect(statement.Condition, key).toEqual({
+          StringEquals: { 'kms:EncryptionContext:purpose': purpose },
+          Null: { 'kms:EncryptionContext:app_id': 'false', [`kms:EncryptionContext:${idKey}`]: 'false' },
+          'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['purpose', 'app_id', idKey] },
+        });
+      }
+    }
+    const signs = roleStatements().filter(({ statement }) => allows(statement, 'kms:Sign', importedKeyArn('opJwtKey')));
+    expect(signs.length).toBeGreaterThan(0);
+    for (const { statement } of signs) expect(statement.Condition).toEqual({ StringEquals: { 'kms:SigningAlgorithm': 'ECDSA_SHA_256', 'kms:MessageType': 'RAW' } });
+  });
+
+  it('tags each role for exactly the key operations its route needs (what the key policies check)', () => {
+    const roles = servicesTemplate.toJSON().Resources as Resources;
+    for (const route of ROUTES) {
+      const expected = (['enclaveKey', 'accountKey', 'opJwtKey'] as const).flatMap((key) =>
+        ((route.needs[KEY_NEED[key]] ?? []) as readonly string[]).map((operation) => keyUseTag(KEY_PURPOSE[key], operation as never)),
+      );
+      const tags = ((roles[roleLogicalId(route.id)]?.Properties?.Tags ?? []) as Array<{ Key: string; Value: string }>);
+      expect(tags.map((tag) => tag.Key).sort(), route.id).toEqual(expected.sort());
+      for (const tag of tags) expect(tag.Value).toBe('allow');
+    }
+  });
+
+  it('grants table reads to the routes that read, writes only to those that write, and Scan to none', () => {
     const tableArn = importedArn(stateful.table);
-    for (const action of ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem']) {
-      expect(rolesAllowed(action, tableArn), action).toEqual(rolesOfServicesNeeding('table'));
+    const readers = rolesOf(ROUTES.filter((route) => route.needs.table));
+    const writers = rolesOf(ROUTES.filter((route) => route.needs.table === 'read-write'));
+    for (const action of ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query']) expect(rolesAllowed(action, tableArn), action).toEqual(readers);
+    for (const action of ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem']) {
+      expect(rolesAllowed(action, tableArn), action).toEqual(writers);
     }
-    expect(rolesAllowed('dynamodb:Scan', tableArn)).toEqual(new Set());
-    expect(rolesAllowed('dynamodb:DeleteTable', tableArn)).toEqual(new Set());
+    for (const readOnly of ['GetAccount', 'GetIdentityProvider', 'SignWithWallet', 'SignDataV1', 'ExpressSignData', 'ExpressWalletV1']) {
+      expect(readers.has(roleLogicalId(readOnly)), readOnly).toBe(true);
+      expect(writers.has(roleLogicalId(readOnly)), readOnly).toBe(false);
+    }
+    expect(rolesAllowed('dynamodb:Scan')).toEqual(new Set());
+    expect(rolesAllowed('dynamodb:DeleteTable')).toEqual(new Set());
   });
 
-  it('leaves the key policies at the account default (no per-role statements)', () => {
-    for (const key of Object.values(statefulTemplate.findResources('AWS::KMS::Key') as Resources)) {
-      const statements = (key.Properties?.KeyPolicy as { Statement: unknown[] }).Statement;
-      expect(statements).toHaveLength(1);
-      expect(statements[0]).toMatchObject({ Effect: 'Allow', Action: 'kms:*', Principal: { AWS: expect.anything() } });
-      expect(JSON.stringify(statements[0])).toContain(':root');
+  it('lets only the routes that read chains fetch the RPC URL parameter, and decrypt it only through SSM', () => {
+    const chainRoutes = rolesOf(ROUTES.filter((route) => route.needs.chains));
+    expect(chainRoutes).toEqual(rolesOf(ROUTES.filter((route) => route.id === 'Withdraw' || route.id === 'GetDemoBalance')));
+    const getParameter = roleStatements().filter(({ statement }) => allows(statement, 'ssm:GetParameter'));
+    expect(new Set(getParameter.map(({ role }) => role))).toEqual(chainRoutes);
+    for (const { statement } of getParameter) expect(JSON.stringify(statement.Resource)).toMatch(/:parameter\/perp-wallet\/rpc-urls"/);
+    const viaSsm = roleStatements().filter(({ statement }) => allows(statement, 'kms:Decrypt') && JSON.stringify(statement.Condition ?? {}).includes('kms:ViaService'));
+    expect(new Set(viaSsm.map(({ role }) => role))).toEqual(chainRoutes);
+    for (const { statement } of viaSsm) {
+      const condition = (statement.Condition as { StringEquals: Record<string, unknown> }).StringEquals;
+      expect(JSON.stringify(condition['kms:ViaService'])).toContain('"ssm."');
+      expect(JSON.stringify(condition['kms:EncryptionContext:PARAMETER_ARN'])).toContain(':parameter/perp-wallet/rpc-urls');
     }
+    // No other statement grants KMS on a wildcard resource.
+    const kmsWildcards = roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('kms:')) && JSON.stringify(statement.Resource).includes('key/*'));
+    expect(kmsWildcards.length).toBe(viaSsm.length);
+  });
+
+  it('uses Resource "*" only for X-Ray, which has no resource-level permissions', () => {
+    const wildcards = roleStatements().filter(({ statement }) => asArray(statement.Resource).includes('*'));
+    expect(wildcards).toHaveLength(ROUTES.length);
+    for (const { statement } of wildcards) expect(asArray(statement.Action).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+  });
+
+  it('reads the RPC URLs from the parameter given as rpcUrlsParameter', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const own = new StatefulStack(app, 'OwnStateful');
+    const stack = new ServicesStack(app, 'OwnServices', {
+      table: own.table,
+      enclaveKey: own.enclaveKey,
+      accountKey: own.accountKey,
+      opJwtKey: own.opJwtKey,
+      chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
+      rpcUrlsParameter: '/staging/rpc-urls',
+    });
+    const template = JSON.stringify(Template.fromStack(stack).toJSON());
+    expect(template).toContain('"RPC_URLS_PARAMETER":"/staging/rpc-urls"');
+    expect(template).toContain(':parameter/staging/rpc-urls"');
+    expect(template).not.toContain('perp-wallet/rpc-urls');
+  });
+
+  it('writes each function\'s logs only to its own log group, with no managed policy', () => {
+    for (const route of ROUTES) {
+      const role = roleLogicalId(route.id);
+      const logs = roleStatements().filter((entry) => entry.role === role && asArray(entry.statement.Action).some((a) => String(a).startsWith('logs:')));
+      expect(logs.map(({ statement }) => statement.Resource), route.id).toEqual([{ 'Fn::GetAtt': [logicalId(services.functions.get(route.id)!.logGroup), 'Arn'] }]);
+    }
+    for (const role of Object.values(servicesTemplate.findResources('AWS::IAM::Role') as Resources)) expect(role.Properties?.ManagedPolicyArns).toBeUndefined();
+  });
+});
+
+describe('key policies', () => {
+  const CRYPTO = ['kms:Decrypt', 'kms:GenerateDataKey', 'kms:Encrypt', 'kms:ReEncryptFrom', 'kms:ReEncryptTo', 'kms:Sign', 'kms:CreateGrant'];
+  const policyOf = (key: KeyName) => (statefulTemplate.toJSON().Resources as Resources)[logicalId(stateful[key])]!.Properties!.KeyPolicy as PolicyDocument;
+  const covers = (statement: Statement, action: string) =>
+    asArray(statement.Action).some((a) => a === action || a === '*' || a === 'kms:*' || (String(a).endsWith('*') && action.startsWith(String(a).slice(0, -1))));
+
+  it('let the account administer each key but use it only through the tagged-role statements', () => {
+    for (const key of ['enclaveKey', 'accountKey', 'opJwtKey'] as const) {
+      const statements = policyOf(key).Statement;
+      const admin = statements.find((statement) => statement.Sid === 'AdministerButNotUse')!;
+      expect(JSON.stringify(admin.Principal)).toContain(':root');
+      expect(admin.Condition).toBeUndefined();
+      for (const action of CRYPTO) expect(covers(admin, action), `${key} admin ${action}`).toBe(false);
+      expect(covers(admin, 'kms:PutKeyPolicy')).toBe(true); // KMS refuses a policy that locks the account out
+      for (const statement of statements) {
+        if (statement === admin) continue;
+        expect(statement.Effect).toBe('Allow');
+        expect(asArray(statement.Action)).toHaveLength(1);
+        const [action] = asArray(statement.Action) as string[];
+        const operation = action!.replace('kms:', '');
+        expect((statement.Condition as { StringEquals: Record<string, string> }).StringEquals[`aws:PrincipalTag/${keyUseTag(KEY_PURPOSE[key], operation as never)}`], `${key} ${action}`).toBe('allow');
+      }
+    }
+  });
+
+  it('bind wallet-key and access-key use to their purpose\'s encryption context', () => {
+    for (const [key, purpose, idKey] of [['enclaveKey', 'enclave-wallet', 'wallet_id'], ['accountKey', 'account-access-keys', 'user_id']] as const) {
+      const uses = policyOf(key).Statement.filter((statement) => statement.Sid !== 'AdministerButNotUse');
+      expect(uses.flatMap((statement) => asArray(statement.Action)).sort(), key).toEqual(['kms:Decrypt', 'kms:GenerateDataKey']);
+      for (const statement of uses) {
+        expect(statement.Condition, key).toMatchObject({
+          StringEquals: { 'kms:EncryptionContext:purpose': purpose },
+          Null: { 'kms:EncryptionContext:app_id': 'false', [`kms:EncryptionContext:${idKey}`]: 'false' },
+          'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['purpose', 'app_id', idKey] },
+        });
+      }
+    }
+  });
+
+  it('allow op_jwt Sign only to tagged roles, ES256 over a raw message', () => {
+    const sign = policyOf('opJwtKey').Statement.filter((statement) => covers(statement, 'kms:Sign'));
+    expect(sign).toHaveLength(1);
+    expect(sign[0]!.Condition).toEqual({
+      StringEquals: { 'kms:SigningAlgorithm': 'ECDSA_SHA_256', 'kms:MessageType': 'RAW', [`aws:PrincipalTag/${keyUseTag('op-jwt', 'Sign')}`]: 'allow' },
+    });
   });
 });
 
@@ -281,20 +495,25 @@ describe('services stack: function configuration', () => {
     const outDir = await mkdtemp(join(tmpdir(), 'bundles-'));
     const placeholder = (value: unknown) =>
       typeof value === 'string' ? value : JSON.stringify(value).includes('ApiEndpoint') ? 'https://enclave.example.com' : 'placeholder-id';
+    const failures: string[] = [];
     try {
       await Promise.all(
         ROUTES.map(async (route) => {
           const outfile = join(outDir, route.id, 'index.mjs');
           await build({ ...ESBUILD_OPTIONS, absWorkingDir: new URL('../..', import.meta.url).pathname, entryPoints: [route.entry], outfile, logLevel: 'silent' });
-          const variables = servicesTemplate.toJSON().Resources[functionLogicalId(route.id)].Properties.Environment.Variables as Record<string, unknown>;
+          const variables = environmentOf(route.id);
           const env = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, placeholder(value)]));
           const script = `const m = await import(${JSON.stringify(outfile)}); if (typeof m.handler !== 'function') process.exit(3);`;
-          await expect(
-            run(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1', ...env } }),
-            route.id,
-          ).resolves.toBeDefined();
+          try {
+            await run(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1', ...env } });
+          } catch (error) {
+            const stderr = String((error as { stderr?: string }).stderr ?? error);
+            failures.push(`${route.id}: ${/(?:\[\w*Error\]|^\w*Error): .*$/m.exec(stderr)?.[0] ?? stderr.slice(0, 300)}`);
+          }
         }),
       );
+      // Every failing route at once, each with its first error line.
+      expect(failures.sort()).toEqual([]);
     } finally {
       await rm(outDir, { recursive: true, force: true });
     }
