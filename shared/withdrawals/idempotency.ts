@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
-import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { getItem, isConditionalCheckFailed, putIfAbsent, type Table } from '../db/client.ts';
+import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Broadcast, SendJournal } from '../chains/sender/ports.ts';
+import { classifySendFailure } from '../chains/sender/outcome.ts';
+import { isConditionalCheckFailed, putIfAbsent, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
-import { ConflictError, UnprocessableError } from '../errors.ts';
+import { ConflictError, DomainError, UnprocessableError } from '../errors.ts';
 
 /**
  * `Idempotency-Key` for withdrawals: the first request with a key runs; a retry with the same key
@@ -16,11 +18,7 @@ export interface StoredResponse {
   readonly body: Record<string, unknown>;
 }
 
-export interface Broadcast {
-  readonly tx_hash: string;
-  /** The signed wire transaction (0x-hex for EVM, base64 for Solana): public once broadcast. */
-  readonly raw: string;
-}
+export type { Broadcast };
 
 interface IdempotencyItem {
   readonly request_hash: string;
@@ -35,7 +33,7 @@ interface IdempotencyItem {
 export type Claim =
   | { readonly kind: 'new'; readonly record: IdempotencyRecord }
   | { readonly kind: 'replay'; readonly response: StoredResponse }
-  | { readonly kind: 'resume'; readonly record: IdempotencyRecord; readonly broadcast: Broadcast | undefined };
+  | { readonly kind: 'resume'; readonly record: IdempotencyRecord };
 
 const LEASE_MS = 60_000;
 const TTL_SECONDS = 24 * 3600;
@@ -44,20 +42,38 @@ export function requestHash(request: object): string {
   return createHash('sha256').update(JSON.stringify(request)).digest('hex');
 }
 
-export class IdempotencyRecord {
+/** One claimed key: the journal of its send (SendJournal) and where its response is kept. */
+export class IdempotencyRecord implements SendJournal {
   readonly #table: Table;
   readonly #key: { pk: string; sk: string };
+  readonly previous: Broadcast | undefined;
+  #recorded: boolean;
 
-  constructor(table: Table, key: { pk: string; sk: string }) {
+  constructor(table: Table, key: { pk: string; sk: string }, previous?: Broadcast) {
     this.#table = table;
     this.#key = key;
+    this.previous = previous;
+    this.#recorded = previous !== undefined;
   }
 
   /** Stored before broadcasting: what a retry after a crash re-sends. */
-  async recordBroadcast(broadcast: Broadcast): Promise<void> {
+  async record(broadcast: Broadcast): Promise<void> {
     await this.#table.doc.send(
       new UpdateCommand({ TableName: this.#table.name, Key: this.#key, UpdateExpression: 'SET broadcast = :b', ExpressionAttributeValues: { ':b': broadcast } }),
     );
+    this.#recorded = true;
+  }
+
+  /** Keeps the key's state right after a failed send (see classifySendFailure). */
+  async settleFailure(error: unknown): Promise<void> {
+    const outcome = classifySendFailure(error, this.#recorded);
+    if (outcome === 'not_sent') return this.abandon(); // nothing left this service: the key may be used again
+    if (outcome === 'failed' && error instanceof DomainError) {
+      return this.complete({ status: error.status, body: { success: false, error: { code: error.code, message: error.message } } });
+    }
+    // Broadcast, outcome unknown (inclusion timeout, RPC trouble): a retry with the same key
+    // resumes with the same signed transaction. After a crash the lease expires instead.
+    return this.releaseLease();
   }
 
   async complete(response: StoredResponse): Promise<void> {
@@ -98,20 +114,22 @@ export async function claimIdempotencyKey(table: Table, scope: { appId: string; 
   if (item.lease_until > now) {
     throw new ConflictError('WITHDRAWAL_IN_PROGRESS', 'A withdrawal with this Idempotency-Key is still in progress; retry shortly');
   }
-  // The first attempt stopped (crash or timeout): take it over, exactly one retry at a time.
+  // The first attempt stopped (crash or timeout): take it over, exactly one retry at a time. One
+  // conditional update returns the stored item, with the broadcast the first attempt recorded.
   try {
-    await table.doc.send(
-      new PutCommand({
+    const out = await table.doc.send(
+      new UpdateCommand({
         TableName: table.name,
-        Item: { ...key, ...item, lease_until: now + LEASE_MS },
+        Key: key,
+        UpdateExpression: 'SET lease_until = :until',
         ConditionExpression: 'lease_until = :seen',
-        ExpressionAttributeValues: { ':seen': item.lease_until },
+        ExpressionAttributeValues: { ':seen': item.lease_until, ':until': now + LEASE_MS },
+        ReturnValues: 'ALL_NEW',
       }),
     );
+    return { kind: 'resume', record: new IdempotencyRecord(table, key, (out.Attributes as IdempotencyItem | undefined)?.broadcast) };
   } catch (error) {
     if (isConditionalCheckFailed(error)) throw new ConflictError('WITHDRAWAL_IN_PROGRESS', 'A withdrawal with this Idempotency-Key is still in progress; retry shortly');
     throw error;
   }
-  const current = (await getItem(table, key)) as IdempotencyItem | undefined;
-  return { kind: 'resume', record, broadcast: current?.broadcast };
 }

@@ -72,21 +72,21 @@ describe('idempotency keys', () => {
   it('after a crash the lease expires and a retry resumes with the stored signed transaction, once', async () => {
     const first = await claimIdempotencyKey(table, scope('k3'), hash, 1_000);
     if (first.kind !== 'new') throw new Error('unreachable');
-    await first.record.recordBroadcast({ tx_hash: '0xfeed', raw: '0x02f8' });
+    await first.record.record({ tx_hash: '0xfeed', raw: '0x02f8' });
     // ...the process dies here: no complete(), no abandon().
     const later = 1_000 + 61_000;
     const [a, b] = await Promise.allSettled([claimIdempotencyKey(table, scope('k3'), hash, later), claimIdempotencyKey(table, scope('k3'), hash, later)]);
     const resumed = [a, b].filter((r) => r.status === 'fulfilled');
     expect(resumed).toHaveLength(1);
-    expect((resumed[0] as PromiseFulfilledResult<{ kind: string; broadcast?: unknown }>).value).toMatchObject({ kind: 'resume', broadcast: { tx_hash: '0xfeed', raw: '0x02f8' } });
+    expect((resumed[0] as PromiseFulfilledResult<{ kind: string; record?: unknown }>).value).toMatchObject({ kind: 'resume', record: { previous: { tx_hash: '0xfeed', raw: '0x02f8' } } });
   });
 
   it('after an inclusion timeout the lease is released: an immediate retry resumes', async () => {
     const first = await claimIdempotencyKey(table, scope('k5'), hash, 1_000);
     if (first.kind !== 'new') throw new Error('unreachable');
-    await first.record.recordBroadcast({ tx_hash: '0xbeef', raw: '0x02f9' });
+    await first.record.record({ tx_hash: '0xbeef', raw: '0x02f9' });
     await first.record.releaseLease();
-    expect(await claimIdempotencyKey(table, scope('k5'), hash, 1_500)).toMatchObject({ kind: 'resume', broadcast: { tx_hash: '0xbeef' } });
+    expect(await claimIdempotencyKey(table, scope('k5'), hash, 1_500)).toMatchObject({ kind: 'resume', record: { previous: { tx_hash: '0xbeef' } } });
   });
 
   it('an abandoned key can be used again', async () => {

@@ -1,0 +1,36 @@
+import type { Table } from '../../db/client.ts';
+import { EvmSender } from './evm-sender.ts';
+import type { GasPayer } from './ports.ts';
+import { DEFAULT_LEASE_TIMING, type LeaseTiming } from './sender-lease.ts';
+import { SolanaSender } from './solana-sender.ts';
+import { SponsoredEvmSender } from './sponsored-sender.ts';
+
+export { classifySendFailure, type SendFailure } from './outcome.ts';
+
+/**
+ * The exactly-once senders, one per chain kind, built once in a composition root. `/withdraw`
+ * uses them today; venue deposits and transfer steps are meant to call the same ones.
+ */
+export interface Senders {
+  readonly evm: EvmSender;
+  readonly sponsored: SponsoredEvmSender;
+  readonly solana: SolanaSender;
+}
+
+export function createSenders(options: {
+  table: Table;
+  sponsor: GasPayer;
+  inclusionTimeoutMs: number;
+  lease?: LeaseTiming;
+  /** Epoch ms, or a Date source as the composition roots have it. */
+  now?: () => Date | number;
+}): Senders {
+  const lease = options.lease ?? DEFAULT_LEASE_TIMING;
+  const clock = options.now;
+  const now = clock ? () => Number(clock()) : undefined;
+  return {
+    evm: new EvmSender({ table: options.table, inclusionTimeoutMs: options.inclusionTimeoutMs, lease, now }),
+    sponsored: new SponsoredEvmSender({ table: options.table, sponsor: options.sponsor, inclusionTimeoutMs: options.inclusionTimeoutMs, lease, now }),
+    solana: new SolanaSender({ inclusionTimeoutMs: options.inclusionTimeoutMs }),
+  };
+}

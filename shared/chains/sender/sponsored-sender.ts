@@ -1,0 +1,127 @@
+import { type Address, hashTypedData, keccak256 } from 'viem';
+import type { Table } from '../../db/client.ts';
+import { LeaseLostError } from '../../db/lease.ts';
+import { UnprocessableError, UpstreamError } from '../../errors.ts';
+import { logger } from '../../logger.ts';
+import { executeCalldata, executorTypedData } from '../evm/sponsored-executor.ts';
+import type { EvmCall, EvmChain } from '../evm-chain.ts';
+import { confirmEvm, rebroadcastEvm, recordThenBroadcast, type Spend } from './evm-sender.ts';
+import { insufficient } from './funds.ts';
+import type { EvmSigner, GasPayer, SendJournal, SendReceipt, SendTimings, SignedAuthorization } from './ports.ts';
+import { timed } from './ports.ts';
+import { type LeaseTiming, senderBusy, withSenderLease } from './sender-lease.ts';
+
+/** Sponsored calls must execute within this long after the account signs them. */
+const EXECUTE_DEADLINE_SECONDS = 600n;
+/**
+ * Time kept back from the account's lease for the work after the sponsor's lease is granted
+ * (sponsor signature through the enclave, record, broadcast): the wait for the sponsor's lease
+ * ends this long before the account's lease would expire.
+ */
+export const SPONSOR_WORK_RESERVE_MS = 5_000;
+
+/** One call from an account whose gas a sponsor pays (EIP-7702 through the SponsoredExecutor). */
+export interface SponsoredSend {
+  readonly chain: EvmChain;
+  readonly account: Address;
+  readonly call: EvmCall;
+  readonly spends: Spend;
+  /** The account's signer: the delegation (first time only) and the EIP-712 execute digest. */
+  readonly signer: EvmSigner;
+  readonly journal?: SendJournal;
+  readonly timings?: SendTimings;
+}
+
+export interface SponsoredSenderOptions {
+  readonly table: Table;
+  readonly sponsor: GasPayer;
+  readonly inclusionTimeoutMs: number;
+  readonly lease: LeaseTiming;
+  readonly now?: () => number;
+}
+
+/**
+ * EIP-7702 path: the account delegates to our SponsoredExecutor (authorisation signed only when
+ * not delegated yet) and signs the call batch (EIP-712, with the executor's nonce and a
+ * deadline); the sponsor sends the transaction and pays the gas. Two leases: the account's orders
+ * executor nonces, the sponsor's orders the sponsor's own nonces. The wait for the sponsor's lease
+ * is bounded by what is left of the account's lease, and the account's lease is renewed (proved
+ * still ours) before the sponsor signs: two sends can never carry one executor nonce.
+ */
+export class SponsoredEvmSender {
+  readonly #options: SponsoredSenderOptions;
+
+  constructor(options: SponsoredSenderOptions) {
+    this.#options = options;
+  }
+
+  async send(request: SponsoredSend): Promise<SendReceipt> {
+    const { chain, account, journal, timings } = request;
+    const { inclusionTimeoutMs } = this.#options;
+    if (journal?.previous) {
+      await timed(timings, 'broadcast', () => rebroadcastEvm(chain, journal.previous!.raw as `0x${string}`));
+      return { txHash: await confirmEvm(chain, journal.previous.tx_hash as `0x${string}`, inclusionTimeoutMs, timings), resumed: true };
+    }
+    const delegate = chain.config.delegate as Address | undefined;
+    if (!delegate) throw new UnprocessableError('GAS_SPONSORSHIP_UNAVAILABLE', `Gas sponsorship is not configured on ${chain.code}`);
+    const sponsor = await this.#options.sponsor.address();
+    const now = this.#options.now ?? Date.now;
+    const timing = { ...this.#options.lease, now };
+
+    const hash = await withSenderLease(this.#options.table, { chain: `${chain.code}#7702`, address: account }, timing, async (accountLease) => {
+      const available = await chain.balance(account, request.spends.token);
+      if (available < request.spends.amount) {
+        throw insufficient(`${request.spends.token} on ${chain.code}`, request.spends.amount, available, chain.decimals(request.spends.token));
+      }
+      const authorizationList: SignedAuthorization[] = [];
+      if (!(await chain.isDelegatedTo(account, delegate))) {
+        const accountNonce = await chain.pendingNonce(account);
+        authorizationList.push(await timed(timings, 'sign', () => request.signer.signAuthorization({ chainId: chain.config.chain_id, contractAddress: delegate, nonce: accountNonce })));
+      }
+      const executorNonce = await chain.executorNonce(account);
+      const deadline = BigInt(Math.floor(now() / 1000)) + EXECUTE_DEADLINE_SECONDS;
+      const calls = [request.call];
+      const digest = hashTypedData(executorTypedData({ chainId: chain.config.chain_id, account, calls, nonce: executorNonce, deadline }));
+      const signature = await timed(timings, 'sign', () => request.signer.signDigest(digest));
+      const data = executeCalldata(calls, executorNonce, deadline, signature);
+
+      const waitMs = Math.min(this.#options.lease.waitMs, accountLease.expiresAt - now() - SPONSOR_WORK_RESERVE_MS);
+      if (waitMs < 0) throw senderBusy(`${chain.code}#7702`, account);
+      const result = await withSenderLease(this.#options.table, { chain: chain.code, address: sponsor }, { ...timing, waitMs }, async (sponsorLease) => {
+        try {
+          await accountLease.renew();
+        } catch (error) {
+          if (error instanceof LeaseLostError) throw senderBusy(`${chain.code}#7702`, account);
+          throw error;
+        }
+        const fees = await chain.fees();
+        const gas = authorizationList.length > 0 ? 250_000n : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => 250_000n);
+        const sponsorBalance = await chain.balance(sponsor, chain.config.native);
+        if (sponsorBalance < gas * fees.maxFeePerGas) {
+          logger.error('gas sponsor is out of funds', { chain: chain.code, sponsor });
+          throw new UpstreamError('SPONSOR_UNAVAILABLE', `The gas sponsor cannot pay for gas on ${chain.code} right now`);
+        }
+        const nonce = Math.max(await chain.pendingNonce(sponsor), sponsorLease.state?.next_nonce ?? 0);
+        // Type 4 only while the delegation is being set (EIP-7702 forbids an empty authorisation
+        // list); once delegated, the account keeps its code and a plain type-2 call reaches it.
+        const raw = await timed(timings, 'sign', () =>
+          this.#options.sponsor.signTransaction({
+            type: authorizationList.length ? 'eip7702' : 'eip1559',
+            chainId: chain.config.chain_id,
+            nonce,
+            to: account,
+            value: 0n,
+            data,
+            gas,
+            maxFeePerGas: fees.maxFeePerGas,
+            maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+            ...(authorizationList.length ? { authorizationList } : {}),
+          }),
+        );
+        return { result: await recordThenBroadcast(chain, { tx_hash: keccak256(raw), raw }, journal, timings), nonce };
+      });
+      return { result };
+    });
+    return { txHash: await confirmEvm(chain, hash, inclusionTimeoutMs, timings), resumed: false };
+  }
+}
