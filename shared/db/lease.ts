@@ -55,7 +55,7 @@ export async function acquireLease<S extends object>(table: Table, key: { pk: st
     } catch (error) {
       if (!isConditionalCheckFailed(error)) throw error;
     }
-    if (now() > deadline) throw new LeaseTimeoutError(`lease ${key.pk} busy for ${options.waitMs} ms`);
+    if (now() >= deadline) throw new LeaseTimeoutError(`lease ${key.pk} busy for ${options.waitMs} ms`);
     const pause = Math.min(200, 5 * 2 ** Math.min(attempt, 5)) * (0.5 + Math.random());
     await new Promise((done) => setTimeout(done, Math.max(0, Math.min(pause, deadline - now() + 1))));
   }
