@@ -28,8 +28,12 @@ export function parseRpcUrls(parameterName: string, raw: string | undefined): Rp
   }
   const result = v.safeParse(RpcUrlsSchema, json);
   if (!result.success) {
-    // Only our own messages: valibot's defaults quote the received value (a URL with its key).
-    const problems = result.issues.map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message.split(': Received')[0]}`);
+    // Only our own messages (every schema above has one): valibot's defaults quote the received
+    // value, which would be a URL with its key.
+    const problems = result.issues.map((issue) => {
+      const path = v.getDotPath(issue);
+      return path ? `${path}: ${issue.input === undefined ? 'is missing' : issue.message}` : `(root): ${issue.message}`;
+    });
     throw new RpcUrlsError(`SSM parameter ${parameterName}: ${problems.join('; ')}`);
   }
   return result.output;
