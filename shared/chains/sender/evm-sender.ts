@@ -48,11 +48,13 @@ export class EvmSender {
 
   async send(request: EvmSend): Promise<SendReceipt> {
     const { chain, journal, timings } = request;
-    if (journal?.previous) {
-      await timed(timings, 'broadcast', () => rebroadcastEvm(chain, journal.previous!.raw as Hex));
-      return { txHash: await confirmEvm(chain, journal.previous.tx_hash as Hex, this.#options.inclusionTimeoutMs, timings), resumed: true };
+    const { table, inclusionTimeoutMs, lease: timing, now } = this.#options;
+    const previous = journal?.previous;
+    if (previous) {
+      await timed(timings, 'broadcast', () => rebroadcastEvm(chain, previous.raw as Hex));
+      return { txHash: await confirmEvm(chain, previous.tx_hash as Hex, inclusionTimeoutMs, timings), resumed: true };
     }
-    const hash = await withSenderLease(this.#table, { chain: chain.code, address: request.from }, this.#leaseTiming, async (lease) => {
+    const hash = await withSenderLease(table, { chain: chain.code, address: request.from }, { ...timing, now }, async (lease) => {
       const { gas, fees } = await this.#checkFunds(request);
       const nonce = Math.max(await chain.pendingNonce(request.from), lease.state?.next_nonce ?? 0);
       const raw = await timed(timings, 'sign', () =>
@@ -71,15 +73,7 @@ export class EvmSender {
       const result = await recordThenBroadcast(chain, { tx_hash: keccak256(raw), raw }, journal, timings);
       return { result, nonce };
     });
-    return { txHash: await confirmEvm(chain, hash, this.#options.inclusionTimeoutMs, timings), resumed: false };
-  }
-
-  get #table() {
-    return this.#options.table;
-  }
-
-  get #leaseTiming() {
-    return { ...this.#options.lease, now: this.#options.now };
+    return { txHash: await confirmEvm(chain, hash, inclusionTimeoutMs, timings), resumed: false };
   }
 
   /** Under the lease: earlier sends from this account are already counted in the pending balances. */

@@ -1,4 +1,4 @@
-import { type Address, hashTypedData, keccak256 } from 'viem';
+import { type Address, type Hex, hashTypedData, keccak256 } from 'viem';
 import type { Table } from '../../db/client.ts';
 import { LeaseLostError } from '../../db/lease.ts';
 import { UnprocessableError, UpstreamError } from '../../errors.ts';
@@ -58,9 +58,10 @@ export class SponsoredEvmSender {
   async send(request: SponsoredSend): Promise<SendReceipt> {
     const { chain, account, journal, timings } = request;
     const { inclusionTimeoutMs } = this.#options;
-    if (journal?.previous) {
-      await timed(timings, 'broadcast', () => rebroadcastEvm(chain, journal.previous!.raw as `0x${string}`));
-      return { txHash: await confirmEvm(chain, journal.previous.tx_hash as `0x${string}`, inclusionTimeoutMs, timings), resumed: true };
+    const previous = journal?.previous;
+    if (previous) {
+      await timed(timings, 'broadcast', () => rebroadcastEvm(chain, previous.raw as Hex));
+      return { txHash: await confirmEvm(chain, previous.tx_hash as Hex, inclusionTimeoutMs, timings), resumed: true };
     }
     const delegate = chain.config.delegate as Address | undefined;
     if (!delegate) throw new UnprocessableError('GAS_SPONSORSHIP_UNAVAILABLE', `Gas sponsorship is not configured on ${chain.code}`);
