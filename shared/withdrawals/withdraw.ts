@@ -7,7 +7,7 @@ import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import type { Chains } from '../chains/chains.ts';
 import { enclaveEvmSigner, enclaveSolanaSigner } from '../chains/sender/enclave-signers.ts';
 import type { SendJournal, SendTimings } from '../chains/sender/ports.ts';
-import { newTimings } from '../chains/sender/ports.ts';
+import { newTimings } from '../chains/sender/timings.ts';
 import type { Senders } from '../chains/sender/senders.ts';
 import { formatAmount, parseAmount } from '../money.ts';
 import { claimIdempotencyKey, type IdempotencyRecord, requestHash, type StoredResponse } from './idempotency.ts';
@@ -34,6 +34,7 @@ export interface WithdrawOutcome {
 }
 
 interface Plan {
+  readonly account: AccountRecord;
   readonly chain: WithdrawInput['chain'];
   readonly token: WithdrawInput['token'];
   readonly decimals: number;
@@ -56,7 +57,7 @@ export async function withdraw(deps: WithdrawDeps, user: AuthenticatedUser, inpu
   }
 
   try {
-    const txHash = await send(deps, user, plan.account, plan, record, timings);
+    const txHash = await send(deps, user, plan, record, timings);
     const response = { status: 200, body: successBody(plan, txHash) };
     await record?.complete(response);
     return { response, timings, replayed: false };
@@ -66,7 +67,7 @@ export async function withdraw(deps: WithdrawDeps, user: AuthenticatedUser, inpu
   }
 }
 
-async function planWithdrawal(deps: WithdrawDeps, user: AuthenticatedUser, input: WithdrawInput): Promise<Plan & { account: AccountRecord }> {
+async function planWithdrawal(deps: WithdrawDeps, user: AuthenticatedUser, input: WithdrawInput): Promise<Plan> {
   assertWithdrawable(input.chain, input.token);
   const to = normaliseRecipient(input.chain, input.to_address);
   const decimals = deps.chains.decimals(input.chain, input.token);
@@ -86,7 +87,8 @@ async function planWithdrawal(deps: WithdrawDeps, user: AuthenticatedUser, input
 }
 
 /** One call to the sender of the plan's chain kind; the enclave signs as the user's wallet. */
-async function send(deps: WithdrawDeps, user: AuthenticatedUser, account: AccountRecord, plan: Plan, journal: SendJournal | undefined, timings: SendTimings): Promise<string> {
+async function send(deps: WithdrawDeps, user: AuthenticatedUser, plan: Plan, journal: SendJournal | undefined, timings: SendTimings): Promise<string> {
+  const { account } = plan;
   if (plan.chain === 'SOL') {
     const signer = enclaveSolanaSigner(() => walletSigner(deps, user, account, 'sol'));
     const chain = await deps.chains.sol();

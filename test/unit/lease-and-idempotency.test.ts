@@ -89,6 +89,22 @@ describe('idempotency keys', () => {
     expect(await claimIdempotencyKey(table, scope('k5'), hash, 1_500)).toMatchObject({ kind: 'resume', record: { previous: { tx_hash: '0xbeef' } } });
   });
 
+  it('an attempt that stalled past its lease and was taken over can neither record nor settle the key', async () => {
+    const stalled = await claimIdempotencyKey(table, scope('k6'), hash, 1_000);
+    if (stalled.kind !== 'new') throw new Error('unreachable');
+    const takeover = await claimIdempotencyKey(table, scope('k6'), hash, 1_000 + 61_000);
+    if (takeover.kind !== 'resume') throw new Error('unreachable');
+    expect(takeover.record.previous).toBeUndefined();
+    // The stalled attempt wakes up: it may not record (so it never broadcasts) ...
+    await expect(stalled.record.record({ tx_hash: '0xold', raw: '0x02aa' })).rejects.toMatchObject({ code: 'WITHDRAWAL_IN_PROGRESS' });
+    // ... and its failure handling leaves the new attempt's key alone.
+    await stalled.record.settleFailure(new Error('stalled'));
+    await takeover.record.record({ tx_hash: '0xnew', raw: '0x02bb' });
+    await stalled.record.complete({ status: 200, body: { tx_hash: '0xold' } });
+    await takeover.record.complete({ status: 200, body: { tx_hash: '0xnew' } });
+    expect(await claimIdempotencyKey(table, scope('k6'), hash, 70_000)).toEqual({ kind: 'replay', response: { status: 200, body: { tx_hash: '0xnew' } } });
+  });
+
   it('an abandoned key can be used again', async () => {
     const first = await claimIdempotencyKey(table, scope('k4'), hash, 1_000);
     if (first.kind !== 'new') throw new Error('unreachable');

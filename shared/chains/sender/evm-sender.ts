@@ -6,7 +6,7 @@ import { BroadcastRejectedError, CallWouldFailError, describeChainError, Inclusi
 import type { EvmCall, EvmChain } from '../evm-chain.ts';
 import { insufficient } from './funds.ts';
 import type { Broadcast, EvmSigner, SendJournal, SendReceipt, SendTimings } from './ports.ts';
-import { timed } from './ports.ts';
+import { timed } from './timings.ts';
 import { type LeaseTiming, withSenderLease } from './sender-lease.ts';
 
 /** What moves out of the account besides gas: checked under the lease, before anything is signed. */

@@ -76,17 +76,6 @@ export interface SendTimings {
   inclusion: number;
 }
 
-export const newTimings = (): SendTimings => ({ sign: 0, broadcast: 0, inclusion: 0 });
-
-export async function timed<T>(timings: SendTimings | undefined, phase: keyof SendTimings, work: () => Promise<T>): Promise<T> {
-  const started = performance.now();
-  try {
-    return await work();
-  } finally {
-    if (timings) timings[phase] += performance.now() - started;
-  }
-}
-
 /** What a send returns once included. */
 export interface SendReceipt {
   readonly txHash: string;

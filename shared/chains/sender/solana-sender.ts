@@ -2,7 +2,7 @@ import { InclusionTimeoutError, TransactionRevertedError } from '../errors.ts';
 import { SolanaChain } from '../solana-chain.ts';
 import { insufficient } from './funds.ts';
 import type { SendJournal, SendReceipt, SendTimings, SolanaSigner } from './ports.ts';
-import { timed } from './ports.ts';
+import { timed } from './timings.ts';
 import { logger } from '../../logger.ts';
 
 /** A transfer of SOL or an SPL token from `from` (fee payer and signer) to `to`. */

@@ -8,7 +8,7 @@ import type { EvmCall, EvmChain } from '../evm-chain.ts';
 import { confirmEvm, rebroadcastEvm, recordThenBroadcast, type Spend } from './evm-sender.ts';
 import { insufficient } from './funds.ts';
 import type { EvmSigner, GasPayer, SendJournal, SendReceipt, SendTimings, SignedAuthorization } from './ports.ts';
-import { timed } from './ports.ts';
+import { timed } from './timings.ts';
 import { type LeaseTiming, senderBusy, withSenderLease } from './sender-lease.ts';
 
 /** Sponsored calls must execute within this long after the account signs them. */
