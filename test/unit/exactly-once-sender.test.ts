@@ -120,6 +120,31 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     expect(await publicClient('ARB').getTransactionCount({ address: signer.address })).toBe(20);
   });
 
+  it('a holder that stalls past its lease while another takes it over does not broadcast', async () => {
+    const key = localEvmSigner(generatePrivateKey());
+    await evm.faucet('ARB', key.address, 'ETH', ETHER);
+    await evm.faucet('ARB', key.address, 'USDC', 5n * USDC);
+    let rival: Awaited<ReturnType<typeof acquireLease>> | undefined;
+    const slowSigner: EvmSigner = {
+      ...key,
+      signTransaction: async (transaction) => {
+        await new Promise((done) => setTimeout(done, 1_300)); // the 1 s lease runs out meanwhile
+        rival = await acquireLease(table, keys.senderLease('ARB', key.address), { leaseMs: 10_000, waitMs: 0 });
+        return key.signTransaction(transaction);
+      },
+    };
+    const arb = chain('ARB');
+    const journal = memoryJournal();
+    const outcome = await new EvmSender({ table, inclusionTimeoutMs: 20_000, lease: { leaseMs: 1_000, waitMs: 5_000 } })
+      .send({ chain: arb, from: key.address, call: arb.transferCall('USDC', freshAddress(), USDC), spends: { token: 'USDC', amount: USDC }, signer: slowSigner, journal })
+      .catch((error: unknown) => error);
+    expect(outcome).toBeInstanceOf(ConflictError);
+    expect((outcome as ConflictError).code).toBe('SENDER_BUSY');
+    expect(journal.recorded).toEqual([]);
+    expect(await publicClient('ARB').getTransactionCount({ address: key.address, blockTag: 'pending' })).toBe(0);
+    await rival?.release();
+  });
+
   it('a crash after the record and before the broadcast: the retry sends that very transaction, once', async () => {
     const signer = localEvmSigner(generatePrivateKey());
     await evm.faucet('POL', signer.address, 'POL', ETHER);

@@ -36,8 +36,8 @@ export interface EvmSenderOptions {
 /**
  * Sends a call from an EVM account exactly once: under the account's lease it checks funds and
  * gas, picks the nonce (max of the RPC's pending nonce and the lease's stored next nonce), signs
- * through the signer port, records the signed transaction in the journal, broadcasts; then waits
- * for the receipt. With `journal.previous` it resumes: re-broadcasts that transaction and waits.
+ * through the signer port, proves the lease still held (renewing it), records the signed
+ * transaction in the journal, broadcasts; then waits for the receipt. With `journal.previous` it resumes: re-broadcasts that transaction and waits.
  */
 export class EvmSender {
   readonly #options: EvmSenderOptions;
@@ -70,6 +70,8 @@ export class EvmSender {
           maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
         }),
       );
+      // Still ours? A holder that stalled past its lease must not broadcast a nonce another holder picked.
+      await lease.renew();
       const result = await recordThenBroadcast(chain, { tx_hash: keccak256(raw), raw }, journal, timings);
       return { result, nonce };
     });

@@ -86,15 +86,14 @@ export class SponsoredEvmSender {
       const signature = await timed(timings, 'sign', () => request.signer.signDigest(digest));
       const data = executeCalldata(calls, executorNonce, deadline, signature);
 
+      const renewAccountLease = () =>
+        accountLease.renew().catch((error: unknown) => {
+          throw error instanceof LeaseLostError ? senderBusy(`${chain.code}#7702`, account) : error;
+        });
       const waitMs = Math.min(this.#options.lease.waitMs, accountLease.expiresAt - now() - SPONSOR_WORK_RESERVE_MS);
       if (waitMs < 0) throw senderBusy(`${chain.code}#7702`, account);
       const result = await withSenderLease(this.#options.table, { chain: chain.code, address: sponsor }, { ...timing, waitMs }, async (sponsorLease) => {
-        try {
-          await accountLease.renew();
-        } catch (error) {
-          if (error instanceof LeaseLostError) throw senderBusy(`${chain.code}#7702`, account);
-          throw error;
-        }
+        await renewAccountLease(); // before the sponsor signs anything
         const fees = await chain.fees();
         const gas = authorizationList.length > 0 ? 250_000n : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => 250_000n);
         const sponsorBalance = await chain.balance(sponsor, chain.config.native);
@@ -119,6 +118,8 @@ export class SponsoredEvmSender {
             ...(authorizationList.length ? { authorizationList } : {}),
           }),
         );
+        // Both leases still ours after the sponsor's signature: only then record and broadcast.
+        await Promise.all([sponsorLease.renew(), renewAccountLease()]);
         return { result: await recordThenBroadcast(chain, { tx_hash: keccak256(raw), raw }, journal, timings), nonce };
       });
       return { result };
