@@ -57,7 +57,7 @@ export class SponsoredEvmSender {
 
   async send(request: SponsoredSend): Promise<SendReceipt> {
     const { chain, account, journal, timings } = request;
-    const { inclusionTimeoutMs } = this.#options;
+    const { table, inclusionTimeoutMs } = this.#options;
     const previous = journal?.previous;
     if (previous) {
       await timed(timings, 'broadcast', () => rebroadcastEvm(chain, previous.raw as Hex));
@@ -66,58 +66,19 @@ export class SponsoredEvmSender {
     const delegate = chain.config.delegate as Address | undefined;
     if (!delegate) throw new UnprocessableError('GAS_SPONSORSHIP_UNAVAILABLE', `Gas sponsorship is not configured on ${chain.code}`);
     const sponsor = await this.#options.sponsor.address();
-    const now = this.#options.now ?? Date.now;
-    const timing = { ...this.#options.lease, now };
+    const accountLeaseName = { chain: `${chain.code}#7702`, address: account };
 
-    const hash = await withSenderLease(this.#options.table, { chain: `${chain.code}#7702`, address: account }, timing, async (accountLease) => {
-      const available = await chain.balance(account, request.spends.token);
-      if (available < request.spends.amount) {
-        throw insufficient(`${request.spends.token} on ${chain.code}`, request.spends.amount, available, chain.decimals(request.spends.token));
-      }
-      const authorizationList: SignedAuthorization[] = [];
-      if (!(await chain.isDelegatedTo(account, delegate))) {
-        const accountNonce = await chain.pendingNonce(account);
-        authorizationList.push(await timed(timings, 'sign', () => request.signer.signAuthorization({ chainId: chain.config.chain_id, contractAddress: delegate, nonce: accountNonce })));
-      }
-      const executorNonce = await chain.executorNonce(account);
-      const deadline = BigInt(Math.floor(now() / 1000)) + EXECUTE_DEADLINE_SECONDS;
-      const calls = [request.call];
-      const digest = hashTypedData(executorTypedData({ chainId: chain.config.chain_id, account, calls, nonce: executorNonce, deadline }));
-      const signature = await timed(timings, 'sign', () => request.signer.signDigest(digest));
-      const data = executeCalldata(calls, executorNonce, deadline, signature);
-
+    const hash = await withSenderLease(table, accountLeaseName, this.#timing(), async (accountLease) => {
+      const execute = await this.#signExecute(request, delegate);
       const renewAccountLease = () =>
         accountLease.renew().catch((error: unknown) => {
-          throw error instanceof LeaseLostError ? senderBusy(`${chain.code}#7702`, account) : error;
+          throw error instanceof LeaseLostError ? senderBusy(accountLeaseName.chain, account) : error;
         });
-      const waitMs = Math.min(this.#options.lease.waitMs, accountLease.expiresAt - now() - SPONSOR_WORK_RESERVE_MS);
-      if (waitMs < 0) throw senderBusy(`${chain.code}#7702`, account);
-      const result = await withSenderLease(this.#options.table, { chain: chain.code, address: sponsor }, { ...timing, waitMs }, async (sponsorLease) => {
+      const waitMs = Math.min(this.#options.lease.waitMs, accountLease.expiresAt - this.#now() - SPONSOR_WORK_RESERVE_MS);
+      if (waitMs < 0) throw senderBusy(accountLeaseName.chain, account);
+      const result = await withSenderLease(table, { chain: chain.code, address: sponsor }, { ...this.#timing(), waitMs }, async (sponsorLease) => {
         await renewAccountLease(); // before the sponsor signs anything
-        const fees = await chain.fees();
-        const gas = authorizationList.length > 0 ? 250_000n : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => 250_000n);
-        const sponsorBalance = await chain.balance(sponsor, chain.config.native);
-        if (sponsorBalance < gas * fees.maxFeePerGas) {
-          logger.error('gas sponsor is out of funds', { chain: chain.code, sponsor });
-          throw new UpstreamError('SPONSOR_UNAVAILABLE', `The gas sponsor cannot pay for gas on ${chain.code} right now`);
-        }
-        const nonce = Math.max(await chain.pendingNonce(sponsor), sponsorLease.state?.next_nonce ?? 0);
-        // Type 4 only while the delegation is being set (EIP-7702 forbids an empty authorisation
-        // list); once delegated, the account keeps its code and a plain type-2 call reaches it.
-        const raw = await timed(timings, 'sign', () =>
-          this.#options.sponsor.signTransaction({
-            type: authorizationList.length ? 'eip7702' : 'eip1559',
-            chainId: chain.config.chain_id,
-            nonce,
-            to: account,
-            value: 0n,
-            data,
-            gas,
-            maxFeePerGas: fees.maxFeePerGas,
-            maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-            ...(authorizationList.length ? { authorizationList } : {}),
-          }),
-        );
+        const { raw, nonce } = await this.#signAsSponsor(request, sponsor, execute, sponsorLease.state?.next_nonce);
         // Both leases still ours after the sponsor's signature: only then record and broadcast.
         await Promise.all([sponsorLease.renew(), renewAccountLease()]);
         return { result: await recordThenBroadcast(chain, { tx_hash: keccak256(raw), raw }, journal, timings), nonce };
@@ -125,5 +86,59 @@ export class SponsoredEvmSender {
       return { result };
     });
     return { txHash: await confirmEvm(chain, hash, inclusionTimeoutMs, timings), resumed: false };
+  }
+
+  /** Under the account's lease: funds, the delegation (first time only) and the signed execute calldata. */
+  async #signExecute({ chain, account, call, spends, signer, timings }: SponsoredSend, delegate: Address) {
+    const available = await chain.balance(account, spends.token);
+    if (available < spends.amount) throw insufficient(`${spends.token} on ${chain.code}`, spends.amount, available, chain.decimals(spends.token));
+    const authorizationList: SignedAuthorization[] = [];
+    if (!(await chain.isDelegatedTo(account, delegate))) {
+      const accountNonce = await chain.pendingNonce(account);
+      authorizationList.push(await timed(timings, 'sign', () => signer.signAuthorization({ chainId: chain.config.chain_id, contractAddress: delegate, nonce: accountNonce })));
+    }
+    const executorNonce = await chain.executorNonce(account);
+    const deadline = BigInt(Math.floor(this.#now() / 1000)) + EXECUTE_DEADLINE_SECONDS;
+    const digest = hashTypedData(executorTypedData({ chainId: chain.config.chain_id, account, calls: [call], nonce: executorNonce, deadline }));
+    const signature = await timed(timings, 'sign', () => signer.signDigest(digest));
+    return { authorizationList, data: executeCalldata([call], executorNonce, deadline, signature) };
+  }
+
+  /** Under the sponsor's lease: gas, the sponsor's funds and nonce, and the sponsor's signature. */
+  async #signAsSponsor({ chain, account, timings }: SponsoredSend, sponsor: Address, execute: { authorizationList: SignedAuthorization[]; data: Hex }, storedNonce: number | undefined) {
+    const { authorizationList, data } = execute;
+    const fees = await chain.fees();
+    const gas = authorizationList.length > 0 ? 250_000n : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => 250_000n);
+    const sponsorBalance = await chain.balance(sponsor, chain.config.native);
+    if (sponsorBalance < gas * fees.maxFeePerGas) {
+      logger.error('gas sponsor is out of funds', { chain: chain.code, sponsor });
+      throw new UpstreamError('SPONSOR_UNAVAILABLE', `The gas sponsor cannot pay for gas on ${chain.code} right now`);
+    }
+    const nonce = Math.max(await chain.pendingNonce(sponsor), storedNonce ?? 0);
+    // Type 4 only while the delegation is being set (EIP-7702 forbids an empty authorisation
+    // list); once delegated, the account keeps its code and a plain type-2 call reaches it.
+    const raw = await timed(timings, 'sign', () =>
+      this.#options.sponsor.signTransaction({
+        type: authorizationList.length ? 'eip7702' : 'eip1559',
+        chainId: chain.config.chain_id,
+        nonce,
+        to: account,
+        value: 0n,
+        data,
+        gas,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        ...(authorizationList.length ? { authorizationList } : {}),
+      }),
+    );
+    return { raw, nonce };
+  }
+
+  #now(): number {
+    return (this.#options.now ?? Date.now)();
+  }
+
+  #timing() {
+    return { ...this.#options.lease, now: this.#options.now };
   }
 }
