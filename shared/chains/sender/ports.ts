@@ -62,6 +62,9 @@ export interface Broadcast {
  * Durable memory of one logical send (an idempotency record, a transfer step). `record` must be
  * durable when it returns: it runs before the broadcast, so a retry after a crash re-sends the
  * very transaction (same nonce or signature: at most one inclusion) instead of signing anew.
+ * `record` throwing means "do not broadcast" (e.g. the caller's claim was taken over). Without a
+ * journal a send is still ordered and checked, but a retry after a crash cannot find it: callers
+ * that retry (venue deposits, transfer steps) must pass one.
  */
 export interface SendJournal {
   /** What an earlier attempt of this send recorded, if anything: the sender resumes it. */
