@@ -277,7 +277,7 @@ async function fundGasSponsor(chains: SandboxChains, sponsor: EnclaveGasSponsor)
   const minimum = 100n * 10n ** 18n;
   await Promise.all(
     (['ETH', 'ARB', 'POL', 'INK'] as const).map(async (code) => {
-      const chain = new EvmChain(code, chains.config[code]);
+      const chain = new EvmChain(code, chains.evm.chains[code]);
       const balance = await chain.balance(address, chain.config.native);
       if (balance < minimum) await chains.evm.faucet(code, address, chain.config.native, 1000n * 10n ** 18n);
     }),

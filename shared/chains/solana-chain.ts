@@ -3,9 +3,10 @@ import {
   createTransferCheckedInstruction,
   getAssociatedTokenAddressSync,
 } from '@solana/spl-token';
-import { Connection, PublicKey, SystemProgram, type TransactionInstruction, TransactionMessage, VersionedMessage, VersionedTransaction } from '@solana/web3.js';
+import { Connection, PublicKey, SendTransactionError, SystemProgram, type TransactionInstruction, TransactionMessage, VersionedMessage, VersionedTransaction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import type { SolanaChainConfig } from './chain-config.ts';
+import { BroadcastRejectedError, redact } from './errors.ts';
 
 /** An SPL token account's size: the rent-exempt minimum for it is what creating an ATA costs. */
 const TOKEN_ACCOUNT_SIZE = 165;
@@ -74,16 +75,22 @@ export class SolanaChain {
     const { blockhash, lastValidBlockHeight } = await this.connection.getLatestBlockhash('confirmed');
     const message = new TransactionMessage({ payerKey: fromKey, recentBlockhash: blockhash, instructions }).compileToV0Message();
     const fee = BigInt((await this.connection.getFeeForMessage(message, 'confirmed')).value ?? 5000);
-    return { message, fee, rent, createsTokenAccount: rent > 0n, lastValidBlockHeight };
+    return { messageBytes: message.serialize(), fee, rent, createsTokenAccount: rent > 0n, lastValidBlockHeight: BigInt(lastValidBlockHeight) };
   }
 
-  /** The wire transaction for a message and its (base58) signature by the fee payer. */
-  static assemble(message: VersionedMessage, signature: string): Uint8Array {
-    return new VersionedTransaction(message, [bs58.decode(signature)]).serialize();
+  /** The wire transaction for a serialised message and its (base58) signature by the fee payer. */
+  static assemble(messageBytes: Uint8Array, signature: string): Uint8Array {
+    return new VersionedTransaction(VersionedMessage.deserialize(messageBytes), [bs58.decode(signature)]).serialize();
   }
 
+  /** BroadcastRejectedError when the node refuses it (preflight failed): nothing was sent. */
   async broadcast(transaction: Uint8Array): Promise<string> {
-    return this.connection.sendRawTransaction(transaction, { skipPreflight: false, preflightCommitment: 'confirmed', maxRetries: 3 });
+    try {
+      return await this.connection.sendRawTransaction(transaction, { skipPreflight: false, preflightCommitment: 'confirmed', maxRetries: 3 });
+    } catch (error) {
+      if (error instanceof SendTransactionError) throw new BroadcastRejectedError(redact(error.message.split('\n')[0] ?? 'rejected'));
+      throw error;
+    }
   }
 
   /** Polls until the signature is confirmed; `{ err }` when it failed, `null` when the bound passed. */
