@@ -250,7 +250,7 @@ async function startRpcGateway(config: ChainsConfig, credential: string, host: s
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   const keyed = structuredClone(config) as Record<string, unknown>;
   for (const [code, entry] of Object.entries(config)) {
-    if (typeof entry !== 'object' || entry === null || !('rpc_url' in entry)) continue;
+    if (typeof entry !== 'object' || entry === null || !('rpc_url' in entry) || !entry.rpc_url) continue;
     upstream.set(code, entry.rpc_url);
     (keyed[code] as { rpc_url: string }).rpc_url = `http://${urlHost}:${port}/${credential}/${code}`;
   }
