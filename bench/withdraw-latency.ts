@@ -12,7 +12,8 @@ import { startLocalRuntime } from '../infra/local/runtime.ts';
  * `npm run bench:withdraw [-- --count 100]`: withdrawal latency on the sandbox chains (anvil
  * automines; LiteSVM confirms at once), end to end and split into signing (enclave calls),
  * broadcast and inclusion, from each response's Server-Timing header. Sequential sends from one
- * wallet, so the figures are per withdrawal, not throughput.
+ * wallet, so the figures are per withdrawal; then bursts of parallel sends from one wallet, which
+ * queue on its sender lease (shared/chains/sender), for the throughput one wallet gets.
  */
 const { values } = parseArgs({ options: { count: { type: 'string', default: '100' } } });
 const COUNT = Number(values.count);
@@ -72,6 +73,23 @@ process.stdout.write(`withdrawals on the sandbox chains, ${COUNT} each (after 3 
 await run('ARB USDC', () => ({ to_address: privateKeyToAddress(generatePrivateKey()), amount: '1', chain: 'ARB' }));
 await run('ARB USDC, gas sponsored', () => ({ to_address: privateKeyToAddress(generatePrivateKey()), amount: '1', chain: 'ARB', gas_sponsored: true }));
 await run('SOL USDC (new token acct)', () => ({ to_address: Keypair.generate().publicKey.toBase58(), amount: '1', chain: 'SOL' }));
+
+/** `size` withdrawals from one wallet at once, `rounds` times: wall time per burst and withdrawals per second. */
+async function burst(name: string, size: number, rounds: number, body: () => object) {
+  const walls: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const started = performance.now();
+    const responses = await Promise.all(Array.from({ length: size }, () => fetch(`${runtime.urls.account}/withdraw`, { method: 'POST', headers, body: JSON.stringify(body()) })));
+    walls.push(performance.now() - started);
+    for (const response of responses) if (!response.ok) throw new Error(`${name}: ${response.status} ${await response.text()}`);
+  }
+  const sorted = walls.sort((a, b) => a - b);
+  const median = pct(sorted, 50);
+  process.stdout.write(`${name.padEnd(26)} ${size} at once from one wallet, ${rounds} bursts: wall p50 ${median.toFixed(0)} / max ${sorted.at(-1)!.toFixed(0)} ms, ${((size / median) * 1000).toFixed(1)} withdrawals/s\n`);
+}
+
+await burst('ARB USDC burst', 20, 5, () => ({ to_address: privateKeyToAddress(generatePrivateKey()), amount: '1', chain: 'ARB' }));
+await burst('ARB USDC sponsored burst', 20, 5, () => ({ to_address: privateKeyToAddress(generatePrivateKey()), amount: '1', chain: 'ARB', gas_sponsored: true }));
 
 await runtime.stop();
 await rm(dataDir, { recursive: true, force: true });

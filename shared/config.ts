@@ -16,6 +16,8 @@ import { type ChainsConfig, ChainsConfigSchema } from './chains/chain-config.ts'
  * | OP_JWT_KMS_KEY_ID   | account, when kms       | ECC_NIST_P256 signing key for op_jwt                 |
  * | TEE_URL             | account                 | base URL of the wallet enclave service               |
  * | DATA_DIR            | when anything is local  | where local key material lives                       |
+ * | CHAINS_CONFIG       | account (chain routes)  | chains, tokens; RPC URLs inline in the sandbox only  |
+ * | RPC_URLS_PARAMETER  | account, when no rpc_url| SSM SecureString parameter with the RPC URLs (JSON)  |
  */
 const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1));
 
@@ -93,7 +95,12 @@ export function loadAllowedDelegates(env = process.env): ReadonlySet<string> {
   return new Set(raw.ALLOWED_7702_DELEGATES.split(',').filter(Boolean).map((address) => address.toLowerCase()));
 }
 
-/** CHAINS_CONFIG: JSON of every chain's RPC URL, chain id and tokens (shared/chains/chain-config.ts). */
+/**
+ * CHAINS_CONFIG: JSON of every chain's chain id, tokens and (in the sandbox) RPC URL
+ * (shared/chains/chain-config.ts). When any chain has no `rpc_url`, RPC_URLS_PARAMETER must name
+ * the SSM SecureString parameter holding them (shared/chains/rpc-urls.ts): checked here, at cold
+ * start; the parameter itself is read on first use.
+ */
 export function loadChainsConfig(env = process.env): ChainsConfig {
   const raw = parseEnv(v.object({ CHAINS_CONFIG: nonEmpty }), env).CHAINS_CONFIG;
   let json: unknown;
@@ -106,7 +113,18 @@ export function loadChainsConfig(env = process.env): ChainsConfig {
   if (!result.success) {
     throw new ConfigError(`Invalid configuration: CHAINS_CONFIG: ${result.issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`).join('; ')}`);
   }
+  const withoutUrl = CHAIN_KEYS.filter((code) => !result.output[code].rpc_url);
+  if (withoutUrl.length > 0 && !loadRpcUrlsParameter(env)) {
+    throw new ConfigError(`Invalid configuration: RPC_URLS_PARAMETER: required, since CHAINS_CONFIG has no rpc_url for ${withoutUrl.join(', ')}`);
+  }
   return result.output;
+}
+
+const CHAIN_KEYS = ['ETH', 'ARB', 'POL', 'INK', 'SOL'] as const;
+
+/** RPC_URLS_PARAMETER (optional): name of the SSM SecureString parameter with the RPC URLs. */
+export function loadRpcUrlsParameter(env = process.env): string | undefined {
+  return parseEnv(v.object({ RPC_URLS_PARAMETER: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.\-/]{1,2048}$/, 'must be an SSM parameter name'))) }), env).RPC_URLS_PARAMETER;
 }
 
 /** How long a withdrawal waits for inclusion before answering 504 (it fits API Gateway's 29 s). */

@@ -6,6 +6,7 @@ import { withdrawDepsFromEnv } from '../../shared/deps/account-chains.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
+import { measureWithdrawal } from '../../shared/observability/metrics.ts';
 import { withdraw, type WithdrawDeps } from '../../shared/withdrawals/withdraw.ts';
 import { WithdrawRequest } from '../../shared/withdrawals/withdraw-rules.ts';
 
@@ -21,7 +22,7 @@ export const makeWithdraw = (deps: WithdrawRouteDeps) => async (event: APIGatewa
   const user = await authenticateUser(deps.apps, event);
   const body = parseInput(WithdrawRequest, event.body, 'body');
   const idempotencyKey = parseInput(v.object({ 'idempotency-key': IdempotencyKey }), { 'idempotency-key': header(event, 'idempotency-key') }, 'header')['idempotency-key'];
-  const { response, timings, replayed } = await withdraw(deps, user, body, idempotencyKey);
+  const { response, timings, replayed } = await measureWithdrawal(body.chain, () => withdraw(deps, user, body, idempotencyKey));
   const serverTiming = `sign;dur=${timings.sign.toFixed(1)}, broadcast;dur=${timings.broadcast.toFixed(1)}, inclusion;dur=${timings.inclusion.toFixed(1)}`;
   return jsonResponse(response.status, response.body, { 'server-timing': serverTiming, ...(replayed ? { 'idempotent-replayed': 'true' } : {}) });
 };

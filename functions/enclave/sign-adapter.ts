@@ -7,6 +7,7 @@ import { withV1WalletKey, withWalletKey, type WalletAuthorization } from '../../
 import { assertV1Open } from '../../shared/enclave/v1-wallets.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
+import { measureSigning } from '../../shared/observability/metrics.ts';
 
 type Operation<S extends v.GenericSchema, R> = (wallet: SigningWallet, secret: Buffer, body: v.InferOutput<S>) => Promise<R>;
 
@@ -21,7 +22,8 @@ export const makeV2Signer =
   async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
     const app = await authenticateEnclaveCaller(deps.apps, event, deps.now());
     const body = parseInput(schema, event.body, 'body');
-    const result = await withWalletKey(deps, app, body as WalletAuthorization, (wallet, secret) => operation(wallet, secret, body));
+    const run = (wallet: SigningWallet, secret: Buffer) => operation(wallet, secret, body);
+    const result = await measureSigning(event.routeKey, () => withWalletKey(deps, app, body as WalletAuthorization, run));
     return jsonResponse(200, { success: true, ...result });
   };
 
@@ -34,6 +36,7 @@ export const makeV1Signer =
     const app = await authenticateEnclaveCaller(deps.apps, event, deps.now());
     const body = parseInput(schema, event.body, 'body');
     const auth = body as { encryption_context: string; access_key: string; wallet_id: string };
-    const result = await withV1WalletKey(deps, app, auth, (wallet, secret) => operation(wallet, secret, body));
+    const run = (wallet: SigningWallet, secret: Buffer) => operation(wallet, secret, body);
+    const result = await measureSigning(event.routeKey, () => withV1WalletKey(deps, app, auth, run));
     return jsonResponse(200, { success: true, ...result });
   };

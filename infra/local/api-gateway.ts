@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 
@@ -49,7 +50,18 @@ function safeDecode(segment: string): string {
 
 const TEXTUAL = /^(application\/(json|x-www-form-urlencoded|.*\+json)|text\/)/i;
 
-export function toEvent(req: IncomingMessage, body: Buffer, routeKey: string, pathParameters: Record<string, string>): APIGatewayProxyEventV2 {
+/** An id in the shape API Gateway HTTP APIs give each request (`JXFxZjE0oAMEVaQ=`). */
+export function gatewayRequestId(): string {
+  return randomBytes(10).toString('base64');
+}
+
+export function toEvent(
+  req: IncomingMessage,
+  body: Buffer,
+  routeKey: string,
+  pathParameters: Record<string, string>,
+  requestId: string = gatewayRequestId(),
+): APIGatewayProxyEventV2 {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
@@ -83,7 +95,7 @@ export function toEvent(req: IncomingMessage, body: Buffer, routeKey: string, pa
         sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
         userAgent: headers['user-agent'] ?? '',
       },
-      requestId: randomUUID(),
+      requestId,
       routeKey,
       stage: '$default',
       time: now.toUTCString(),
@@ -110,14 +122,52 @@ export function lambdaContext(functionName: string, timeoutMs: number): Context 
   };
 }
 
+/**
+ * What the Lambda runtime provides when one execution environment serves several invocations at
+ * once (`AWS_LAMBDA_MAX_CONCURRENCY`, managed instances): an InvokeStore in
+ * `globalThis.awslambda`, which Powertools uses to keep each invocation's log context, keys and
+ * metrics apart. The local runtime serves concurrent requests in one process, so it does the same.
+ */
+class LocalInvokeStore {
+  static readonly REQUEST_ID = Symbol.for('_AWS_LAMBDA_REQUEST_ID');
+  readonly #storage = new AsyncLocalStorage<Record<string | symbol, unknown>>();
+  hasContext = () => this.#storage.getStore() !== undefined;
+  getContext = () => this.#storage.getStore();
+  get = (key: string | symbol) => this.#storage.getStore()?.[key];
+  set = (key: string | symbol, value: unknown) => {
+    const store = this.#storage.getStore();
+    if (!store) throw new Error('No context available');
+    store[key] = value;
+  };
+  getRequestId = () => (this.get(LocalInvokeStore.REQUEST_ID) as string | undefined) ?? '-';
+  getXRayTraceId = () => undefined;
+  getTenantId = () => undefined;
+  run = <T>(context: Record<string | symbol, unknown>, fn: () => T): T => this.#storage.run(context, fn);
+}
+
+type LambdaGlobal = { awslambda?: { InvokeStore?: LocalInvokeStore } };
+
+export function installInvokeStore() {
+  const global = globalThis as LambdaGlobal;
+  global.awslambda ??= {};
+  global.awslambda.InvokeStore ??= new LocalInvokeStore();
+  process.env.AWS_LAMBDA_MAX_CONCURRENCY ??= '64';
+}
+
+/** Runs one invocation in its own InvokeStore context, as the Lambda runtime does. */
+export function runInvocation<T>(context: Context, invoke: () => T): T {
+  const store = (globalThis as LambdaGlobal).awslambda?.InvokeStore;
+  return store ? store.run({ [LocalInvokeStore.REQUEST_ID]: context.awsRequestId }, invoke) : invoke();
+}
+
 export function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResultV2 | string | undefined) {
   if (result === undefined || typeof result === 'string') {
     res.writeHead(200, { 'content-type': 'application/json' }).end(result ?? '');
     return;
   }
-  const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(result.headers ?? {})) headers[name] = String(value);
-  if (result.cookies?.length) headers['set-cookie'] = result.cookies;
+  // setHeader (not writeHead's argument), so the access log can read them back.
+  for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, String(value));
+  if (result.cookies?.length) res.setHeader('set-cookie', result.cookies);
   const body = result.body === undefined ? '' : result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body;
-  res.writeHead(result.statusCode ?? 200, headers).end(body);
+  res.writeHead(result.statusCode ?? 200).end(body);
 }

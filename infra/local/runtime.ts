@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -22,7 +23,9 @@ import { EnclaveGasSponsor } from '../../shared/withdrawals/gas-sponsor.ts';
 import { startEvmSandbox } from './evm-sandbox.ts';
 import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
 import { startSolanaSandbox } from './solana-sandbox.ts';
-import { compileRoute, lambdaContext, matchRoute, toEvent, writeResult } from './api-gateway.ts';
+import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
+import { withServiceName } from '../../shared/observability/service-name.ts';
+import { compileRoute, gatewayRequestId, installInvokeStore, lambdaContext, matchRoute, runInvocation, toEvent, writeResult } from './api-gateway.ts';
 
 /**
  * The embedded local sandbox: three HTTP listeners whose requests become API Gateway events for
@@ -37,8 +40,25 @@ export interface LocalRuntimeOptions {
   readonly appsFile?: string;
   readonly tableName?: string;
   readonly host?: string;
-  /** Called once per request, after the response: method, path, status, milliseconds. */
-  readonly onRequest?: (line: { service: ServiceName; method: string; path: string; status: number; ms: number }) => void;
+  /**
+   * The credential the functions' RPC URLs carry as their first path segment (as hosted RPC
+   * providers do), so a test can prove no log line leaks it; random when unset.
+   */
+  readonly rpcCredential?: string;
+  /** Called once per request, after the response, with its access-log record. */
+  readonly onRequest?: (line: AccessLogRecord) => void;
+}
+
+/** One access-log line (JSON): like API Gateway's, never with query values, headers or bodies. */
+export interface AccessLogRecord {
+  readonly time: string;
+  readonly service: ServiceName;
+  readonly method: string;
+  /** The path, and the query's parameter names only (`/demo/wallet/balance?chain`). */
+  readonly path: string;
+  readonly status: number;
+  readonly duration_ms: number;
+  readonly request_id: string;
 }
 
 export interface LocalRuntime {
@@ -60,6 +80,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const releaseDataDir = await lockDataDir(dataDir);
 
+  // What Lambda gives a function: per-invocation scoping of Powertools' state (several requests run
+  // at once in this one process), cold-start detection, a metrics namespace.
+  installInvokeStore();
+  process.env.AWS_LAMBDA_INITIALIZATION_TYPE ??= 'on-demand';
+  process.env.POWERTOOLS_METRICS_NAMESPACE ??= 'PerpWalletLocal';
   // AWS SDK clients need a region and credentials even against a local engine.
   process.env.AWS_REGION ??= 'us-east-1';
   process.env.AWS_ACCESS_KEY_ID ??= 'sandbox';
@@ -79,6 +104,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const [evm, sol] = await Promise.all([startEvmSandbox({ dataDir, host }), startSolanaSandbox({ dataDir, host })]);
   closers.push(() => evm.stop(), () => sol.stop());
   const chains: SandboxChains = { config: { ...evm.chains, SOL: sol.chain, sandbox: true }, evm, sol };
+  const rpcGateway = await startRpcGateway(chains.config, options.rpcCredential ?? `rpc-key-${randomBytes(16).toString('hex')}`, host);
+  closers.push(() => close(rpcGateway.server));
 
   // Applications, each trusting the account service's local op_jwt signing key, and the platform
   // application whose enclave wallet sponsors gas.
@@ -103,20 +130,30 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     KEY_PROVIDER: 'local',
     OP_JWT_SIGNER: 'local',
     TEE_URL: urls.enclave,
-    CHAINS_CONFIG: JSON.stringify(chains.config),
+    CHAINS_CONFIG: JSON.stringify(rpcGateway.config),
     ALLOWED_7702_DELEGATES: [...new Set(Object.values(evm.chains).map((chain) => chain.delegate).filter(Boolean))].join(','),
   });
   for (const service of SERVICES) {
     const routes = ROUTES.filter((route) => route.service === service).map((route) => ({ ...route, ...compileRoute(route.routeKey) }));
     servers[service].on('request', (req, res) => {
       const started = performance.now();
-      serve(routes, req, res, service === 'account' ? chains : undefined)
+      // API Gateway gives every request an id before the function sees it.
+      const requestId = gatewayRequestId();
+      serve(service, routes, req, res, requestId, service === 'account' ? chains : undefined)
         .catch(() => {
-          if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } }));
+          if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json', 'x-request-id': requestId });
+          res.end(JSON.stringify({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error', request_id: requestId } }));
         })
         .finally(() =>
-          options.onRequest?.({ service, method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, status: res.statusCode, ms: performance.now() - started }),
+          options.onRequest?.({
+            time: new Date().toISOString(),
+            service,
+            method: req.method ?? '',
+            path: pathWithoutQueryValues(req.url ?? ''),
+            status: res.statusCode,
+            duration_ms: Math.round((performance.now() - started) * 10) / 10,
+            request_id: String(res.getHeader('x-request-id') ?? requestId),
+          }),
         );
     });
   }
@@ -147,9 +184,11 @@ function loadHandler(entry: string): Promise<Handler> {
 }
 
 async function serve(
+  service: ServiceName,
   routes: (RouteDefinition & ReturnType<typeof compileRoute>)[],
-  req: import('node:http').IncomingMessage,
-  res: import('node:http').ServerResponse,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
   sandbox?: SandboxChains,
 ) {
   const chunks: Buffer[] = [];
@@ -157,7 +196,7 @@ async function serve(
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
     if (size > MAX_BODY_BYTES) {
-      res.writeHead(413, { 'content-type': 'application/json' });
+      res.writeHead(413, { 'content-type': 'application/json', 'x-request-id': requestId });
       res.end(JSON.stringify({ success: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 1 MiB' } }));
       return;
     }
@@ -165,15 +204,57 @@ async function serve(
   }
   const url = new URL(req.url ?? '/', 'http://localhost');
   if (sandbox && url.pathname.startsWith('/sandbox/')) {
-    const result = await sandboxRoute(sandbox, toEvent(req, Buffer.concat(chunks), 'sandbox', {}));
+    const result = await sandboxRoute(sandbox, toEvent(req, Buffer.concat(chunks), 'sandbox', {}, requestId));
     if (result) return writeResult(res, result);
   }
   const matched = matchRoute(routes, req.method ?? 'GET', url.pathname);
   if (!matched) throw new Error('no $default route');
   const handler = await loadHandler(matched.route.entry);
-  const event = toEvent(req, Buffer.concat(chunks), matched.route.routeKey, matched.pathParameters);
-  const result = await handler(event, lambdaContext(matched.route.id, 29_000));
+  const event = toEvent(req, Buffer.concat(chunks), matched.route.routeKey, matched.pathParameters, requestId);
+  const context = lambdaContext(matched.route.id, 29_000);
+  // Lambda sets POWERTOOLS_SERVICE_NAME per function; one process serves all three services here.
+  const result = await withServiceName(service, () => runInvocation(context, () => handler(event, context)));
   writeResult(res, result as Parameters<typeof writeResult>[1]);
+}
+
+function pathWithoutQueryValues(rawUrl: string): string {
+  const url = new URL(rawUrl, 'http://localhost');
+  const names = [...new Set(url.searchParams.keys())];
+  return names.length ? `${url.pathname}?${names.join('&')}` : url.pathname;
+}
+
+/**
+ * Hosted RPC providers put the API key in the URL path; the sandbox chains take none. This
+ * gateway gives the functions such URLs (`http://host:port/<credential>/<CHAIN>`), refuses any
+ * other path, and forwards JSON-RPC to the chain, so a leaked RPC URL is a detectable string.
+ */
+async function startRpcGateway(config: ChainsConfig, credential: string, host: string) {
+  const upstream = new Map<string, string>();
+  const server = createServer(async (req, res) => {
+    const [, key, chain] = (req.url ?? '').split('?')[0]!.split('/');
+    const target = key === credential && chain ? upstream.get(chain) : undefined;
+    if (!target || req.method !== 'POST') {
+      res.writeHead(target ? 405 : 401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    try {
+      const answer = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
+      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await answer.arrayBuffer()));
+    } catch {
+      res.writeHead(502, { 'content-type': 'application/json' }).end('{"error":"upstream unavailable"}');
+    }
+  });
+  const port = await listen(server, 0, host);
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const keyed = structuredClone(config) as Record<string, unknown>;
+  for (const [code, entry] of Object.entries(config)) {
+    if (typeof entry !== 'object' || entry === null || !('rpc_url' in entry) || !entry.rpc_url) continue;
+    upstream.set(code, entry.rpc_url);
+    (keyed[code] as { rpc_url: string }).rpc_url = `http://${urlHost}:${port}/${credential}/${code}`;
+  }
+  return { server, config: keyed as unknown as ChainsConfig };
 }
 
 /**
@@ -196,7 +277,7 @@ async function fundGasSponsor(chains: SandboxChains, sponsor: EnclaveGasSponsor)
   const minimum = 100n * 10n ** 18n;
   await Promise.all(
     (['ETH', 'ARB', 'POL', 'INK'] as const).map(async (code) => {
-      const chain = new EvmChain(code, chains.config[code]);
+      const chain = new EvmChain(code, chains.evm.chains[code]);
       const balance = await chain.balance(address, chain.config.native);
       if (balance < minimum) await chains.evm.faucet(code, address, chain.config.native, 1000n * 10n ** 18n);
     }),

@@ -5,7 +5,10 @@ import { LocalRuntimeError, startLocalRuntime } from './runtime.ts';
  * `npm start`: the three services on 127.0.0.1 with no AWS account. Configuration by environment:
  * ACCOUNT_PORT (3000), ENCLAVE_PORT (3001), EXPRESS_PORT (3002), DATA_DIR (.data),
  * DYNAMODB_ENDPOINT (embedded dynalite when unset), APPS_FILE (a generated dev app when unset),
- * TABLE_NAME (perp-wallet), V1_RETIREMENT_AT (read by the enclave functions; default end of 2026-07-31 UTC).
+ * TABLE_NAME (perp-wallet), V1_RETIREMENT_AT (read by the enclave functions; default end of 2026-07-31 UTC),
+ * LOG_LEVEL (info; debug, warn, error, silent) for the functions' JSON logs, SANDBOX_RPC_CREDENTIAL
+ * (random) the key the functions' RPC URLs carry. Access log: one JSON line per request on stdout
+ * (`--quiet` turns it off).
  */
 const { values } = parseArgs({ options: { quiet: { type: 'boolean', default: false } } });
 const env = process.env;
@@ -28,7 +31,8 @@ const runtime = await startLocalRuntime({
   dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
   appsFile: env.APPS_FILE || undefined,
   tableName: env.TABLE_NAME || undefined,
-  onRequest: values.quiet ? undefined : (r) => process.stdout.write(`${r.service} ${r.method} ${r.path} ${r.status} ${r.ms.toFixed(1)}ms\n`),
+  rpcCredential: env.SANDBOX_RPC_CREDENTIAL || undefined,
+  onRequest: values.quiet ? undefined : (record) => process.stdout.write(`${JSON.stringify({ type: 'access', ...record })}\n`),
 }).catch((error: unknown) => {
   // What the user can fix gets one clear line; anything else keeps its stack trace.
   if (error instanceof LocalRuntimeError) {

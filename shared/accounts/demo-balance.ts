@@ -18,12 +18,12 @@ export async function demoBalance(deps: Pick<AccountDeps, 'table'> & { readonly 
   const address = (chain === 'SOL' ? account.public_address.SOL : account.public_address.ETH) ?? null;
   let assets: Record<string, string> = {};
   if (address) {
-    const client = chain === 'SOL' ? deps.chains.sol() : deps.chains.evm(chain);
-    const read = (token: string) =>
-      chain === 'SOL' ? deps.chains.sol().balance(address, token) : deps.chains.evm(chain).balance(address as `0x${string}`, token);
-    const tokens = client.tokens(); // native coin first, then tokens: a stable order
-    const balances = await Promise.all(tokens.map(read));
-    assets = Object.fromEntries(tokens.map((token, i) => [token, formatAmount(balances[i]!, client.decimals(token))]));
+    const tokens = deps.chains.tokens(chain); // native coin first, then tokens: a stable order
+    const balances =
+      chain === 'SOL'
+        ? await deps.chains.sol().then((sol) => Promise.all(tokens.map((token) => sol.balance(address, token))))
+        : await deps.chains.evm(chain).then((evm) => Promise.all(tokens.map((token) => evm.balance(address as `0x${string}`, token))));
+    assets = Object.fromEntries(tokens.map((token, i) => [token, formatAmount(balances[i]!, deps.chains.decimals(chain, token))]));
   }
   return { chain, address, assets, public_address: account.public_address };
 }

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { LRUCache } from 'lru-cache';
 import { getItem, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
 import type { Application } from './application.ts';
@@ -35,18 +36,38 @@ export async function getApplication(table: Table, appId: string): Promise<Appli
   return (await getItem(table, keys.app(appId))) as Application | undefined;
 }
 
+export interface AppRegistryOptions {
+  /** How long a found app is reused (ms). */
+  readonly ttlMs?: number;
+  /** How long an unknown credential or id is remembered as unknown (ms); at most `ttlMs`. */
+  readonly missTtlMs?: number;
+  /** At most this many entries (found and unknown together); the least recently used go first. */
+  readonly maxEntries?: number;
+  /** Clock for the cache's expiry (tests). */
+  readonly perf?: { now(): number };
+}
+
 /**
  * Resolves applications by their credentials, with a short in-memory cache per container so a
- * warm Lambda does not read the table on every request.
+ * warm Lambda does not read the table on every request. The keys of misses come from callers
+ * (any string sent as a key), so the cache is bounded (LRU) and misses expire sooner: a flood of
+ * made-up keys can neither grow the memory nor keep a just-registered app "unknown" for long.
  */
 export class AppRegistry {
   readonly #table: Table;
-  readonly #ttlMs: number;
-  readonly #cache = new Map<string, { app: Application | undefined; expires: number }>();
+  readonly #missTtlMs: number;
+  readonly #cache: LRUCache<string, { app: Application | undefined }>;
 
-  constructor(table: Table, ttlMs = 30_000) {
+  constructor(table: Table, options: AppRegistryOptions = {}) {
     this.#table = table;
-    this.#ttlMs = ttlMs;
+    const ttl = options.ttlMs ?? 30_000;
+    this.#missTtlMs = Math.min(options.missTtlMs ?? 5_000, ttl);
+    this.#cache = new LRUCache({ max: options.maxEntries ?? 1_000, ttl, ...(options.perf ? { perf: options.perf, ttlResolution: 0 } : {}) });
+  }
+
+  /** Entries held now (tests, and a bound that can be asserted). */
+  get size(): number {
+    return this.#cache.size;
   }
 
   /** The app whose secret key this is, or undefined. */
@@ -80,9 +101,9 @@ export class AppRegistry {
 
   async #cached(key: string, load: () => Promise<Application | undefined>): Promise<Application | undefined> {
     const hit = this.#cache.get(key);
-    if (hit && hit.expires > Date.now()) return hit.app;
+    if (hit) return hit.app;
     const app = await load();
-    this.#cache.set(key, { app, expires: Date.now() + this.#ttlMs });
+    this.#cache.set(key, { app }, app ? {} : { ttl: this.#missTtlMs });
     return app;
   }
 }

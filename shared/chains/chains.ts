@@ -1,28 +1,63 @@
-import type { ChainsConfig, EvmChainCode } from './chain-config.ts';
+import { type ChainsConfig, type EvmChainCode, NATIVE_DECIMALS } from './chain-config.ts';
 import { EvmChain } from './evm-chain.ts';
+import type { RpcUrlSource } from './rpc-urls.ts';
 import { SolanaChain } from './solana-chain.ts';
 
-/** The configured chains, each client built once per container. */
+type ChainCode = EvmChainCode | 'SOL';
+
+/**
+ * The configured chains, each client built once per container, on first use. A chain whose
+ * `rpc_url` is not in CHAINS_CONFIG gets it from `rpcUrls` (the SSM parameter), read then; what
+ * needs no RPC (decimals, token lists) is answered from configuration alone.
+ */
 export class Chains {
   readonly config: ChainsConfig;
-  readonly #evm = new Map<EvmChainCode, EvmChain>();
-  #sol: SolanaChain | undefined;
+  readonly #rpcUrls: RpcUrlSource | undefined;
+  readonly #evm = new Map<EvmChainCode, Promise<EvmChain>>();
+  #sol: Promise<SolanaChain> | undefined;
 
-  constructor(config: ChainsConfig) {
+  constructor(config: ChainsConfig, rpcUrls?: RpcUrlSource) {
     this.config = config;
+    this.#rpcUrls = rpcUrls;
   }
 
-  evm(code: EvmChainCode): EvmChain {
+  evm(code: EvmChainCode): Promise<EvmChain> {
     let chain = this.#evm.get(code);
     if (!chain) {
-      chain = new EvmChain(code, this.config[code]);
+      chain = this.#rpcUrl(code).then((rpc_url) => new EvmChain(code, { ...this.config[code], rpc_url }));
+      chain.catch(() => this.#evm.delete(code));
       this.#evm.set(code, chain);
     }
     return chain;
   }
 
-  sol(): SolanaChain {
-    this.#sol ??= new SolanaChain(this.config.SOL);
+  sol(): Promise<SolanaChain> {
+    if (!this.#sol) {
+      const chain = this.#rpcUrl('SOL').then((rpc_url) => new SolanaChain({ ...this.config.SOL, rpc_url }));
+      chain.catch(() => (this.#sol = undefined));
+      this.#sol = chain;
+    }
     return this.#sol;
+  }
+
+  /** Decimals of `token` on `chain` (native: 18 on EVM, 9 on Solana); throws for a token the chain lacks. */
+  decimals(chain: ChainCode, token: string): number {
+    const entry = this.config[chain];
+    if (token === entry.native) return NATIVE_DECIMALS[entry.family];
+    const configured = (entry.tokens as Record<string, { decimals: number } | undefined>)[token];
+    if (!configured) throw new Error(`${token} is not configured on ${chain}`);
+    return configured.decimals;
+  }
+
+  /** Every token the chain carries, native first. */
+  tokens(chain: ChainCode): string[] {
+    return [this.config[chain].native, ...Object.keys(this.config[chain].tokens)];
+  }
+
+  async #rpcUrl(code: ChainCode): Promise<string> {
+    const inline = this.config[code].rpc_url;
+    if (inline) return inline;
+    if (!this.#rpcUrls) throw new Error(`${code} has no rpc_url and no RPC_URLS_PARAMETER is configured`);
+    return (await this.#rpcUrls())[code];
   }
 }

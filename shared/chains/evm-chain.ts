@@ -1,11 +1,26 @@
-import { type Address, encodeFunctionData, erc20Abi, type Hex } from 'viem';
+import {
+  type Address,
+  BaseError as ViemError,
+  encodeFunctionData,
+  erc20Abi,
+  type Hex,
+  HttpRequestError,
+  RpcError,
+  RpcRequestError,
+  TimeoutError,
+  WaitForTransactionReceiptTimeoutError,
+} from 'viem';
 import type { EvmChainCode, EvmChainConfig } from './chain-config.ts';
 import { createEvmClient, type EvmClient } from './evm/evm-client.ts';
+import { BroadcastRejectedError, CallWouldFailError, ChainUnavailableError, describeChainError } from './errors.ts';
+import { isDelegatedTo, readExecutorNonce } from './evm/sponsored-executor.ts';
 
 /**
  * One EVM chain through viem: balances, fee and gas estimates, broadcast and inclusion. The RPC
  * URL, chain id and token addresses come from configuration (a real RPC in AWS, anvil in the
- * sandbox); nothing here knows which.
+ * sandbox); nothing here knows which. No viem error leaves this class: its message holds the RPC
+ * URL (see errors.ts), so failures become ChainUnavailableError / BroadcastRejectedError /
+ * CallWouldFailError with a redacted reason.
  */
 export interface EvmCall {
   readonly to: Address;
@@ -41,10 +56,13 @@ export class EvmChain {
     return [this.config.native, ...Object.keys(this.config.tokens)];
   }
 
-  async balance(owner: Address, token: string): Promise<bigint> {
+  balance(owner: Address, token: string): Promise<bigint> {
     const address = this.tokenAddress(token);
-    if (!address) return this.client.getBalance({ address: owner, blockTag: 'pending' });
-    return this.client.readContract({ address, abi: erc20Abi, functionName: 'balanceOf', args: [owner], blockTag: 'pending' });
+    return this.#rpc(() =>
+      address
+        ? this.client.readContract({ address, abi: erc20Abi, functionName: 'balanceOf', args: [owner], blockTag: 'pending' })
+        : this.client.getBalance({ address: owner, blockTag: 'pending' }),
+    );
   }
 
   /** The call that moves `amount` of `token` from the caller to `to`. */
@@ -54,23 +72,52 @@ export class EvmChain {
     return { to: address, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }) };
   }
 
-  async fees(): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> {
-    const { maxFeePerGas, maxPriorityFeePerGas } = await this.client.estimateFeesPerGas();
-    return { maxFeePerGas, maxPriorityFeePerGas };
+  fees(): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> {
+    return this.#rpc(async () => {
+      const { maxFeePerGas, maxPriorityFeePerGas } = await this.client.estimateFeesPerGas();
+      return { maxFeePerGas, maxPriorityFeePerGas };
+    });
   }
 
-  /** Gas for a call from `from`, with 20% headroom (estimates can move between estimate and inclusion). */
+  /**
+   * Gas for a call from `from`, with 20% headroom (estimates can move between estimate and
+   * inclusion). CallWouldFailError when the node says the call reverts.
+   */
   async estimateGas(from: Address, call: EvmCall): Promise<bigint> {
-    const estimate = await this.client.estimateGas({ account: from, to: call.to, value: call.value, data: call.data });
-    return (estimate * 12n) / 10n;
+    try {
+      const estimate = await this.client.estimateGas({ account: from, to: call.to, value: call.value, data: call.data });
+      return (estimate * 12n) / 10n;
+    } catch (error) {
+      if (error instanceof ViemError && !isTransportFailure(error)) throw new CallWouldFailError(describeChainError(error));
+      throw this.#unavailable(error);
+    }
   }
 
   pendingNonce(address: Address): Promise<number> {
-    return this.client.getTransactionCount({ address, blockTag: 'pending' });
+    return this.#rpc(() => this.client.getTransactionCount({ address, blockTag: 'pending' }));
   }
 
+  /** EIP-7702: true when `account`'s code is the delegation indicator to `delegate`. */
+  isDelegatedTo(account: Address, delegate: Address): Promise<boolean> {
+    return this.#rpc(() => isDelegatedTo(this.client, account, delegate));
+  }
+
+  /** The SponsoredExecutor nonce the account's next `execute` must carry. */
+  executorNonce(account: Address): Promise<bigint> {
+    return this.#rpc(() => readExecutorNonce(this.client, account));
+  }
+
+  /**
+   * BroadcastRejectedError when the node answers with an error (nothing was sent);
+   * ChainUnavailableError when it did not answer (maybe sent).
+   */
   async broadcast(signedTransaction: Hex): Promise<Hex> {
-    return this.client.sendRawTransaction({ serializedTransaction: signedTransaction });
+    try {
+      return await this.client.sendRawTransaction({ serializedTransaction: signedTransaction });
+    } catch (error) {
+      if (error instanceof RpcError || error instanceof RpcRequestError) throw new BroadcastRejectedError(describeChainError(error));
+      throw this.#unavailable(error);
+    }
   }
 
   /** Waits for inclusion; `null` when the bound passes first. */
@@ -78,8 +125,24 @@ export class EvmChain {
     try {
       return await this.client.waitForTransactionReceipt({ hash, timeout: timeoutMs, pollingInterval: 250 });
     } catch (error) {
-      if ((error as Error).name === 'WaitForTransactionReceiptTimeoutError') return null;
-      throw error;
+      if (error instanceof WaitForTransactionReceiptTimeoutError) return null;
+      throw this.#unavailable(error);
     }
   }
+
+  async #rpc<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw this.#unavailable(error);
+    }
+  }
+
+  #unavailable(error: unknown): Error {
+    return error instanceof ViemError ? new ChainUnavailableError(this.code, describeChainError(error)) : (error as Error);
+  }
+}
+
+function isTransportFailure(error: ViemError): boolean {
+  return error.walk((cause) => cause instanceof HttpRequestError || cause instanceof TimeoutError) !== null;
 }

@@ -1,4 +1,4 @@
-import { type AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 
@@ -15,8 +15,9 @@ export interface Table {
   readonly name: string;
 }
 
-export function isConditionalCheckFailed(error: unknown): error is Error & { Item?: Record<string, AttributeValue> } {
-  return (error as { name?: string })?.name === 'ConditionalCheckFailedException';
+/** A conditional write lost (the SDK's own exception class; `Item` holds the item when ALL_OLD was asked for). */
+export function isConditionalCheckFailed(error: unknown): error is ConditionalCheckFailedException {
+  return error instanceof ConditionalCheckFailedException;
 }
 
 /**

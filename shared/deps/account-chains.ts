@@ -1,3 +1,4 @@
+import { createSenders } from '../chains/sender/senders.ts';
 import { loadInclusionTimeoutMs } from '../config.ts';
 import { EnclaveGasSponsor } from '../withdrawals/gas-sponsor.ts';
 import type { WithdrawDeps } from '../withdrawals/withdraw.ts';
@@ -5,7 +6,10 @@ import { chainsFromEnv } from './chains.ts';
 import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
 import { appsFromEnv, systemClock } from './table.ts';
 
-/** `POST /withdraw`: everything a signing account route has, plus the chains and the gas sponsor. */
+/**
+ * `POST /withdraw`: everything a signing account route has, plus the chains and the
+ * exactly-once senders (the gas sponsor mints service tokens with the op_jwt key).
+ */
 export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof appsFromEnv>, 'apps'> {
   const { table, apps } = appsFromEnv();
   const enclave = enclaveClientFromEnv();
@@ -18,7 +22,11 @@ export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof app
     enclave,
     now: systemClock,
     chains: chainsFromEnv(),
-    sponsor: new EnclaveGasSponsor(enclave, opJwtSigner, apps),
-    inclusionTimeoutMs: loadInclusionTimeoutMs(),
+    senders: createSenders({
+      table,
+      sponsor: new EnclaveGasSponsor(enclave, opJwtSigner, apps),
+      inclusionTimeoutMs: loadInclusionTimeoutMs(),
+      now: systemClock,
+    }),
   };
 }

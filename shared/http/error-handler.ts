@@ -1,6 +1,7 @@
 import type middy from '@middy/core';
 import { DomainError } from '../errors.ts';
 import { logger } from '../logger.ts';
+import { REQUEST_ID_KEY, requestIdOf } from './request-id.ts';
 import { jsonResponse } from './response.ts';
 
 const BODY_PARSER = '@middy/http-json-body-parser';
@@ -10,8 +11,11 @@ interface MiddyHttpError {
   cause?: { package?: string };
 }
 
-/** Maps a thrown error to a JSON error response. Unknown errors become a bare 500. */
-export function toErrorResponse(error: unknown) {
+/**
+ * Maps a thrown error to a JSON error response. Unknown errors become a bare 500 that names only
+ * the request id (so a user can quote it); the error itself goes to the log, redacted.
+ */
+export function toErrorResponse(error: unknown, requestId?: string) {
   if (error instanceof DomainError) {
     return jsonResponse(error.status, { success: false, error: { code: error.code, message: error.message } });
   }
@@ -26,13 +30,17 @@ export function toErrorResponse(error: unknown) {
     return jsonResponse(400, { success: false, error: { code: 'INVALID_JSON', message: 'The request body is not valid JSON' } });
   }
   logger.error('unhandled error', { error });
-  return jsonResponse(500, { success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } });
+  return jsonResponse(500, {
+    success: false,
+    error: { code: 'INTERNAL_ERROR', message: 'Internal server error', ...(requestId ? { request_id: requestId } : {}) },
+  });
 }
 
 export function errorHandler(): middy.MiddlewareObj {
   return {
     onError: async (request) => {
-      request.response = toErrorResponse(request.error);
+      const requestId = ((request.internal as Record<string, unknown> | undefined)?.[REQUEST_ID_KEY] as string | undefined) ?? requestIdOf(request.event as never, request.context as never);
+      request.response = toErrorResponse(request.error, requestId);
     },
   };
 }

@@ -11,5 +11,11 @@ export const NonEmptyString = (max = 4096) =>
 
 export const ErrorResponse = v.object({
   success: v.literal(false),
-  error: v.object({ code: v.string(), message: v.string() }),
+  error: v.object({
+    code: v.string(),
+    message: v.string(),
+    request_id: v.optional(
+      v.pipe(v.string(), v.description('On 500 INTERNAL_ERROR only: the request id (also the X-Request-Id header) to quote when reporting the failure.')),
+    ),
+  }),
 });

@@ -1,4 +1,6 @@
 import type { Address, Hex } from 'viem';
+import { wireTransaction } from '../chains/sender/enclave-signers.ts';
+import type { EvmTransactionRequest, GasPayer } from '../chains/sender/ports.ts';
 import type { AppRegistry } from '../apps/app-registry.ts';
 import { mintServiceToken } from '../auth/service-token.ts';
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
@@ -15,11 +17,7 @@ export const PLATFORM_APP_ID = 'platform';
 export const PLATFORM_ISSUER_FOR_WALLETS = 'urn:perp-wallet:platform-wallets';
 export const GAS_SPONSOR_SUB = 'gas-sponsor';
 
-export interface GasSponsor {
-  address(): Promise<Address>;
-  /** Signs an EVM transaction object (wire form: quantities as decimal strings). */
-  signTransaction(transaction: Record<string, unknown>): Promise<Hex>;
-}
+export type GasSponsor = GasPayer;
 
 export class EnclaveGasSponsor implements GasSponsor {
   readonly #enclave: WalletEnclave;
@@ -37,7 +35,8 @@ export class EnclaveGasSponsor implements GasSponsor {
     return (await this.#sponsorWallet()).public_address as Address;
   }
 
-  async signTransaction(transaction: Record<string, unknown>): Promise<Hex> {
+  async signTransaction(request: EvmTransactionRequest): Promise<Hex> {
+    const transaction = wireTransaction(request);
     const wallet = await this.#sponsorWallet();
     const opJwt = await this.#signer.sign({ iss: wallet.issuer, sub: GAS_SPONSOR_SUB, aud: wallet.audience });
     const signed = await this.#enclave.sign({ serviceToken: await mintServiceToken(this.#signer, PLATFORM_APP_ID) }, 'sign_transaction', {

@@ -1,8 +1,10 @@
-import { createHash } from 'node:crypto';
-import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { getItem, isConditionalCheckFailed, putIfAbsent, type Table } from '../db/client.ts';
+import { createHash, randomUUID } from 'node:crypto';
+import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Broadcast, SendJournal } from '../chains/sender/ports.ts';
+import { classifySendFailure } from '../chains/sender/outcome.ts';
+import { isConditionalCheckFailed, putIfAbsent, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
-import { ConflictError, UnprocessableError } from '../errors.ts';
+import { ConflictError, DomainError, UnprocessableError } from '../errors.ts';
 
 /**
  * `Idempotency-Key` for withdrawals: the first request with a key runs; a retry with the same key
@@ -16,16 +18,14 @@ export interface StoredResponse {
   readonly body: Record<string, unknown>;
 }
 
-export interface Broadcast {
-  readonly tx_hash: string;
-  /** The signed wire transaction (0x-hex for EVM, base64 for Solana): public once broadcast. */
-  readonly raw: string;
-}
+export type { Broadcast };
 
 interface IdempotencyItem {
   readonly request_hash: string;
   readonly status: 'in_progress' | 'completed';
   readonly lease_until: number;
+  /** Which attempt holds the key now: every write of an attempt is conditional on it (fencing). */
+  readonly attempt: string;
   readonly response?: StoredResponse;
   readonly broadcast?: Broadcast;
   /** Epoch seconds; the table's TTL attribute (TABLE_TTL_ATTRIBUTE). */
@@ -35,7 +35,7 @@ interface IdempotencyItem {
 export type Claim =
   | { readonly kind: 'new'; readonly record: IdempotencyRecord }
   | { readonly kind: 'replay'; readonly response: StoredResponse }
-  | { readonly kind: 'resume'; readonly record: IdempotencyRecord; readonly broadcast: Broadcast | undefined };
+  | { readonly kind: 'resume'; readonly record: IdempotencyRecord };
 
 const LEASE_MS = 60_000;
 const TTL_SECONDS = 24 * 3600;
@@ -44,74 +44,114 @@ export function requestHash(request: object): string {
   return createHash('sha256').update(JSON.stringify(request)).digest('hex');
 }
 
-export class IdempotencyRecord {
+const inProgress = () => new ConflictError('WITHDRAWAL_IN_PROGRESS', 'A withdrawal with this Idempotency-Key is still in progress; retry shortly');
+
+/**
+ * One claimed key: the journal of its send (SendJournal) and where its response is kept. Every
+ * write is conditional on this attempt still holding the key: an attempt that stalled past its
+ * lease and was taken over cannot record (so it never broadcasts) nor settle the key.
+ */
+export class IdempotencyRecord implements SendJournal {
   readonly #table: Table;
   readonly #key: { pk: string; sk: string };
+  readonly #attempt: string;
+  readonly previous: Broadcast | undefined;
+  #recorded: boolean;
 
-  constructor(table: Table, key: { pk: string; sk: string }) {
+  constructor(table: Table, key: { pk: string; sk: string }, attempt: string, previous?: Broadcast) {
     this.#table = table;
     this.#key = key;
+    this.#attempt = attempt;
+    this.previous = previous;
+    this.#recorded = previous !== undefined;
   }
 
-  /** Stored before broadcasting: what a retry after a crash re-sends. */
-  async recordBroadcast(broadcast: Broadcast): Promise<void> {
-    await this.#table.doc.send(
-      new UpdateCommand({ TableName: this.#table.name, Key: this.#key, UpdateExpression: 'SET broadcast = :b', ExpressionAttributeValues: { ':b': broadcast } }),
-    );
+  /** Stored before broadcasting: what a retry after a crash re-sends. Throws 409 when the key was taken over. */
+  async record(broadcast: Broadcast): Promise<void> {
+    if (!(await this.#update('SET broadcast = :b', { ':b': broadcast }))) throw inProgress();
+    this.#recorded = true;
+  }
+
+  /** Keeps the key's state right after a failed send (see classifySendFailure). */
+  async settleFailure(error: unknown): Promise<void> {
+    const outcome = classifySendFailure(error, this.#recorded);
+    if (outcome === 'not_sent') return this.abandon(); // nothing left this service: the key may be used again
+    if (outcome === 'failed' && error instanceof DomainError) {
+      return this.complete({ status: error.status, body: { success: false, error: { code: error.code, message: error.message } } });
+    }
+    // Broadcast, outcome unknown (inclusion timeout, RPC trouble): a retry with the same key
+    // resumes with the same signed transaction. After a crash the lease expires instead.
+    return this.releaseLease();
   }
 
   async complete(response: StoredResponse): Promise<void> {
-    await this.#table.doc.send(
-      new UpdateCommand({
-        TableName: this.#table.name,
-        Key: this.#key,
-        UpdateExpression: 'SET #s = :done, #r = :r',
-        ExpressionAttributeNames: { '#s': 'status', '#r': 'response' },
-        ExpressionAttributeValues: { ':done': 'completed', ':r': response },
-      }),
-    );
+    await this.#update('SET #s = :done, #r = :r', { ':done': 'completed', ':r': response }, { '#s': 'status', '#r': 'response' });
   }
 
   /** Broadcast, outcome unknown (e.g. inclusion timed out): let the next retry resume at once. */
   async releaseLease(): Promise<void> {
-    await this.#table.doc.send(
-      new UpdateCommand({ TableName: this.#table.name, Key: this.#key, UpdateExpression: 'SET lease_until = :zero', ExpressionAttributeValues: { ':zero': 0 } }),
-    );
+    await this.#update('SET lease_until = :zero', { ':zero': 0 });
   }
 
   /** Nothing was broadcast and the request failed: forget the key so the client may try again. */
   async abandon(): Promise<void> {
-    await this.#table.doc.send(new DeleteCommand({ TableName: this.#table.name, Key: this.#key }));
+    try {
+      await this.#table.doc.send(
+        new DeleteCommand({ TableName: this.#table.name, Key: this.#key, ConditionExpression: 'attempt = :mine', ExpressionAttributeValues: { ':mine': this.#attempt } }),
+      );
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error; // taken over: the key is another attempt's now
+    }
+  }
+
+  /** False when another attempt holds the key now. */
+  async #update(expression: string, values: Record<string, unknown>, names?: Record<string, string>): Promise<boolean> {
+    try {
+      await this.#table.doc.send(
+        new UpdateCommand({
+          TableName: this.#table.name,
+          Key: this.#key,
+          UpdateExpression: expression,
+          ConditionExpression: 'attempt = :mine',
+          ...(names ? { ExpressionAttributeNames: names } : {}),
+          ExpressionAttributeValues: { ...values, ':mine': this.#attempt },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return false;
+      throw error;
+    }
   }
 }
 
 export async function claimIdempotencyKey(table: Table, scope: { appId: string; sub: string; key: string }, hash: string, now = Date.now()): Promise<Claim> {
   const key = keys.idempotency(scope.appId, scope.sub, scope.key);
-  const record = new IdempotencyRecord(table, key);
-  const fresh: IdempotencyItem = { request_hash: hash, status: 'in_progress', lease_until: now + LEASE_MS, ttl: Math.floor(now / 1000) + TTL_SECONDS };
+  const attempt = randomUUID();
+  const fresh: IdempotencyItem = { request_hash: hash, status: 'in_progress', lease_until: now + LEASE_MS, attempt, ttl: Math.floor(now / 1000) + TTL_SECONDS };
   const { item, created } = await putIfAbsent(table, key, fresh);
-  if (created) return { kind: 'new', record };
+  if (created) return { kind: 'new', record: new IdempotencyRecord(table, key, attempt) };
   if (item.request_hash !== hash) {
     throw new UnprocessableError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
   }
   if (item.status === 'completed' && item.response) return { kind: 'replay', response: item.response };
-  if (item.lease_until > now) {
-    throw new ConflictError('WITHDRAWAL_IN_PROGRESS', 'A withdrawal with this Idempotency-Key is still in progress; retry shortly');
-  }
-  // The first attempt stopped (crash or timeout): take it over, exactly one retry at a time.
+  if (item.lease_until > now) throw inProgress();
+  // The first attempt stopped (crash or timeout): take it over, exactly one retry at a time. One
+  // conditional update returns the stored item, with the broadcast the first attempt recorded.
   try {
-    await table.doc.send(
-      new PutCommand({
+    const out = await table.doc.send(
+      new UpdateCommand({
         TableName: table.name,
-        Item: { ...key, ...item, lease_until: now + LEASE_MS },
+        Key: key,
+        UpdateExpression: 'SET lease_until = :until, attempt = :attempt',
         ConditionExpression: 'lease_until = :seen',
-        ExpressionAttributeValues: { ':seen': item.lease_until },
+        ExpressionAttributeValues: { ':seen': item.lease_until, ':until': now + LEASE_MS, ':attempt': attempt },
+        ReturnValues: 'ALL_NEW',
       }),
     );
+    return { kind: 'resume', record: new IdempotencyRecord(table, key, attempt, (out.Attributes as IdempotencyItem | undefined)?.broadcast) };
   } catch (error) {
-    if (isConditionalCheckFailed(error)) throw new ConflictError('WITHDRAWAL_IN_PROGRESS', 'A withdrawal with this Idempotency-Key is still in progress; retry shortly');
+    if (isConditionalCheckFailed(error)) throw inProgress();
     throw error;
   }
-  const current = (await getItem(table, key)) as IdempotencyItem | undefined;
-  return { kind: 'resume', record, broadcast: current?.broadcast };
 }

@@ -82,8 +82,9 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
     for (const file of ['keys/enclave.key', 'keys/account.key', 'keys/op-jwt-signer.jwk.json', 'keys/dev-issuer.jwk.json']) {
       expect((await stat(join(dataDir, file))).mode & 0o777).toBe(0o600);
     }
-    expect(first.output()).toContain('account POST /account 200');
-    expect(second.output()).toContain('account GET /account 200');
+    // The access log: one JSON line per request.
+    expect(first.output()).toMatch(/"service":"account","method":"POST","path":"\/account","status":200,/);
+    expect(second.output()).toMatch(/"service":"account","method":"GET","path":"\/account","status":200,/);
     for (const output of [first.output(), second.output()]) {
       expect(output).toContain('LOCAL SANDBOX');
       expect(output).not.toContain(token.trim());

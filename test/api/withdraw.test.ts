@@ -2,6 +2,7 @@ import { Keypair } from '@solana/web3.js';
 import { type Address, getAddress, parseUnits } from 'viem';
 import { privateKeyToAddress, generatePrivateKey } from 'viem/accounts';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { readExecutorNonce } from '../../shared/chains/evm/sponsored-executor.ts';
 import { chainBalance, chainInfo, evmClient, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, expectErrorShape, uniqueUser } from './support/client.ts';
 
@@ -209,6 +210,19 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     const paid = await post(user.headers, { to_address: to, amount: '1', chain: 'ETH' });
     expect(paid.status).toBe(200);
     expect(await chainBalance('ETH', user.evm, 'ETH')).toBeLessThan(10n ** 18n);
+  });
+
+  it('8 parallel sponsored withdrawals from one wallet: each executes once, in executor-nonce order, the user pays no gas', async () => {
+    const user = await newAccount(appOne, uniqueUser('w-sponsored-race'));
+    await faucet('INK', user.evm, 'USDC', '8');
+    const to = freshEvm();
+    const responses = await Promise.all(Array.from({ length: 8 }, () => post(user.headers, { to_address: to, amount: '1', chain: 'INK', gas_sponsored: true })));
+    for (const response of responses) expect(response.status, JSON.stringify(response.body)).toBe(200);
+    expect(new Set(responses.map((r) => r.body.tx_hash)).size).toBe(8);
+    expect(await chainBalance('INK', to, 'USDC')).toBe(8_000_000n);
+    expect(await chainBalance('INK', user.evm, 'USDC')).toBe(0n);
+    expect(await chainBalance('INK', user.evm, 'ETH')).toBe(0n);
+    expect(await readExecutorNonce(await evmClient('INK'), user.evm)).toBe(8n);
   });
 
   it('a sponsored native send moves exactly the amount from the user', async () => {

@@ -1,6 +1,11 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { compileRoute, matchRoute, toEvent } from '../../infra/local/api-gateway.ts';
+import { compileRoute, gatewayRequestId, installInvokeStore, lambdaContext, matchRoute, runInvocation, toEvent } from '../../infra/local/api-gateway.ts';
+import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
+import { logger } from '../../shared/logger.ts';
+import { withServiceName } from '../../shared/observability/service-name.ts';
+import { captureJsonLines } from './support/capture-output.ts';
 
 const routes = ['GET /health', 'GET /task/{task_id}', 'POST /task', 'GET /v2/api/wallet/{wallet_id}/key/{key_id}', '$default'].map(compileRoute);
 
@@ -106,5 +111,59 @@ describe('toEvent', () => {
       {},
     );
     expect(binary).toMatchObject({ body: bytes.toString('base64'), isBase64Encoded: true });
+  });
+});
+
+describe('request ids', () => {
+  it('puts the gateway request id it is given into the event, and makes ids shaped like API Gateway\'s', () => {
+    const event = toEvent(request({ url: '/health' }), Buffer.alloc(0), 'GET /health', {}, 'gw-fixed-id');
+    expect(event.requestContext.requestId).toBe('gw-fixed-id');
+    const ids = new Set(Array.from({ length: 100 }, gatewayRequestId));
+    expect(ids.size).toBe(100);
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9+/]{14}==$/);
+  });
+});
+
+describe('concurrent invocations in one process (the local runtime)', () => {
+  it('keep their own request id and Lambda context in every log line (one service, one logger)', async () => {
+    installInvokeStore();
+    process.env.AWS_LAMBDA_INITIALIZATION_TYPE = 'on-demand';
+    const handler = httpHandler(async (event: { rawPath: string }) => {
+      // Interleave: the first request logs after the second has started and logged.
+      await new Promise((done) => setTimeout(done, event.rawPath === '/slow' ? 30 : 5));
+      logger.info('inside', { path: event.rawPath });
+      return jsonResponse(200, {});
+    });
+    const invoke = (service: string, path: string, requestId: string) => {
+      const event = toEvent(request({ url: path }), Buffer.alloc(0), `GET ${path}`, {}, requestId);
+      const context = lambdaContext(`Fn${path.slice(1)}`, 1000);
+      return withServiceName(service, () => runInvocation(context, () => handler(event as never, context))).then(() => context.awsRequestId);
+    };
+    let lambdaIds: string[] = [];
+    const lines = await captureJsonLines(async () => {
+      lambdaIds = await Promise.all([invoke('account', '/slow', 'gw-slow-0001'), invoke('account', '/fast', 'gw-fast-0002')]);
+    });
+    const inside = lines.filter((line) => line.message === 'inside');
+    expect(inside).toHaveLength(2);
+    expect(inside.find((line) => line.path === '/slow')).toMatchObject({ request_id: 'gw-slow-0001', service: 'account', function_name: 'Fnslow', function_request_id: lambdaIds[0] });
+    expect(inside.find((line) => line.path === '/fast')).toMatchObject({ request_id: 'gw-fast-0002', service: 'account', function_name: 'Fnfast', function_request_id: lambdaIds[1] });
+    // The first invocation of a service is its cold start, the other is not.
+    expect(inside.map((line) => line.cold_start).sort()).toEqual([false, true]);
+  });
+
+  it('name the service each was served by', async () => {
+    const handler = httpHandler(async () => {
+      logger.info('inside');
+      return jsonResponse(200, {});
+    });
+    const lines = await captureJsonLines(() =>
+      Promise.all(
+        ['express', 'enclave'].map((service) => {
+          const context = lambdaContext('Fn', 1000);
+          return withServiceName(service, () => runInvocation(context, () => handler(toEvent(request({ url: '/x' }), Buffer.alloc(0), 'GET /x', {}) as never, context)));
+        }),
+      ),
+    );
+    expect(lines.filter((line) => line.message === 'inside').map((line) => line.service).sort()).toEqual(['enclave', 'express']);
   });
 });

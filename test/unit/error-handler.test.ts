@@ -1,12 +1,12 @@
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConflictError, DomainError, NotFoundError, UnauthorizedError, ValidationError } from '../../shared/errors.ts';
 import { toErrorResponse } from '../../shared/http/error-handler.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
+import { setLogLevel } from '../../shared/logger.ts';
 
-beforeEach(() => {
-  process.env.LOG_LEVEL = 'silent';
-});
+beforeAll(() => setLogLevel('silent'));
+afterAll(() => setLogLevel('info'));
 
 function bodyOf(response: ReturnType<typeof toErrorResponse>) {
   return JSON.parse(response.body!) as unknown;
@@ -69,6 +69,11 @@ describe('toErrorResponse', () => {
     expect(response.body).not.toContain('perp-wallet-secret');
   });
 
+  it('names the request id in a 500 body, so a user can quote it', () => {
+    const response = toErrorResponse(new Error('boom'), 'req-0123456789');
+    expect(bodyOf(response)).toEqual({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error', request_id: 'req-0123456789' } });
+  });
+
   it('does not trust a status on an error that is not from the body parser', () => {
     const response = toErrorResponse(Object.assign(new Error('upstream said 404'), { statusCode: 404, code: 'NOT_FOUND' }));
     expect(response.statusCode).toBe(500);
@@ -103,5 +108,51 @@ describe('httpHandler with the real middy body parser', () => {
   it('lets well-formed JSON through to the adapter', async () => {
     const response = (await handler(event({ 'content-type': 'application/json' }, '{"a":1}'), context)) as ReturnType<typeof toErrorResponse>;
     expect(response).toMatchObject({ statusCode: 200, body: 'ok' });
+  });
+});
+
+describe('httpHandler X-Request-Id', () => {
+  const context = { functionName: 'Thing', awsRequestId: 'lambda-req-1' } as Context;
+  const event = (headers: Record<string, string>, requestId?: string) =>
+    ({ version: '2.0', routeKey: 'GET /thing', rawPath: '/thing', headers, requestContext: { http: { method: 'GET' }, ...(requestId ? { requestId } : {}) } }) as unknown as APIGatewayProxyEventV2;
+  const ok = httpHandler(async () => ({ statusCode: 200, body: 'ok' }));
+  const failing = httpHandler(async () => {
+    throw new Error('database on fire at https://internal.example/secret');
+  });
+  const refusing = httpHandler(async () => {
+    throw new NotFoundError('THING_NOT_FOUND', 'no such thing');
+  });
+  type Result = ReturnType<typeof toErrorResponse>;
+
+  it('echoes a well-formed incoming id', async () => {
+    const response = (await ok(event({ 'x-request-id': 'client:trace-0001.a_b' }, 'gw-id-1'), context)) as Result;
+    expect(response.headers?.['x-request-id']).toBe('client:trace-0001.a_b');
+  });
+
+  it.each(['short', 'has space in it', 'x'.repeat(129), 'semi;colon1234', ''])('replaces a malformed incoming id %j by API Gateway\'s', async (incoming) => {
+    const response = (await ok(event({ 'x-request-id': incoming }, 'gw-id-2'), context)) as Result;
+    expect(response.headers?.['x-request-id']).toBe('gw-id-2');
+  });
+
+  it("falls back to Lambda's request id without an API Gateway one", async () => {
+    const response = (await ok(event({}), context)) as Result;
+    expect(response.headers?.['x-request-id']).toBe('lambda-req-1');
+  });
+
+  it('puts the same id in the header and the body of a 500, and on a 4xx', async () => {
+    const response = (await failing(event({}, 'gw-id-3'), context)) as Result;
+    expect(response.statusCode).toBe(500);
+    expect(response.headers?.['x-request-id']).toBe('gw-id-3');
+    expect(bodyOf(response)).toEqual({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error', request_id: 'gw-id-3' } });
+    const refused = (await refusing(event({ 'x-request-id': 'client-id-0042' }, 'gw-id-4'), context)) as Result;
+    expect(refused.statusCode).toBe(404);
+    expect(refused.headers?.['x-request-id']).toBe('client-id-0042');
+  });
+
+  it('keeps the id when the body parser refuses the request before the adapter runs', async () => {
+    const parsing = httpHandler(async () => ({ statusCode: 200, body: 'ok' }), { jsonBody: true });
+    const response = (await parsing({ ...event({ 'content-type': 'text/plain' }, 'gw-id-5'), body: 'x', requestContext: { http: { method: 'POST' }, requestId: 'gw-id-5' } } as never, context)) as Result;
+    expect(response.statusCode).toBe(415);
+    expect(response.headers?.['x-request-id']).toBe('gw-id-5');
   });
 });

@@ -72,21 +72,37 @@ describe('idempotency keys', () => {
   it('after a crash the lease expires and a retry resumes with the stored signed transaction, once', async () => {
     const first = await claimIdempotencyKey(table, scope('k3'), hash, 1_000);
     if (first.kind !== 'new') throw new Error('unreachable');
-    await first.record.recordBroadcast({ tx_hash: '0xfeed', raw: '0x02f8' });
+    await first.record.record({ tx_hash: '0xfeed', raw: '0x02f8' });
     // ...the process dies here: no complete(), no abandon().
     const later = 1_000 + 61_000;
     const [a, b] = await Promise.allSettled([claimIdempotencyKey(table, scope('k3'), hash, later), claimIdempotencyKey(table, scope('k3'), hash, later)]);
     const resumed = [a, b].filter((r) => r.status === 'fulfilled');
     expect(resumed).toHaveLength(1);
-    expect((resumed[0] as PromiseFulfilledResult<{ kind: string; broadcast?: unknown }>).value).toMatchObject({ kind: 'resume', broadcast: { tx_hash: '0xfeed', raw: '0x02f8' } });
+    expect((resumed[0] as PromiseFulfilledResult<{ kind: string; record?: unknown }>).value).toMatchObject({ kind: 'resume', record: { previous: { tx_hash: '0xfeed', raw: '0x02f8' } } });
   });
 
   it('after an inclusion timeout the lease is released: an immediate retry resumes', async () => {
     const first = await claimIdempotencyKey(table, scope('k5'), hash, 1_000);
     if (first.kind !== 'new') throw new Error('unreachable');
-    await first.record.recordBroadcast({ tx_hash: '0xbeef', raw: '0x02f9' });
+    await first.record.record({ tx_hash: '0xbeef', raw: '0x02f9' });
     await first.record.releaseLease();
-    expect(await claimIdempotencyKey(table, scope('k5'), hash, 1_500)).toMatchObject({ kind: 'resume', broadcast: { tx_hash: '0xbeef' } });
+    expect(await claimIdempotencyKey(table, scope('k5'), hash, 1_500)).toMatchObject({ kind: 'resume', record: { previous: { tx_hash: '0xbeef' } } });
+  });
+
+  it('an attempt that stalled past its lease and was taken over can neither record nor settle the key', async () => {
+    const stalled = await claimIdempotencyKey(table, scope('k6'), hash, 1_000);
+    if (stalled.kind !== 'new') throw new Error('unreachable');
+    const takeover = await claimIdempotencyKey(table, scope('k6'), hash, 1_000 + 61_000);
+    if (takeover.kind !== 'resume') throw new Error('unreachable');
+    expect(takeover.record.previous).toBeUndefined();
+    // The stalled attempt wakes up: it may not record (so it never broadcasts) ...
+    await expect(stalled.record.record({ tx_hash: '0xold', raw: '0x02aa' })).rejects.toMatchObject({ code: 'WITHDRAWAL_IN_PROGRESS' });
+    // ... and its failure handling leaves the new attempt's key alone.
+    await stalled.record.settleFailure(new Error('stalled'));
+    await takeover.record.record({ tx_hash: '0xnew', raw: '0x02bb' });
+    await stalled.record.complete({ status: 200, body: { tx_hash: '0xold' } });
+    await takeover.record.complete({ status: 200, body: { tx_hash: '0xnew' } });
+    expect(await claimIdempotencyKey(table, scope('k6'), hash, 70_000)).toEqual({ kind: 'replay', response: { status: 200, body: { tx_hash: '0xnew' } } });
   });
 
   it('an abandoned key can be used again', async () => {

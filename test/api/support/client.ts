@@ -1,3 +1,4 @@
+import { appendFileSync } from 'node:fs';
 import { importJWK, SignJWT } from 'jose';
 import { inject } from 'vitest';
 import type { Sandbox, TestApp } from './global-setup.ts';
@@ -32,7 +33,46 @@ export async function call<T = any>(
   } catch {
     // Not JSON: tests that expect JSON will fail on the shape.
   }
+  registerSecrets(parsed);
+  registerPublicHashes(parsed);
+  registerPublicHashes(options.json);
   return { status: response.status, headers: response.headers, body: parsed as T };
+}
+
+const HASH_32 = /^0x[0-9a-fA-F]{64}$/;
+
+/**
+ * Records the 32-byte hex values that are public by nature (transaction hashes a response
+ * returned, hashes a test asked to have signed), which log lines may carry; the scan flags any
+ * other 0x + 64 hex as a possible private key.
+ */
+export function registerPublicHashes(value: unknown): void {
+  if (!sandbox.publicValuesFile || value === null || typeof value !== 'object') return;
+  for (const [key, inner] of Object.entries(value)) {
+    if (typeof inner === 'string' && HASH_32.test(inner) && /hash|tx/i.test(key)) {
+      appendFileSync(sandbox.publicValuesFile, `${inner.toLowerCase()}\n`, { mode: 0o600 });
+    } else if (typeof inner === 'object') {
+      registerPublicHashes(inner);
+    }
+  }
+}
+
+/** Response fields that hold a credential: the log scan at the end of the run looks for their values. */
+const SECRET_FIELD = /^(access_key|secret_key|api_key|private_key|secret|op_jwt|service_token|[a-z_]*_secret)$/;
+
+/**
+ * Records every credential a response handed the tests (wallet access keys, tokens, keys) in the
+ * run's secrets file, so the global teardown can prove none of them reached a log line.
+ */
+export function registerSecrets(body: unknown, path = ''): void {
+  if (!sandbox.secretsFile || body === null || typeof body !== 'object') return;
+  for (const [key, value] of Object.entries(body)) {
+    if (typeof value === 'string' && SECRET_FIELD.test(key) && value.length >= 12) {
+      appendFileSync(sandbox.secretsFile, `${JSON.stringify({ label: `${path}${key} received by a test`, value })}\n`, { mode: 0o600 });
+    } else if (typeof value === 'object') {
+      registerSecrets(value, `${path}${key}.`);
+    }
+  }
 }
 
 export async function mintToken(

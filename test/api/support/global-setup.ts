@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -11,6 +12,7 @@ import type { TestProject } from 'vitest/node';
 import { registerApplication } from '../../../shared/apps/register-application.ts';
 import { KmsOpJwtSigner } from '../../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../../shared/db/client.ts';
+import { countLogLines, type KnownSecret, scanLog } from './log-scan.ts';
 
 /**
  * Boots the local runtime as a separate process (`node infra/local/start.ts`), exactly as
@@ -38,6 +40,10 @@ export interface Sandbox {
   /** Local modes: the APPS_FILE and DynamoDB endpoint (if external), for tests that start a runtime of their own. */
   readonly appsFile?: string;
   readonly dynamodbEndpoint?: string;
+  /** Local modes: where tests register secrets they were handed (JSON lines), for the log scan. */
+  readonly secretsFile?: string;
+  /** Local modes: where tests register public 32-byte hashes (transaction hashes), one a line. */
+  readonly publicValuesFile?: string;
 }
 
 declare module 'vitest' {
@@ -127,14 +133,29 @@ export interface RuntimeProcess {
   readonly urls: Sandbox['urls'];
   /** Everything the process printed so far (stdout and stderr). */
   output(): string;
+  /** Resolves once the process has exited and its log file (if any) is complete. */
+  readonly logWritten: Promise<void>;
 }
 
-export function startRuntimeProcess(env: Record<string, string>, args: string[] = []): Promise<RuntimeProcess> {
+/**
+ * Starts `node infra/local/start.ts` at the default log level. With `logFile`, everything the
+ * process prints (functions' JSON logs, the access log) is also written there; `closed()`
+ * resolves once the process has exited and the file is complete.
+ */
+export function startRuntimeProcess(env: Record<string, string>, args: string[] = [], logFile?: string): Promise<RuntimeProcess> {
   const child = spawn(process.execPath, ['infra/local/start.ts', ...args], {
     cwd: ROOT,
-    env: { ...process.env, ACCOUNT_PORT: '0', ENCLAVE_PORT: '0', EXPRESS_PORT: '0', LOG_LEVEL: 'silent', ...env },
+    env: { ...process.env, ACCOUNT_PORT: '0', ENCLAVE_PORT: '0', EXPRESS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let logWritten: Promise<void> = new Promise((done) => child.once('close', () => done()));
+  if (logFile) {
+    const sink = createWriteStream(logFile, { flags: 'a', mode: 0o600 });
+    child.stdout!.pipe(sink, { end: false });
+    child.stderr!.pipe(sink, { end: false });
+    logWritten = new Promise((done) => sink.once('finish', () => done()));
+    child.once('close', () => sink.end());
+  }
   let output = '';
   return new Promise((done, fail) => {
     const timer = setTimeout(() => fail(new Error(`local runtime not ready within 60 s:\n${output}`)), 60_000);
@@ -143,7 +164,7 @@ export function startRuntimeProcess(env: Record<string, string>, args: string[] 
       const ready = /^ready (\{.*\})$/m.exec(output);
       if (ready) {
         clearTimeout(timer);
-        done({ child, urls: JSON.parse(ready[1]!), output: () => output });
+        done({ child, urls: JSON.parse(ready[1]!), output: () => output, logWritten });
       }
     });
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -162,6 +183,35 @@ export function stopProcess(child: ChildProcess): Promise<void> {
   });
 }
 
+/** Where a project run's runtime log is kept (overwritten by the next run of that project). */
+export function runtimeLogPath(projectName: string): string {
+  return join(tmpdir(), 'perp-wallet-api-logs', `${projectName}.log`);
+}
+
+/**
+ * Fails the run when the runtime's log holds a secret. It must have looked at a real log: many
+ * function log lines and access lines, not the near-empty output of a silent runtime.
+ */
+async function assertLogHoldsNoSecrets(logFile: string, known: KnownSecret[], files: { secrets: string; publicValues: string }, wholeSuite: boolean) {
+  const lines = async (file: string) => (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+  const seen = (await lines(files.secrets)).map((line) => JSON.parse(line) as KnownSecret);
+  const publicValues = new Set(await lines(files.publicValues));
+  const log = await readFile(logFile, 'utf8');
+  const counts = countLogLines(log);
+  const problems: string[] = [];
+  // A run of a few chosen files is scanned too, but only the whole suite must produce a thick log.
+  if (wholeSuite && (counts.functionLines < 300 || counts.accessLines < 300)) {
+    problems.push(`the log is too thin to prove anything: ${JSON.stringify(counts)}`);
+  }
+  if (wholeSuite && seen.length < 10) problems.push(`only ${seen.length} secrets were registered by the tests (client.ts registers those it receives)`);
+  const findings = scanLog(log, [...known, ...seen], publicValues);
+  for (const finding of findings.slice(0, 20)) problems.push(`line ${finding.line}: ${finding.kind}: ${finding.excerpt}`);
+  if (problems.length) {
+    throw new Error(`secrets scan of ${logFile} (${findings.length} findings, ${JSON.stringify(counts)}):\n  ${problems.join('\n  ')}`);
+  }
+  process.stdout.write(`secrets scan${wholeSuite ? '' : ' (some test files only)'}: ${counts.lines} log lines (${counts.functionLines} function, ${counts.accessLines} access), ${known.length + seen.length} known secrets (${publicValues.size} public hashes allowed), none found in ${logFile}\n`);
+}
+
 /** Local: an APPS_FILE for a runtime process started here (dynalite, or DynamoDB Local first). */
 async function setupLocal(project: TestProject) {
   const dataDir = await mkdtemp(join(tmpdir(), `sandbox-${project.name}-`));
@@ -178,16 +228,44 @@ async function setupLocal(project: TestProject) {
   await writeFile(appsFile, JSON.stringify(entries), { mode: 0o600 });
 
   const dynamodb = project.name === 'api-dynamodb-local' ? await startDynamoDbLocal(dataDir) : undefined;
+  // The functions' RPC URLs carry this credential in their path, as hosted RPC URLs carry API keys.
+  const rpcCredential = `rpc-key-${crypto.randomUUID().replaceAll('-', '')}`;
+  const logFile = runtimeLogPath(project.name);
+  await mkdir(join(logFile, '..'), { recursive: true });
+  await writeFile(logFile, '', { mode: 0o600 });
+  const secretsFile = join(dataDir, 'seen-secrets.jsonl');
+  const publicValuesFile = join(dataDir, 'seen-public-hashes.txt');
   const runtime = await startRuntimeProcess(
-    { DATA_DIR: join(dataDir, 'runtime'), APPS_FILE: appsFile, ...(dynamodb ? { DYNAMODB_ENDPOINT: dynamodb.endpoint } : {}) },
-    ['--quiet'],
+    {
+      DATA_DIR: join(dataDir, 'runtime'),
+      APPS_FILE: appsFile,
+      SANDBOX_RPC_CREDENTIAL: rpcCredential,
+      ...(dynamodb ? { DYNAMODB_ENDPOINT: dynamodb.endpoint } : {}),
+    },
+    [],
+    logFile,
   );
-  project.provide('sandbox', { urls: runtime.urls, apps, dataDir, appsFile, dynamodbEndpoint: dynamodb?.endpoint });
+  project.provide('sandbox', { urls: runtime.urls, apps, dataDir, appsFile, dynamodbEndpoint: dynamodb?.endpoint, secretsFile, publicValuesFile });
 
+  const known: KnownSecret[] = [
+    { label: 'RPC credential', value: rpcCredential },
+    ...apps.flatMap((app) => [
+      { label: `${app.app_id} secret key`, value: app.secret_key },
+      { label: `${app.app_id} API key`, value: app.api_key },
+      { label: `${app.app_id} IdP private key`, value: app.privateJwk.d! },
+    ]),
+  ];
   return async () => {
-    await stopProcess(runtime.child);
-    if (dynamodb) await stopProcess(dynamodb.process);
-    await rm(dataDir, { recursive: true, force: true });
+    try {
+      await stopProcess(runtime.child);
+      await runtime.logWritten;
+      if (dynamodb) await stopProcess(dynamodb.process);
+      const all = (await project.globTestFiles()).testFiles.length;
+      const ran = project.vitest.state.getFiles().filter((file) => file.projectName === project.name).length;
+      await assertLogHoldsNoSecrets(logFile, known, { secrets: secretsFile, publicValues: publicValuesFile }, ran >= all);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   };
 }
 

@@ -1,0 +1,122 @@
+import { type Address, type Hex, keccak256 } from 'viem';
+import type { Table } from '../../db/client.ts';
+import { UnprocessableError } from '../../errors.ts';
+import { logger } from '../../logger.ts';
+import { BroadcastRejectedError, CallWouldFailError, describeChainError, InclusionTimeoutError, TransactionRevertedError } from '../errors.ts';
+import type { EvmCall, EvmChain } from '../evm-chain.ts';
+import { insufficient } from './funds.ts';
+import type { Broadcast, EvmSigner, SendJournal, SendReceipt, SendTimings } from './ports.ts';
+import { timed } from './timings.ts';
+import { type LeaseTiming, withSenderLease } from './sender-lease.ts';
+
+/** What moves out of the account besides gas: checked under the lease, before anything is signed. */
+export interface Spend {
+  readonly token: string;
+  readonly amount: bigint;
+}
+
+/** One call from an EVM account that pays its own gas. */
+export interface EvmSend {
+  readonly chain: EvmChain;
+  readonly from: Address;
+  readonly call: EvmCall;
+  readonly spends: Spend;
+  readonly signer: EvmSigner;
+  readonly journal?: SendJournal;
+  readonly timings?: SendTimings;
+}
+
+export interface EvmSenderOptions {
+  readonly table: Table;
+  readonly inclusionTimeoutMs: number;
+  readonly lease: LeaseTiming;
+  readonly now?: () => number;
+}
+
+/**
+ * Sends a call from an EVM account exactly once: under the account's lease it checks funds and
+ * gas, picks the nonce (max of the RPC's pending nonce and the lease's stored next nonce), signs
+ * through the signer port, proves the lease still held (renewing it), records the signed
+ * transaction in the journal, broadcasts; then waits for the receipt. With `journal.previous` it resumes: re-broadcasts that transaction and waits.
+ */
+export class EvmSender {
+  readonly #options: EvmSenderOptions;
+
+  constructor(options: EvmSenderOptions) {
+    this.#options = options;
+  }
+
+  async send(request: EvmSend): Promise<SendReceipt> {
+    const { chain, journal, timings } = request;
+    const { table, inclusionTimeoutMs, lease: timing, now } = this.#options;
+    const previous = journal?.previous;
+    if (previous) {
+      await timed(timings, 'broadcast', () => rebroadcastEvm(chain, previous.raw as Hex));
+      return { txHash: await confirmEvm(chain, previous.tx_hash as Hex, inclusionTimeoutMs, timings), resumed: true };
+    }
+    const hash = await withSenderLease(table, { chain: chain.code, address: request.from }, { ...timing, now }, async (lease) => {
+      const { gas, fees } = await this.#checkFunds(request);
+      const nonce = Math.max(await chain.pendingNonce(request.from), lease.state?.next_nonce ?? 0);
+      const raw = await timed(timings, 'sign', () =>
+        request.signer.signTransaction({
+          type: 'eip1559',
+          chainId: chain.config.chain_id,
+          nonce,
+          to: request.call.to,
+          value: request.call.value,
+          data: request.call.data,
+          gas,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        }),
+      );
+      // Still ours? A holder that stalled past its lease must not broadcast a nonce another holder picked.
+      await lease.renew();
+      const result = await recordThenBroadcast(chain, { tx_hash: keccak256(raw), raw }, journal, timings);
+      return { result, nonce };
+    });
+    return { txHash: await confirmEvm(chain, hash, inclusionTimeoutMs, timings), resumed: false };
+  }
+
+  /** Under the lease: earlier sends from this account are already counted in the pending balances. */
+  async #checkFunds({ chain, from, call, spends }: EvmSend) {
+    const native = await chain.balance(from, chain.config.native);
+    if (spends.token !== chain.config.native) {
+      const available = await chain.balance(from, spends.token);
+      if (available < spends.amount) throw insufficient(`${spends.token} on ${chain.code}`, spends.amount, available, chain.decimals(spends.token));
+    } else if (native < spends.amount) {
+      throw insufficient(`${spends.token} on ${chain.code}`, spends.amount, native, 18);
+    }
+    const fees = await chain.fees();
+    const gas = await chain.estimateGas(from, call).catch((error: unknown) => {
+      if (error instanceof CallWouldFailError) throw new UnprocessableError('TRANSACTION_WOULD_FAIL', `The transfer would fail on ${chain.code}: ${error.message}`);
+      throw error;
+    });
+    const needed = gas * fees.maxFeePerGas + call.value;
+    if (native < needed) throw insufficient(`${chain.config.native} on ${chain.code} for the amount and gas`, needed, native, 18);
+    return { gas, fees };
+  }
+}
+
+/** Journal first (a crash after it re-sends this very transaction), then the broadcast. */
+export async function recordThenBroadcast(chain: EvmChain, broadcast: Broadcast, journal: SendJournal | undefined, timings: SendTimings | undefined): Promise<Hex> {
+  await journal?.record(broadcast);
+  return timed(timings, 'broadcast', () => chain.broadcast(broadcast.raw as Hex));
+}
+
+export async function rebroadcastEvm(chain: EvmChain, raw: Hex): Promise<void> {
+  try {
+    await chain.broadcast(raw);
+  } catch (error) {
+    // Already known or already mined: exactly what a resumed send wants. Anything else shows in
+    // the receipt wait that follows.
+    logger.info('re-broadcast not accepted (already known or mined)', { chain: chain.code, reason: error instanceof BroadcastRejectedError ? error.message : describeChainError(error) });
+  }
+}
+
+export async function confirmEvm(chain: EvmChain, hash: Hex, timeoutMs: number, timings: SendTimings | undefined): Promise<Hex> {
+  const receipt = await timed(timings, 'inclusion', () => chain.waitForReceipt(hash, timeoutMs));
+  if (!receipt) throw new InclusionTimeoutError(hash, timeoutMs);
+  if (receipt.status !== 'success') throw new TransactionRevertedError(hash);
+  return hash;
+}

@@ -1,0 +1,87 @@
+import type { Address, Hex } from 'viem';
+
+/**
+ * What the exactly-once sender needs from the outside, as small ports: a signer per chain kind
+ * (the enclave in production: see enclave-signers.ts), a journal that records a signed
+ * transaction before it is broadcast, and a place to add up phase timings.
+ */
+
+/** An EVM transaction for the signer; quantities as bigints (the enclave adapter turns them into wire strings). */
+export interface EvmTransactionRequest {
+  readonly type: 'eip1559' | 'eip7702';
+  readonly chainId: number;
+  readonly nonce: number;
+  readonly to: Address;
+  readonly value: bigint;
+  readonly data: Hex;
+  readonly gas: bigint;
+  readonly maxFeePerGas: bigint;
+  readonly maxPriorityFeePerGas: bigint;
+  readonly authorizationList?: readonly SignedAuthorization[];
+}
+
+/** An EIP-7702 authorisation as the enclave's sign_authorization returns it. */
+export interface SignedAuthorization {
+  readonly address: Address;
+  readonly chainId: number;
+  readonly nonce: number;
+  readonly r: Hex;
+  readonly s: Hex;
+  readonly yParity: number;
+}
+
+/** Signs for one EVM account; the key stays wherever the implementation keeps it (the enclave). */
+export interface EvmSigner {
+  /** The signed, serialised transaction. */
+  signTransaction(transaction: EvmTransactionRequest): Promise<Hex>;
+  signAuthorization(request: { chainId: number; contractAddress: Address; nonce: number }): Promise<SignedAuthorization>;
+  /** A 65-byte signature over a 32-byte digest, no prefix (EIP-712 digests). */
+  signDigest(digest: Hex): Promise<Hex>;
+}
+
+/** Signs Solana transaction messages for one account. */
+export interface SolanaSigner {
+  /** The base58 ed25519 signature of the serialised message. */
+  signMessage(messageBytes: Uint8Array): Promise<string>;
+}
+
+/** Who pays gas for EIP-7702 sponsored sends: an account with its own signer. */
+export interface GasPayer {
+  address(): Promise<Address>;
+  signTransaction(transaction: EvmTransactionRequest): Promise<Hex>;
+}
+
+/** A signed transaction: its hash (EVM) or signature (Solana) and its wire form, public once broadcast. */
+export interface Broadcast {
+  readonly tx_hash: string;
+  /** 0x-hex (EVM) or base64 (Solana). */
+  readonly raw: string;
+}
+
+/**
+ * Durable memory of one logical send (an idempotency record, a transfer step). `record` must be
+ * durable when it returns: it runs before the broadcast, so a retry after a crash re-sends the
+ * very transaction (same nonce or signature: at most one inclusion) instead of signing anew.
+ * `record` throwing means "do not broadcast" (e.g. the caller's claim was taken over). Without a
+ * journal a send is still ordered and checked, but a retry after a crash cannot find it: callers
+ * that retry (venue deposits, transfer steps) must pass one.
+ */
+export interface SendJournal {
+  /** What an earlier attempt of this send recorded, if anything: the sender resumes it. */
+  readonly previous?: Broadcast;
+  record(broadcast: Broadcast): Promise<void>;
+}
+
+/** Milliseconds spent signing, broadcasting and waiting for inclusion, added up across calls. */
+export interface SendTimings {
+  sign: number;
+  broadcast: number;
+  inclusion: number;
+}
+
+/** What a send returns once included. */
+export interface SendReceipt {
+  readonly txHash: string;
+  /** True when this call resumed an earlier attempt's recorded transaction. */
+  readonly resumed: boolean;
+}

@@ -1,0 +1,144 @@
+import { type Address, type Hex, hashTypedData, keccak256 } from 'viem';
+import type { Table } from '../../db/client.ts';
+import { LeaseLostError } from '../../db/lease.ts';
+import { UnprocessableError, UpstreamError } from '../../errors.ts';
+import { logger } from '../../logger.ts';
+import { executeCalldata, executorTypedData } from '../evm/sponsored-executor.ts';
+import type { EvmCall, EvmChain } from '../evm-chain.ts';
+import { confirmEvm, rebroadcastEvm, recordThenBroadcast, type Spend } from './evm-sender.ts';
+import { insufficient } from './funds.ts';
+import type { EvmSigner, GasPayer, SendJournal, SendReceipt, SendTimings, SignedAuthorization } from './ports.ts';
+import { timed } from './timings.ts';
+import { type LeaseTiming, senderBusy, withSenderLease } from './sender-lease.ts';
+
+/** Sponsored calls must execute within this long after the account signs them. */
+const EXECUTE_DEADLINE_SECONDS = 600n;
+/**
+ * Time kept back from the account's lease for the work after the sponsor's lease is granted
+ * (sponsor signature through the enclave, record, broadcast): the wait for the sponsor's lease
+ * ends this long before the account's lease would expire.
+ */
+export const SPONSOR_WORK_RESERVE_MS = 5_000;
+
+/** One call from an account whose gas a sponsor pays (EIP-7702 through the SponsoredExecutor). */
+export interface SponsoredSend {
+  readonly chain: EvmChain;
+  readonly account: Address;
+  readonly call: EvmCall;
+  readonly spends: Spend;
+  /** The account's signer: the delegation (first time only) and the EIP-712 execute digest. */
+  readonly signer: EvmSigner;
+  readonly journal?: SendJournal;
+  readonly timings?: SendTimings;
+}
+
+export interface SponsoredSenderOptions {
+  readonly table: Table;
+  readonly sponsor: GasPayer;
+  readonly inclusionTimeoutMs: number;
+  readonly lease: LeaseTiming;
+  readonly now?: () => number;
+}
+
+/**
+ * EIP-7702 path: the account delegates to our SponsoredExecutor (authorisation signed only when
+ * not delegated yet) and signs the call batch (EIP-712, with the executor's nonce and a
+ * deadline); the sponsor sends the transaction and pays the gas. Two leases: the account's orders
+ * executor nonces, the sponsor's orders the sponsor's own nonces. The wait for the sponsor's lease
+ * is bounded by what is left of the account's lease, and the account's lease is renewed (proved
+ * still ours) before the sponsor signs: two sends can never carry one executor nonce.
+ */
+export class SponsoredEvmSender {
+  readonly #options: SponsoredSenderOptions;
+
+  constructor(options: SponsoredSenderOptions) {
+    this.#options = options;
+  }
+
+  async send(request: SponsoredSend): Promise<SendReceipt> {
+    const { chain, account, journal, timings } = request;
+    const { table, inclusionTimeoutMs } = this.#options;
+    const previous = journal?.previous;
+    if (previous) {
+      await timed(timings, 'broadcast', () => rebroadcastEvm(chain, previous.raw as Hex));
+      return { txHash: await confirmEvm(chain, previous.tx_hash as Hex, inclusionTimeoutMs, timings), resumed: true };
+    }
+    const delegate = chain.config.delegate as Address | undefined;
+    if (!delegate) throw new UnprocessableError('GAS_SPONSORSHIP_UNAVAILABLE', `Gas sponsorship is not configured on ${chain.code}`);
+    const sponsor = await this.#options.sponsor.address();
+    const accountLeaseName = { chain: `${chain.code}#7702`, address: account };
+
+    const hash = await withSenderLease(table, accountLeaseName, this.#timing(), async (accountLease) => {
+      const execute = await this.#signExecute(request, delegate);
+      const renewAccountLease = () =>
+        accountLease.renew().catch((error: unknown) => {
+          throw error instanceof LeaseLostError ? senderBusy(accountLeaseName.chain, account) : error;
+        });
+      const waitMs = Math.min(this.#options.lease.waitMs, accountLease.expiresAt - this.#now() - SPONSOR_WORK_RESERVE_MS);
+      if (waitMs < 0) throw senderBusy(accountLeaseName.chain, account);
+      const result = await withSenderLease(table, { chain: chain.code, address: sponsor }, { ...this.#timing(), waitMs }, async (sponsorLease) => {
+        await renewAccountLease(); // before the sponsor signs anything
+        const { raw, nonce } = await this.#signAsSponsor(request, sponsor, execute, sponsorLease.state?.next_nonce);
+        // Both leases still ours after the sponsor's signature: only then record and broadcast.
+        await Promise.all([sponsorLease.renew(), renewAccountLease()]);
+        return { result: await recordThenBroadcast(chain, { tx_hash: keccak256(raw), raw }, journal, timings), nonce };
+      });
+      return { result };
+    });
+    return { txHash: await confirmEvm(chain, hash, inclusionTimeoutMs, timings), resumed: false };
+  }
+
+  /** Under the account's lease: funds, the delegation (first time only) and the signed execute calldata. */
+  async #signExecute({ chain, account, call, spends, signer, timings }: SponsoredSend, delegate: Address) {
+    const available = await chain.balance(account, spends.token);
+    if (available < spends.amount) throw insufficient(`${spends.token} on ${chain.code}`, spends.amount, available, chain.decimals(spends.token));
+    const authorizationList: SignedAuthorization[] = [];
+    if (!(await chain.isDelegatedTo(account, delegate))) {
+      const accountNonce = await chain.pendingNonce(account);
+      authorizationList.push(await timed(timings, 'sign', () => signer.signAuthorization({ chainId: chain.config.chain_id, contractAddress: delegate, nonce: accountNonce })));
+    }
+    const executorNonce = await chain.executorNonce(account);
+    const deadline = BigInt(Math.floor(this.#now() / 1000)) + EXECUTE_DEADLINE_SECONDS;
+    const digest = hashTypedData(executorTypedData({ chainId: chain.config.chain_id, account, calls: [call], nonce: executorNonce, deadline }));
+    const signature = await timed(timings, 'sign', () => signer.signDigest(digest));
+    return { authorizationList, data: executeCalldata([call], executorNonce, deadline, signature) };
+  }
+
+  /** Under the sponsor's lease: gas, the sponsor's funds and nonce, and the sponsor's signature. */
+  async #signAsSponsor({ chain, account, timings }: SponsoredSend, sponsor: Address, execute: { authorizationList: SignedAuthorization[]; data: Hex }, storedNonce: number | undefined) {
+    const { authorizationList, data } = execute;
+    const fees = await chain.fees();
+    const gas = authorizationList.length > 0 ? 250_000n : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => 250_000n);
+    const sponsorBalance = await chain.balance(sponsor, chain.config.native);
+    if (sponsorBalance < gas * fees.maxFeePerGas) {
+      logger.error('gas sponsor is out of funds', { chain: chain.code, sponsor });
+      throw new UpstreamError('SPONSOR_UNAVAILABLE', `The gas sponsor cannot pay for gas on ${chain.code} right now`);
+    }
+    const nonce = Math.max(await chain.pendingNonce(sponsor), storedNonce ?? 0);
+    // Type 4 only while the delegation is being set (EIP-7702 forbids an empty authorisation
+    // list); once delegated, the account keeps its code and a plain type-2 call reaches it.
+    const raw = await timed(timings, 'sign', () =>
+      this.#options.sponsor.signTransaction({
+        type: authorizationList.length ? 'eip7702' : 'eip1559',
+        chainId: chain.config.chain_id,
+        nonce,
+        to: account,
+        value: 0n,
+        data,
+        gas,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        ...(authorizationList.length ? { authorizationList } : {}),
+      }),
+    );
+    return { raw, nonce };
+  }
+
+  #now(): number {
+    return (this.#options.now ?? Date.now)();
+  }
+
+  #timing() {
+    return { ...this.#options.lease, now: this.#options.now };
+  }
+}
