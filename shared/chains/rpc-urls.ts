@@ -1,13 +1,12 @@
-import { getParameter } from '@aws-lambda-powertools/parameters/ssm';
 import * as v from 'valibot';
+import { getSecureParameter } from './ssm-parameter.ts';
 
 /**
  * The chains' RPC URLs, kept out of the function environment and the CloudFormation template
  * (hosted RPC URLs carry API keys in the path). RPC_URLS_PARAMETER names an SSM SecureString
  * parameter whose value is `{ "ETH": url, "ARB": url, "POL": url, "INK": url, "SOL": url }`.
- * It is read with Powertools Parameters (decrypted), once per container and on the first chain
- * call, so a cold start makes no AWS call and a request that never reaches a chain never reads
- * it. The value is never logged, and no error message repeats it.
+ * It is read decrypted (ssm-parameter.ts), once per container and on the first chain call, so
+ * a cold start makes no AWS call and a request that never reaches a chain never reads it. The value is never logged, and no error message repeats it.
  */
 const Url = v.pipe(v.string('must be a string'), v.url('must be a URL'));
 
@@ -40,16 +39,7 @@ export function parseRpcUrls(parameterName: string, raw: string | undefined): Rp
   return result.output;
 }
 
-/** One day: the URLs change with a deployment, which starts new containers anyway. */
-const MAX_AGE_SECONDS = 24 * 3600;
-
-/**
- * A static import on purpose: `await import()` would defer evaluating the SSM client, but esbuild
- * cannot tree-shake a lazily evaluated module, and the Withdraw bundle grew by 199 KB instead of 99 KB.
- */
-function readSecureString(name: string): Promise<string | undefined> {
-  return getParameter(name, { decrypt: true, maxAge: MAX_AGE_SECONDS });
-}
+const readSecureString = (name: string): Promise<string | undefined> => getSecureParameter(name);
 
 /** The URLs from an SSM SecureString parameter: one read per container (a failed read is retried on the next call). */
 export function ssmRpcUrls(parameterName: string, read: (name: string) => Promise<string | undefined> = readSecureString): RpcUrlSource {

@@ -1,20 +1,53 @@
-import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
-import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Chains } from '../../shared/chains/chains.ts';
 import { parseRpcUrls, RpcUrlsError, ssmRpcUrls } from '../../shared/chains/rpc-urls.ts';
 import { ConfigError, loadChainsConfig, loadRpcUrlsParameter } from '../../shared/config.ts';
 
 /**
- * RPC URLs from an SSM SecureString (RPC_URLS_PARAMETER) through Powertools Parameters: read
- * decrypted, once per container, on first use; validated; never repeated in an error.
+ * RPC URLs from an SSM SecureString (RPC_URLS_PARAMETER): read decrypted, once per container,
+ * on first use; validated; never repeated in an error. SSM is a local stand-in speaking its JSON
+ * 1.1 protocol (AWS_ENDPOINT_URL_SSM); the request signing itself is tested in ssm-parameter.test.ts.
  */
 process.env.AWS_REGION ??= 'us-east-1';
 process.env.AWS_ACCESS_KEY_ID ??= 'test';
 process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
 
-const ssm = mockClient(SSMClient);
-beforeEach(() => ssm.reset());
+/** GetParameter calls the stand-in received, and what it answers next (in order, then the last forever). */
+type SsmAnswer = { status: 200; value: string } | { status: 400; type: string };
+const ssm = {
+  calls: [] as { Name: string; WithDecryption: boolean }[],
+  answers: [] as SsmAnswer[],
+  on(...answers: SsmAnswer[]) {
+    ssm.answers = answers;
+  },
+};
+let server: Server;
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    req.on('end', () => {
+      if (req.headers['x-amz-target'] !== 'AmazonSSM.GetParameter' || !String(req.headers.authorization).startsWith('AWS4-HMAC-SHA256 ')) {
+        res.writeHead(400).end(JSON.stringify({ __type: 'InvalidAction' }));
+        return;
+      }
+      const input = JSON.parse(body) as { Name: string; WithDecryption: boolean };
+      ssm.calls.push(input);
+      const answer = ssm.answers.length > 1 ? ssm.answers.shift()! : ssm.answers[0]!;
+      if (answer.status === 200) res.writeHead(200).end(JSON.stringify({ Parameter: { Name: input.Name, Type: 'SecureString', Value: answer.value } }));
+      else res.writeHead(400).end(JSON.stringify({ __type: answer.type }));
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  process.env.AWS_ENDPOINT_URL_SSM = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+});
+afterAll(() => new Promise<void>((done) => server.close(() => done())));
+beforeEach(() => {
+  ssm.calls = [];
+  ssm.answers = [];
+});
 
 const URLS = {
   ETH: 'https://eth-mainnet.example.com/v2/key-eth-123',
@@ -34,36 +67,34 @@ const WITHOUT_URLS = {
 };
 
 let parameterCount = 0;
-const uniqueName = () => `/perp-wallet/test/rpc-urls-${++parameterCount}`; // Powertools caches by name
+const uniqueName = () => `/perp-wallet/test/rpc-urls-${++parameterCount}`;
 
 describe('ssmRpcUrls', () => {
-  it('reads the SecureString decrypted, once, on first use, through Powertools Parameters', async () => {
+  it('reads the SecureString decrypted, once, on first use', async () => {
     const name = uniqueName();
-    ssm.on(GetParameterCommand).resolves({ Parameter: { Name: name, Type: 'SecureString', Value: JSON.stringify(URLS) } });
+    ssm.on({ status: 200, value: JSON.stringify(URLS) });
     const source = ssmRpcUrls(name);
-    expect(ssm.commandCalls(GetParameterCommand)).toHaveLength(0); // a cold start needs no AWS call
+    expect(ssm.calls).toHaveLength(0); // a cold start needs no AWS call
 
     const [a, b] = await Promise.all([source(), source()]);
     expect(a).toEqual(URLS);
     expect(b).toEqual(URLS);
     expect(await source()).toEqual(URLS);
-    const calls = ssm.commandCalls(GetParameterCommand);
-    expect(calls).toHaveLength(1);
-    expect(calls[0]!.args[0].input).toEqual({ Name: name, WithDecryption: true });
+    expect(ssm.calls).toEqual([{ Name: name, WithDecryption: true }]);
   });
 
   it('a failed read is retried on the next call rather than cached', async () => {
     const name = uniqueName();
-    ssm.on(GetParameterCommand).rejectsOnce(new Error('throttled')).resolves({ Parameter: { Name: name, Value: JSON.stringify(URLS) } });
+    ssm.on({ status: 400, type: 'ThrottlingException' }, { status: 200, value: JSON.stringify(URLS) });
     const source = ssmRpcUrls(name);
-    await expect(source()).rejects.toThrow();
+    await expect(source()).rejects.toThrow(`SSM parameter ${name}: ThrottlingException`);
     expect(await source()).toEqual(URLS);
-    expect(ssm.commandCalls(GetParameterCommand)).toHaveLength(2);
+    expect(ssm.calls).toHaveLength(2);
   });
 
   it('a malformed value is refused naming the key and the problem, never the value', async () => {
     const name = uniqueName();
-    ssm.on(GetParameterCommand).resolves({ Parameter: { Name: name, Value: JSON.stringify({ ...URLS, ARB: 'key-arb-secret not a url' }) } });
+    ssm.on({ status: 200, value: JSON.stringify({ ...URLS, ARB: 'key-arb-secret not a url' }) });
     const error = await ssmRpcUrls(name)().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(RpcUrlsError);
     expect((error as Error).message).toBe(`SSM parameter ${name}: ARB: must be a URL`);
@@ -80,23 +111,23 @@ describe('ssmRpcUrls', () => {
 describe('Chains with RPC URLs from SSM', () => {
   it('builds each chain with the URL from the parameter, read once for all chains', async () => {
     const name = uniqueName();
-    ssm.on(GetParameterCommand).resolves({ Parameter: { Name: name, Value: JSON.stringify(URLS) } });
+    ssm.on({ status: 200, value: JSON.stringify(URLS) });
     const config = loadChainsConfig({ CHAINS_CONFIG: JSON.stringify(WITHOUT_URLS), RPC_URLS_PARAMETER: name });
     const chains = new Chains(config, ssmRpcUrls(name));
     expect(chains.decimals('ARB', 'USDC')).toBe(6); // planning needs no RPC URL
-    expect(ssm.commandCalls(GetParameterCommand)).toHaveLength(0);
+    expect(ssm.calls).toHaveLength(0);
     expect((await chains.evm('ARB')).config.rpc_url).toBe(URLS.ARB);
     expect((await chains.evm('POL')).config.rpc_url).toBe(URLS.POL);
     expect((await chains.sol()).config.rpc_url).toBe(URLS.SOL);
     expect(await chains.evm('ARB')).toBe(await chains.evm('ARB'));
-    expect(ssm.commandCalls(GetParameterCommand)).toHaveLength(1);
+    expect(ssm.calls).toHaveLength(1);
   });
 
   it('inline rpc_url (the sandbox) needs no parameter', async () => {
     const inline = Object.fromEntries(Object.entries(WITHOUT_URLS).map(([code, chain]) => [code, { ...chain, rpc_url: `http://127.0.0.1:8545/${code}` }]));
     const config = loadChainsConfig({ CHAINS_CONFIG: JSON.stringify(inline) });
     expect((await new Chains(config).evm('INK')).config.rpc_url).toBe('http://127.0.0.1:8545/INK');
-    expect(ssm.commandCalls(GetParameterCommand)).toHaveLength(0);
+    expect(ssm.calls).toHaveLength(0);
   });
 });
 
