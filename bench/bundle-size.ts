@@ -22,8 +22,8 @@
  *
  * Targets (issue 7): functions that only read the table <= 400 KB; median over all functions
  * <= 450 KB; every function <= 700 KB; median import-time ratio <= 1.2x; no bundle carries
- * @solana/web3.js 1.x or its heavy dependencies; a route bundles no AWS/chain client its `needs`
- * (functions/routes.ts) do not name. PASS/FAIL is printed per target; the exit code is non-zero
+ * @solana/web3.js 1.x or its heavy dependencies, nor imports node:http / node:util statically; a
+ * route bundles no AWS/chain client its `needs` (functions/routes.ts) do not name. PASS/FAIL is printed per target; the exit code is non-zero
  * only when a bundle fails to build (a missed target is a finding, not a broken bench).
  * Functions are counted per route (a shared handler module counts once per route, as deployed).
  */
@@ -44,6 +44,12 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 const KB = 1000;
 
 const TARGETS = { tableReaderBytes: 400 * KB, medianBytes: 450 * KB, maxBytes: 700 * KB, medianImportRatio: 1.2 };
+
+/**
+ * Built-ins no bundle may import statically: an ES module importing one evaluates its whole
+ * namespace (node:http pulls undici, node:util worker_threads), tens of ms per cold start.
+ */
+const SLOW_BUILTINS = ['node:http', 'node:util', 'node:worker_threads'];
 
 /** In no Lambda bundle (issue 7: @solana/web3.js 1.x and what it drags in). */
 const FORBIDDEN_PACKAGES = ['@solana/web3.js', '@solana/spl-token', 'bn.js', 'rpc-websockets', 'tr46', 'whatwg-url'];
@@ -103,6 +109,8 @@ interface Built {
   readonly metafile: Metafile;
   readonly packages: ReadonlySet<string>;
   readonly ownBytes: number;
+  /** SLOW_BUILTINS the bundle imports statically. */
+  readonly slowBuiltins: readonly string[];
 }
 
 async function bundle(entry: string | { contents: string }, outfile: string): Promise<Built> {
@@ -124,7 +132,10 @@ async function bundle(entry: string | { contents: string }, outfile: string): Pr
     if (name) packages.add(name);
     else ownBytes += input.bytesInOutput;
   }
-  return { file: outfile, bytes: output.bytes, gzipBytes: gzipSync(await readFile(outfile), { level: 9 }).length, metafile: result.metafile, packages, ownBytes };
+  const code = await readFile(outfile);
+  const text = code.toString('utf8');
+  const slowBuiltins = SLOW_BUILTINS.filter((name) => text.includes(`from"${name}"`) || text.includes(`from "${name}"`));
+  return { file: outfile, bytes: output.bytes, gzipBytes: gzipSync(code, { level: 9 }).length, metafile: result.metafile, packages, ownBytes, slowBuiltins };
 }
 
 /** The first line of an error; for a failed child process, the error line of its stderr. */
@@ -185,7 +196,7 @@ try {
 
   const header = ['route', 'min KB', 'gzip KB', 'libs KB', 'x libs', 'own KB', 'import ms', 'x floor'];
   const rows: string[][] = [];
-  const perRoute: { route: RouteDefinition; bytes: number; ratio?: number; packages: ReadonlySet<string> }[] = [];
+  const perRoute: { route: RouteDefinition; bytes: number; ratio?: number; packages: ReadonlySet<string>; slowBuiltins: readonly string[] }[] = [];
   for (const route of ROUTES) {
     const result = results.get(route.entry)!;
     if (!result.built) {
@@ -195,7 +206,7 @@ try {
     const { built, libs } = result;
     const ms = result.importError || result.importMs.length === 0 ? undefined : median(result.importMs);
     const ratio = ms === undefined ? undefined : ms / floorMedian;
-    perRoute.push({ route, bytes: built.bytes, ratio, packages: built.packages });
+    perRoute.push({ route, bytes: built.bytes, ratio, packages: built.packages, slowBuiltins: built.slowBuiltins });
     rows.push([
       route.id,
       kb(built.bytes),
@@ -228,6 +239,7 @@ try {
   const ratios = perRoute.map((r) => r.ratio).filter((r): r is number => r !== undefined);
   const medianRatio = ratios.length ? median(ratios) : Number.NaN;
   const forbidden = perRoute.flatMap(({ route, packages }) => FORBIDDEN_PACKAGES.filter((name) => packages.has(name)).map((name) => `${route.id}: ${name}`));
+  const slow = perRoute.flatMap(({ route, slowBuiltins }) => slowBuiltins.map((name) => `${route.id}: ${name}`));
   const unneeded = perRoute.flatMap(({ route, packages }) => unneededPackages(route).filter((name) => packages.has(name)).map((name) => `${route.id}: ${name}`));
 
   console.log('\nTargets');
@@ -241,6 +253,7 @@ try {
       pass(ratios.length === perRoute.length && medianRatio <= TARGETS.medianImportRatio),
     ],
     [`no bundle carries ${FORBIDDEN_PACKAGES.join(', ')}`, forbidden.length ? forbidden.join('; ') : 'none found', pass(forbidden.length === 0)],
+    [`no bundle imports ${SLOW_BUILTINS.join(', ')} statically`, slow.length ? slow.join('; ') : 'none found', pass(slow.length === 0)],
     ['no route bundles a client its needs (functions/routes.ts) do not name', unneeded.length ? unneeded.join('; ') : 'none found', pass(unneeded.length === 0)],
   ];
   for (const [target, measured, verdict] of targetLines) console.log(`  ${verdict!.padEnd(4)}  ${target}: ${measured}`);
