@@ -46,8 +46,9 @@ const KB = 1000;
 const TARGETS = { tableReaderBytes: 400 * KB, medianBytes: 450 * KB, maxBytes: 700 * KB, medianImportRatio: 1.2 };
 
 /**
- * Built-ins no bundle may import statically: an ES module importing one evaluates its whole
- * namespace (node:http pulls undici, node:util worker_threads), tens of ms per cold start.
+ * Built-ins no bundle may import as an ES module: that evaluates the built-in's whole namespace
+ * (node:http pulls undici, node:util worker_threads), tens of ms per cold start. The bundles are
+ * CommonJS (infra/bundling.ts), which `require`s them instead; this guards against going back.
  */
 const SLOW_BUILTINS = ['node:http', 'node:util', 'node:worker_threads'];
 
@@ -161,18 +162,18 @@ try {
   // One build per handler module; routes sharing a module share its numbers.
   const entries = [...new Set(ROUTES.map((route) => route.entry))];
   const results = new Map<string, EntryResult>();
-  const floorFile = path.join(outDir, 'floor', 'index.mjs');
+  const floorFile = path.join(outDir, 'floor', 'index.cjs');
   const [floor] = await Promise.all([
     bundle(FLOOR_ENTRY, floorFile),
     ...entries.map(async (entry, index) => {
       const result: EntryResult = { importMs: [] };
       results.set(entry, result);
       try {
-        const built = await bundle(entry, path.join(outDir, `fn-${index}`, 'index.mjs'));
+        const built = await bundle(entry, path.join(outDir, `fn-${index}`, 'index.cjs'));
         Object.assign(result, { built });
         const output = built.metafile.outputs[path.relative(REPO_ROOT, built.file)]!;
         const use = libraryUse(ownInputs(output.inputs, REPO_ROOT));
-        Object.assign(result, { libs: await bundle({ contents: libraryEntrySource(use) }, path.join(outDir, `libs-${index}`, 'index.mjs')) });
+        Object.assign(result, { libs: await bundle({ contents: libraryEntrySource(use) }, path.join(outDir, `libs-${index}`, 'index.cjs')) });
       } catch (error) {
         Object.assign(result, { error: firstLine(error) });
       }

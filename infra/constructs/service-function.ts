@@ -71,7 +71,7 @@ export interface ServiceFunctionProps {
 export const METRICS_NAMESPACE = 'PerpWallet';
 
 /**
- * The one way we make a Lambda: Node 24 on arm64, ESM bundle with source maps, X-Ray tracing,
+ * The one way we make a Lambda: Node 24 on arm64, one bundle (CommonJS output, infra/bundling.ts) with source maps, X-Ray tracing,
  * a log group kept for a month, the Powertools environment. Access is added only through
  * `bindNeeds` (a route's `needs`, functions/routes.ts) and the `bind…` helpers it calls, each of
  * which sets the env var shared/config.ts reads and grants exactly the actions listed.

@@ -1,7 +1,7 @@
 import middy from '@middy/core';
+import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { errorHandler } from './error-handler.ts';
-import { jsonBodyParser } from './json-body.ts';
 import { observability } from './observability.ts';
 import type { HttpResult } from './response.ts';
 
@@ -16,7 +16,7 @@ export function httpHandler(adapter: HttpAdapter<any>, options: { jsonBody?: boo
   const wrapped = middy(adapter);
   // First, so its after/onError runs last and sees the final response (middy runs them in reverse).
   wrapped.use(observability());
-  if (options.jsonBody) wrapped.use(jsonBodyParser());
+  if (options.jsonBody) wrapped.use(httpJsonBodyParser());
   // Registered last so its onError runs first.
   wrapped.use(errorHandler());
   return wrapped;

@@ -499,7 +499,7 @@ describe('services stack: function configuration', () => {
     try {
       await Promise.all(
         ROUTES.map(async (route) => {
-          const outfile = join(outDir, route.id, 'index.mjs');
+          const outfile = join(outDir, route.id, 'index.cjs');
           await build({ ...ESBUILD_OPTIONS, absWorkingDir: new URL('../..', import.meta.url).pathname, entryPoints: [route.entry], outfile, logLevel: 'silent' });
           const variables = environmentOf(route.id);
           const env = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, placeholder(value)]));
