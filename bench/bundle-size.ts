@@ -69,7 +69,7 @@ const IMPORT_ENV: Record<string, string> = {
   OP_JWT_KMS_KEY_ID: 'alias/bench-op-jwt',
   TEE_URL: 'https://enclave.example.com',
   CHAINS_CONFIG: await readFile(new URL('../infra/config/chains.mainnet.json', import.meta.url), 'utf8'),
-  RPC_URLS_PARAMETER: '/bench/rpc-urls',
+  RPC_URLS_SECRET: 'bench/rpc-urls',
   ALLOWED_7702_DELEGATES: '',
   POWERTOOLS_SERVICE_NAME: 'bench',
   LOG_LEVEL: 'ERROR',
@@ -93,7 +93,7 @@ function unneededPackages(route: RouteDefinition): string[] {
   if (!needs.table) unneeded.push('@aws-sdk/client-dynamodb');
   if (!needs.enclaveWalletKey && !needs.accountAccessKey && !needs.opJwtKey) unneeded.push('@aws-sdk/client-kms');
   // Without chains, no RPC client (kit's codecs alone are fine: the enclave decodes Solana messages).
-  if (!needs.chains) unneeded.push('@aws-sdk/client-ssm', '@solana/rpc', '@solana/rpc-transport-http');
+  if (!needs.chains) unneeded.push('@aws-sdk/client-secrets-manager', '@aws-lambda-powertools/parameters', '@solana/rpc', '@solana/rpc-transport-http');
   return unneeded;
 }
 

@@ -31,7 +31,7 @@ export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
  * | `accountAccessKey` | KEY_PROVIDER=kms, ACCOUNT_KMS_KEY_ID         | the listed ops, encryption context purpose `account-access-keys` |
  * | `opJwtKey`         | OP_JWT_SIGNER=kms, OP_JWT_KMS_KEY_ID         | the listed ops on the op_jwt signing key          |
  * | `enclaveUrl`       | TEE_URL (the enclave API's base URL)         | none (public HTTPS endpoint)                      |
- * | `chains`           | CHAINS_CONFIG (no rpc_url), RPC_URLS_PARAMETER | ssm:GetParameter on that parameter, kms:Decrypt via SSM |
+ * | `chains`           | CHAINS_CONFIG (no rpc_url), RPC_URLS_SECRET  | secretsmanager:GetSecretValue, DescribeSecret on that secret |
  * | `delegates`        | ALLOWED_7702_DELEGATES                       | none                                             |
  *
  * Every function also gets NODE_OPTIONS and the POWERTOOLS_* / LOG_LEVEL variables.
@@ -46,7 +46,7 @@ export interface RouteNeeds {
   readonly opJwtKey?: readonly SigningKeyOperation[];
   /** Calls the wallet enclave over its HTTP API. */
   readonly enclaveUrl?: true;
-  /** Reads chains (public chain data plus RPC URLs from SSM). */
+  /** Reads chains (public chain data plus RPC URLs from Secrets Manager). */
   readonly chains?: true;
   /** Signs EIP-7702 authorisations, only to the delegates of the chains config. */
   readonly delegates?: true;

@@ -16,7 +16,7 @@ function booleanContext(app: App, key: string, fallback: boolean): boolean {
 
 const app = new App();
 // `-c chainsConfig=path/to/chains.json`: chain ids, tokens and delegates (once deployed). Validated
-// here; its rpc_url fields never reach the template (they go to the SSM parameter, docs/deploy.md).
+// here; its rpc_url fields never reach the template (they go to the RPC URLs secret, docs/deploy.md).
 const chainsConfigPath = (app.node.tryGetContext('chainsConfig') as string | undefined) ?? 'infra/config/chains.mainnet.json';
 const chainsConfig = v.parse(ChainsConfigSchema, JSON.parse(readFileSync(chainsConfigPath, 'utf8')));
 // The account and region the CLI resolved from the current credentials/profile.
@@ -26,6 +26,9 @@ const stateful = new StatefulStack(app, 'PerpWallet-Stateful', {
   env,
   description: 'Perp wallet: table and KMS keys',
   deletionProtection: booleanContext(app, 'deletionProtection', true),
+  // `-c rpcUrlsSecret=name`: the Secrets Manager secret the stack creates for the RPC URLs
+  // (default perp-wallet/rpc-urls); the operator puts its value (docs/deploy.md).
+  rpcUrlsSecretName: app.node.tryGetContext('rpcUrlsSecret') as string | undefined,
 });
 
 new ServicesStack(app, 'PerpWallet-Services', {
@@ -35,9 +38,8 @@ new ServicesStack(app, 'PerpWallet-Services', {
   enclaveKey: stateful.enclaveKey,
   accountKey: stateful.accountKey,
   opJwtKey: stateful.opJwtKey,
+  rpcUrlsSecret: stateful.rpcUrlsSecret,
   chainsConfig,
-  // `-c rpcUrlsParameter=/name`: the SSM SecureString with the RPC URLs (docs/deploy.md).
-  rpcUrlsParameter: app.node.tryGetContext('rpcUrlsParameter') as string | undefined,
 });
 
 app.synth();

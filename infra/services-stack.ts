@@ -3,7 +3,6 @@ import { CfnStage, HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from 'aws-cdk-
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { Construct } from 'constructs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { StringParameter } from 'aws-cdk-lib/aws-ssm';
 import { ROUTES, type ServiceName } from '../functions/routes.ts';
 import { type NeedsResources, ServiceFunction } from './constructs/service-function.ts';
 import type { StatefulResources } from './stateful-stack.ts';
@@ -20,18 +19,10 @@ export interface ServicesStackProps extends StackProps, StatefulResources {
   readonly throttle?: ApiThrottle;
   /**
    * Chain ids, tokens and EIP-7702 delegates (infra/config/chains.mainnet.json by default). Any
-   * `rpc_url` in it is dropped: RPC URLs reach the functions only through `rpcUrlsParameter`.
+   * `rpc_url` in it is dropped: RPC URLs reach the functions only through `rpcUrlsSecret`.
    */
   readonly chainsConfig: ChainsConfig;
-  /**
-   * Name of the SSM SecureString parameter holding the RPC URLs as JSON `{ "ETH": "https://…", … }`
-   * (CloudFormation cannot create SecureStrings: create it first, docs/deploy.md).
-   * @default DEFAULT_RPC_URLS_PARAMETER
-   */
-  readonly rpcUrlsParameter?: string;
 }
-
-export const DEFAULT_RPC_URLS_PARAMETER = '/perp-wallet/rpc-urls';
 
 /** Well under the account-wide 10,000 rps: a runaway client should hit this, not the bill. */
 export const DEFAULT_API_THROTTLE: ApiThrottle = { rateLimit: 50, burstLimit: 100 };
@@ -87,9 +78,7 @@ export class ServicesStack extends Stack {
       opJwtKey: props.opJwtKey,
       enclaveUrl: this.apis.enclave.apiEndpoint,
       publicChainsConfig: JSON.stringify(publicChainsConfig(props.chainsConfig)),
-      rpcUrlsParameter: StringParameter.fromSecureStringParameterAttributes(this, 'RpcUrls', {
-        parameterName: props.rpcUrlsParameter ?? DEFAULT_RPC_URLS_PARAMETER,
-      }),
+      rpcUrlsSecret: props.rpcUrlsSecret,
       delegates: allowedDelegates(props.chainsConfig),
     };
 
@@ -137,7 +126,7 @@ export class ServicesStack extends Stack {
   }
 }
 
-/** The chains config without RPC URLs: those are secrets (API keys in the path) and live in SSM. */
+/** The chains config without RPC URLs: those are secrets (API keys in the path) and live in Secrets Manager. */
 export function publicChainsConfig(chains: ChainsConfig): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(chains).map(([code, chain]) => {

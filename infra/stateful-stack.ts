@@ -1,8 +1,10 @@
-import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table, type ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Key, KeySpec, KeyUsage, type IKey } from 'aws-cdk-lib/aws-kms';
+import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { keyPolicy } from './constructs/key-use.ts';
+import { RPC_URLS_PLACEHOLDER_KEY } from '../shared/chains/rpc-urls.ts';
 import { TABLE_KEY_SCHEMA, TABLE_TTL_ATTRIBUTE } from '../shared/db/table-definition.ts';
 
 /** What the stateless services need from this stack. */
@@ -14,7 +16,11 @@ export interface StatefulResources {
   readonly accountKey: IKey;
   /** Signs op_jwt tokens (ES256). */
   readonly opJwtKey: IKey;
+  /** The chains' RPC URLs `{ "ETH": "https://…", … }` (provider API keys in them); set by the operator. */
+  readonly rpcUrlsSecret: ISecret;
 }
+
+export const DEFAULT_RPC_URLS_SECRET_NAME = 'perp-wallet/rpc-urls';
 
 export interface StatefulStackProps extends StackProps {
   /**
@@ -23,6 +29,11 @@ export interface StatefulStackProps extends StackProps {
    * @default true
    */
   readonly deletionProtection?: boolean;
+  /**
+   * Name of the RPC URLs secret (one per stage when several share an account).
+   * @default DEFAULT_RPC_URLS_SECRET_NAME
+   */
+  readonly rpcUrlsSecretName?: string;
 }
 
 /**
@@ -34,6 +45,7 @@ export class StatefulStack extends Stack implements StatefulResources {
   readonly enclaveKey: Key;
   readonly accountKey: Key;
   readonly opJwtKey: Key;
+  readonly rpcUrlsSecret: Secret;
 
   constructor(scope: Construct, id: string, props: StatefulStackProps = {}) {
     super(scope, id, props);
@@ -74,9 +86,27 @@ export class StatefulStack extends Stack implements StatefulResources {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
+    // The RPC URLs never enter a template: the secret is created holding a generated placeholder
+    // (`{"placeholder":"<random>"}`, which the functions refuse with a clear error) and the
+    // operator puts the value (docs/deploy.md). Changing generateSecretString later would make
+    // CloudFormation generate a new value over the operator's: leave it as it is. Encrypted with
+    // the aws/secretsmanager key; readers need only secretsmanager:GetSecretValue on this secret.
+    this.rpcUrlsSecret = new Secret(this, 'RpcUrls', {
+      secretName: props.rpcUrlsSecretName ?? DEFAULT_RPC_URLS_SECRET_NAME,
+      description: 'RPC URLs of the chains as JSON {"ETH","ARB","POL","INK","SOL"}; set with put-secret-value (docs/deploy.md)',
+      generateSecretString: { secretStringTemplate: '{}', generateStringKey: RPC_URLS_PLACEHOLDER_KEY, excludePunctuation: true },
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(this.rpcUrlsSecret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'The value is a set of RPC provider URLs whose API keys are issued by the providers, not by AWS: they change when a provider key is rotated, and the operator then puts the new URLs (docs/deploy.md). A rotation Lambda could not mint provider keys.',
+    });
+
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'EnclaveKeyId', { value: this.enclaveKey.keyId });
     new CfnOutput(this, 'AccountKeyId', { value: this.accountKey.keyId });
     new CfnOutput(this, 'OpJwtKeyId', { value: this.opJwtKey.keyId });
+    new CfnOutput(this, 'RpcUrlsSecretName', { value: this.rpcUrlsSecret.secretName });
   }
 }

@@ -17,7 +17,7 @@ import { type ChainsConfig, ChainsConfigSchema } from './chains/chain-config.ts'
  * | TEE_URL             | account                 | base URL of the wallet enclave service               |
  * | DATA_DIR            | when anything is local  | where local key material lives                       |
  * | CHAINS_CONFIG       | account (chain routes)  | chains, tokens; RPC URLs inline in the sandbox only  |
- * | RPC_URLS_PARAMETER  | account, when no rpc_url| SSM SecureString parameter with the RPC URLs (JSON)  |
+ * | RPC_URLS_SECRET     | account, when no rpc_url| Secrets Manager secret with the RPC URLs (JSON)      |
  */
 const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1));
 
@@ -97,9 +97,9 @@ export function loadAllowedDelegates(env = process.env): ReadonlySet<string> {
 
 /**
  * CHAINS_CONFIG: JSON of every chain's chain id, tokens and (in the sandbox) RPC URL
- * (shared/chains/chain-config.ts). When any chain has no `rpc_url`, RPC_URLS_PARAMETER must name
- * the SSM SecureString parameter holding them (shared/chains/rpc-urls.ts): checked here, at cold
- * start; the parameter itself is read on first use.
+ * (shared/chains/chain-config.ts). When any chain has no `rpc_url`, RPC_URLS_SECRET must name
+ * the Secrets Manager secret holding them (shared/chains/rpc-urls.ts): checked here, at cold
+ * start; the secret itself is read on first use.
  */
 export function loadChainsConfig(env = process.env): ChainsConfig {
   const raw = parseEnv(v.object({ CHAINS_CONFIG: nonEmpty }), env).CHAINS_CONFIG;
@@ -114,17 +114,18 @@ export function loadChainsConfig(env = process.env): ChainsConfig {
     throw new ConfigError(`Invalid configuration: CHAINS_CONFIG: ${result.issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`).join('; ')}`);
   }
   const withoutUrl = CHAIN_KEYS.filter((code) => !result.output[code].rpc_url);
-  if (withoutUrl.length > 0 && !loadRpcUrlsParameter(env)) {
-    throw new ConfigError(`Invalid configuration: RPC_URLS_PARAMETER: required, since CHAINS_CONFIG has no rpc_url for ${withoutUrl.join(', ')}`);
+  if (withoutUrl.length > 0 && !loadRpcUrlsSecret(env)) {
+    throw new ConfigError(`Invalid configuration: RPC_URLS_SECRET: required, since CHAINS_CONFIG has no rpc_url for ${withoutUrl.join(', ')}`);
   }
   return result.output;
 }
 
 const CHAIN_KEYS = ['ETH', 'ARB', 'POL', 'INK', 'SOL'] as const;
 
-/** RPC_URLS_PARAMETER (optional): name of the SSM SecureString parameter with the RPC URLs. */
-export function loadRpcUrlsParameter(env = process.env): string | undefined {
-  return parseEnv(v.object({ RPC_URLS_PARAMETER: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_.\-/]{1,2048}$/, 'must be an SSM parameter name'))) }), env).RPC_URLS_PARAMETER;
+/** RPC_URLS_SECRET (optional): name or ARN of the Secrets Manager secret with the RPC URLs. */
+export function loadRpcUrlsSecret(env = process.env): string | undefined {
+  const SecretId = v.pipe(v.string(), v.regex(/^[A-Za-z0-9/_+=.@:-]{1,2048}$/, 'must be a secret name or ARN'));
+  return parseEnv(v.object({ RPC_URLS_SECRET: v.optional(SecretId) }), env).RPC_URLS_SECRET;
 }
 
 /** How long a withdrawal waits for inclusion before answering 504 (it fits API Gateway's 29 s). */

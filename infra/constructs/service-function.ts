@@ -1,13 +1,13 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Tags, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { type IRole, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
-import type { IStringParameter } from 'aws-cdk-lib/aws-ssm';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import type { RouteNeeds, ServiceName, SigningKeyOperation, TableAccess, WrappingKeyOperation } from '../../functions/routes.ts';
 import { LAMBDA_BUNDLING } from '../bundling.ts';
@@ -45,8 +45,8 @@ export interface NeedsResources {
   readonly enclaveUrl: string;
   /** Public chain data: CHAINS_CONFIG without any rpc_url. */
   readonly publicChainsConfig: string;
-  /** The SSM SecureString parameter holding `{ "ETH": rpcUrl, … }` (imported by name: CloudFormation cannot create it). */
-  readonly rpcUrlsParameter: IStringParameter;
+  /** The Secrets Manager secret holding `{ "ETH": rpcUrl, … }` (stateful stack). */
+  readonly rpcUrlsSecret: ISecret;
   /** Comma-separated ALLOWED_7702_DELEGATES. */
   readonly delegates: string;
 }
@@ -138,7 +138,7 @@ export class ServiceFunction extends Construct {
     if (needs.accountAccessKey) this.bindWrappingKey(resources.accountKey, 'account-access-keys', needs.accountAccessKey);
     if (needs.opJwtKey) this.bindOpJwtKey(resources.opJwtKey, needs.opJwtKey);
     if (needs.enclaveUrl) this.bindTeeUrl(resources.enclaveUrl);
-    if (needs.chains) this.bindChains(resources.publicChainsConfig, resources.rpcUrlsParameter);
+    if (needs.chains) this.bindChains(resources.publicChainsConfig, resources.rpcUrlsSecret);
     if (needs.delegates) this.lambda.addEnvironment('ALLOWED_7702_DELEGATES', resources.delegates);
     return this;
   }
@@ -177,32 +177,14 @@ export class ServiceFunction extends Construct {
 
   /**
    * Public chain data in CHAINS_CONFIG; the RPC URLs (which carry provider API keys) stay in the
-   * SecureString parameter, read with decryption once per cold start: ssm:GetParameter on that
-   * parameter only, and kms:Decrypt only through SSM and only for that parameter (SSM's
-   * encryption context names the parameter ARN), so on the AWS-managed aws/ssm key.
+   * secret, read on the first chain call: GetSecretValue and DescribeSecret on that secret only
+   * (grantRead). It is encrypted with the AWS-managed aws/secretsmanager key, whose policy allows
+   * decryption through Secrets Manager to whoever may read the secret: no KMS grant here.
    */
-  bindChains(publicChainsConfig: string, rpcUrls: IStringParameter): this {
+  bindChains(publicChainsConfig: string, rpcUrls: ISecret): this {
     this.lambda.addEnvironment('CHAINS_CONFIG', publicChainsConfig);
-    this.lambda.addEnvironment('RPC_URLS_PARAMETER', rpcUrls.parameterName);
-    this.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['ssm:GetParameter'], resources: [rpcUrls.parameterArn] }));
-    const stack = Stack.of(this);
-    this.role.addToPrincipalPolicy(
-      new PolicyStatement({
-        actions: ['kms:Decrypt'],
-        resources: [stack.formatArn({ service: 'kms', resource: 'key', resourceName: '*' })],
-        conditions: {
-          StringEquals: {
-            'kms:ViaService': `ssm.${stack.region}.${stack.urlSuffix}`,
-            'kms:EncryptionContext:PARAMETER_ARN': rpcUrls.parameterArn,
-          },
-        },
-      }),
-    );
-    Validations.of(this.role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:kms:<AWS::Region>:<AWS::AccountId>:key/*]',
-      reason:
-        'The RPC URL parameter is encrypted with the AWS-managed aws/ssm key, whose key id is not known at synth time (an alias cannot be a Decrypt resource). The grant is limited to calls made through SSM in this region (kms:ViaService) for this one parameter (kms:EncryptionContext:PARAMETER_ARN).',
-    });
+    this.lambda.addEnvironment('RPC_URLS_SECRET', rpcUrls.secretArn);
+    rpcUrls.grantRead(this.role);
     return this;
   }
 

@@ -7,8 +7,9 @@
 # LOCALSTACK_URL  where LocalStack answers (default: $AWS_ENDPOINT_URL, else http://localhost:4566)
 # AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3  passed to cdklocal; set both or neither (cdklocal's rule).
 # CHAINS_CONFIG_FILE  chains config to deploy (default infra/config/chains.mainnet.json); its rpc_url
-#                     fields go to the SSM SecureString RPC_URLS_PARAMETER, not into the template.
-# RPC_URLS_PARAMETER  name of that parameter (default /perp-wallet/rpc-urls)
+#                     fields go to the Secrets Manager secret RPC_URLS_SECRET, not into the template.
+# RPC_URLS_SECRET     name of that secret (default perp-wallet/rpc-urls); the stateful stack creates
+#                     it with a placeholder, this script then puts the URLs in it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -18,10 +19,10 @@ LOCALSTACK_URL="${LOCALSTACK_URL:-${AWS_ENDPOINT_URL:-http://localhost:4566}}"
 LOCALSTACK_URL="${LOCALSTACK_URL%/}"
 OUTPUTS_FILE="$ROOT/cdk.out/localstack-outputs.json"
 CHAINS_CONFIG_FILE="${CHAINS_CONFIG_FILE:-infra/config/chains.mainnet.json}"
-RPC_URLS_PARAMETER="${RPC_URLS_PARAMETER:-/perp-wallet/rpc-urls}"
+RPC_URLS_SECRET="${RPC_URLS_SECRET:-perp-wallet/rpc-urls}"
 REGION="${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}"
 # Every service the two stacks (and the CDK bootstrap stack) create resources in.
-REQUIRED_SERVICES="cloudformation s3 ssm sts iam ecr lambda logs dynamodb kms apigatewayv2"
+REQUIRED_SERVICES="cloudformation s3 ssm sts iam ecr lambda logs dynamodb kms secretsmanager apigatewayv2"
 
 die() { printf 'localstack-deploy: %s\n' "$*" >&2; exit 1; }
 step() { printf '\n==> %s\n' "$*"; }
@@ -60,9 +61,7 @@ echo "LocalStack is up: $(HEALTH="$HEALTH" node -p 'const h = JSON.parse(process
 CDK_VERSION="$(node -p 'require("./node_modules/aws-cdk/package.json").version')"
 cdklocal() { npx --yes --package=aws-cdk-local@3 --package="aws-cdk@$CDK_VERSION" -- cdklocal "$@"; }
 
-# --- RPC URLs ------------------------------------------------------------------------------
-# CloudFormation cannot create SecureString parameters: write it before the stacks that read it.
-step "Writing the RPC URLs of $CHAINS_CONFIG_FILE to the SecureString $RPC_URLS_PARAMETER"
+# --- RPC URLs (read now, written once the stateful stack has created the secret) -------------
 [ -f "$CHAINS_CONFIG_FILE" ] || die "$CHAINS_CONFIG_FILE not found (CHAINS_CONFIG_FILE)."
 RPC_URLS="$(node -e '
   const chains = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
@@ -71,19 +70,6 @@ RPC_URLS="$(node -e '
   if (missing.length) { console.error("no rpc_url for " + missing.join(", ")); process.exit(1); }
   process.stdout.write(JSON.stringify(urls));
 ' "$CHAINS_CONFIG_FILE")" || die "$CHAINS_CONFIG_FILE must give every chain an rpc_url."
-if command -v awslocal >/dev/null 2>&1; then
-  AWS_ENDPOINT_URL="$LOCALSTACK_URL" awslocal ssm put-parameter --region "$REGION" --name "$RPC_URLS_PARAMETER" \
-    --type SecureString --overwrite --value "$RPC_URLS" >/dev/null \
-    || die "awslocal ssm put-parameter failed (see above)."
-else
-  # No awslocal: the same call with the AWS SDK from node_modules (LocalStack accepts any credentials).
-  RPC_URLS="$RPC_URLS" AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}" node --input-type=module -e '
-    import { SSMClient, PutParameterCommand } from "@aws-sdk/client-ssm";
-    const [endpoint, region, name] = process.argv.slice(1);
-    await new SSMClient({ endpoint, region }).send(new PutParameterCommand({ Name: name, Type: "SecureString", Overwrite: true, Value: process.env.RPC_URLS }));
-  ' "$LOCALSTACK_URL" "$REGION" "$RPC_URLS_PARAMETER" || die "Writing $RPC_URLS_PARAMETER to LocalStack failed (see above)."
-fi
-echo "$RPC_URLS_PARAMETER written (region $REGION)."
 
 # --- deploy --------------------------------------------------------------------------------
 step "Bootstrapping the LocalStack environment (cdklocal + aws-cdk@$CDK_VERSION)"
@@ -93,8 +79,25 @@ cdklocal bootstrap -c deletionProtection=false \
 step "Deploying PerpWallet-Stateful and PerpWallet-Services (deletionProtection=false)"
 mkdir -p "$(dirname "$OUTPUTS_FILE")"
 cdklocal deploy --all --require-approval never -c deletionProtection=false \
-  -c chainsConfig="$CHAINS_CONFIG_FILE" -c rpcUrlsParameter="$RPC_URLS_PARAMETER" --outputs-file "$OUTPUTS_FILE" \
+  -c chainsConfig="$CHAINS_CONFIG_FILE" -c rpcUrlsSecret="$RPC_URLS_SECRET" --outputs-file "$OUTPUTS_FILE" \
   || die "cdklocal deploy failed (see above). On an x86_64 host, start LocalStack with LAMBDA_IGNORE_ARCHITECTURE=1 (our functions are arm64)."
+
+# The stack created the secret holding a placeholder (no URL in any template); until this runs,
+# chain calls answer 502 CHAIN_UNAVAILABLE.
+step "Putting the RPC URLs of $CHAINS_CONFIG_FILE in the secret $RPC_URLS_SECRET"
+if command -v awslocal >/dev/null 2>&1; then
+  AWS_ENDPOINT_URL="$LOCALSTACK_URL" awslocal secretsmanager put-secret-value --region "$REGION" --secret-id "$RPC_URLS_SECRET" \
+    --secret-string "$RPC_URLS" >/dev/null \
+    || die "awslocal secretsmanager put-secret-value failed (see above)."
+else
+  # No awslocal: the same call with the AWS SDK from node_modules (LocalStack accepts any credentials).
+  RPC_URLS="$RPC_URLS" AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}" node --input-type=module -e '
+    import { SecretsManagerClient, PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
+    const [endpoint, region, secretId] = process.argv.slice(1);
+    await new SecretsManagerClient({ endpoint, region }).send(new PutSecretValueCommand({ SecretId: secretId, SecretString: process.env.RPC_URLS }));
+  ' "$LOCALSTACK_URL" "$REGION" "$RPC_URLS_SECRET" || die "Putting the value of $RPC_URLS_SECRET in LocalStack failed (see above)."
+fi
+echo "$RPC_URLS_SECRET set (region $REGION)."
 
 # --- report --------------------------------------------------------------------------------
 step "Stack outputs (also in ${OUTPUTS_FILE#"$ROOT"/})"

@@ -3,8 +3,8 @@ import * as v from 'valibot';
 /**
  * Chain configuration (issue: no address or RPC hard-coded in business code). Given to functions
  * as CHAINS_CONFIG (JSON). The sandbox writes one for its local chains with each `rpc_url`
- * inline; a deployment leaves `rpc_url` out (hosted RPC URLs hold API keys) and names an SSM
- * SecureString parameter with them in RPC_URLS_PARAMETER (see rpc-urls.ts), plus the token table
+ * inline; a deployment leaves `rpc_url` out (hosted RPC URLs hold API keys) and names a Secrets
+ * Manager secret with them in RPC_URLS_SECRET (see rpc-urls.ts), plus the token table
  * of infra/config/mainnet-tokens.json.
  *
  * Native coins (ETH on ETH/ARB/INK, POL on POL, SOL on SOL) have 18 decimals on EVM chains and 9
@@ -39,7 +39,7 @@ export const ChainsConfigSchema = v.object({
   sandbox: v.optional(v.boolean(), false),
 });
 
-/** As configured: `rpc_url` may be absent (then it comes from RPC_URLS_PARAMETER). */
+/** As configured: `rpc_url` may be absent (then it comes from RPC_URLS_SECRET). */
 export type ChainsConfig = v.InferOutput<typeof ChainsConfigSchema>;
 /** One chain with its RPC URL resolved: what the chain adapters are built from. */
 export type EvmChainConfig = v.InferOutput<typeof EvmChain> & { readonly rpc_url: string };

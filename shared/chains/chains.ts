@@ -1,4 +1,6 @@
+import { logger } from '../logger.ts';
 import { type ChainsConfig, type EvmChainCode, NATIVE_DECIMALS } from './chain-config.ts';
+import { ChainUnavailableError } from './errors.ts';
 import { EvmChain } from './evm-chain.ts';
 import type { RpcUrlSource } from './rpc-urls.ts';
 import { SolanaChain } from './solana-chain.ts';
@@ -7,8 +9,8 @@ type ChainCode = EvmChainCode | 'SOL';
 
 /**
  * The configured chains, each client built once per container, on first use. A chain whose
- * `rpc_url` is not in CHAINS_CONFIG gets it from `rpcUrls` (the SSM parameter), read then; what
- * needs no RPC (decimals, token lists) is answered from configuration alone.
+ * `rpc_url` is not in CHAINS_CONFIG gets it from `rpcUrls` (the Secrets Manager secret), read
+ * then; what needs no RPC (decimals, token lists) is answered from configuration alone.
  */
 export class Chains {
   readonly config: ChainsConfig;
@@ -57,7 +59,15 @@ export class Chains {
   async #rpcUrl(code: ChainCode): Promise<string> {
     const inline = this.config[code].rpc_url;
     if (inline) return inline;
-    if (!this.#rpcUrls) throw new Error(`${code} has no rpc_url and no RPC_URLS_PARAMETER is configured`);
-    return (await this.#rpcUrls())[code];
+    if (!this.#rpcUrls) throw new Error(`${code} has no rpc_url and no RPC_URLS_SECRET is configured`);
+    try {
+      return (await this.#rpcUrls())[code];
+    } catch (error) {
+      // Secrets Manager failed, or the secret is unset or malformed (its message names the secret
+      // and the problem, never the value): the operator's detail goes to the log, the caller gets
+      // a 502 that names nothing internal, and nothing was sent.
+      logger.error('RPC URLs unavailable', { chain: code, error });
+      throw new ChainUnavailableError(code, 'its RPC URL could not be read');
+    }
   }
 }

@@ -1,12 +1,12 @@
 import { Chains } from '../chains/chains.ts';
-import { ssmRpcUrls } from '../chains/rpc-urls.ts';
-import { loadChainsConfig, loadRpcUrlsParameter } from '../config.ts';
+import { secretRpcUrls } from '../chains/rpc-urls.ts';
+import { loadChainsConfig, loadRpcUrlsSecret } from '../config.ts';
 
 /**
- * Need `chains`: CHAINS_CONFIG, and RPC_URLS_PARAMETER when it leaves the RPC URLs out (read
- * from SSM on the first chain call, never at cold start). Each chain's client is built on first use.
+ * Need `chains`: CHAINS_CONFIG, and RPC_URLS_SECRET when it leaves the RPC URLs out (read from
+ * Secrets Manager on the first chain call, never at cold start). Each chain's client is built on first use.
  */
 export function chainsFromEnv(): Chains {
-  const rpcUrlsParameter = loadRpcUrlsParameter();
-  return new Chains(loadChainsConfig(), rpcUrlsParameter ? ssmRpcUrls(rpcUrlsParameter) : undefined);
+  const rpcUrlsSecret = loadRpcUrlsSecret();
+  return new Chains(loadChainsConfig(), rpcUrlsSecret ? secretRpcUrls(rpcUrlsSecret) : undefined);
 }

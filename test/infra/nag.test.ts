@@ -27,6 +27,7 @@ beforeAll(() => {
     enclaveKey: stateful.enclaveKey,
     accountKey: stateful.accountKey,
     opJwtKey: stateful.opJwtKey,
+    rpcUrlsSecret: stateful.rpcUrlsSecret,
     chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
   });
 }, 60_000);
@@ -68,7 +69,7 @@ describe('cdk-nag AwsSolutions', () => {
     expect([...acknowledged.keys()].sort()).toEqual([
       'AwsSolutions-APIG4',
       'AwsSolutions-IAM5[Resource::*]',
-      'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:kms:<AWS::Region>:<AWS::AccountId>:key/*]',
+      'AwsSolutions-SMG4',
     ]);
     for (const [rule, reasons] of acknowledged) {
       expect(reasons.size, rule).toBe(1);

@@ -7,9 +7,10 @@ import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, type RouteDefinition, type ServiceName } from '../../functions/routes.ts';
 import { keyUseTag } from '../../infra/constructs/key-use.ts';
-import { DEFAULT_RPC_URLS_PARAMETER, ServicesStack, toHttpRouteKey } from '../../infra/services-stack.ts';
-import { StatefulStack } from '../../infra/stateful-stack.ts';
+import { ServicesStack, toHttpRouteKey } from '../../infra/services-stack.ts';
+import { DEFAULT_RPC_URLS_SECRET_NAME, StatefulStack } from '../../infra/stateful-stack.ts';
 import { TABLE_KEY_SCHEMA } from '../../shared/db/table-definition.ts';
+import { RPC_URLS_PLACEHOLDER_KEY } from '../../shared/chains/rpc-urls.ts';
 
 type Resources = Record<string, { Properties?: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
 type KeyName = 'enclaveKey' | 'accountKey' | 'opJwtKey';
@@ -33,6 +34,7 @@ beforeAll(() => {
     enclaveKey: stateful.enclaveKey,
     accountKey: stateful.accountKey,
     opJwtKey: stateful.opJwtKey,
+    rpcUrlsSecret: stateful.rpcUrlsSecret,
     chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
   });
   statefulTemplate = Template.fromStack(stateful);
@@ -55,11 +57,15 @@ function roleLogicalId(routeId: string): string {
   return logicalId(role);
 }
 
-/** How the services stack refers to a stateful resource's ARN: the import of the export holding it. */
-function importedArn(resource: IConstruct): unknown {
+/**
+ * How the services stack refers to a stateful resource's ARN: the import of the export holding it
+ * (`Fn::GetAtt … Arn`, or `Ref` for a secret, whose Ref is its ARN).
+ */
+function importedArn(resource: IConstruct, via: 'GetAtt' | 'Ref' = 'GetAtt'): unknown {
   const id = logicalId(resource);
+  const value = via === 'Ref' ? { Ref: id } : { 'Fn::GetAtt': [id, 'Arn'] };
   const outputs = statefulTemplate.toJSON().Outputs as Record<string, { Value: unknown; Export?: { Name: string } }>;
-  const exported = Object.values(outputs).find((o) => JSON.stringify(o.Value) === JSON.stringify({ 'Fn::GetAtt': [id, 'Arn'] }));
+  const exported = Object.values(outputs).find((o) => JSON.stringify(o.Value) === JSON.stringify(value));
   if (!exported?.Export) throw new Error(`${resource.node.path} ARN is not exported`);
   return { 'Fn::ImportValue': exported.Export.Name };
 }
@@ -161,7 +167,7 @@ describe('services stack: functions', () => {
       if (needs.accountAccessKey) expected.push('ACCOUNT_KMS_KEY_ID');
       if (needs.opJwtKey) expected.push('OP_JWT_SIGNER', 'OP_JWT_KMS_KEY_ID');
       if (needs.enclaveUrl) expected.push('TEE_URL');
-      if (needs.chains) expected.push('CHAINS_CONFIG', 'RPC_URLS_PARAMETER');
+      if (needs.chains) expected.push('CHAINS_CONFIG', 'RPC_URLS_SECRET');
       if (needs.delegates) expected.push('ALLOWED_7702_DELEGATES');
       const variables = environmentOf(route.id);
       expect(Object.keys(variables).sort(), route.id).toEqual(expected.sort());
@@ -171,18 +177,18 @@ describe('services stack: functions', () => {
     }
   });
 
-  it('keeps RPC URLs out of the template: no URL in any environment, CHAINS_CONFIG without rpc_url, the SSM parameter name instead', () => {
+  it('keeps RPC URLs out of the templates: no URL in any environment, CHAINS_CONFIG without rpc_url, the secret\'s ARN instead', () => {
     for (const route of ROUTES) {
       const variables = environmentOf(route.id);
       for (const [name, value] of Object.entries(variables)) {
         if (typeof value === 'string') expect(value, `${route.id} ${name}`).not.toMatch(/https?:|wss?:|rpc_url/i);
       }
       if (route.needs.chains) {
-        expect(variables.RPC_URLS_PARAMETER).toBe(DEFAULT_RPC_URLS_PARAMETER);
+        expect(variables.RPC_URLS_SECRET).toEqual(importedArn(stateful.rpcUrlsSecret, 'Ref'));
         expect(Object.keys(JSON.parse(variables.CHAINS_CONFIG as string))).toEqual(expect.arrayContaining(['ETH', 'ARB', 'POL', 'INK', 'SOL']));
       }
     }
-    expect(JSON.stringify(servicesTemplate.toJSON())).not.toMatch(/publicnode|arbitrum\.io|polygon-rpc|inkonchain|solana\.com/);
+    for (const template of [servicesTemplate, statefulTemplate]) expect(JSON.stringify(template.toJSON())).not.toMatch(/publicnode|arbitrum\.io|polygon-rpc|inkonchain|solana\.com|https?:\/\/[^"]*(rpc|mainnet)/);
   });
 });
 
@@ -254,7 +260,7 @@ describe('least privilege per route', () => {
         .flatMap(({ statement }) => asArray(statement.Action));
       expect(actions.sort(), route.id).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
     }
-    for (const action of ['kms:Decrypt', 'kms:GenerateDataKey', 'kms:Sign', 'kms:GetPublicKey', 'dynamodb:GetItem', 'ssm:GetParameter']) {
+    for (const action of ['kms:Decrypt', 'kms:GenerateDataKey', 'kms:Sign', 'kms:GetPublicKey', 'dynamodb:GetItem', 'secretsmanager:GetSecretValue']) {
       for (const route of HEALTH_AND_NOT_FOUND) expect(rolesAllowed(action).has(roleLogicalId(route.id)), `${route.id} ${action}`).toBe(false);
     }
   });
@@ -329,22 +335,20 @@ describe('least privilege per route', () => {
     expect(rolesAllowed('dynamodb:DeleteTable')).toEqual(new Set());
   });
 
-  it('lets only the routes that read chains fetch the RPC URL parameter, and decrypt it only through SSM', () => {
+  it('lets only the routes that read chains read the RPC URLs secret, and nothing else of Secrets Manager or SSM', () => {
     const chainRoutes = rolesOf(ROUTES.filter((route) => route.needs.chains));
     expect(chainRoutes).toEqual(rolesOf(ROUTES.filter((route) => route.id === 'Withdraw' || route.id === 'GetDemoBalance')));
-    const getParameter = roleStatements().filter(({ statement }) => allows(statement, 'ssm:GetParameter'));
-    expect(new Set(getParameter.map(({ role }) => role))).toEqual(chainRoutes);
-    for (const { statement } of getParameter) expect(JSON.stringify(statement.Resource)).toMatch(/:parameter\/perp-wallet\/rpc-urls"/);
-    const viaSsm = roleStatements().filter(({ statement }) => allows(statement, 'kms:Decrypt') && JSON.stringify(statement.Condition ?? {}).includes('kms:ViaService'));
-    expect(new Set(viaSsm.map(({ role }) => role))).toEqual(chainRoutes);
-    for (const { statement } of viaSsm) {
-      const condition = (statement.Condition as { StringEquals: Record<string, unknown> }).StringEquals;
-      expect(JSON.stringify(condition['kms:ViaService'])).toContain('"ssm."');
-      expect(JSON.stringify(condition['kms:EncryptionContext:PARAMETER_ARN'])).toContain(':parameter/perp-wallet/rpc-urls');
+    const secretArn = importedArn(stateful.rpcUrlsSecret, 'Ref');
+    expect(rolesAllowed('secretsmanager:GetSecretValue', secretArn)).toEqual(chainRoutes);
+    const secretStatements = roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('secretsmanager:')));
+    expect(new Set(secretStatements.map(({ role }) => role))).toEqual(chainRoutes);
+    for (const { statement } of secretStatements) {
+      expect(statement).toEqual({ Effect: 'Allow', Action: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'], Resource: secretArn });
     }
-    // No other statement grants KMS on a wildcard resource.
-    const kmsWildcards = roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('kms:')) && JSON.stringify(statement.Resource).includes('key/*'));
-    expect(kmsWildcards.length).toBe(viaSsm.length);
+    for (const action of ['secretsmanager:PutSecretValue', 'secretsmanager:ListSecrets', 'secretsmanager:UpdateSecret']) expect(rolesAllowed(action), action).toEqual(new Set());
+    // The SSM parameter and its aws/ssm decrypt grant are gone: nothing may call SSM, nor use KMS on a wildcard key.
+    expect(roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('ssm:')))).toEqual([]);
+    expect(roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('kms:')) && JSON.stringify(statement.Resource).includes('key/*'))).toEqual([]);
   });
 
   it('uses Resource "*" only for X-Ray, which has no resource-level permissions', () => {
@@ -353,21 +357,22 @@ describe('least privilege per route', () => {
     for (const { statement } of wildcards) expect(asArray(statement.Action).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
   });
 
-  it('reads the RPC URLs from the parameter given as rpcUrlsParameter', () => {
+  it('names the secret as given in rpcUrlsSecretName, and points the chain functions at it', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const own = new StatefulStack(app, 'OwnStateful');
+    const own = new StatefulStack(app, 'OwnStateful', { rpcUrlsSecretName: 'staging/rpc-urls' });
     const stack = new ServicesStack(app, 'OwnServices', {
       table: own.table,
       enclaveKey: own.enclaveKey,
       accountKey: own.accountKey,
       opJwtKey: own.opJwtKey,
+      rpcUrlsSecret: own.rpcUrlsSecret,
       chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
-      rpcUrlsParameter: '/staging/rpc-urls',
     });
+    Template.fromStack(own).hasResourceProperties('AWS::SecretsManager::Secret', { Name: 'staging/rpc-urls' });
     const template = JSON.stringify(Template.fromStack(stack).toJSON());
-    expect(template).toContain('"RPC_URLS_PARAMETER":"/staging/rpc-urls"');
-    expect(template).toContain(':parameter/staging/rpc-urls"');
-    expect(template).not.toContain('perp-wallet/rpc-urls');
+    const secretExport = `"RPC_URLS_SECRET":{"Fn::ImportValue":"OwnStateful:ExportsOutputRef${own.getLogicalId(own.rpcUrlsSecret.node.defaultChild as CfnResource)}`;
+    expect(template).toContain(secretExport);
+    expect(JSON.stringify(Template.fromStack(own).toJSON())).not.toContain(DEFAULT_RPC_URLS_SECRET_NAME);
   });
 
   it('writes each function\'s logs only to its own log group, with no managed policy', () => {
@@ -471,8 +476,23 @@ describe('stateful stack', () => {
     statefulTemplate.allResources('AWS::KMS::Key', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
-  it('outputs the table name and key ids', () => {
-    for (const name of ['TableName', 'EnclaveKeyId', 'AccountKeyId', 'OpJwtKeyId']) statefulTemplate.hasOutput(name, {});
+  it('outputs the table name, key ids and the RPC URLs secret\'s name', () => {
+    for (const name of ['TableName', 'EnclaveKeyId', 'AccountKeyId', 'OpJwtKeyId', 'RpcUrlsSecretName']) statefulTemplate.hasOutput(name, {});
+  });
+
+  it('creates the RPC URLs secret with a generated placeholder (no value in the template), retained, on the AWS-managed key', () => {
+    statefulTemplate.resourceCountIs('AWS::SecretsManager::Secret', 1);
+    const [secret] = Object.values(statefulTemplate.findResources('AWS::SecretsManager::Secret') as Resources);
+    expect(secret).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    expect(secret!.Properties).toEqual({
+      Name: DEFAULT_RPC_URLS_SECRET_NAME,
+      Description: expect.stringContaining('put-secret-value'),
+      GenerateSecretString: { SecretStringTemplate: '{}', GenerateStringKey: RPC_URLS_PLACEHOLDER_KEY, ExcludePunctuation: true },
+    });
+    // No SecretString, no KmsKeyId, no rotation, no resource policy widening who may read it.
+    statefulTemplate.resourceCountIs('AWS::SecretsManager::RotationSchedule', 0);
+    statefulTemplate.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
+    servicesTemplate.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
   });
 });
 

@@ -28,7 +28,7 @@ function environment(needs: RouteNeeds): { env: Record<string, string>; required
   if (needs.enclaveWalletKey) add('KEY_PROVIDER', 'kms'), add('ENCLAVE_KMS_KEY_ID', 'alias/enclave');
   if (needs.opJwtKey) add('OP_JWT_SIGNER', 'kms'), add('OP_JWT_KMS_KEY_ID', 'alias/op-jwt');
   if (needs.enclaveUrl) add('TEE_URL', 'https://enclave.example.com');
-  if (needs.chains) add('CHAINS_CONFIG', CHAINS_CONFIG), add('RPC_URLS_PARAMETER', '/unit/rpc-urls', false);
+  if (needs.chains) add('CHAINS_CONFIG', CHAINS_CONFIG), add('RPC_URLS_SECRET', 'perp-wallet/unit-rpc-urls', false);
   if (needs.delegates) add('ALLOWED_7702_DELEGATES', '', false);
   return { env, required };
 }
