@@ -1,14 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
-import * as v from 'valibot';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ServicesStack } from '../../infra/services-stack.ts';
-import { StatefulStack } from '../../infra/stateful-stack.ts';
-import { ChainsConfigSchema } from '../../shared/chains/chain-config.ts';
+import type { ServicesStack } from '../../infra/services-stack.ts';
+import type { StatefulStack } from '../../infra/stateful-stack.ts';
+import { buildStacks } from './support/stacks.ts';
 
 /**
  * cdk-nag's AWS Solutions pack over both stacks: any finding not acknowledged (with a reason, in
@@ -21,15 +19,7 @@ let services: ServicesStack;
 
 beforeAll(() => {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  stateful = new StatefulStack(app, 'Stateful');
-  services = new ServicesStack(app, 'Services', {
-    table: stateful.table,
-    enclaveKey: stateful.enclaveKey,
-    accountKey: stateful.accountKey,
-    opJwtKey: stateful.opJwtKey,
-    rpcUrlsSecret: stateful.rpcUrlsSecret,
-    chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
-  });
+  ({ stateful, services } = buildStacks(app));
 }, 60_000);
 
 function findings(stack: Stack) {

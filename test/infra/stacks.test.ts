@@ -1,7 +1,4 @@
-import { readFileSync } from 'node:fs';
 import { App, Stack, type CfnResource } from 'aws-cdk-lib';
-import * as v from 'valibot';
-import { ChainsConfigSchema } from '../../shared/chains/chain-config.ts';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +6,7 @@ import { ROUTES, type RouteDefinition, type ServiceName } from '../../functions/
 import { keyUseTag } from '../../infra/constructs/key-use.ts';
 import { ServicesStack, toHttpRouteKey } from '../../infra/services-stack.ts';
 import { DEFAULT_RPC_URLS_SECRET_NAME, StatefulStack } from '../../infra/stateful-stack.ts';
+import { buildStacks } from './support/stacks.ts';
 import { TABLE_KEY_SCHEMA } from '../../shared/db/table-definition.ts';
 import { RPC_URLS_PLACEHOLDER_KEY } from '../../shared/chains/rpc-urls.ts';
 
@@ -28,15 +26,7 @@ let servicesTemplate: Template;
 
 beforeAll(() => {
   const app = new App();
-  stateful = new StatefulStack(app, 'Stateful');
-  services = new ServicesStack(app, 'Services', {
-    table: stateful.table,
-    enclaveKey: stateful.enclaveKey,
-    accountKey: stateful.accountKey,
-    opJwtKey: stateful.opJwtKey,
-    rpcUrlsSecret: stateful.rpcUrlsSecret,
-    chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
-  });
+  ({ stateful, services } = buildStacks(app));
   statefulTemplate = Template.fromStack(stateful);
   servicesTemplate = Template.fromStack(services);
 }, 120_000);
@@ -359,15 +349,7 @@ describe('least privilege per route', () => {
 
   it('names the secret as given in rpcUrlsSecretName, and points the chain functions at it', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const own = new StatefulStack(app, 'OwnStateful', { rpcUrlsSecretName: 'staging/rpc-urls' });
-    const stack = new ServicesStack(app, 'OwnServices', {
-      table: own.table,
-      enclaveKey: own.enclaveKey,
-      accountKey: own.accountKey,
-      opJwtKey: own.opJwtKey,
-      rpcUrlsSecret: own.rpcUrlsSecret,
-      chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
-    });
+    const { stateful: own, services: stack } = buildStacks(app, { ids: ['OwnStateful', 'OwnServices'], stateful: { rpcUrlsSecretName: 'staging/rpc-urls' } });
     Template.fromStack(own).hasResourceProperties('AWS::SecretsManager::Secret', { Name: 'staging/rpc-urls' });
     const template = JSON.stringify(Template.fromStack(stack).toJSON());
     const secretExport = `"RPC_URLS_SECRET":{"Fn::ImportValue":"OwnStateful:ExportsOutputRef${own.getLogicalId(own.rpcUrlsSecret.node.defaultChild as CfnResource)}`;

@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
@@ -13,6 +12,7 @@ import { registerApplication } from '../../../shared/apps/register-application.t
 import { KmsOpJwtSigner } from '../../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../../shared/db/client.ts';
 import { countLogLines, type KnownSecret, scanLog } from './log-scan.ts';
+import { freePort } from '../../support/free-port.ts';
 
 /**
  * Boots the local runtime as a separate process (`node infra/local/start.ts`), exactly as
@@ -91,17 +91,6 @@ function testApp(
     audience: idp.oidc.audience,
     privateJwk: idp.privateJwk,
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
 }
 
 async function startDynamoDbLocal(workDir: string): Promise<{ endpoint: string; process: ChildProcess }> {

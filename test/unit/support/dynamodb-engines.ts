@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient, type Table } from '../../../shared/db/client.ts';
 import { localCreateTableInput } from '../../../shared/db/table-definition.ts';
 import { startDynaliteTable } from './dynalite-table.ts';
+import { freePort } from '../../support/free-port.ts';
 
 /**
  * The single table on either local engine, for unit tests whose claim must hold on both:
@@ -19,17 +19,6 @@ const ROOT = resolve(import.meta.dirname, '../../..');
 
 export function startEngineTable(engine: DynamoEngine, name: string): Promise<{ table: Table; stop: () => Promise<void> }> {
   return engine === 'dynalite' ? startDynaliteTable(name) : startDynamoDbLocalTable(name);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
 }
 
 async function startDynamoDbLocalTable(name: string): Promise<{ table: Table; stop: () => Promise<void> }> {

@@ -1,0 +1,21 @@
+import { readFileSync } from 'node:fs';
+import type { App } from 'aws-cdk-lib';
+import * as v from 'valibot';
+import { ServicesStack } from '../../../infra/services-stack.ts';
+import { StatefulStack, type StatefulStackProps } from '../../../infra/stateful-stack.ts';
+import { ChainsConfigSchema } from '../../../shared/chains/chain-config.ts';
+
+/** The two stacks as infra/app.ts wires them, with the default (mainnet) chains config. */
+export function buildStacks(app: App, options: { ids?: readonly [string, string]; stateful?: StatefulStackProps } = {}) {
+  const [statefulId, servicesId] = options.ids ?? ['Stateful', 'Services'];
+  const stateful = new StatefulStack(app, statefulId, options.stateful);
+  const services = new ServicesStack(app, servicesId, {
+    table: stateful.table,
+    enclaveKey: stateful.enclaveKey,
+    accountKey: stateful.accountKey,
+    opJwtKey: stateful.opJwtKey,
+    rpcUrlsSecret: stateful.rpcUrlsSecret,
+    chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
+  });
+  return { stateful, services };
+}
