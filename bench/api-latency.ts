@@ -16,6 +16,7 @@ const REQUESTS = Number(values.requests);
 const CONCURRENCY = Number(values.concurrency);
 
 process.env.LOG_LEVEL = 'silent';
+process.env.POWERTOOLS_METRICS_DISABLED = 'true'; // no EMF lines between the numbers
 const dataDir = await mkdtemp(join(tmpdir(), 'bench-'));
 const runtime = await startLocalRuntime({ dataDir, ports: { account: 0, enclave: 0, express: 0 } });
 const [app] = runtime.apps;
