@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { LocalRuntimeError, startLocalRuntime } from './runtime.ts';
 
 /**
  * `npm start`: the three services on 127.0.0.1 with no AWS account. Configuration by environment:
@@ -25,6 +24,10 @@ function port(name: string, fallback: number): number {
 }
 
 const dataDir = env.DATA_DIR || '.data';
+// First line, before the start-up's own log lines: nobody should mistake this for AWS.
+process.stdout.write(`LOCAL SANDBOX starting (no AWS; data in ${dataDir})\n`);
+// Imported after that line: loading the sandbox chains prints warnings of its own.
+const { LocalRuntimeError, startLocalRuntime } = await import('./runtime.ts');
 const runtime = await startLocalRuntime({
   dataDir,
   ports: { account: port('ACCOUNT_PORT', 3000), enclave: port('ENCLAVE_PORT', 3001), express: port('EXPRESS_PORT', 3002) },

@@ -86,7 +86,8 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
     expect(first.output()).toMatch(/"service":"account","method":"POST","path":"\/account","status":200,/);
     expect(second.output()).toMatch(/"service":"account","method":"GET","path":"\/account","status":200,/);
     for (const output of [first.output(), second.output()]) {
-      expect(output).toContain('LOCAL SANDBOX');
+      expect(output.split('\n')[0]).toMatch(/^LOCAL SANDBOX starting/); // the first line says it is a sandbox
+      expect(output).toContain('LOCAL SANDBOX (no AWS');
       expect(output).not.toContain(token.trim());
     }
   });
