@@ -1,5 +1,5 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { registerApplication } from '../../shared/apps/register-application.ts';
 import type { Table } from '../../shared/db/client.ts';
@@ -31,22 +31,31 @@ afterAll(() => stop());
 
 const oidc = { provider_id: 'lru-idp', issuer: 'https://idp.lru.test', jwks_uri: 'https://idp.lru.test/jwks.json' };
 
-/** A clock the cache reads (lru-cache's `perf` option), moved by the test. */
+/** The cache expires entries by Date.now(): tests move a fake Date (timers stay real). */
 function manualClock() {
-  let now = 1_000_000;
-  return { now: () => now, advance: (ms: number) => (now += ms) };
+  vi.useFakeTimers({ toFake: ['Date'] });
+  return { advance: (ms: number) => vi.setSystemTime(Date.now() + ms) };
 }
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('AppRegistry cache', () => {
   it('holds at most maxEntries, however many unknown keys callers send', async () => {
     const registry = new AppRegistry(table, { maxEntries: 50 });
     for (let i = 0; i < 400; i++) expect(await registry.findBySecretKey(`sk_made_up_${i}`)).toBeUndefined();
     expect(registry.size).toBe(50);
+    // The oldest keys are really gone (read again), the newest still held (no read).
+    reads = 0;
+    await registry.findBySecretKey('sk_made_up_399');
+    expect(reads).toBe(0);
+    await registry.findBySecretKey('sk_made_up_0');
+    expect(reads).toBe(1);
   });
 
   it('forgets a miss after missTtlMs, so an app registered meanwhile resolves; a hit lasts ttlMs', async () => {
     const clock = manualClock();
-    const registry = new AppRegistry(table, { ttlMs: 30_000, missTtlMs: 2_000, perf: clock });
+    const registry = new AppRegistry(table, { ttlMs: 30_000, missTtlMs: 2_000 });
     const { secret_key } = await registerApplication(table, { app_id: 'lru-late', oidc, trusted_keys: [] });
     const unknown = `${secret_key}-not`;
 
@@ -70,7 +79,7 @@ describe('AppRegistry cache', () => {
 
   it('never keeps a miss longer than a hit', async () => {
     const clock = manualClock();
-    const registry = new AppRegistry(table, { ttlMs: 1_000, missTtlMs: 60_000, perf: clock });
+    const registry = new AppRegistry(table, { ttlMs: 1_000, missTtlMs: 60_000 });
     reads = 0;
     await registry.findById('no-such-app');
     clock.advance(1_001);
