@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { InvokeStore, InvokeStoreBase } from '@aws/lambda-invoke-store';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
@@ -126,38 +126,18 @@ export function lambdaContext(functionName: string, timeoutMs: number): Context 
  * What the Lambda runtime provides when one execution environment serves several invocations at
  * once (`AWS_LAMBDA_MAX_CONCURRENCY`, managed instances): an InvokeStore in
  * `globalThis.awslambda`, which Powertools uses to keep each invocation's log context, keys and
- * metrics apart. The local runtime serves concurrent requests in one process, so it does the same.
+ * metrics apart. The local runtime serves concurrent requests in one process, so it installs the
+ * same store, AWS's own multi-context implementation (@aws/lambda-invoke-store).
  */
-class LocalInvokeStore {
-  static readonly REQUEST_ID = Symbol.for('_AWS_LAMBDA_REQUEST_ID');
-  readonly #storage = new AsyncLocalStorage<Record<string | symbol, unknown>>();
-  hasContext = () => this.#storage.getStore() !== undefined;
-  getContext = () => this.#storage.getStore();
-  get = (key: string | symbol) => this.#storage.getStore()?.[key];
-  set = (key: string | symbol, value: unknown) => {
-    const store = this.#storage.getStore();
-    if (!store) throw new Error('No context available');
-    store[key] = value;
-  };
-  getRequestId = () => (this.get(LocalInvokeStore.REQUEST_ID) as string | undefined) ?? '-';
-  getXRayTraceId = () => undefined;
-  getTenantId = () => undefined;
-  run = <T>(context: Record<string | symbol, unknown>, fn: () => T): T => this.#storage.run(context, fn);
-}
-
-type LambdaGlobal = { awslambda?: { InvokeStore?: LocalInvokeStore } };
-
-export function installInvokeStore() {
-  const global = globalThis as LambdaGlobal;
-  global.awslambda ??= {};
-  global.awslambda.InvokeStore ??= new LocalInvokeStore();
+export async function installInvokeStore(): Promise<void> {
   process.env.AWS_LAMBDA_MAX_CONCURRENCY ??= '64';
+  await InvokeStore.getInstanceAsync(true);
 }
 
 /** Runs one invocation in its own InvokeStore context, as the Lambda runtime does. */
 export function runInvocation<T>(context: Context, invoke: () => T): T {
-  const store = (globalThis as LambdaGlobal).awslambda?.InvokeStore;
-  return store ? store.run({ [LocalInvokeStore.REQUEST_ID]: context.awsRequestId }, invoke) : invoke();
+  const store = globalThis.awslambda?.InvokeStore;
+  return store ? store.run({ [InvokeStoreBase.PROTECTED_KEYS.REQUEST_ID]: context.awsRequestId }, invoke) : invoke();
 }
 
 export function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResultV2 | string | undefined) {

@@ -82,7 +82,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
 
   // What Lambda gives a function: per-invocation scoping of Powertools' state (several requests run
   // at once in this one process), cold-start detection, a metrics namespace.
-  installInvokeStore();
+  await installInvokeStore();
   process.env.AWS_LAMBDA_INITIALIZATION_TYPE ??= 'on-demand';
   process.env.POWERTOOLS_METRICS_NAMESPACE ??= 'PerpWalletLocal';
   // AWS SDK clients need a region and credentials even against a local engine.

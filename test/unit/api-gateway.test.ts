@@ -126,7 +126,7 @@ describe('request ids', () => {
 
 describe('concurrent invocations in one process (the local runtime)', () => {
   it('keep their own request id and Lambda context in every log line (one service, one logger)', async () => {
-    installInvokeStore();
+    await installInvokeStore();
     process.env.AWS_LAMBDA_INITIALIZATION_TYPE = 'on-demand';
     const handler = httpHandler(async (event: { rawPath: string }) => {
       // Interleave: the first request logs after the second has started and logged.
