@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { NonEmptyString } from '../http/schemas.ts';
 import { NetworkSchema } from '../wallets/networks.ts';
-import { Address, SignDataFields, SignMessageFields, SignTransactionFields } from '../wallets/schemas.ts';
+import { Address, ChainId, Nonce, SignDataFields, SignMessageFields, SignTransactionFields } from '../wallets/schemas.ts';
 
 /** Request and response schemas of the wallet enclave service (v2). */
 export const WalletGroupId = v.pipe(
@@ -74,9 +74,9 @@ export const SignTransactionResponse = v.object({
 });
 
 export const SignAuthorizationFields = {
-  chain_id: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be positive')),
+  chain_id: ChainId,
   contract_address: v.pipe(Address, v.description('The delegate contract; must be one the enclave is configured to allow.')),
-  nonce: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative'), v.description('The account\'s transaction nonce the authorisation is valid at.')),
+  nonce: v.pipe(Nonce, v.description('The account\'s transaction nonce the authorisation is valid at.')),
 };
 
 export const SignAuthorizationRequest = v.object({ ...SignAuthFields, ...SignAuthorizationFields });

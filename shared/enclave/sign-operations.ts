@@ -48,7 +48,7 @@ export async function signAuthorization(
 ) {
   if (wallet.family !== 'evm') throw new ValidationError('EIP-7702 authorisations exist for EVM wallets only', 'NOT_EVM_WALLET');
   if (!allowedDelegates.has(body.contract_address.toLowerCase())) {
-    throw new ForbiddenError('DELEGATE_NOT_ALLOWED', `${body.contract_address} is not an allowed EIP-7702 delegate`);
+    throw new ForbiddenError('DELEGATE_NOT_ALLOWED', 'body.contract_address: is not an allowed EIP-7702 delegate');
   }
   const authorization = await signEvmAuthorization(secret, { contractAddress: body.contract_address as Hex, chainId: body.chain_id, nonce: body.nonce });
   return { ...identity(wallet), authorization };

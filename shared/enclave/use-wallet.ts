@@ -27,7 +27,7 @@ function justMigrated(wallet: WalletRecord, now: Date): boolean {
 
 async function findWallet(deps: Pick<EnclaveDeps, 'table'>, app: Application, walletId: string): Promise<AnyWalletRecord> {
   const wallet = await getWallet(deps.table, walletId);
-  if (!wallet || wallet.app_id !== app.app_id) throw new NotFoundError('WALLET_NOT_FOUND', `Wallet ${walletId} does not exist`);
+  if (!wallet || wallet.app_id !== app.app_id) throw new NotFoundError('WALLET_NOT_FOUND', 'body.wallet_id: no such wallet in this application');
   return wallet;
 }
 

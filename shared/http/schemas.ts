@@ -19,3 +19,33 @@ export const ErrorResponse = v.object({
     ),
   }),
 });
+
+/**
+ * A JSON number that is an integer a JS number holds exactly (|n| <= 2^53 - 1) and lies in
+ * [min, max]. `1e308` and `9007199254740993` (which JSON.parse rounds) are refused here, as a 400,
+ * rather than deep inside a signer.
+ */
+export const SafeInteger = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  v.pipe(
+    v.number('must be a number'),
+    v.safeInteger(`must be an integer between ${min} and ${max}`),
+    v.minValue(min, `must be an integer between ${min} and ${max}`),
+    v.maxValue(max, `must be an integer between ${min} and ${max}`),
+  );
+
+export const MAX_UINT64 = 2n ** 64n - 1n;
+export const MAX_UINT256 = 2n ** 256n - 1n;
+
+/**
+ * A non-negative integer as a decimal string (no sign, no leading zeros) that fits in `bits`
+ * bits; it stays a string on the wire and becomes a bigint where it is used.
+ */
+export const DecimalUint = (bits: 64 | 256) => {
+  const max = 2n ** BigInt(bits) - 1n;
+  const digits = max.toString().length;
+  return v.pipe(
+    v.string('must be a decimal string'),
+    v.regex(new RegExp(`^(0|[1-9][0-9]{0,${digits - 1}})$`), `must be a non-negative integer as a decimal string, at most 2^${bits} - 1`),
+    v.check((value) => BigInt(value) <= max, `must be at most 2^${bits} - 1`),
+  );
+};

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { Hex32, NonEmptyString } from '../http/schemas.ts';
+import { DecimalUint, Hex32, NonEmptyString, SafeInteger } from '../http/schemas.ts';
 
 /**
  * The sign-body fields on the wire: the enclave's sign requests and the express service's sign
@@ -12,33 +12,38 @@ export const SignMessageFields = {
   encoding: v.optional(v.picklist(['utf8', 'hex'], 'must be "utf8" or "hex"'), 'utf8'),
 };
 
-const Uint = v.pipe(v.string('must be a decimal string'), v.regex(/^(0|[1-9][0-9]{0,77})$/, 'must be a non-negative integer as a decimal string'));
+/** Wei amounts and fees are uint256, gas is uint64 (as the EVM holds them). */
+const Uint256 = DecimalUint(256);
+const Uint64 = DecimalUint(64);
+/** EIP-155 chain ids and nonces as JSON numbers: safe integers (JS numbers hold them exactly). */
+export const ChainId = SafeInteger(1);
+export const Nonce = SafeInteger(0);
 export const Address = v.pipe(v.string('must be a string'), v.regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address'));
 const HexData = v.pipe(v.string('must be a string'), v.regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex bytes'));
 
 /** An EVM transaction as viem serialises it; quantities are decimal strings (never JS numbers). */
 export const EvmTransaction = v.strictObject({
   type: v.optional(v.picklist(['legacy', 'eip2930', 'eip1559', 'eip7702'], 'must be legacy, eip2930, eip1559 or eip7702')),
-  chainId: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be positive')),
-  nonce: v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative')),
+  chainId: ChainId,
+  nonce: Nonce,
   to: v.optional(Address),
-  value: v.optional(Uint),
+  value: v.optional(Uint256),
   data: v.optional(HexData),
-  gas: v.optional(Uint),
-  gasPrice: v.optional(Uint),
-  maxFeePerGas: v.optional(Uint),
-  maxPriorityFeePerGas: v.optional(Uint),
+  gas: v.optional(Uint64),
+  gasPrice: v.optional(Uint256),
+  maxFeePerGas: v.optional(Uint256),
+  maxPriorityFeePerGas: v.optional(Uint256),
   accessList: v.optional(v.array(v.object({ address: Address, storageKeys: v.array(Hex32) }))),
   /** EIP-7702 (type 4): signed authorisations, as sign_authorization returns them. */
   authorizationList: v.optional(
     v.array(
       v.object({
         address: Address,
-        chainId: v.pipe(v.number(), v.integer(), v.minValue(0)),
-        nonce: v.pipe(v.number(), v.integer(), v.minValue(0)),
+        chainId: SafeInteger(0),
+        nonce: Nonce,
         r: Hex32,
         s: Hex32,
-        yParity: v.picklist([0, 1]),
+        yParity: v.picklist([0, 1], 'must be 0 or 1'),
       }),
     ),
   ),

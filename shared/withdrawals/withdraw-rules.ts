@@ -18,7 +18,11 @@ export type TokenCode = (typeof TOKEN_CODES)[number];
 
 export const WithdrawRequest = v.object({
   to_address: v.pipe(v.string('must be a string'), v.minLength(1, 'is required'), v.maxLength(64, 'is too long')),
-  amount: v.pipe(v.string('must be a decimal string'), v.description('Decimal string, e.g. "12.5"; at most the token\'s decimals.')),
+  amount: v.pipe(
+    v.string('must be a decimal string'),
+    v.maxLength(128, 'must be at most 128 characters'),
+    v.description('Decimal string, e.g. "12.5"; at most the token\'s decimals, and at most what the token can hold (2^256 - 1 base units on EVM chains, 2^64 - 1 on Solana).'),
+  ),
   token: v.optional(v.picklist(TOKEN_CODES, `must be one of ${TOKEN_CODES.join(', ')}`), 'USDC'),
   chain: v.optional(v.picklist(Object.keys(WITHDRAW_TOKENS) as WithdrawChain[], 'must be one of ETH, ARB, POL, SOL, INK'), 'ARB'),
   gas_sponsored: v.optional(v.boolean('must be a boolean'), false),

@@ -9,7 +9,7 @@ import { enclaveEvmSigner, enclaveSolanaSigner } from '../chains/sender/enclave-
 import type { SendJournal, SendTimings } from '../chains/sender/ports.ts';
 import { newTimings } from '../chains/sender/timings.ts';
 import type { Senders } from '../chains/sender/senders.ts';
-import { formatAmount, parseAmount } from '../money.ts';
+import { formatAmount, MAX_EVM_UNITS, MAX_SOLANA_UNITS, parseAmount } from '../money.ts';
 import { claimIdempotencyKey, type IdempotencyRecord, requestHash, type StoredResponse } from './idempotency.ts';
 import { assertWithdrawable, normaliseRecipient, type WithdrawInput } from './withdraw-rules.ts';
 
@@ -71,7 +71,7 @@ async function planWithdrawal(deps: WithdrawDeps, user: AuthenticatedUser, input
   assertWithdrawable(input.chain, input.token);
   const to = normaliseRecipient(input.chain, input.to_address);
   const decimals = deps.chains.decimals(input.chain, input.token);
-  const amount = parseAmount(input.amount, decimals);
+  const amount = parseAmount(input.amount, decimals, 'body.amount', input.chain === 'SOL' ? MAX_SOLANA_UNITS : MAX_EVM_UNITS);
   const account = await requireAccount(deps, user);
   return {
     account,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../shared/errors.ts';
-import { formatAmount, parseAmount } from '../../shared/money.ts';
+import { formatAmount, MAX_SOLANA_UNITS, parseAmount } from '../../shared/money.ts';
 import { assertWithdrawable, normaliseRecipient, WITHDRAW_TOKENS } from '../../shared/withdrawals/withdraw-rules.ts';
 
 describe('money', () => {
@@ -19,6 +19,16 @@ describe('money', () => {
   it('refuses more decimals than the token has', () => {
     expect(() => parseAmount('1.0000001', 6)).toThrow(/more than 6 decimal places/);
     expect(() => parseAmount('1.0000000001', 9)).toThrow(ValidationError);
+  });
+
+  it('refuses amounts beyond what the token can hold: uint256 by default, u64 for Solana', () => {
+    const maxUint256At18 = '115792089237316195423570985008687907853269984665640564039457.584007913129639935';
+    expect(() => parseAmount('115792089237316195423570985008687907853269984665640564039457.584007913129639936', 18)).toThrow(/body\.amount: is more than the token can hold/);
+    expect(() => parseAmount((2n ** 256n).toString(), 0)).toThrow(ValidationError);
+    expect(() => parseAmount('9'.repeat(80), 6)).toThrow(/body\.amount: is more than the token can hold/);
+    expect(parseAmount(maxUint256At18, 18)).toBe(2n ** 256n - 1n);
+    expect(parseAmount('18446744073.709551615', 9, 'body.amount', MAX_SOLANA_UNITS)).toBe(2n ** 64n - 1n);
+    expect(() => parseAmount('18446744073.709551616', 9, 'body.amount', MAX_SOLANA_UNITS)).toThrow(/at most 18446744073\.709551615/);
   });
 
   it('formats base units without floats or trailing zeros', () => {
