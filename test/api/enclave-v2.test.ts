@@ -3,6 +3,7 @@ import { Keypair, PublicKey, SystemProgram, TransactionMessage } from '@solana/w
 import bs58 from 'bs58';
 import { hexToBytes, keccak256, parseTransaction, recoverAddress, recoverTransactionAddress, stringToBytes, verifyMessage } from 'viem';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { sandboxChains } from './support/chains.ts';
 import { appOne, appTwo, call, expectErrorShape, mintToken, uniqueUser } from './support/client.ts';
 
 const secret = { 'x-service-secret-key': appOne.secret_key };
@@ -192,6 +193,57 @@ describe('v2 signing', () => {
     const response = await sign('sign_data', evm, { raw_data_hash: keccak256(stringToBytes('x')), encryption_context: 'legacy-secret' });
     expect(response.status).toBe(400);
     expect(expectErrorShape(response.body).code).toBe('ENCRYPTION_CONTEXT_NOT_ACCEPTED');
+  });
+
+  it('sign_authorization: chain_id or nonce beyond a safe integer (9007199254740993, 1e308) is a 400 naming the field', async () => {
+    // An allowed delegate, so only the number can be wrong (a deployed stack: any address; the range check comes first).
+    const delegate = (await sandboxChains())?.find((chain) => chain.delegate)?.delegate ?? '0x000000000000000000000000000000000000dEaD';
+    const opJwt = await mintToken(appOne, sub, { ttlSeconds: 120 });
+    const head = `{"op_jwt":${JSON.stringify(opJwt)},"access_key":${JSON.stringify(evm.access_key)},"wallet_id":${JSON.stringify(evm.wallet_id)},"contract_address":"${delegate}"`;
+    for (const field of ['chain_id', 'nonce']) {
+      for (const value of ['9007199254740993', '1e308', '-1', '1.5']) {
+        const numbers = { chain_id: '42161', nonce: '0', [field]: value };
+        const response = await call('enclave', 'POST', '/v2/api/wallet/sign_authorization', {
+          headers: { ...secret, 'content-type': 'application/json' },
+          rawBody: `${head},"chain_id":${numbers.chain_id},"nonce":${numbers.nonce}}`,
+        });
+        expect(response.status, `${field}=${value}`).toBe(400);
+        const error = expectErrorShape(response.body);
+        expect(error.code).toBe('INVALID_REQUEST');
+        expect(error.message).toBe(`body.${field}: must be an integer between ${field === 'nonce' ? 0 : 1} and 9007199254740991`);
+      }
+    }
+  });
+
+  it('sign_transaction: quantities beyond uint256 (gas beyond uint64) are a 400', async () => {
+    const base = { type: 'eip1559', chainId: 42161, nonce: 7, to: '0x000000000000000000000000000000000000dEaD', value: '1', gas: '21000', maxFeePerGas: '100', maxPriorityFeePerGas: '1' };
+    for (const [field, value] of [['value', (2n ** 256n).toString()], ['maxFeePerGas', '9'.repeat(78)], ['gas', (2n ** 64n).toString()], ['chainId', 1e308]] as const) {
+      const response = await sign('sign_transaction', evm, { transaction: { ...base, [field]: value } });
+      expect(response.status, field).toBe(400);
+      expect(expectErrorShape(response.body).message).toContain('body.transaction');
+    }
+  });
+
+  it('a validation message never repeats the body: not a JSON-string body, not an op_jwt or access_key', async () => {
+    const opJwt = await mintToken(appOne, sub, { ttlSeconds: 120 });
+    const fields = { op_jwt: opJwt, access_key: evm.access_key, wallet_id: evm.wallet_id, raw_data_hash: keccak256(stringToBytes('x')) };
+    const bodies = [
+      JSON.stringify(JSON.stringify(fields)), // a JSON string holding the whole request
+      JSON.stringify({ ...fields, op_jwt: [opJwt] }),
+      JSON.stringify({ ...fields, access_key: { key: evm.access_key } }),
+      JSON.stringify({ ...fields, access_key: evm.access_key.repeat(8) }),
+      JSON.stringify({ ...fields, raw_data_hash: opJwt }),
+      JSON.stringify({ ...fields, wallet_id: evm.access_key + evm.access_key }),
+    ];
+    for (const rawBody of bodies) {
+      const response = await call('enclave', 'POST', '/v2/api/wallet/sign_data', { headers: { ...secret, 'content-type': 'application/json' }, rawBody });
+      expect(response.status, rawBody.slice(0, 40)).toBe(400);
+      const { message } = expectErrorShape(response.body);
+      expect(message).toMatch(/^body/);
+      expect(message).not.toContain(opJwt);
+      expect(message).not.toContain(evm.access_key);
+      expect(message).not.toContain(opJwt.slice(0, 20));
+    }
   });
 
   it('never returns key material in a signing response', async () => {

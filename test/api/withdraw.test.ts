@@ -114,6 +114,34 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     expect(await (await evmClient('ARB')).getTransactionCount({ address: user.evm })).toBe(0);
   });
 
+  it('amounts beyond what the token can hold (uint256 on EVM, u64 on Solana): 400 naming body.amount, nothing signed', async () => {
+    const user = await newAccount(appOne, uniqueUser('w-huge'));
+    await faucet('ARB', user.evm, 'ETH', '1');
+    await faucet('ARB', user.evm, 'USDC', '10');
+    await faucet('SOL', user.sol, 'SOL', '1');
+    const evmTo = freshEvm();
+    const solTo = freshSol();
+    const cases: [Record<string, unknown>, string][] = [
+      [{ to_address: evmTo, chain: 'ARB', token: 'USDC', amount: (2n ** 256n).toString() }, '2^256 USDC'],
+      [{ to_address: evmTo, chain: 'ARB', token: 'ETH', amount: '9'.repeat(80) }, 'eighty 9s ETH'],
+      [{ to_address: evmTo, chain: 'ARB', token: 'ETH', amount: '115792089237316195423570985008687907853269984665640564039457.584007913129639936' }, '2^256 wei'],
+      [{ to_address: solTo, chain: 'SOL', token: 'SOL', amount: '18446744073.709551616' }, '2^64 lamports'],
+      [{ to_address: solTo, chain: 'SOL', token: 'USDC', amount: (2n ** 64n).toString() }, 'SPL beyond u64'],
+    ];
+    for (const [body, label] of cases) {
+      for (const key of [undefined, `huge-${label.replace(/\W/g, '')}-${Date.now()}`]) {
+        const response = await post(user.headers, body, key ? { 'idempotency-key': key } : {});
+        expect(response.status, label).toBe(400);
+        const error = expectErrorShape(response.body);
+        expect(error.code, label).toBe('INVALID_REQUEST');
+        expect(error.message, label).toMatch(/^body\.amount: is more than the token can hold/);
+      }
+    }
+    expect(await (await evmClient('ARB')).getTransactionCount({ address: user.evm })).toBe(0);
+    expect(await chainBalance('ARB', evmTo, 'USDC')).toBe(0n);
+    expect(await chainBalance('SOL', solTo, 'SOL')).toBe(0n);
+  });
+
   it('422 INSUFFICIENT_FUNDS names what is missing and broadcasts nothing', async () => {
     const user = await newAccount(appOne, uniqueUser('w-422'));
     const to = freshEvm();
