@@ -47,5 +47,6 @@ export const DecimalUint = (bits: 64 | 256) => {
     v.string('must be a decimal string'),
     v.regex(new RegExp(`^(0|[1-9][0-9]{0,${digits - 1}})$`), `must be a non-negative integer as a decimal string, at most 2^${bits} - 1`),
     v.check((value) => BigInt(value) <= max, `must be at most 2^${bits} - 1`),
+    v.description(`A uint${bits} as a decimal string: at most 2^${bits} - 1.`),
   );
 };
