@@ -17,15 +17,39 @@ export function parseInput<S extends v.GenericSchema>(schema: S, input: unknown,
   const seen = new Set<string>();
   const problems: string[] = [];
   for (const issue of result.issues) {
-    const path = v.getDotPath(issue);
-    const full = path ? `${where}.${path}` : where;
-    const field = full.length > MAX_FIELD ? `${full.slice(0, MAX_FIELD)}…` : full;
+    const path = dotPath(issue);
+    const field = clip(path ? `${where}.${path}` : where);
     if (seen.has(field)) continue;
     seen.add(field);
-    problems.push(`${field}: ${issue.message}`);
+    const inner = innerIssue(issue);
+    const detail = inner ? ` (${clip(`${where}.${path ? `${path}.` : ''}${inner.path}`)}: ${inner.message})` : '';
+    problems.push(`${field}: ${issue.message}${detail}`);
   }
   throw new ValidationError(problems.join('; '), 'INVALID_REQUEST');
 }
+
+/**
+ * For a union that is not sure which branch was meant (an EVM transaction object with an unknown
+ * field, or a base64 Solana message), the first problem inside a branch, so the field is named.
+ * Sub-issue paths are relative to the union.
+ */
+function innerIssue(issue: v.BaseIssue<unknown>): { path: string; message: string } | undefined {
+  const sub = issue.issues?.find((candidate) => dotPath(candidate) !== null);
+  return sub ? { path: dotPath(sub)!, message: sub.message } : undefined;
+}
+
+/**
+ * The issue's path; an unknown key (a strict object's) is named only when it looks like a field
+ * name, since it is the caller's own text.
+ */
+function dotPath(issue: v.BaseIssue<unknown>): string | null {
+  const path = v.getDotPath(issue);
+  if (path === null || issue.expected !== 'never') return path;
+  const key = String(issue.path?.at(-1)?.key ?? '');
+  return /^[A-Za-z][A-Za-z0-9_]{0,39}$/.test(key) ? path : `${path.slice(0, path.length - key.length)}(unknown field)`;
+}
+
+const clip = (field: string) => (field.length > MAX_FIELD ? `${field.slice(0, MAX_FIELD)}…` : field);
 
 /** A message from the issue's rule (`expected`, set by the schema), never its input. */
 export function ruleOnly(issue: v.BaseIssue<unknown>): string {

@@ -46,6 +46,11 @@ describe('parseInput never echoes the input', () => {
     expect(error.message).not.toMatch(/received/i);
   });
 
+  it('names an unknown field of a strict object only when it looks like a field name', () => {
+    expect(refusal(SignTransactionRequest, { ...auth, transaction: { ...transaction, gasLimit: '1' } }).message).toContain('(body.transaction.gasLimit: is not allowed)');
+    expect(refusal(SignTransactionRequest, { ...auth, transaction: { ...transaction, [`${SECRET}.x`]: 1 } }).message).toContain('(body.transaction.(unknown field): is not allowed)');
+  });
+
   it('says which fields are missing', () => {
     expect(refusal(SignRequest, 'x').message).toBe('body: must be a JSON object');
     expect(refusal(WithdrawRequest, {}).message).toBe('body.to_address: is required; body.amount: is required');
@@ -74,7 +79,7 @@ describe('integer fields are range-checked in their schemas', () => {
     ['gas', (2n ** 64n).toString()],
   ])('sign_transaction refuses %s = %s', (field, value) => {
     const error = refusal(SignTransactionRequest, { ...auth, transaction: { ...transaction, [field]: value } });
-    expect(error.message).toContain('body.transaction');
+    expect(error.message).toMatch(new RegExp(`^body\\.transaction\\.${field}: must be`));
   });
 
   it('sign_transaction accepts uint256 values and uint64 gas at their maximum', () => {
