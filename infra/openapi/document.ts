@@ -60,7 +60,7 @@ function sandboxPaths() {
         operationId: 'SandboxFaucet',
         'x-sandbox-only': true,
         summary: 'Credit an address on a sandbox chain',
-        description: `${note} Body \`{ address, chain, token, amount }\`; amount is a decimal string in whole tokens, validated like every other amount.`,
+        description: `${note} Body \`{ address, chain, token, amount }\`; amount is a decimal string in whole tokens, validated like every other amount. 400 UNSUPPORTED_TOKEN for a token the chain does not carry; 400 INVALID_ADDRESS for the zero address or (SOL) an account that is not a wallet; 400 AMOUNT_TOO_LARGE when the balance or total supply would pass what the chain holds (2^256 - 1 base units on EVM, 2^64 - 1 on Solana).`,
         security: [],
         requestBody: { required: true, content: { 'application/json': { schema: schema(FaucetRequest) } } },
         responses: { 200: { description: 'Credited', content: { 'application/json': { schema: { type: 'object' } } } }, 400: { description: 'Invalid input', ...error } },
