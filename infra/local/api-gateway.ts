@@ -48,6 +48,17 @@ function safeDecode(segment: string): string {
   }
 }
 
+/**
+ * The path and query of a request target exactly as sent. Not `new URL(target, base)`: that reads
+ * `//x/account` as host `x` and path `/account`, throws on `//`, and resolves `.`/`..` segments,
+ * whereas API Gateway matches the path as sent (no collapsing of slashes), so those are 404s.
+ */
+export function requestTarget(rawUrl: string | undefined): { path: string; query: string } {
+  const target = rawUrl || '/';
+  const mark = target.indexOf('?');
+  return mark === -1 ? { path: target, query: '' } : { path: target.slice(0, mark), query: target.slice(mark + 1) };
+}
+
 const TEXTUAL = /^(application\/(json|x-www-form-urlencoded|.*\+json)|text\/)/i;
 
 /** An id in the shape API Gateway HTTP APIs give each request (`JXFxZjE0oAMEVaQ=`). */
@@ -62,13 +73,13 @@ export function toEvent(
   pathParameters: Record<string, string>,
   requestId: string = gatewayRequestId(),
 ): APIGatewayProxyEventV2 {
-  const url = new URL(req.url ?? '/', 'http://localhost');
+  const { path, query } = requestTarget(req.url);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
   }
   const queryStringParameters: Record<string, string> = {};
-  for (const [name, value] of url.searchParams) {
+  for (const [name, value] of new URLSearchParams(query)) {
     queryStringParameters[name] = name in queryStringParameters ? `${queryStringParameters[name]},${value}` : value;
   }
   const textual = TEXTUAL.test(headers['content-type'] ?? '');
@@ -76,8 +87,8 @@ export function toEvent(
   return {
     version: '2.0',
     routeKey,
-    rawPath: url.pathname,
-    rawQueryString: url.search.slice(1),
+    rawPath: path,
+    rawQueryString: query,
     headers,
     queryStringParameters: Object.keys(queryStringParameters).length ? queryStringParameters : undefined,
     pathParameters: Object.keys(pathParameters).length ? pathParameters : undefined,
@@ -90,7 +101,7 @@ export function toEvent(
       domainPrefix: 'localhost',
       http: {
         method: req.method ?? 'GET',
-        path: url.pathname,
+        path,
         protocol: `HTTP/${req.httpVersion}`,
         sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
         userAgent: headers['user-agent'] ?? '',

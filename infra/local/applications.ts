@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { JWK } from 'jose';
 import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import * as v from 'valibot';
-import { type Application, DEFAULT_WALLET_GROUP_ID } from '../../shared/apps/application.ts';
+import { APP_ID_PATTERN, type Application, DEFAULT_WALLET_GROUP_ID } from '../../shared/apps/application.ts';
 import { hashSecret } from '../../shared/apps/app-registry.ts';
 import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
 
@@ -18,7 +18,7 @@ export const AppFileEntry = v.pipe(
   v.object({
     app_id: v.pipe(
       v.string(),
-      v.regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, ".", "_" or "-"'),
+      v.regex(APP_ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-"'),
       v.check((id) => id !== PLATFORM_APP_ID, `"${PLATFORM_APP_ID}" is reserved for the platform application`),
     ),
     secret_key: v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters')),

@@ -9,6 +9,7 @@ import type { EvmChainCode, EvmChainConfig } from '../../shared/chains/chain-con
 import { sponsoredExecutorArtifact } from '../../shared/chains/evm/contracts/sponsored-executor.artifact.ts';
 import mainnetTokens from '../config/mainnet-tokens.json' with { type: 'json' };
 import { sandboxTokenArtifact } from './contracts/sandbox-token.artifact.ts';
+import { MAX_UNITS, tooLarge } from './faucet-refused.ts';
 
 /**
  * The local EVM sandbox: one anvil per chain (ETH, ARB, POL, INK) with the real chain ids, the
@@ -184,6 +185,7 @@ async function faucet(chain: RunningChain, address: Address, token: string, amou
   const { config, clients } = chain;
   if (token === config.native) {
     const balance = await clients.public.getBalance({ address });
+    if (balance + amount > MAX_UNITS.evm) throw tooLarge('the balance', 'evm');
     await clients.test.setBalance({ address, value: balance + amount });
     return;
   }
@@ -191,6 +193,8 @@ async function faucet(chain: RunningChain, address: Address, token: string, amou
   if (!entry) {
     throw new UnknownFaucetTokenError(`faucet: ${chain.code} has no token "${token}"; it has ${[config.native, ...Object.keys(config.tokens)].join(', ')}`);
   }
+  const supply = await clients.public.readContract({ address: entry.address as Address, abi: sandboxTokenArtifact.abi, functionName: 'totalSupply' });
+  if ((supply as bigint) + amount > MAX_UNITS.evm) throw tooLarge(`${token}'s total supply`, 'evm');
   await sendAndConfirm(clients, () =>
     clients.wallet.writeContract({ address: entry.address as Address, abi: sandboxTokenArtifact.abi, functionName: 'mint', args: [address, amount] }),
   );

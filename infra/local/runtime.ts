@@ -25,7 +25,7 @@ import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-route
 import { startSolanaSandbox } from './solana-sandbox.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
-import { compileRoute, gatewayRequestId, installInvokeStore, lambdaContext, matchRoute, runInvocation, toEvent, writeResult } from './api-gateway.ts';
+import { compileRoute, gatewayRequestId, installInvokeStore, lambdaContext, matchRoute, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
 
 /**
  * The embedded local sandbox: three HTTP listeners whose requests become API Gateway events for
@@ -202,12 +202,12 @@ async function serve(
     }
     chunks.push(chunk as Buffer);
   }
-  const url = new URL(req.url ?? '/', 'http://localhost');
-  if (sandbox && url.pathname.startsWith('/sandbox/')) {
+  const { path } = requestTarget(req.url);
+  if (sandbox && path.startsWith('/sandbox/')) {
     const result = await sandboxRoute(sandbox, toEvent(req, Buffer.concat(chunks), 'sandbox', {}, requestId));
     if (result) return writeResult(res, result);
   }
-  const matched = matchRoute(routes, req.method ?? 'GET', url.pathname);
+  const matched = matchRoute(routes, req.method ?? 'GET', path);
   if (!matched) throw new Error('no $default route');
   const handler = await loadHandler(matched.route.entry);
   const event = toEvent(req, Buffer.concat(chunks), matched.route.routeKey, matched.pathParameters, requestId);
@@ -218,9 +218,9 @@ async function serve(
 }
 
 function pathWithoutQueryValues(rawUrl: string): string {
-  const url = new URL(rawUrl, 'http://localhost');
-  const names = [...new Set(url.searchParams.keys())];
-  return names.length ? `${url.pathname}?${names.join('&')}` : url.pathname;
+  const { path, query } = requestTarget(rawUrl);
+  const names = [...new Set(new URLSearchParams(query).keys())];
+  return names.length ? `${path}?${names.join('&')}` : path;
 }
 
 /**

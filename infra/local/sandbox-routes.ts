@@ -9,6 +9,7 @@ import { CHAIN_CODES } from '../../shared/wallets/networks.ts';
 import { normaliseRecipient } from '../../shared/withdrawals/withdraw-rules.ts';
 import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
 import type { EvmSandbox } from './evm-sandbox.ts';
+import { FaucetRefusedError, MAX_UNITS, tooLarge } from './faucet-refused.ts';
 import type { SolanaSandbox } from './solana-sandbox.ts';
 
 /**
@@ -25,7 +26,9 @@ export interface SandboxChains {
 function decimalsOf(config: ChainsConfig, chain: (typeof CHAIN_CODES)[number], token: string): number {
   const entry = config[chain];
   if (token === entry.native) return entry.family === 'sol' ? 9 : 18;
-  const configured = (entry.tokens as Record<string, { decimals: number }>)[token];
+  // Own properties only: "constructor" or "__proto__" must not find Object.prototype's members.
+  const tokens = entry.tokens as Record<string, { decimals: number }>;
+  const configured = Object.hasOwn(tokens, token) ? tokens[token] : undefined;
   if (!configured) throw new ValidationError(`body.token: ${chain} carries ${[entry.native, ...Object.keys(entry.tokens)].join(', ')}`, 'UNSUPPORTED_TOKEN');
   return configured.decimals;
 }
@@ -60,12 +63,30 @@ export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxy
     }
     const body = parseInput(FaucetRequest, json, 'body');
     const decimals = decimalsOf(chains.config, body.chain, body.token);
+    const family = body.chain === 'SOL' ? 'sol' : 'evm';
+    // 2^256 base units is 78 digits: a longer string is refused before it becomes a bigint.
+    if (body.amount.length > 100) throw new ValidationError('body.amount: must be at most 100 characters', 'AMOUNT_TOO_LARGE');
     const amount = parseAmount(body.amount, decimals);
-    const address = normaliseRecipient(body.chain, body.address);
+    if (amount > MAX_UNITS[family]) throw tooLarge('the amount', family);
+    const address = faucetAddress(body.chain, body.address);
     if (body.chain === 'SOL') await chains.sol.faucet(address, body.token as 'SOL' | 'USDC', amount);
     else await chains.evm.faucet(body.chain, address as `0x${string}`, body.token, amount);
     return jsonResponse(200, { success: true, sandbox: true, chain: body.chain, token: body.token, address, amount: formatAmount(amount, decimals) });
   } catch (error) {
-    return toErrorResponse(error);
+    return toErrorResponse(error instanceof FaucetRefusedError ? new ValidationError(error.message, error.code) : error);
   }
+}
+
+const ZERO_KEYS = new Set(['0x0000000000000000000000000000000000000000', '11111111111111111111111111111111']);
+
+/** The checksummed (EVM) or base58 (SOL) address to credit; the zero address is nobody's wallet. */
+function faucetAddress(chain: (typeof CHAIN_CODES)[number], address: string): string {
+  let normalised: string;
+  try {
+    normalised = normaliseRecipient(chain, address);
+  } catch {
+    throw new ValidationError(`body.address: must be ${chain === 'SOL' ? 'a base58 Solana address (32 bytes)' : 'a 0x-prefixed 20-byte EVM address'}`, 'INVALID_ADDRESS');
+  }
+  if (ZERO_KEYS.has(normalised)) throw new ValidationError('body.address: the zero address cannot be credited', 'INVALID_ADDRESS');
+  return normalised;
 }

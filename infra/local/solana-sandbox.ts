@@ -18,6 +18,7 @@ import { createAssociatedTokenAccountIdempotentInstruction, createMintToCheckedI
 import { Keypair, PublicKey, Transaction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from 'litesvm';
+import { FaucetRefusedError, tooLarge } from './faucet-refused.ts';
 import {
   InstructionErrorCustom,
   TransactionErrorDuplicateInstruction,
@@ -977,14 +978,26 @@ class SandboxChain {
       throw new Error(`faucet: "${owner}" is not a base-58 Solana address`);
     }
     if (typeof amount !== 'bigint' || amount <= 0n || amount > U64_MAX) throw new Error('faucet: amount must be a positive u64 bigint of base units');
-    if (token === 'SOL') this.airdrop(ownerKey.toBase58(), amount);
-    else if (token === 'USDC') this.mintUsdc(ownerKey, amount);
-    else throw new Error(`faucet: unknown token ${String(token)}`);
+    // Only a wallet (a system account, or none yet) is credited: not a program, sysvar or token account.
+    const existing = this.account(ownerKey.toBase58());
+    if (ownerKey.equals(PublicKey.default) || (existing && (existing.executable || existing.owner !== SYSTEM_PROGRAM))) {
+      throw new FaucetRefusedError('INVALID_ADDRESS', 'body.address: must be a wallet (a system account), not the zero key, a program or a program-owned account');
+    }
+    if (token === 'SOL') {
+      if ((existing?.lamports ?? 0n) + amount > U64_MAX) throw tooLarge('the balance', 'sol');
+      this.airdrop(ownerKey.toBase58(), amount);
+    } else if (token === 'USDC') {
+      this.ensureMint();
+      if (MintLayout.decode(this.account(USDC_MINT)!.data).supply + amount > U64_MAX) throw tooLarge("USDC's total supply", 'sol');
+      this.mintUsdc(ownerKey, amount);
+    } else throw new Error(`faucet: unknown token ${String(token)}`);
   }
 
+  /** Credits lamports directly, as anvil's setBalance does: LiteSVM's own airdrop draws on a 1,000,000 SOL pool that runs dry. */
   private airdrop(key: string, amount: bigint): void {
-    const result = this.svm.airdrop(key as Address, toLamports(amount));
-    if (!result || result instanceof FailedTransactionMetadata) throw new Error(`faucet: airdrop of ${amount} lamports to ${key} failed${result ? `: ${describeFailure(result.err()).text}` : ''}`);
+    const found = this.svm.getAccount(key as Address);
+    if (found.exists) this.svm.setAccount({ ...found, lamports: toLamports(found.lamports + amount) });
+    else this.svm.setAccount({ address: key as Address, lamports: toLamports(amount), programAddress: SYSTEM_PROGRAM as Address, executable: false, data: new Uint8Array(), space: 0n });
     this.seen.add(key);
     this.advance();
     this.scheduleSave();

@@ -60,7 +60,7 @@ function sandboxPaths() {
         operationId: 'SandboxFaucet',
         'x-sandbox-only': true,
         summary: 'Credit an address on a sandbox chain',
-        description: `${note} Body \`{ address, chain, token, amount }\`; amount is a decimal string in whole tokens, validated like every other amount.`,
+        description: `${note} Body \`{ address, chain, token, amount }\`; amount is a decimal string in whole tokens, validated like every other amount. 400 UNSUPPORTED_TOKEN for a token the chain does not carry; 400 INVALID_ADDRESS for the zero address or (SOL) an account that is not a wallet; 400 AMOUNT_TOO_LARGE when the balance or total supply would pass what the chain holds (2^256 - 1 base units on EVM, 2^64 - 1 on Solana).`,
         security: [],
         requestBody: { required: true, content: { 'application/json': { schema: schema(FaucetRequest) } } },
         responses: { 200: { description: 'Credited', content: { 'application/json': { schema: { type: 'object' } } } }, 400: { description: 'Invalid input', ...error } },
@@ -113,7 +113,7 @@ export function openApiDocument(service: ServiceName) {
     components: {
       schemas: { Error: schema(ErrorResponse) },
       securitySchemes: {
-        userJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The end user\'s JWT from the app\'s identity provider; `sub` is the app_user_id.' },
+        userJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The end user\'s JWT from the app\'s identity provider; `sub` is the app_user_id, at most 255 bytes (UTF-8; a longer one is 401 INVALID_TOKEN).' },
         secretKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-SECRET-KEY', description: 'The application\'s secret key.' },
         apiKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-API-KEY', description: 'The application\'s API key (express wallet service).' },
         providerId: { type: 'apiKey', in: 'header', name: 'X-OIDC-Provider-ID', description: 'The app\'s identity provider id (GET /v1/identity/provider), or a legacy iframe-login id (deprecated).' },

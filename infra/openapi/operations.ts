@@ -133,7 +133,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   SignDataV2: {
     summary: 'Sign a 32-byte hash as given',
-    description: 'Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, naming the wallet\'s iss/sub) plus access_key.',
+    description: 'Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet\'s iss/sub) plus access_key.',
     security: ['secretKey'],
     body: SignDataRequest,
     response: SignatureResponse,

@@ -3,7 +3,7 @@ import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import QuickLRU from 'quick-lru';
 import { getItem, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
-import type { Application } from './application.ts';
+import { APP_ID_PATTERN, type Application } from './application.ts';
 
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
@@ -93,6 +93,7 @@ export class AppRegistry {
 
   /** The app with this id, or undefined (cached like the credential lookups). */
   findById(appId: string): Promise<Application | undefined> {
+    if (!APP_ID_PATTERN.test(appId)) return Promise.resolve(undefined);
     return this.#cached(`id:${appId}`, () => getApplication(this.#table, appId));
   }
 

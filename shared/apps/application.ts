@@ -1,5 +1,12 @@
 import type { JSONWebKeySet, JWK } from 'jose';
 
+/**
+ * What an app id may be: 1-64 letters, digits, ".", "_" or "-" (app:create and APPS_FILE hold
+ * new ids to it). An id from a caller (a service token's `sub`) that is not one names no app,
+ * and is never sent to the table as part of a key.
+ */
+export const APP_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
 /** An application (tenant) of the platform and its identity provider. */
 export interface OidcProvider {
   readonly provider_id: string;

@@ -8,6 +8,13 @@ export const ACCEPTED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384',
 /** Longest op_jwt lifetime (`exp - iat`) the enclave accepts: spec, Limits. */
 export const MAX_OP_JWT_LIFETIME_SECONDS = 300;
 
+/**
+ * Longest `sub` accepted, in UTF-8 bytes: OpenID Connect Core 1.0 (section 2) caps it at 255 ASCII
+ * characters. `sub` becomes part of DynamoDB keys (`ACCOUNT#…`, `IDEMP#…`, whose partition key
+ * may hold at most 2,048 bytes), so a longer one is refused with the token, not at the table.
+ */
+export const MAX_SUBJECT_BYTES = 255;
+
 /** Tolerated clock difference between the op_jwt minter and the enclave. */
 const OP_JWT_CLOCK_SKEW_SECONDS = 30;
 
@@ -63,6 +70,9 @@ async function verify(app: Application, token: string, kind: KeySetKind, code: s
     });
     if (typeof payload.sub !== 'string' || payload.sub.length === 0) {
       throw new UnauthorizedError(code, `${what} has no "sub" claim`);
+    }
+    if (Buffer.byteLength(payload.sub, 'utf8') > MAX_SUBJECT_BYTES) {
+      throw new UnauthorizedError(code, `${what} "sub" claim is longer than ${MAX_SUBJECT_BYTES} bytes`);
     }
     return payload as JWTPayload & { sub: string; iss: string };
   } catch (error) {

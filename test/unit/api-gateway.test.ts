@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { compileRoute, gatewayRequestId, installInvokeStore, lambdaContext, matchRoute, runInvocation, toEvent } from '../../infra/local/api-gateway.ts';
+import { compileRoute, gatewayRequestId, installInvokeStore, lambdaContext, matchRoute, requestTarget, runInvocation, toEvent } from '../../infra/local/api-gateway.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { logger } from '../../shared/logger.ts';
@@ -62,6 +62,30 @@ describe('compileRoute / matchRoute', () => {
     const dotted = [compileRoute('GET /.well-known/jwks.json')];
     expect(matchRoute(dotted, 'GET', '/.well-known/jwks.json')?.route.routeKey).toBe('GET /.well-known/jwks.json');
     expect(matchRoute(dotted, 'GET', '/.well-known/jwksXjson')).toBeUndefined();
+  });
+});
+
+describe('paths are matched exactly as sent (API Gateway does not collapse slashes)', () => {
+  const account = [compileRoute('GET /account'), compileRoute('$default')];
+
+  it('requestTarget splits path and query without resolving anything', () => {
+    expect(requestTarget('//x/account?a=1')).toEqual({ path: '//x/account', query: 'a=1' });
+    expect(requestTarget('//')).toEqual({ path: '//', query: '' });
+    expect(requestTarget('/a/../account')).toEqual({ path: '/a/../account', query: '' });
+    expect(requestTarget('/account?')).toEqual({ path: '/account', query: '' });
+    expect(requestTarget(undefined)).toEqual({ path: '/', query: '' });
+  });
+
+  it.each(['//x/account', '//account', '/account/', '/x/../account', '/./account', '//', '*'])('%s is not /account', (path) => {
+    expect(matchRoute(account, 'GET', requestTarget(path).path)?.route.routeKey).toBe('$default');
+  });
+
+  it.each(['//', '//x/account', '/x/../account'])('toEvent keeps %s as rawPath and http.path (and does not throw)', (url) => {
+    const event = toEvent(request({ url: `${url}?q=1` }), Buffer.alloc(0), '$default', {});
+    expect(event.rawPath).toBe(url);
+    expect(event.requestContext.http.path).toBe(url);
+    expect(event.rawQueryString).toBe('q=1');
+    expect(event.queryStringParameters).toEqual({ q: '1' });
   });
 });
 

@@ -86,4 +86,13 @@ describe('AppRegistry cache', () => {
     await registry.findById('no-such-app');
     expect(reads).toBe(2);
   });
+
+  it('answers "no such app" for an id no app can have, without a table read (a 2,100-character id would be an oversize key)', async () => {
+    const registry = new AppRegistry(table);
+    reads = 0;
+    for (const id of ['a'.repeat(2100), 'a'.repeat(65), 'app#1', '']) expect(await registry.findById(id)).toBeUndefined();
+    expect(reads).toBe(0);
+    await registerApplication(table, { app_id: 'a'.repeat(64), oidc, trusted_keys: [] });
+    expect((await registry.findById('a'.repeat(64)))?.app_id).toBe('a'.repeat(64));
+  });
 });

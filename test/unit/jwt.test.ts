@@ -1,7 +1,7 @@
 import { base64url, type CryptoKey, exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from 'jose';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
-import { verifyOpJwt, verifyUserJwt } from '../../shared/auth/jwt.ts';
+import { MAX_SUBJECT_BYTES, verifyOpJwt, verifyUserJwt } from '../../shared/auth/jwt.ts';
 import { UnauthorizedError } from '../../shared/errors.ts';
 
 const ISSUER = 'https://idp.example';
@@ -102,6 +102,17 @@ describe.each([
 
   it('rejects a token without sub', async () => {
     await expectUnauthorized(verify(application(), await token(idpKey, { sub: undefined })), code);
+  });
+
+  it('accepts a sub of exactly 255 bytes and refuses 256 bytes or a 2,100-character one', async () => {
+    const max = 'u'.repeat(MAX_SUBJECT_BYTES);
+    await expect(verify(application(), await token(idpKey, { sub: max }))).resolves.toEqual({ iss: ISSUER, sub: max });
+    // 128 two-byte characters: 128 characters, 256 bytes.
+    for (const sub of ['u'.repeat(MAX_SUBJECT_BYTES + 1), 'é'.repeat(128), 'u'.repeat(2100)]) {
+      const refused = verify(application(), await token(idpKey, { sub }));
+      await expectUnauthorized(refused, code);
+      await expect(refused).rejects.toThrow('"sub" claim is longer than 255 bytes');
+    }
   });
 
   it('rejects a token signed by a key outside the set (unknown kid)', async () => {
