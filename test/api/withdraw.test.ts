@@ -133,7 +133,7 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
         const response = await post(user.headers, body, key ? { 'idempotency-key': key } : {});
         expect(response.status, label).toBe(400);
         const error = expectErrorShape(response.body);
-        expect(error.code, label).toBe('INVALID_REQUEST');
+        expect(error.code, label).toBe('AMOUNT_TOO_LARGE');
         expect(error.message, label).toMatch(/^body\.amount: is more than the token can hold/);
       }
     }
