@@ -303,32 +303,58 @@ export class LocalRuntimeError extends Error {}
 
 /**
  * One runtime per DATA_DIR: the embedded engines hold their files open, and a second runtime on
- * the same directory would fail deep inside them. A stale lock (its process gone) is taken over.
+ * the same directory would fail deep inside them. The lock names its owner by pid and, on Linux,
+ * by the process's start time (so a reused pid is not mistaken for it). A lock whose owner is gone
+ * or dying (a zombie, or SIGKILL already delivered) is taken over: a restart right after
+ * `kill -9` works, while the killed process lingers until its parent reaps it.
  */
-async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   const path = join(dataDir, 'runtime.lock');
+  const mine = `${process.pid} ${(await processStartTime(process.pid)) ?? ''}`.trim();
   for (;;) {
     try {
-      await writeFile(path, String(process.pid), { flag: 'wx', mode: 0o600 });
+      await writeFile(path, mine, { flag: 'wx', mode: 0o600 });
       return () => rm(path, { force: true });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    const pid = Number(await readFile(path, 'utf8').catch(() => ''));
-    if (pid && pid !== process.pid && isAlive(pid)) {
+    const [pidText = '', startTime] = (await readFile(path, 'utf8').catch(() => '')).trim().split(' ');
+    const pid = Number(pidText);
+    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && (await ownerIsLive(pid, startTime))) {
       throw new LocalRuntimeError(`DATA_DIR ${dataDir} is in use by another local runtime (pid ${pid}): stop it, or set another DATA_DIR`);
     }
     await rm(path, { force: true });
   }
 }
 
-function isAlive(pid: number): boolean {
+/** Whether `pid` is still the running process that wrote the lock (not gone, reused, nor dying). */
+async function ownerIsLive(pid: number, startTime: string | undefined): Promise<boolean> {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  const stat = await readProcStat(pid);
+  if (stat === undefined) return true; // no /proc (macOS): a signalable pid is taken as the owner
+  if (stat.state === 'Z' || stat.state === 'X' || stat.state === 'x') return false;
+  if (startTime && stat.startTime !== startTime) return false; // the pid was reused
+  // SIGKILL delivered but the process not yet torn down (exiting threads, unflushed I/O).
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const pending = [...status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm)].some((m) => (BigInt(`0x${m[1]}`) & (1n << 8n)) !== 0n);
+  return !pending;
+}
+
+/** State and start time (clock ticks since boot) from /proc/<pid>/stat; undefined without /proc. */
+async function readProcStat(pid: number): Promise<{ state: string; startTime: string } | undefined> {
+  const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { state: fields[0] ?? '', startTime: fields[19] ?? '' };
+}
+
+async function processStartTime(pid: number): Promise<string | undefined> {
+  return (await readProcStat(pid))?.startTime;
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {
