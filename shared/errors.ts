@@ -5,10 +5,13 @@
 export class DomainError extends Error {
   readonly code: string;
   readonly status: number;
-  constructor(status: number, code: string, message: string) {
+  /** Seconds after which a retry may succeed: the response's `Retry-After` header (409s, 503s). */
+  readonly retryAfterSeconds?: number;
+  constructor(status: number, code: string, message: string, options: { retryAfterSeconds?: number } = {}) {
     super(message);
     this.status = status;
     this.code = code;
+    if (options.retryAfterSeconds !== undefined) this.retryAfterSeconds = Math.max(1, Math.ceil(options.retryAfterSeconds));
   }
 }
 
@@ -40,8 +43,8 @@ export class NotFoundError extends DomainError {
 }
 
 export class ConflictError extends DomainError {
-  constructor(code: string, message: string) {
-    super(409, code, message);
+  constructor(code: string, message: string, options: { retryAfterSeconds?: number } = {}) {
+    super(409, code, message, options);
   }
 }
 

@@ -1,6 +1,7 @@
 import { createSenders } from '../chains/sender/senders.ts';
 import { loadInclusionTimeoutMs } from '../config.ts';
 import { EnclaveGasSponsor } from '../withdrawals/gas-sponsor.ts';
+import { claimLeaseMs } from '../withdrawals/idempotency.ts';
 import type { WithdrawDeps } from '../withdrawals/withdraw.ts';
 import { chainsFromEnv } from './chains.ts';
 import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
@@ -14,6 +15,7 @@ export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof app
   const { table, apps } = appsFromEnv();
   const enclave = enclaveClientFromEnv();
   const opJwtSigner = opJwtSignerFromEnv();
+  const inclusionTimeoutMs = loadInclusionTimeoutMs();
   return {
     table,
     apps,
@@ -25,8 +27,9 @@ export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof app
     senders: createSenders({
       table,
       sponsor: new EnclaveGasSponsor(enclave, opJwtSigner, apps),
-      inclusionTimeoutMs: loadInclusionTimeoutMs(),
+      inclusionTimeoutMs,
       now: systemClock,
     }),
+    claimLeaseMs: claimLeaseMs(inclusionTimeoutMs),
   };
 }

@@ -17,7 +17,8 @@ interface MiddyHttpError {
  */
 export function toErrorResponse(error: unknown, requestId?: string) {
   if (error instanceof DomainError) {
-    return jsonResponse(error.status, { success: false, error: { code: error.code, message: error.message } });
+    const headers: Record<string, string> = error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) };
+    return jsonResponse(error.status, { success: false, error: { code: error.code, message: error.message } }, headers);
   }
   const httpError = error as MiddyHttpError;
   if (httpError?.cause?.package === BODY_PARSER) {

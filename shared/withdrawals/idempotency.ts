@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Broadcast, SendJournal } from '../chains/sender/ports.ts';
 import { classifySendFailure } from '../chains/sender/outcome.ts';
+import { DEFAULT_LEASE_TIMING } from '../chains/sender/sender-lease.ts';
 import { isConditionalCheckFailed, putIfAbsent, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
 import { ConflictError, DomainError, UnprocessableError } from '../errors.ts';
@@ -37,14 +38,29 @@ export type Claim =
   | { readonly kind: 'replay'; readonly response: StoredResponse }
   | { readonly kind: 'resume'; readonly record: IdempotencyRecord };
 
-const LEASE_MS = 60_000;
+/**
+ * How long a claim keeps a retry out (409 WITHDRAWAL_IN_PROGRESS) before it may take over: what
+ * a live attempt's send can take, the sender lease (signing and broadcast under it) plus the wait
+ * for inclusion, and a margin. Past it the attempt is taken as dead (a crash, `kill -9`); should
+ * it still be alive, fencing keeps it from recording or settling (see IdempotencyRecord).
+ */
+export function claimLeaseMs(inclusionTimeoutMs: number): number {
+  return DEFAULT_LEASE_TIMING.leaseMs + inclusionTimeoutMs + CLAIM_MARGIN_MS;
+}
+const CLAIM_MARGIN_MS = 5_000;
+/** WITHDRAW_INCLUSION_TIMEOUT_MS's default (shared/config.ts). */
+export const DEFAULT_CLAIM_LEASE_MS = claimLeaseMs(20_000);
 const TTL_SECONDS = 24 * 3600;
 
 export function requestHash(request: object): string {
   return createHash('sha256').update(JSON.stringify(request)).digest('hex');
 }
 
-const inProgress = () => new ConflictError('WITHDRAWAL_IN_PROGRESS', 'A withdrawal with this Idempotency-Key is still in progress; retry shortly');
+/** 409 with `Retry-After`: when the holder's claim runs out (or 1 s when another attempt took over). */
+const inProgress = (retryAfterMs = 1_000) =>
+  new ConflictError('WITHDRAWAL_IN_PROGRESS', 'A withdrawal with this Idempotency-Key is still in progress; retry after Retry-After seconds', {
+    retryAfterSeconds: retryAfterMs / 1000,
+  });
 
 /**
  * One claimed key: the journal of its send (SendJournal) and where its response is kept. Every
@@ -125,17 +141,23 @@ export class IdempotencyRecord implements SendJournal {
   }
 }
 
-export async function claimIdempotencyKey(table: Table, scope: { appId: string; sub: string; key: string }, hash: string, now = Date.now()): Promise<Claim> {
+export async function claimIdempotencyKey(
+  table: Table,
+  scope: { appId: string; sub: string; key: string },
+  hash: string,
+  now = Date.now(),
+  leaseMs = DEFAULT_CLAIM_LEASE_MS,
+): Promise<Claim> {
   const key = keys.idempotency(scope.appId, scope.sub, scope.key);
   const attempt = randomUUID();
-  const fresh: IdempotencyItem = { request_hash: hash, status: 'in_progress', lease_until: now + LEASE_MS, attempt, ttl: Math.floor(now / 1000) + TTL_SECONDS };
+  const fresh: IdempotencyItem = { request_hash: hash, status: 'in_progress', lease_until: now + leaseMs, attempt, ttl: Math.floor(now / 1000) + TTL_SECONDS };
   const { item, created } = await putIfAbsent(table, key, fresh);
   if (created) return { kind: 'new', record: new IdempotencyRecord(table, key, attempt) };
   if (item.request_hash !== hash) {
     throw new UnprocessableError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
   }
   if (item.status === 'completed' && item.response) return { kind: 'replay', response: item.response };
-  if (item.lease_until > now) throw inProgress();
+  if (item.lease_until > now) throw inProgress(item.lease_until - now);
   // The first attempt stopped (crash or timeout): take it over, exactly one retry at a time. One
   // conditional update returns the stored item, with the broadcast the first attempt recorded.
   try {
@@ -145,13 +167,13 @@ export async function claimIdempotencyKey(table: Table, scope: { appId: string; 
         Key: key,
         UpdateExpression: 'SET lease_until = :until, attempt = :attempt',
         ConditionExpression: 'lease_until = :seen',
-        ExpressionAttributeValues: { ':seen': item.lease_until, ':until': now + LEASE_MS, ':attempt': attempt },
+        ExpressionAttributeValues: { ':seen': item.lease_until, ':until': now + leaseMs, ':attempt': attempt },
         ReturnValues: 'ALL_NEW',
       }),
     );
     return { kind: 'resume', record: new IdempotencyRecord(table, key, attempt, (out.Attributes as IdempotencyItem | undefined)?.broadcast) };
   } catch (error) {
-    if (isConditionalCheckFailed(error)) throw inProgress();
+    if (isConditionalCheckFailed(error)) throw inProgress(leaseMs); // another retry took it over just now
     throw error;
   }
 }

@@ -22,6 +22,8 @@ import { assertWithdrawable, normaliseRecipient, type WithdrawInput } from './wi
 export interface WithdrawDeps extends AccountDeps {
   readonly chains: Chains;
   readonly senders: Senders;
+  /** How long an Idempotency-Key's claim keeps retries out (claimLeaseMs); DEFAULT_CLAIM_LEASE_MS when unset. */
+  readonly claimLeaseMs?: number;
 }
 
 /** Milliseconds spent signing, broadcasting and waiting for inclusion (Server-Timing). */
@@ -51,7 +53,7 @@ export async function withdraw(deps: WithdrawDeps, user: AuthenticatedUser, inpu
   let record: IdempotencyRecord | undefined;
   if (idempotencyKey) {
     const hash = requestHash({ chain: plan.chain, token: plan.token, amount: plan.amount.toString(), to: plan.to, sponsored: plan.sponsored });
-    const claim = await claimIdempotencyKey(deps.table, { appId: user.app.app_id, sub: user.identity.sub, key: idempotencyKey }, hash, deps.now().getTime());
+    const claim = await claimIdempotencyKey(deps.table, { appId: user.app.app_id, sub: user.identity.sub, key: idempotencyKey }, hash, deps.now().getTime(), deps.claimLeaseMs);
     if (claim.kind === 'replay') return { response: claim.response, timings, replayed: true };
     record = claim.record;
   }

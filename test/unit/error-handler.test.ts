@@ -25,6 +25,14 @@ describe('toErrorResponse', () => {
     expect(bodyOf(response)).toEqual({ success: false, error: { code, message: (error as DomainError).message } });
   });
 
+  it('sets Retry-After (whole seconds, at least 1) from an error that says when to retry, and no such header otherwise', () => {
+    const busy = toErrorResponse(new ConflictError('WITHDRAWAL_IN_PROGRESS', 'still in progress', { retryAfterSeconds: 29.2 }));
+    expect(busy.statusCode).toBe(409);
+    expect(busy.headers).toMatchObject({ 'retry-after': '30' });
+    expect(toErrorResponse(new ConflictError('X', 'y', { retryAfterSeconds: 0.001 })).headers).toMatchObject({ 'retry-after': '1' });
+    expect(toErrorResponse(new ConflictError('ACCOUNT_EXISTS', 'account exists')).headers).not.toHaveProperty('retry-after');
+  });
+
   it('maps a DomainError subclass declared elsewhere by instanceof', () => {
     class TeapotError extends DomainError {
       constructor() {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Table } from '../../shared/db/client.ts';
 import { acquireLease, LeaseTimeoutError } from '../../shared/db/lease.ts';
 import { ConflictError, UnprocessableError } from '../../shared/errors.ts';
-import { claimIdempotencyKey, requestHash } from '../../shared/withdrawals/idempotency.ts';
+import { claimIdempotencyKey, claimLeaseMs, DEFAULT_CLAIM_LEASE_MS, requestHash } from '../../shared/withdrawals/idempotency.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
 
 let table: Table;
@@ -62,6 +62,23 @@ describe('idempotency keys', () => {
     if (claim.kind !== 'new') throw new Error('unreachable');
     await claim.record.complete({ status: 200, body: { success: true, tx_hash: '0x1' } });
     expect(await claimIdempotencyKey(table, scope('k1'), hash, 3_000)).toEqual({ kind: 'replay', response: { status: 200, body: { success: true, tx_hash: '0x1' } } });
+  });
+
+  it('a claim keeps retries out only as long as a send can take (sender lease + inclusion wait + 5 s), and says when to retry', async () => {
+    expect(claimLeaseMs(20_000)).toBe(40_000);
+    expect(claimLeaseMs(25_000)).toBe(45_000); // WITHDRAW_INCLUSION_TIMEOUT_MS's maximum
+    expect(DEFAULT_CLAIM_LEASE_MS).toBe(40_000);
+    const first = await claimIdempotencyKey(table, scope('k7'), hash, 1_000);
+    if (first.kind !== 'new') throw new Error('unreachable');
+    await first.record.record({ tx_hash: '0xcafe', raw: '0x02fa' });
+    // ...the process dies here. 10.5 s later a retry is told to come back in 30 s (rounded up).
+    await expect(claimIdempotencyKey(table, scope('k7'), hash, 11_500)).rejects.toMatchObject({ status: 409, code: 'WITHDRAWAL_IN_PROGRESS', retryAfterSeconds: 30 });
+    // A configured inclusion timeout sets the claim: 15 + 3 + 5 s.
+    await claimIdempotencyKey(table, scope('k8'), hash, 1_000, claimLeaseMs(3_000));
+    await expect(claimIdempotencyKey(table, scope('k8'), hash, 1_000 + 22_999, claimLeaseMs(3_000))).rejects.toMatchObject({ retryAfterSeconds: 1 });
+    expect(await claimIdempotencyKey(table, scope('k8'), hash, 1_000 + 23_000, claimLeaseMs(3_000))).toMatchObject({ kind: 'resume' });
+    // At 41 s the default claim is over: the retry resumes with the stored transaction.
+    expect(await claimIdempotencyKey(table, scope('k7'), hash, 1_000 + 40_000)).toMatchObject({ kind: 'resume', record: { previous: { tx_hash: '0xcafe' } } });
   });
 
   it('another body with the same key is a 422', async () => {
