@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { JWK } from 'jose';
 import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import * as v from 'valibot';
-import { APP_ID_PATTERN, type Application, DEFAULT_WALLET_GROUP_ID } from '../../shared/apps/application.ts';
+import { APP_ID_PATTERN, type Application, DEFAULT_WALLET_GROUP_ID, MAX_TOKEN_AGE_BOUNDS } from '../../shared/apps/application.ts';
 import { hashSecret } from '../../shared/apps/app-registry.ts';
 import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
 
@@ -13,6 +13,8 @@ import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
  * once into DATA_DIR with its own dev issuer key (`npm run token` mints JWTs with it).
  */
 const Jwks = v.object({ keys: v.array(v.looseObject({ kty: v.string() })) });
+
+const AGE_RULE = `must be whole seconds from ${MAX_TOKEN_AGE_BOUNDS.min} to ${MAX_TOKEN_AGE_BOUNDS.max}`;
 
 export const AppFileEntry = v.pipe(
   v.object({
@@ -37,6 +39,14 @@ export const AppFileEntry = v.pipe(
       audience: v.optional(v.string()),
       jwks: v.optional(Jwks),
       jwks_uri: v.optional(v.pipe(v.string(), v.url())),
+      max_token_age_seconds: v.optional(
+        v.pipe(
+          v.number(),
+          v.integer(AGE_RULE),
+          v.minValue(MAX_TOKEN_AGE_BOUNDS.min, AGE_RULE),
+          v.maxValue(MAX_TOKEN_AGE_BOUNDS.max, AGE_RULE),
+        ),
+      ),
     }),
   }),
   v.check((app) => Boolean(app.oidc.jwks) !== Boolean(app.oidc.jwks_uri), 'oidc needs exactly one of "jwks" or "jwks_uri"'),

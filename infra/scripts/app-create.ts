@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { KMSClient } from '@aws-sdk/client-kms';
 import type { JSONWebKeySet } from 'jose';
 import { AppRegistry, getApplication, putApplication } from '../../shared/apps/app-registry.ts';
+import { MAX_TOKEN_AGE_BOUNDS } from '../../shared/apps/application.ts';
 import { platformApplication, registerApplication } from '../../shared/apps/register-application.ts';
 import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
 import { EnclaveGasSponsor, PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
@@ -12,7 +13,8 @@ import { ConflictError } from '../../shared/errors.ts';
 
 /**
  * `npm run app:create -- --app-id acme --provider-id acme-idp --issuer https://idp.acme.com
- *   [--audience acme-api] (--jwks-uri https://idp.acme.com/.well-known/jwks.json | --jwks-file jwks.json)
+ *   [--audience acme-api] [--max-token-age <seconds: user JWTs older, or living longer, are refused>]
+ *   (--jwks-uri https://idp.acme.com/.well-known/jwks.json | --jwks-file jwks.json)
  *   --table <TableName output> --op-jwt-key <OpJwtKeyId output> [--created-at ISO]
  *   [--legacy-provider-id <id of the deprecated iframe login> ...]`
  * `npm run app:create -- --platform --table … --op-jwt-key … [--enclave-url <EnclaveApiUrl>]`: the
@@ -28,6 +30,7 @@ const { values } = parseArgs({
     'provider-id': { type: 'string' },
     issuer: { type: 'string' },
     audience: { type: 'string' },
+    'max-token-age': { type: 'string' },
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
     table: { type: 'string', default: process.env.TABLE_NAME },
@@ -53,6 +56,10 @@ const issuer = values.issuer ?? fail('--issuer is required');
 const tableName = values.table ?? fail('--table (or TABLE_NAME) is required: the stateful stack\'s TableName output');
 const opJwtKeyId = values['op-jwt-key'] ?? fail('--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required: the stateful stack\'s op_jwt key output');
 if (Boolean(values['jwks-uri']) === Boolean(values['jwks-file'])) fail('give exactly one of --jwks-uri or --jwks-file');
+const maxTokenAge = values['max-token-age'] === undefined ? undefined : Number(values['max-token-age']);
+if (maxTokenAge !== undefined && !(Number.isInteger(maxTokenAge) && maxTokenAge >= MAX_TOKEN_AGE_BOUNDS.min && maxTokenAge <= MAX_TOKEN_AGE_BOUNDS.max)) {
+  fail(`--max-token-age must be whole seconds from ${MAX_TOKEN_AGE_BOUNDS.min} to ${MAX_TOKEN_AGE_BOUNDS.max}`);
+}
 const createdAt = values['created-at'] ? new Date(values['created-at']) : new Date();
 if (Number.isNaN(createdAt.getTime())) fail('--created-at must be an ISO 8601 timestamp');
 
@@ -69,6 +76,7 @@ try {
       provider_id: providerId,
       issuer,
       ...(values.audience ? { audience: values.audience } : {}),
+      ...(maxTokenAge !== undefined ? { max_token_age_seconds: maxTokenAge } : {}),
       ...(jwks ? { jwks } : { jwks_uri: values['jwks-uri'] }),
     },
     trusted_keys: [trustedKey],

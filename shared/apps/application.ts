@@ -16,7 +16,16 @@ export interface OidcProvider {
   /** Inline key set, or `jwks_uri` to fetch it (cached). One of the two is required. */
   readonly jwks?: JSONWebKeySet;
   readonly jwks_uri?: string;
+  /**
+   * When set, user JWTs must carry `iat`, be at most this many seconds old and have a lifetime
+   * (`exp - iat`) of at most this long (401 INVALID_TOKEN otherwise). Unset: no limit beyond `exp`
+   * (which may never be more than 10 years ahead, for any app).
+   */
+  readonly max_token_age_seconds?: number;
 }
+
+/** Bounds of `max_token_age_seconds`: one minute to one year. */
+export const MAX_TOKEN_AGE_BOUNDS = { min: 60, max: 365 * 24 * 3600 } as const;
 
 export interface Application {
   readonly app_id: string;

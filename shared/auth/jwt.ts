@@ -15,8 +15,15 @@ export const MAX_OP_JWT_LIFETIME_SECONDS = 300;
  */
 export const MAX_SUBJECT_BYTES = 255;
 
-/** Tolerated clock difference between the op_jwt minter and the enclave. */
-const OP_JWT_CLOCK_SKEW_SECONDS = 30;
+/**
+ * Latest `exp` accepted, in seconds from now, for every token (10 years): a later one, or one that
+ * is not a finite number (`1e308`), is absurd and refused whatever the app's settings.
+ */
+export const MAX_EXP_AHEAD_SECONDS = 10 * 365 * 24 * 3600;
+
+/** Tolerated clock difference between a token's issuer (the IdP, the op_jwt minter) and us. */
+const CLOCK_SKEW_SECONDS = 30;
+const OP_JWT_CLOCK_SKEW_SECONDS = CLOCK_SKEW_SECONDS;
 
 export interface Identity {
   readonly iss: string;
@@ -74,6 +81,10 @@ async function verify(app: Application, token: string, kind: KeySetKind, code: s
     if (Buffer.byteLength(payload.sub, 'utf8') > MAX_SUBJECT_BYTES) {
       throw new UnauthorizedError(code, `${what} "sub" claim is longer than ${MAX_SUBJECT_BYTES} bytes`);
     }
+    const nowSeconds = Math.floor((now ?? new Date()).getTime() / 1000);
+    if (!Number.isFinite(payload.exp) || payload.exp! > nowSeconds + MAX_EXP_AHEAD_SECONDS) {
+      throw new UnauthorizedError(code, `${what} "exp" claim is more than ${MAX_EXP_AHEAD_SECONDS} seconds (10 years) ahead`);
+    }
     return payload as JWTPayload & { sub: string; iss: string };
   } catch (error) {
     if (error instanceof UnauthorizedError) throw error;
@@ -84,7 +95,24 @@ async function verify(app: Application, token: string, kind: KeySetKind, code: s
 /** A user's identity-provider JWT (account service Bearer token, enclave `auth_jwt`). */
 export async function verifyUserJwt(app: Application, token: string, now?: Date): Promise<Identity> {
   const payload = await verify(app, token, 'idp', 'INVALID_TOKEN', 'JWT', now);
+  const maxAge = app.oidc.max_token_age_seconds;
+  if (maxAge !== undefined) assertTokenAge(payload, maxAge, Math.floor((now ?? new Date()).getTime() / 1000));
   return { iss: payload.iss, sub: payload.sub };
+}
+
+/**
+ * The app's `max_token_age_seconds`: the token must carry `iat`, not ahead of our clock (beyond
+ * the skew), issued at most that long ago, and with a lifetime (`exp - iat`) of at most that long.
+ * So no token it accepts is valid for longer than the limit after it was issued.
+ */
+function assertTokenAge(payload: JWTPayload, maxAge: number, nowSeconds: number): void {
+  const iat = payload.iat;
+  if (typeof iat !== 'number' || !Number.isFinite(iat)) {
+    throw new UnauthorizedError('INVALID_TOKEN', 'JWT must carry "iat": the app limits token age');
+  }
+  if (iat > nowSeconds + CLOCK_SKEW_SECONDS) throw new UnauthorizedError('INVALID_TOKEN', 'JWT "iat" is in the future');
+  if (nowSeconds - iat > maxAge) throw new UnauthorizedError('INVALID_TOKEN', `JWT is older than the app's maximum token age (${maxAge} seconds)`);
+  if (payload.exp! - iat > maxAge) throw new UnauthorizedError('INVALID_TOKEN', `JWT lifetime exceeds the app's maximum token age (${maxAge} seconds)`);
 }
 
 /**

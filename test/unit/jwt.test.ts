@@ -1,7 +1,7 @@
 import { base64url, type CryptoKey, exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from 'jose';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
-import { MAX_SUBJECT_BYTES, verifyOpJwt, verifyUserJwt } from '../../shared/auth/jwt.ts';
+import { MAX_EXP_AHEAD_SECONDS, MAX_SUBJECT_BYTES, verifyOpJwt, verifyUserJwt } from '../../shared/auth/jwt.ts';
 import { UnauthorizedError } from '../../shared/errors.ts';
 
 const ISSUER = 'https://idp.example';
@@ -24,13 +24,19 @@ let trustedKey: SigningKey;
 let outsiderKey: SigningKey;
 let appCounter = 0;
 
-function application(overrides: { trusted_keys?: readonly JWK[] } = {}): Application {
+function application(overrides: { trusted_keys?: readonly JWK[]; max_token_age_seconds?: number } = {}): Application {
   // A fresh app id per test keeps the per-container key-set cache from carrying over.
   appCounter += 1;
   return {
     app_id: `app-${appCounter}`,
     created_at: '2025-01-01T00:00:00.000Z',
-    oidc: { provider_id: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks: { keys: [idpKey.publicJwk] } },
+    oidc: {
+      provider_id: 'idp',
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      jwks: { keys: [idpKey.publicJwk] },
+      ...(overrides.max_token_age_seconds !== undefined ? { max_token_age_seconds: overrides.max_token_age_seconds } : {}),
+    },
     secret_key_hash: '0'.repeat(64),
     api_key_hash: '1'.repeat(64),
     trusted_keys: overrides.trusted_keys ?? [],
@@ -96,6 +102,18 @@ describe.each([
     await expect(expired).rejects.toThrow('token has expired');
   });
 
+  it('refuses an absurd exp whatever the app: 1e308, or more than 10 years ahead; accepts 10 years', async () => {
+    const absurd = verify(application(), await token(idpKey, { exp: 1e308 }));
+    await expectUnauthorized(absurd, code);
+    await expect(absurd).rejects.toThrow(/"exp" claim is more than/);
+    await expectUnauthorized(verify(application(), await token(idpKey, { exp: now() + MAX_EXP_AHEAD_SECONDS + 60 })), code);
+    if (code === 'INVALID_TOKEN') {
+      // A year ahead is still accepted for an app that sets no maximum age (the documented default).
+      await expect(verify(application(), await token(idpKey, { exp: now() + 365 * 86400 }))).resolves.toEqual({ iss: ISSUER, sub: SUB });
+      await expect(verify(application(), await token(idpKey, { exp: now() + MAX_EXP_AHEAD_SECONDS - 60 }))).resolves.toEqual({ iss: ISSUER, sub: SUB });
+    }
+  });
+
   it('rejects a token whose nbf is in the future', async () => {
     await expectUnauthorized(verify(application(), await token(idpKey, { nbf: now() + 60 })), code);
   });
@@ -150,6 +168,26 @@ describe.each([
   it('rejects garbage', async () => {
     await expectUnauthorized(verify(application(), 'not.a.jwt'), code);
     await expectUnauthorized(verify(application(), ''), code);
+  });
+});
+
+describe('verifyUserJwt with the app\'s max_token_age_seconds', () => {
+  const app = () => application({ max_token_age_seconds: 3600 });
+
+  it('accepts a token issued within the age whose lifetime fits it', async () => {
+    const iat = now() - 600;
+    await expect(verifyUserJwt(app(), await token(idpKey, { iat, exp: iat + 3600 }))).resolves.toEqual({ iss: ISSUER, sub: SUB });
+  });
+
+  it('refuses a token valid for a year, one issued too long ago, one without iat, and one issued in the future', async () => {
+    const yearLong = verifyUserJwt(app(), await token(idpKey, { exp: now() + 365 * 86400 }));
+    await expectUnauthorized(yearLong, 'INVALID_TOKEN');
+    await expect(yearLong).rejects.toThrow(/lifetime exceeds the app's maximum token age \(3600 seconds\)/);
+    const old = now() - 3601;
+    await expectUnauthorized(verifyUserJwt(app(), await token(idpKey, { iat: old, exp: now() + 60 })), 'INVALID_TOKEN');
+    await expectUnauthorized(verifyUserJwt(app(), await token(idpKey, { iat: undefined })), 'INVALID_TOKEN');
+    await expectUnauthorized(verifyUserJwt(app(), await token(idpKey, { iat: now() + 600, exp: now() + 900 })), 'INVALID_TOKEN');
+    await expectUnauthorized(verifyUserJwt(app(), await token(idpKey, { exp: 1e308 })), 'INVALID_TOKEN');
   });
 });
 
