@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -89,6 +89,62 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
       expect(output.split('\n')[0]).toMatch(/^LOCAL SANDBOX starting/); // the first line says it is a sandbox
       expect(output).toContain('LOCAL SANDBOX (no AWS');
       expect(output).not.toContain(token.trim());
+    }
+  });
+});
+
+/**
+ * `kill -9` of `npm start`, then `npm start` again at once: the killed runtime lingers as a zombie
+ * until its parent reaps it (here a parent that never does), and its DATA_DIR lock is taken over.
+ */
+describe.runIf(process.env.TEST_DYNAMODB === 'dynalite' && process.platform === 'linux')('restart right after kill -9', () => {
+  let dataDir = '';
+  afterAll(async () => {
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts at once on the same DATA_DIR while the killed runtime is not yet reaped, and keeps its data', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'sandbox-kill9-'));
+    // `exec sleep`: the runtime's parent becomes a process that never waits for it.
+    const parent = spawn('/bin/sh', ['-c', `"${process.execPath}" infra/local/start.ts --quiet & exec sleep 300`], {
+      cwd: ROOT,
+      env: { ...process.env, DATA_DIR: dataDir, APPS_FILE: '', ACCOUNT_PORT: '0', ENCLAVE_PORT: '0', EXPRESS_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let output = '';
+      const urls = await new Promise<Record<string, string>>((done, fail) => {
+        const timer = setTimeout(() => fail(new Error(`not ready within 60 s:\n${output}`)), 60_000);
+        parent.stdout!.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+          const ready = /^ready (\{.*\})$/m.exec(output);
+          if (ready) {
+            clearTimeout(timer);
+            done(JSON.parse(ready[1]!));
+          }
+        });
+      });
+      const devApp = JSON.parse(await readFile(join(dataDir, 'dev-app.json'), 'utf8'));
+      const { stdout: token } = await run(process.execPath, ['infra/local/token.ts', '--sub', 'kill9', '--ttl', '300', '--data-dir', dataDir], { cwd: ROOT });
+      const headers = { authorization: `Bearer ${token.trim()}`, 'x-service-secret-key': devApp.secret_key };
+      const created = await fetch(`${urls.account}/account`, { method: 'POST', headers });
+      expect(created.status).toBe(200);
+
+      const pid = Number((await readFile(join(dataDir, 'runtime.lock'), 'utf8')).split(' ')[0]);
+      process.kill(pid, 'SIGKILL');
+      const state = async () => (await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.[0];
+      for (let i = 0; i < 200 && (await state()) !== 'Z'; i++) await new Promise((done) => setTimeout(done, 10));
+      expect(await state()).toBe('Z'); // killed, still in the process table
+
+      const restarted = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '' });
+      try {
+        const fetched = await fetch(`${restarted.urls.account}/account`, { headers });
+        expect(fetched.status).toBe(200);
+      } finally {
+        await stopProcess(restarted.child);
+      }
+    } finally {
+      parent.kill('SIGKILL');
     }
   });
 });

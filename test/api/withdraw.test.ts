@@ -187,6 +187,28 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     expect(badKey.status).toBe(400);
   });
 
+  it('a retry while the first attempt runs is 409 WITHDRAWAL_IN_PROGRESS with Retry-After: the seconds left of its claim (at most 45)', async () => {
+    const user = await newAccount(appOne, uniqueUser('w-idem-retry-after'));
+    await faucet('ARB', user.evm, 'ETH', '1');
+    const body = { to_address: freshEvm(), amount: '0.0001', chain: 'ARB', token: 'ETH' };
+    const conflicts = [];
+    // Same key, at once: one attempt claims it, the others arrive while it runs (or replay its 200).
+    for (let round = 0; round < 5 && conflicts.length === 0; round++) {
+      const key = { 'idempotency-key': `withdraw-${crypto.randomUUID()}` };
+      const answers = await Promise.all(Array.from({ length: 6 }, () => post(user.headers, body, key)));
+      expect(answers.map((answer) => (answer.status === 200 || answer.status === 409 ? 'ok' : JSON.stringify(answer.body)))).toEqual(answers.map(() => 'ok'));
+      conflicts.push(...answers.filter((answer) => answer.status === 409));
+    }
+    expect(conflicts.length).toBeGreaterThan(0);
+    for (const conflict of conflicts) {
+      expect(expectErrorShape(conflict.body).code).toBe('WITHDRAWAL_IN_PROGRESS');
+      const retryAfter = conflict.headers.get('retry-after');
+      expect(retryAfter).toMatch(/^[0-9]+$/);
+      expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(Number(retryAfter)).toBeLessThanOrEqual(45);
+    }
+  });
+
   it('a failed attempt does not burn its Idempotency-Key: after funding, the same key succeeds', async () => {
     const user = await newAccount(appOne, uniqueUser('w-idem-retry'));
     const key = { 'idempotency-key': `withdraw-${crypto.randomUUID()}` };
