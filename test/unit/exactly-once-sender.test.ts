@@ -198,6 +198,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const waited = Date.now() - started;
     expect(busy).toBeInstanceOf(ConflictError);
     expect((busy as ConflictError).code).toBe('SENDER_BUSY');
+    expect((busy as ConflictError).retryAfterSeconds).toBe(2); // sent as Retry-After by the error handler
     expect(waited).toBeGreaterThanOrEqual(900);
     expect(waited).toBeLessThan(4_000);
     expect(journal.recorded).toEqual([]);

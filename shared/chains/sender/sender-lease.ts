@@ -21,8 +21,13 @@ export interface NonceState {
   readonly next_nonce?: number;
 }
 
+/** A sender's queue moves by one send (sign + broadcast) in about a second or two: retry after 2 s. */
+export const SENDER_BUSY_RETRY_AFTER_SECONDS = 2;
+
 export function senderBusy(chain: string, sender: string): ConflictError {
-  return new ConflictError('SENDER_BUSY', `Too many transactions from ${sender} on ${chain} at once; retry shortly`);
+  return new ConflictError('SENDER_BUSY', `Too many transactions from ${sender} on ${chain} at once; retry shortly`, {
+    retryAfterSeconds: SENDER_BUSY_RETRY_AFTER_SECONDS,
+  });
 }
 
 /**
