@@ -19,7 +19,7 @@ import { accountHeaders, appOne, appTwo, call, expectErrorShape, expressHeaders,
  * Fixed seed, bounded runs: the same requests every time.
  */
 const SEED = 20_261_122;
-const RUNS = 3_000;
+const RUNS = 4_000;
 const local = sandbox.urls.account.startsWith('http:');
 
 const RUN = crypto.randomUUID().slice(0, 8);
@@ -122,12 +122,18 @@ async function scanItems(marker: string): Promise<string[]> {
 
 const printable = fc.string({ unit: fc.constantFrom(...Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i))), maxLength: 40 });
 const hugeString = 'A'.repeat(300_000);
-const HUGE_NUMBERS = ['1e308', '-1e308', '9007199254740993', '115792089237316195423570985008687907853269984665640564039457584007913129640936', '9'.repeat(80), '1e309', '-0', '0.0000000001', 'NaN', '0x', '-1'];
+/** Values past what a field can hold: 2^53+1, 2^64, 2^128, 2^256, eighty 9s, 1e308 (as strings and numbers). */
+const OVERFLOW: unknown[] = [
+  '340282366920938463463374607431768211456', (2n ** 256n).toString(), '9'.repeat(80), `1${'0'.repeat(78)}.5`, `${'9'.repeat(120)}.9`, '1e308', '1e309',
+  9007199254740993, 18446744073709551616, 1e308, -1e308, Number.MAX_VALUE,
+];
+const ODD_NUMBERS = ['-0', '-1', '0', '0.0000000001', 'NaN', 'Infinity', '0x', '0x10', '1.5', '1e3', ' 1', '1,000', '0.1234567890123456789012345', '１'];
 
 /** A value of the wrong type or size for a field. */
 const junkValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(null, true, false, 0, -1, 1.5, 1e308, -1e308, Number.MAX_SAFE_INTEGER + 2, '', ' ', '0x', 'constructor', '__proto__', 'toString', hugeString.slice(0, 70_000)),
-  fc.constantFrom(...HUGE_NUMBERS),
+  { weight: 6, arbitrary: fc.constantFrom(...OVERFLOW) },
+  { weight: 2, arbitrary: fc.constantFrom(...ODD_NUMBERS) },
   fc.string({ maxLength: 30 }),
   fc.integer(),
   fc.double(),
@@ -164,7 +170,14 @@ interface Context {
   walletId: string;
 }
 
+/**
+ * What one case breaks; everything else stays valid (PRE's credentials, the route's body shape,
+ * the exact path, JSON), so broken fields and bodies reach the handlers behind authentication.
+ */
+type Focus = 'auth' | 'headers' | 'path' | 'body' | 'fields';
+
 interface Case {
+  focus: Focus;
   route: { service: 'account' | 'enclave' | 'express'; method: string; path: string };
   method: string;
   pathVariant: number;
@@ -174,7 +187,7 @@ interface Case {
   garbage: string;
   contentType: number;
   bodyKind: number;
-  mutations: [string, unknown][];
+  mutations: [number, boolean, unknown][];
   arbitrary: unknown;
   operation: string;
   chainHeader: string;
@@ -182,9 +195,10 @@ interface Case {
 }
 
 const FUZZ_ROUTES = [
-  ...ROUTES.filter((route) => route.routeKey !== '$default').map((route) => {
+  // Routes that take a body twice as often: that is where the fields are.
+  ...ROUTES.filter((route) => route.routeKey !== '$default').flatMap((route) => {
     const [method, path] = route.routeKey.split(' ') as [string, string];
-    return { service: route.service, method, path };
+    return Array.from({ length: method === 'POST' ? 2 : 1 }, () => ({ service: route.service, method, path }));
   }),
   ...(['account', 'enclave', 'express'] as const).map((service) => ({ service, method: 'GET', path: '/no/such/route' })),
   ...(local ? [{ service: 'account' as const, method: 'GET', path: '/sandbox/chains' }, { service: 'account' as const, method: 'POST', path: '/sandbox/faucet' }] : []),
@@ -193,16 +207,28 @@ const FUZZ_ROUTES = [
 const FIELDS = ['to_address', 'amount', 'chain', 'token', 'message', 'encoding', 'raw_data_hash', 'transaction', 'address', 'chain_id', 'nonce', 'op_jwt', 'access_key', 'wallet_id', 'auth_jwt', 'network', 'wallet_group_id', 'encryption_context', 'extra'];
 
 const caseArbitrary: fc.Arbitrary<Case> = fc.record({
+  focus: fc.oneof(
+    { weight: 4, arbitrary: fc.constant<Focus>('fields') },
+    { weight: 2, arbitrary: fc.constant<Focus>('auth') },
+    { weight: 2, arbitrary: fc.constant<Focus>('body') },
+    { weight: 1, arbitrary: fc.constant<Focus>('headers') },
+    { weight: 1, arbitrary: fc.constant<Focus>('path') },
+  ),
   route: fc.constantFrom(...FUZZ_ROUTES),
-  method: fc.oneof({ weight: 9, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD') }),
-  pathVariant: fc.oneof({ weight: 5, arbitrary: fc.constant(-1) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 7 }) }), // -1: the exact path
+  method: fc.constantFrom('', '', '', 'GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'), // '': the route's
+  pathVariant: fc.integer({ min: -1, max: 7 }), // -1: the exact path
   junkSegment: fc.stringMatching(/^[a-zA-Z0-9._~%-]{0,12}$/),
-  auth: fc.integer({ min: 0, max: 9 }),
+  auth: fc.integer({ min: 2, max: 9 }),
   appKey: fc.integer({ min: 0, max: 5 }),
   garbage: printable,
-  contentType: fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 2, arbitrary: fc.nat(6) }),
-  bodyKind: fc.oneof({ weight: 2, arbitrary: fc.constant(-1) }, { weight: 3, arbitrary: fc.integer({ min: 0, max: 5 }) }), // -1: the route's body shape, fields broken
-  mutations: fc.array(fc.tuple(fc.constantFrom(...FIELDS), junkValue), { maxLength: 3 }),
+  contentType: fc.integer({ min: 0, max: 6 }),
+  bodyKind: fc.integer({ min: 0, max: 5 }),
+  // Each mutation breaks one of the route's own fields or adds any known field.
+  // Mostly one at a time, so the other fields stay valid and the broken one is what the handler meets.
+  mutations: fc.oneof(
+    { weight: 3, arbitrary: fc.array(fc.tuple(fc.nat(), fc.constantFrom(true, true, true, false), junkValue), { minLength: 1, maxLength: 1 }) },
+    { weight: 1, arbitrary: fc.array(fc.tuple(fc.nat(), fc.boolean(), junkValue), { minLength: 2, maxLength: 3 }) },
+  ),
   arbitrary: fc.jsonValue({ maxDepth: 4 }),
   operation: fc.constantFrom('data', 'message', 'transaction', 'authorization', '', '..', '%2e%2e', 'constructor'),
   chainHeader: fc.constantFrom('ETH', 'SOL', 'BTC', '', 'eth', '__proto__', '1'),
@@ -214,7 +240,7 @@ const CONTENT_TYPES = [undefined, 'application/json', 'text/plain', 'application
 function path(c: Case): string {
   const base = c.route.path.replace('{operation}', c.operation);
   const junk = c.junkSegment || 'x';
-  switch (c.pathVariant) {
+  switch (c.focus === 'path' ? c.pathVariant : -1) {
     case 0:
       return `/${base}`; // leading double slash
     case 1:
@@ -241,30 +267,35 @@ function build(c: Case, context: Context) {
   const { tokens } = context;
   const secrets: string[] = [];
   const headers: Record<string, string> = {};
-  // 0-2: a valid token for PRE; otherwise forged (for PRE or FRESH), garbage, or none.
-  const token = c.auth <= 2 ? tokens.valid[c.auth % 2]! : tokens.forged[(c.auth * 7 + c.garbage.length) % tokens.forged.length]!;
-  const bearer = [`Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}`, `bearer ${token}`, `Bearer ${c.garbage}`, c.garbage, `Basic ${token}`, ''][c.auth]!;
-  if (c.auth !== 9) headers.authorization = bearer;
+  // Unless auth is the focus, a valid token for PRE; otherwise forged (for PRE or FRESH), garbage, or none.
+  const auth = c.focus === 'auth' ? c.auth : c.garbage.length % 2;
+  const token = auth <= 1 ? tokens.valid[auth]! : tokens.forged[(c.auth * 7 + c.garbage.length) % tokens.forged.length]!;
+  const bearer = [`Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}`, `bearer ${token}`, `Bearer ${c.garbage}`, c.garbage, `Basic ${token}`, ''][auth]!;
+  if (auth !== 9) headers.authorization = bearer;
   // App keys: the right one, garbage, the other kind, or missing (never app two's own pair: that is a valid tenant).
-  const secretKey = [appOne.secret_key, appOne.secret_key, appOne.secret_key, c.garbage, appOne.api_key, ''][c.appKey]!;
-  const apiKey = [appOne.api_key, appOne.api_key, appOne.api_key, c.garbage, appOne.secret_key, ''][c.appKey]!;
+  const appKey = c.focus === 'headers' ? c.appKey : 0;
+  const secretKey = [appOne.secret_key, appOne.secret_key, appOne.secret_key, c.garbage, appOne.api_key, ''][appKey]!;
+  const apiKey = [appOne.api_key, appOne.api_key, appOne.api_key, c.garbage, appOne.secret_key, ''][appKey]!;
   if (c.route.service === 'express') {
     if (apiKey) headers['x-service-api-key'] = apiKey;
-    headers['x-oidc-provider-id'] = c.appKey === 3 ? c.garbage : appOne.provider_id;
-    headers['x-service-chain'] = c.chainHeader;
+    headers['x-oidc-provider-id'] = appKey === 3 ? c.garbage : appOne.provider_id;
+    headers['x-service-chain'] = c.focus === 'headers' ? c.chainHeader : 'ETH';
   } else if (secretKey) {
     headers['x-service-secret-key'] = secretKey;
   }
-  if (c.auth === 8) headers['x-service-token'] = token;
-  if (c.idempotencyKey !== undefined) headers['idempotency-key'] = c.idempotencyKey;
-  const contentType = CONTENT_TYPES[c.contentType];
+  if (auth === 8) headers['x-service-token'] = token;
+  const idempotencyKey = c.focus === 'headers' ? c.idempotencyKey : c.garbage.length % 3 === 0 ? `fuzz-key-${RUN}-${c.garbage.length}` : undefined;
+  if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
+  const contentType = CONTENT_TYPES[c.focus === 'headers' ? c.contentType : 1];
   if (contentType) headers['content-type'] = contentType;
 
   const routePath = c.route.path.replace('{operation}', c.operation);
   const shape = validShape(routePath, context);
   // With PRE's real credentials, fields that name a new wallet only ever get values of the wrong type.
-  const realCredentials = c.auth <= 2;
-  for (const [field, value] of c.mutations) {
+  const realCredentials = auth <= 1;
+  const own = Object.keys(shape);
+  for (const [index, ownField, value] of c.focus === 'fields' ? c.mutations : []) {
+    const field = ownField && own.length ? own[index % own.length]! : FIELDS[index % FIELDS.length]!;
     if (realCredentials && CREATING_FIELDS.has(field) && typeof value === 'string') continue;
     shape[field] = value;
   }
@@ -274,7 +305,7 @@ function build(c: Case, context: Context) {
     if ('op_jwt' in shape && typeof shape.op_jwt === 'string') shape.op_jwt = token;
   }
   let body: string | undefined;
-  switch (c.bodyKind) {
+  switch (c.focus === 'body' ? c.bodyKind : -1) {
     case 0:
       body = undefined;
       break;
@@ -308,7 +339,7 @@ function build(c: Case, context: Context) {
   }
   // Only what this request actually sent counts as sent.
   const sent = `${JSON.stringify(headers)}\n${body ?? ''}`;
-  return { method: c.method || c.route.method, target: path(c), headers, body: c.route.method === 'GET' && c.bodyKind !== 3 ? undefined : body, secrets: [...new Set(secrets)].filter((s) => sent.includes(s)) };
+  return { method: (c.focus === 'path' && c.method) || c.route.method, target: path(c), headers, body: c.route.method === 'GET' && !(c.focus === 'body' && c.bodyKind === 3) ? undefined : body, secrets: [...new Set(secrets)].filter((s) => sent.includes(s)) };
 }
 
 describe('fuzz: generated requests over every route', () => {
@@ -343,7 +374,6 @@ describe('fuzz: generated requests over every route', () => {
         statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
         const where = `${r.method} ${c.route.service}${r.target} -> ${response.status} ${response.text.slice(0, 300)}`;
         if (response.status >= 500) serverErrors += 1;
-        if (process.env.FUZZ_DEBUG) process.stdout.write(`DBG ${response.status} ${c.route.service} ${c.route.path} v${c.pathVariant} ${r.method} ${response.text.slice(0, 90)}\n`);
         expect(response.status, where).toBeLessThan(500);
         if (response.status >= 400 && r.method !== 'HEAD') {
           let parsed: unknown;
