@@ -77,9 +77,8 @@ async function makeTokens() {
       `${h}.${base64url.encode(JSON.stringify(claims(sub, { exp: now + 3600 })))}.${s}`, // payload swapped under a real signature
       await signWith(stranger.privateJwk, kid, claims(sub)), // right kid, wrong key
       await signWith(appOne.privateJwk, kid, claims(sub, { iat: now - 7200, exp: now - 3600 })), // expired
-      // Absurd exp: issue 8 item 5 (second bullet) is not fixed yet, so such a token still passes and
-      // would create an account for FRESH. Only PRE (whose account exists) sends it until that lands.
-      ...(sub === PRE ? [await signWith(appOne.privateJwk, kid, claims(sub, { exp: 1e308 }))] : []),
+      await signWith(appOne.privateJwk, kid, claims(sub, { exp: 1e308 })), // absurd exp: 401 (FRESH must stay without an account)
+      await signWith(appOne.privateJwk, kid, claims(sub, { exp: now + 11 * 365 * 86_400 })), // eleven years ahead: 401
       await signWith(appOne.privateJwk, kid, claims(sub, { iss: 'https://evil.test' })),
       await signWith(appOne.privateJwk, kid, claims(sub, { aud: 'someone-else' })),
       await signWith(appOne.privateJwk, kid, claims(sub, { nbf: now + 86_400 })),
