@@ -1,5 +1,5 @@
-import { createPublicKey, randomBytes, verify as verifyEd25519 } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createHash, createPublicKey, randomBytes, verify as verifyEd25519 } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -47,6 +47,11 @@ import {
  * Not preserved: transactions older than the last 1000 (their status and getTransaction answer
  * become null); after a portable-copy restore, also the engine's transaction history and any
  * account never named in a transaction the sandbox processed.
+ *
+ * Durability: every state change (a landed transaction, a faucet credit) is written and fsynced
+ * before the RPC answers or the faucet returns, so whatever was acknowledged survives `kill -9`.
+ * `SOL.json` is the commit point: it carries the digest of the snapshot written just before it, and
+ * a snapshot that does not match (a crash between the two writes) is ignored for the portable copy.
  */
 export interface SolanaSandbox {
   readonly rpcUrl: string;
@@ -126,7 +131,6 @@ const MAX_BASE58_TX_SIZE = 1683;
 const MAX_BASE64_TX_SIZE = 1644;
 const MAX_REQUEST_BODY_SIZE = 50 * 1024;
 const RECORD_LIMIT = 1000;
-const SAVE_DELAY_MS = 250;
 const U64_MAX = 18_446_744_073_709_551_615n;
 const STATE_FORMAT = 1;
 
@@ -692,6 +696,8 @@ interface PersistedState {
   readonly blockhashes: readonly (readonly [string, number])[];
   readonly transactions: readonly TransactionRecord[];
   readonly accounts: Readonly<Record<string, PersistedAccount>>;
+  /** sha256 (hex) of the SOL.litesvm written with this state; absent in files from before it was recorded. */
+  readonly snapshotDigest?: string;
 }
 
 interface Execution {
@@ -713,8 +719,6 @@ class SandboxChain {
   readonly records: Map<string, TransactionRecord>;
   readonly seen: Set<string>;
   private readonly dir: string;
-  private saveTimer: NodeJS.Timeout | undefined;
-  private saveError: unknown;
 
   private constructor(dir: string, svm: LiteSVM, state: PersistedState | undefined) {
     this.dir = dir;
@@ -741,10 +745,14 @@ class SandboxChain {
     const snapshotPath = join(dir, 'SOL.litesvm');
     let svm: LiteSVM | undefined;
     if (state?.engine === ENGINE && existsSync(snapshotPath)) {
-      try {
-        svm = LiteSVM.fromBytes(readFileSync(snapshotPath));
-      } catch {
-        svm = undefined; // an unreadable snapshot: fall back to the portable copy in SOL.json
+      const bytes = readFileSync(snapshotPath);
+      // A snapshot newer than SOL.json (killed between the two writes) is not what was acknowledged.
+      if (state.snapshotDigest === undefined || sha256(bytes) === state.snapshotDigest) {
+        try {
+          svm = LiteSVM.fromBytes(bytes);
+        } catch {
+          svm = undefined; // an unreadable snapshot: fall back to the portable copy in SOL.json
+        }
       }
     }
     const restoredFromSnapshot = svm !== undefined;
@@ -955,7 +963,7 @@ class SandboxChain {
       writableKeys: [...compiled.staticAccounts.filter((_key, index) => isWritableStatic(compiled, index)), ...(resolved?.loaded.writable ?? [])],
     });
     for (const key of keys) this.seen.add(key);
-    this.scheduleSave();
+    this.saveNow();
     return { landed, failure, logs, unitsConsumed };
   }
 
@@ -1000,7 +1008,7 @@ class SandboxChain {
     else this.svm.setAccount({ address: key as Address, lamports: toLamports(amount), programAddress: SYSTEM_PROGRAM as Address, executable: false, data: new Uint8Array(), space: 0n });
     this.seen.add(key);
     this.advance();
-    this.scheduleSave();
+    this.saveNow();
   }
 
   /** MintTo into the owner's associated token account (created first, idempotently), signed by the sandbox mint authority. */
@@ -1034,19 +1042,7 @@ class SandboxChain {
 
   // --- persistence
 
-  private scheduleSave(): void {
-    if (this.saveTimer) return;
-    this.saveTimer = setTimeout(() => {
-      this.saveTimer = undefined;
-      try {
-        this.saveNow();
-      } catch (error) {
-        this.saveError = error;
-      }
-    }, SAVE_DELAY_MS);
-    this.saveTimer.unref();
-  }
-
+  /** Writes and fsyncs the whole state: called after every change, before it is acknowledged. */
   saveNow(): void {
     const accounts: Record<string, PersistedAccount> = {};
     for (const key of [...this.seen].sort()) {
@@ -1054,6 +1050,7 @@ class SandboxChain {
       if (!account || account.executable || ENGINE_OWNERS.has(account.owner)) continue;
       accounts[key] = { lamports: account.lamports.toString(), owner: account.owner, executable: account.executable, data: Buffer.from(account.data).toString('base64') };
     }
+    const snapshot = this.svm.toBytes();
     const state: PersistedState = {
       format: STATE_FORMAT,
       engine: ENGINE,
@@ -1065,17 +1062,15 @@ class SandboxChain {
       blockhashes: [...this.blockhashes],
       transactions: [...this.records.values()],
       accounts,
+      snapshotDigest: sha256(snapshot),
     };
-    writeAtomically(join(this.dir, 'SOL.litesvm'), this.svm.toBytes());
-    writeAtomically(join(this.dir, 'SOL.json'), JSON.stringify(state));
+    writeDurably(this.dir, 'SOL.litesvm', snapshot);
+    writeDurably(this.dir, 'SOL.json', JSON.stringify(state));
   }
 
-  /** Writes the state now; throws if this or an earlier background save failed. */
+  /** Every change is already on disk; writes once more so a stop always leaves a current snapshot. */
   close(): void {
-    clearTimeout(this.saveTimer);
-    this.saveTimer = undefined;
     this.saveNow();
-    if (this.saveError) throw this.saveError;
   }
 }
 
@@ -1091,11 +1086,28 @@ function preflightError(failure: TxFailure, logs: readonly string[], unitsConsum
   });
 }
 
-function writeAtomically(path: string, content: string | Uint8Array): void {
+/** Replaces `dir/name` atomically and durably: temporary file written and fsynced, renamed, directory fsynced. */
+function writeDurably(dir: string, name: string, content: string | Uint8Array): void {
+  const path = join(dir, name);
   const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, content);
+  const file = openSync(temporary, 'w');
+  try {
+    const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+    for (let written = 0; written < bytes.length; ) written += writeSync(file, bytes, written);
+    fsyncSync(file);
+  } finally {
+    closeSync(file);
+  }
   renameSync(temporary, path);
+  const directory = openSync(dir, 'r');
+  try {
+    fsyncSync(directory);
+  } finally {
+    closeSync(directory);
+  }
 }
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 function nextPowerOfTwo(value: number): number {
   return 2 ** Math.ceil(Math.log2(value));
