@@ -155,6 +155,12 @@ class JsonRpcError extends Error {
   }
 }
 
+/**
+ * The state changed in memory but could not be made durable. Never a JSON-RPC error (a client reads
+ * that as "nothing was taken"): the request fails at the HTTP level, as an unreachable node's would.
+ */
+class PersistenceError extends Error {}
+
 const invalidParams = (detail: string) => new JsonRpcError(-32602, `Invalid params: ${detail}`);
 const invalidParam = (detail: string) => new JsonRpcError(-32602, `Invalid param: ${detail}`);
 
@@ -185,7 +191,14 @@ function serveHttp(req: IncomingMessage, res: ServerResponse, methods: Map<strin
       res.writeHead(413).end();
       return;
     }
-    const reply = answerBody(Buffer.concat(chunks).toString('utf8'), methods);
+    let reply: string | undefined;
+    try {
+      reply = answerBody(Buffer.concat(chunks).toString('utf8'), methods);
+    } catch (error) {
+      if (!(error instanceof PersistenceError)) throw error;
+      res.writeHead(500, { 'content-type': 'text/plain' }).end('state not persisted');
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(reply ?? '');
   });
 }
@@ -223,6 +236,7 @@ function answerOne(request: unknown, methods: Map<string, RpcMethod>): object | 
     try {
       reply = { jsonrpc: '2.0', result: handler((params as Params | undefined) ?? []), id: replyId };
     } catch (error) {
+      if (error instanceof PersistenceError) throw error;
       reply = errorResponse(replyId, error instanceof JsonRpcError ? error : new JsonRpcError(-32603, 'Internal error', error instanceof Error ? error.message : String(error)));
     }
   }
@@ -1044,6 +1058,14 @@ class SandboxChain {
 
   /** Writes and fsyncs the whole state: called after every change, before it is acknowledged. */
   saveNow(): void {
+    try {
+      this.write();
+    } catch (error) {
+      throw new PersistenceError(`Solana sandbox: the state could not be saved to ${this.dir}`, { cause: error });
+    }
+  }
+
+  private write(): void {
     const accounts: Record<string, PersistedAccount> = {};
     for (const key of [...this.seen].sort()) {
       const account = this.account(key);

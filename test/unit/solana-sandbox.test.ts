@@ -336,6 +336,30 @@ describe('Solana sandbox durability', { timeout: 60_000 }, () => {
     }
   });
 
+  it('answers a change it could not save with an HTTP failure (maybe sent), never a JSON-RPC refusal', async () => {
+    const brokenDir = await mkdtemp(join(tmpdir(), 'solana-sandbox-unsaved-'));
+    const running = await startSolanaSandbox({ dataDir: brokenDir });
+    try {
+      const payer = Keypair.generate();
+      await running.faucet(payer.publicKey.toBase58(), 'SOL', SOL);
+      const { blockhash } = await new Connection(running.rpcUrl, 'confirmed').getLatestBlockhash();
+      const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1_000_000 }));
+      tx.sign(payer);
+      // The state directory becomes a file: nothing can be written any more.
+      await rm(join(brokenDir, 'chains'), { recursive: true });
+      await writeFile(join(brokenDir, 'chains'), 'not a directory');
+
+      const body = { jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: [tx.serialize().toString('base64'), { encoding: 'base64' }] };
+      const response = await fetch(running.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(response.status).toBe(500);
+      expect(await response.text()).not.toContain('jsonrpc');
+      await expect(running.faucet(payer.publicKey.toBase58(), 'SOL', SOL)).rejects.toThrow(/could not be saved/);
+    } finally {
+      await expect(running.stop()).rejects.toThrow(/could not be saved/);
+      await rm(brokenDir, { recursive: true, force: true });
+    }
+  });
+
   it('restores from SOL.json alone when the engine snapshot is newer than it (killed between the two writes)', async () => {
     const crashDir = await mkdtemp(join(tmpdir(), 'solana-sandbox-torn-'));
     const payer = Keypair.generate();
