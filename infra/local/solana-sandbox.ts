@@ -731,7 +731,10 @@ class SandboxChain {
   /** Recent blockhashes and the block height each was the latest at. */
   readonly blockhashes: Map<string, number>;
   readonly records: Map<string, TransactionRecord>;
-  readonly seen: Set<string>;
+  /** Every account the sandbox has seen, with its last portable copy (null: nothing to keep, e.g. closed). */
+  private readonly portable: Map<string, PersistedAccount | null>;
+  /** Accounts changed since the last save: only these are read back for the portable copy. */
+  private readonly dirty: Set<string>;
   private readonly dir: string;
 
   private constructor(dir: string, svm: LiteSVM, state: PersistedState | undefined) {
@@ -746,8 +749,8 @@ class SandboxChain {
     this.transactionCount = state?.transactionCount ?? 0;
     this.blockhashes = new Map(state?.blockhashes ?? []);
     this.records = new Map((state?.transactions ?? []).map((record) => [record.signature, record]));
-    this.seen = new Set(Object.keys(state?.accounts ?? {}));
-    this.seen.add(USDC_MINT);
+    this.portable = new Map(Object.entries(state?.accounts ?? {}));
+    this.dirty = new Set([...this.portable.keys(), USDC_MINT]);
   }
 
   /** Restores from the engine snapshot when it is from this litesvm version, else from the portable copy, else starts fresh. */
@@ -976,7 +979,7 @@ class SandboxChain {
       computeUnitPrice: computeUnitPrice(tx.message).toString(),
       writableKeys: [...compiled.staticAccounts.filter((_key, index) => isWritableStatic(compiled, index)), ...(resolved?.loaded.writable ?? [])],
     });
-    for (const key of keys) this.seen.add(key);
+    for (const key of keys) this.dirty.add(key);
     this.saveNow();
     return { landed, failure, logs, unitsConsumed };
   }
@@ -1020,7 +1023,7 @@ class SandboxChain {
     const found = this.svm.getAccount(key as Address);
     if (found.exists) this.svm.setAccount({ ...found, lamports: toLamports(found.lamports + amount) });
     else this.svm.setAccount({ address: key as Address, lamports: toLamports(amount), programAddress: SYSTEM_PROGRAM as Address, executable: false, data: new Uint8Array(), space: 0n });
-    this.seen.add(key);
+    this.dirty.add(key);
     this.advance();
     this.saveNow();
   }
@@ -1052,6 +1055,7 @@ class SandboxChain {
     );
     const rent = this.svm.minimumBalanceForRentExemption(BigInt(MINT_SIZE));
     this.svm.setAccount({ address: USDC_MINT as Address, lamports: toLamports(rent), programAddress: TOKEN_PROGRAM as Address, executable: false, data: new Uint8Array(data), space: BigInt(MINT_SIZE) });
+    this.dirty.add(USDC_MINT);
   }
 
   // --- persistence
@@ -1066,12 +1070,14 @@ class SandboxChain {
   }
 
   private write(): void {
-    const accounts: Record<string, PersistedAccount> = {};
-    for (const key of [...this.seen].sort()) {
+    for (const key of this.dirty) {
       const account = this.account(key);
-      if (!account || account.executable || ENGINE_OWNERS.has(account.owner)) continue;
-      accounts[key] = { lamports: account.lamports.toString(), owner: account.owner, executable: account.executable, data: Buffer.from(account.data).toString('base64') };
+      const keep = account && !account.executable && !ENGINE_OWNERS.has(account.owner);
+      this.portable.set(key, keep ? { lamports: account.lamports.toString(), owner: account.owner, executable: account.executable, data: Buffer.from(account.data).toString('base64') } : null);
     }
+    this.dirty.clear();
+    const accounts: Record<string, PersistedAccount> = {};
+    for (const [key, copy] of this.portable) if (copy) accounts[key] = copy;
     const snapshot = this.svm.toBytes();
     const state: PersistedState = {
       format: STATE_FORMAT,
