@@ -1,5 +1,5 @@
-import { createPublicKey, randomBytes, verify as verifyEd25519 } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createHash, createPublicKey, randomBytes, verify as verifyEd25519 } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -47,6 +47,11 @@ import {
  * Not preserved: transactions older than the last 1000 (their status and getTransaction answer
  * become null); after a portable-copy restore, also the engine's transaction history and any
  * account never named in a transaction the sandbox processed.
+ *
+ * Durability: every state change (a landed transaction, a faucet credit) is written and fsynced
+ * before the RPC answers or the faucet returns, so whatever was acknowledged survives `kill -9`.
+ * `SOL.json` is the commit point: it carries the digest of the snapshot written just before it, and
+ * a snapshot that does not match (a crash between the two writes) is ignored for the portable copy.
  */
 export interface SolanaSandbox {
   readonly rpcUrl: string;
@@ -126,7 +131,6 @@ const MAX_BASE58_TX_SIZE = 1683;
 const MAX_BASE64_TX_SIZE = 1644;
 const MAX_REQUEST_BODY_SIZE = 50 * 1024;
 const RECORD_LIMIT = 1000;
-const SAVE_DELAY_MS = 250;
 const U64_MAX = 18_446_744_073_709_551_615n;
 const STATE_FORMAT = 1;
 
@@ -150,6 +154,12 @@ class JsonRpcError extends Error {
     this.data = data;
   }
 }
+
+/**
+ * The state changed in memory but could not be made durable. Never a JSON-RPC error (a client reads
+ * that as "nothing was taken"): the request fails at the HTTP level, as an unreachable node's would.
+ */
+class PersistenceError extends Error {}
 
 const invalidParams = (detail: string) => new JsonRpcError(-32602, `Invalid params: ${detail}`);
 const invalidParam = (detail: string) => new JsonRpcError(-32602, `Invalid param: ${detail}`);
@@ -181,7 +191,14 @@ function serveHttp(req: IncomingMessage, res: ServerResponse, methods: Map<strin
       res.writeHead(413).end();
       return;
     }
-    const reply = answerBody(Buffer.concat(chunks).toString('utf8'), methods);
+    let reply: string | undefined;
+    try {
+      reply = answerBody(Buffer.concat(chunks).toString('utf8'), methods);
+    } catch (error) {
+      if (!(error instanceof PersistenceError)) throw error;
+      res.writeHead(500, { 'content-type': 'text/plain' }).end('state not persisted');
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(reply ?? '');
   });
 }
@@ -219,6 +236,7 @@ function answerOne(request: unknown, methods: Map<string, RpcMethod>): object | 
     try {
       reply = { jsonrpc: '2.0', result: handler((params as Params | undefined) ?? []), id: replyId };
     } catch (error) {
+      if (error instanceof PersistenceError) throw error;
       reply = errorResponse(replyId, error instanceof JsonRpcError ? error : new JsonRpcError(-32603, 'Internal error', error instanceof Error ? error.message : String(error)));
     }
   }
@@ -692,6 +710,8 @@ interface PersistedState {
   readonly blockhashes: readonly (readonly [string, number])[];
   readonly transactions: readonly TransactionRecord[];
   readonly accounts: Readonly<Record<string, PersistedAccount>>;
+  /** sha256 (hex) of the SOL.litesvm written with this state; absent in files from before it was recorded. */
+  readonly snapshotDigest?: string;
 }
 
 interface Execution {
@@ -711,10 +731,11 @@ class SandboxChain {
   /** Recent blockhashes and the block height each was the latest at. */
   readonly blockhashes: Map<string, number>;
   readonly records: Map<string, TransactionRecord>;
-  readonly seen: Set<string>;
+  /** Every account the sandbox has seen, with its last portable copy (null: nothing to keep, e.g. closed). */
+  private readonly portable: Map<string, PersistedAccount | null>;
+  /** Accounts changed since the last save: only these are read back for the portable copy. */
+  private readonly dirty: Set<string>;
   private readonly dir: string;
-  private saveTimer: NodeJS.Timeout | undefined;
-  private saveError: unknown;
 
   private constructor(dir: string, svm: LiteSVM, state: PersistedState | undefined) {
     this.dir = dir;
@@ -728,8 +749,8 @@ class SandboxChain {
     this.transactionCount = state?.transactionCount ?? 0;
     this.blockhashes = new Map(state?.blockhashes ?? []);
     this.records = new Map((state?.transactions ?? []).map((record) => [record.signature, record]));
-    this.seen = new Set(Object.keys(state?.accounts ?? {}));
-    this.seen.add(USDC_MINT);
+    this.portable = new Map(Object.entries(state?.accounts ?? {}));
+    this.dirty = new Set([...this.portable.keys(), USDC_MINT]);
   }
 
   /** Restores from the engine snapshot when it is from this litesvm version, else from the portable copy, else starts fresh. */
@@ -741,10 +762,14 @@ class SandboxChain {
     const snapshotPath = join(dir, 'SOL.litesvm');
     let svm: LiteSVM | undefined;
     if (state?.engine === ENGINE && existsSync(snapshotPath)) {
-      try {
-        svm = LiteSVM.fromBytes(readFileSync(snapshotPath));
-      } catch {
-        svm = undefined; // an unreadable snapshot: fall back to the portable copy in SOL.json
+      const bytes = readFileSync(snapshotPath);
+      // A snapshot newer than SOL.json (killed between the two writes) is not what was acknowledged.
+      if (state.snapshotDigest === undefined || sha256(bytes) === state.snapshotDigest) {
+        try {
+          svm = LiteSVM.fromBytes(bytes);
+        } catch {
+          svm = undefined; // an unreadable snapshot: fall back to the portable copy in SOL.json
+        }
       }
     }
     const restoredFromSnapshot = svm !== undefined;
@@ -954,8 +979,8 @@ class SandboxChain {
       computeUnitPrice: computeUnitPrice(tx.message).toString(),
       writableKeys: [...compiled.staticAccounts.filter((_key, index) => isWritableStatic(compiled, index)), ...(resolved?.loaded.writable ?? [])],
     });
-    for (const key of keys) this.seen.add(key);
-    this.scheduleSave();
+    for (const key of keys) this.dirty.add(key);
+    this.saveNow();
     return { landed, failure, logs, unitsConsumed };
   }
 
@@ -998,9 +1023,9 @@ class SandboxChain {
     const found = this.svm.getAccount(key as Address);
     if (found.exists) this.svm.setAccount({ ...found, lamports: toLamports(found.lamports + amount) });
     else this.svm.setAccount({ address: key as Address, lamports: toLamports(amount), programAddress: SYSTEM_PROGRAM as Address, executable: false, data: new Uint8Array(), space: 0n });
-    this.seen.add(key);
+    this.dirty.add(key);
     this.advance();
-    this.scheduleSave();
+    this.saveNow();
   }
 
   /** MintTo into the owner's associated token account (created first, idempotently), signed by the sandbox mint authority. */
@@ -1030,30 +1055,30 @@ class SandboxChain {
     );
     const rent = this.svm.minimumBalanceForRentExemption(BigInt(MINT_SIZE));
     this.svm.setAccount({ address: USDC_MINT as Address, lamports: toLamports(rent), programAddress: TOKEN_PROGRAM as Address, executable: false, data: new Uint8Array(data), space: BigInt(MINT_SIZE) });
+    this.dirty.add(USDC_MINT);
   }
 
   // --- persistence
 
-  private scheduleSave(): void {
-    if (this.saveTimer) return;
-    this.saveTimer = setTimeout(() => {
-      this.saveTimer = undefined;
-      try {
-        this.saveNow();
-      } catch (error) {
-        this.saveError = error;
-      }
-    }, SAVE_DELAY_MS);
-    this.saveTimer.unref();
+  /** Writes and fsyncs the whole state: called after every change, before it is acknowledged. */
+  saveNow(): void {
+    try {
+      this.write();
+    } catch (error) {
+      throw new PersistenceError(`Solana sandbox: the state could not be saved to ${this.dir}`, { cause: error });
+    }
   }
 
-  saveNow(): void {
-    const accounts: Record<string, PersistedAccount> = {};
-    for (const key of [...this.seen].sort()) {
+  private write(): void {
+    for (const key of this.dirty) {
       const account = this.account(key);
-      if (!account || account.executable || ENGINE_OWNERS.has(account.owner)) continue;
-      accounts[key] = { lamports: account.lamports.toString(), owner: account.owner, executable: account.executable, data: Buffer.from(account.data).toString('base64') };
+      const keep = account && !account.executable && !ENGINE_OWNERS.has(account.owner);
+      this.portable.set(key, keep ? { lamports: account.lamports.toString(), owner: account.owner, executable: account.executable, data: Buffer.from(account.data).toString('base64') } : null);
     }
+    this.dirty.clear();
+    const accounts: Record<string, PersistedAccount> = {};
+    for (const [key, copy] of this.portable) if (copy) accounts[key] = copy;
+    const snapshot = this.svm.toBytes();
     const state: PersistedState = {
       format: STATE_FORMAT,
       engine: ENGINE,
@@ -1065,17 +1090,15 @@ class SandboxChain {
       blockhashes: [...this.blockhashes],
       transactions: [...this.records.values()],
       accounts,
+      snapshotDigest: sha256(snapshot),
     };
-    writeAtomically(join(this.dir, 'SOL.litesvm'), this.svm.toBytes());
-    writeAtomically(join(this.dir, 'SOL.json'), JSON.stringify(state));
+    writeDurably(this.dir, 'SOL.litesvm', snapshot);
+    writeDurably(this.dir, 'SOL.json', JSON.stringify(state));
   }
 
-  /** Writes the state now; throws if this or an earlier background save failed. */
+  /** Every change is already on disk; writes once more so a stop always leaves a current snapshot. */
   close(): void {
-    clearTimeout(this.saveTimer);
-    this.saveTimer = undefined;
     this.saveNow();
-    if (this.saveError) throw this.saveError;
   }
 }
 
@@ -1091,11 +1114,28 @@ function preflightError(failure: TxFailure, logs: readonly string[], unitsConsum
   });
 }
 
-function writeAtomically(path: string, content: string | Uint8Array): void {
+/** Replaces `dir/name` atomically and durably: temporary file written and fsynced, renamed, directory fsynced. */
+function writeDurably(dir: string, name: string, content: string | Uint8Array): void {
+  const path = join(dir, name);
   const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, content);
+  const file = openSync(temporary, 'w');
+  try {
+    const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+    for (let written = 0; written < bytes.length; ) written += writeSync(file, bytes, written);
+    fsyncSync(file);
+  } finally {
+    closeSync(file);
+  }
   renameSync(temporary, path);
+  const directory = openSync(dir, 'r');
+  try {
+    fsyncSync(directory);
+  } finally {
+    closeSync(directory);
+  }
 }
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 function nextPowerOfTwo(value: number): number {
   return 2 ** Math.ceil(Math.log2(value));

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { findAssociatedTokenPda, getCreateAssociatedTokenIdempotentInstruction, getTransferCheckedInstruction, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
 import { getTransferSolInstruction } from '@solana-program/system';
 import {
@@ -40,6 +41,22 @@ const TOKEN_AMOUNT_OFFSET = 64;
 const DEFAULT_FEE_LAMPORTS = 5000n;
 
 const COMMITMENT = 'confirmed';
+
+/** SPL Memo (v2): logs its UTF-8 data; with no accounts it needs no signer. */
+const MEMO_PROGRAM_ADDRESS = address('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
+/** Longest memo reference, in UTF-8 bytes (a UUID is 36; the transaction must stay under 1,232 bytes). */
+const MAX_REFERENCE_BYTES = 64;
+
+/**
+ * An SPL Memo instruction carrying `reference`. Two otherwise identical transfers signed against the
+ * same blockhash would be the same transaction (one signature, the cluster keeps one): the memo
+ * makes each transfer its own.
+ */
+function memoInstruction(reference: string): Instruction {
+  const data = new TextEncoder().encode(reference);
+  if (data.length === 0 || data.length > MAX_REFERENCE_BYTES) throw new Error(`A transfer reference is 1 to ${MAX_REFERENCE_BYTES} UTF-8 bytes`);
+  return { programAddress: MEMO_PROGRAM_ADDRESS, data };
+}
 
 export interface SolanaTransfer {
   /** The compiled v0 message, as the fee payer signs it. */
@@ -89,9 +106,10 @@ export class SolanaChain {
   /**
    * A v0 message moving `amount` of `token` from `from` (fee payer and only signer) to `to`; for
    * SPL tokens it also creates the recipient's associated token account (idempotently) when it
-   * does not exist yet. Returns what it costs the sender in lamports beyond `amount`.
+   * does not exist yet. It ends with an SPL Memo of `reference` (default: a random UUID), so equal
+   * transfers are distinct transactions. Returns what it costs the sender in lamports beyond `amount`.
    */
-  async transferMessage(from: string, to: string, token: string, amount: bigint): Promise<SolanaTransfer> {
+  async transferMessage(from: string, to: string, token: string, amount: bigint, reference: string = randomUUID()): Promise<SolanaTransfer> {
     const payer = createNoopSigner(address(from));
     const recipient = address(to);
     const instructions: Instruction[] = [];
@@ -111,6 +129,7 @@ export class SolanaChain {
       }
       instructions.push(getTransferCheckedInstruction({ source, mint, destination, authority: payer, amount, decimals: this.decimals(token) }));
     }
+    instructions.push(memoInstruction(reference));
     const { value: lifetime } = await this.#rpc.getLatestBlockhash({ commitment: COMMITMENT }).send();
     const message = pipe(
       createTransactionMessage({ version: 0 }),

@@ -235,6 +235,18 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     expect(await (await evmClient('ARB')).getTransactionCount({ address: user.evm })).toBe(15);
   });
 
+  it('20 concurrent identical SOL withdrawals (distinct Idempotency-Keys): 20 distinct transactions, all land', async () => {
+    const user = await newAccount(appOne, uniqueUser('w-sol-race'));
+    await faucet('SOL', user.sol, 'SOL', '1');
+    const to = freshSol();
+    const body = { to_address: to, amount: '0.01', chain: 'SOL', token: 'SOL' };
+    const responses = await Promise.all(Array.from({ length: 20 }, () => post(user.headers, body, { 'idempotency-key': `withdraw-${crypto.randomUUID()}` })));
+    expect(responses.map((r) => r.status), JSON.stringify(responses.find((r) => r.status !== 200)?.body)).toEqual(Array(20).fill(200));
+    expect(new Set(responses.map((r) => r.body.tx_hash)).size).toBe(20);
+    expect(await chainBalance('SOL', to, 'SOL')).toBe(20n * 10_000_000n);
+    expect(await chainBalance('SOL', user.sol, 'SOL')).toBeLessThan(1_000_000_000n - 20n * 10_000_000n); // the amounts plus 20 fees
+  });
+
   it('gas_sponsored on EVM: the user\'s native balance does not change; EIP-7702 delegation to our executor', async () => {
     const user = await newAccount(appOne, uniqueUser('w-sponsored'));
     await faucet('ETH', user.evm, 'USDC', '50');

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { createSolanaRpc, getAddressDecoder, getBase58Decoder } from '@solana/kit';
+import { createSolanaRpc, getAddressDecoder, getBase58Decoder, getCompiledTransactionMessageDecoder, type Signature } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSolanaSandbox, type SolanaSandbox } from '../../infra/local/solana-sandbox.ts';
 import { BroadcastRejectedError } from '../../shared/chains/errors.ts';
@@ -88,6 +88,34 @@ describe('SolanaChain (@solana/kit)', () => {
     expect(second.createsTokenAccount).toBe(false);
     expect(second.rent).toBe(0n);
     expect(await chain.balance(recipient.address, 'USDC')).toBe(2_000_000n);
+  });
+
+  it('makes equal transfers against the same blockhash distinct transactions with an SPL Memo, and both land', async () => {
+    const sender = newWallet();
+    const recipient = newWallet();
+    await sandbox.faucet(sender.address, 'SOL', SOL);
+    const [one, two] = await Promise.all([chain.transferMessage(sender.address, recipient.address, 'SOL', SOL / 100n), chain.transferMessage(sender.address, recipient.address, 'SOL', SOL / 100n, 'withdrawal 42')]);
+    const decode = (bytes: Uint8Array) => getCompiledTransactionMessageDecoder().decode(bytes);
+    expect(decode(one.messageBytes).lifetimeToken).toBe(decode(two.messageBytes).lifetimeToken);
+    expect(one.messageBytes).not.toEqual(two.messageBytes);
+
+    const signatures = await Promise.all(
+      [one, two].map(async (built) => {
+        const { signature } = signSolanaMessage(sender.secret, built.messageBytes);
+        expect(await chain.broadcast(SolanaChain.assemble(built.messageBytes, signature))).toBe(signature);
+        expect(await chain.waitForConfirmation(signature, 10_000)).toEqual({ err: null });
+        return signature;
+      }),
+    );
+    expect(new Set(signatures).size).toBe(2);
+    expect(await chain.balance(recipient.address, 'SOL')).toBe(SOL / 50n);
+    // The quoted fee is what was charged, memo included.
+    expect(await chain.balance(sender.address, 'SOL')).toBe(SOL - SOL / 50n - one.fee - two.fee);
+    const landed = await createSolanaRpc(sandbox.rpcUrl).getTransaction(signatures[1] as Signature, { maxSupportedTransactionVersion: 0, encoding: 'json' }).send();
+    expect(landed?.meta?.logMessages).toEqual(expect.arrayContaining(['Program MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr invoke [1]', 'Program log: withdrawal 42']));
+
+    await expect(chain.transferMessage(sender.address, recipient.address, 'SOL', 1n, '')).rejects.toThrow(/reference/);
+    await expect(chain.transferMessage(sender.address, recipient.address, 'SOL', 1n, 'x'.repeat(65))).rejects.toThrow(/reference/);
   });
 
   it('turns a failed simulation into BroadcastRejectedError and leaves balances as they were', async () => {

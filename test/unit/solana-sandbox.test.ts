@@ -1,4 +1,4 @@
-import { mkdtemp, rm, unlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -301,4 +301,81 @@ describe('Solana sandbox over JSON-RPC', { timeout: 30_000 }, () => {
     expect((await waitFinalized(await connection.sendRawTransaction(tx.serialize()))).err).toBeNull();
     expect(await lamportsOf(bob.publicKey)).toBe(before.bobSol + 1_000n);
   }, 60_000);
+});
+
+describe('Solana sandbox durability', { timeout: 60_000 }, () => {
+  it('has every acknowledged change on disk: a second sandbox opened at once on the data directory of one never stopped (as after kill -9) sees it', async () => {
+    const crashDir = await mkdtemp(join(tmpdir(), 'solana-sandbox-crash-'));
+    const first = await startSolanaSandbox({ dataDir: crashDir });
+    let second: SolanaSandbox | undefined;
+    try {
+      const payer = Keypair.generate();
+      const payee = Keypair.generate().publicKey;
+      const rpc = new Connection(first.rpcUrl, 'confirmed');
+      await first.faucet(payer.publicKey.toBase58(), 'SOL', SOL);
+      await first.faucet(payer.publicKey.toBase58(), 'USDC', 7n);
+      const { blockhash } = await rpc.getLatestBlockhash();
+      const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: payee, lamports: 1_234_567 }));
+      tx.sign(payer);
+      const signature = await rpc.sendRawTransaction(tx.serialize());
+
+      // No wait and no stop(): whatever the first sandbox answered must already be durable.
+      second = await startSolanaSandbox({ dataDir: crashDir });
+      const after = new Connection(second.rpcUrl, 'confirmed');
+      expect(BigInt(await after.getBalance(payee))).toBe(1_234_567n);
+      expect(BigInt(await after.getBalance(payer.publicKey))).toBe(SOL - 1_234_567n - 5_000n);
+      expect((await after.getTokenAccountBalance(getAssociatedTokenAddressSync(USDC, payer.publicKey))).value.amount).toBe('7');
+      const {
+        value: [status],
+      } = await after.getSignatureStatuses([signature]);
+      expect(status).toMatchObject({ err: null, confirmationStatus: 'finalized' });
+    } finally {
+      await second?.stop();
+      await first.stop();
+      await rm(crashDir, { recursive: true, force: true });
+    }
+  });
+
+  it('answers a change it could not save with an HTTP failure (maybe sent), never a JSON-RPC refusal', async () => {
+    const brokenDir = await mkdtemp(join(tmpdir(), 'solana-sandbox-unsaved-'));
+    const running = await startSolanaSandbox({ dataDir: brokenDir });
+    try {
+      const payer = Keypair.generate();
+      await running.faucet(payer.publicKey.toBase58(), 'SOL', SOL);
+      const { blockhash } = await new Connection(running.rpcUrl, 'confirmed').getLatestBlockhash();
+      const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1_000_000 }));
+      tx.sign(payer);
+      // The state directory becomes a file: nothing can be written any more.
+      await rm(join(brokenDir, 'chains'), { recursive: true });
+      await writeFile(join(brokenDir, 'chains'), 'not a directory');
+
+      const body = { jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: [tx.serialize().toString('base64'), { encoding: 'base64' }] };
+      const response = await fetch(running.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(response.status).toBe(500);
+      expect(await response.text()).not.toContain('jsonrpc');
+      await expect(running.faucet(payer.publicKey.toBase58(), 'SOL', SOL)).rejects.toThrow(/could not be saved/);
+    } finally {
+      await expect(running.stop()).rejects.toThrow(/could not be saved/);
+      await rm(brokenDir, { recursive: true, force: true });
+    }
+  });
+
+  it('restores from SOL.json alone when the engine snapshot is newer than it (killed between the two writes)', async () => {
+    const crashDir = await mkdtemp(join(tmpdir(), 'solana-sandbox-torn-'));
+    const payer = Keypair.generate();
+    let running = await startSolanaSandbox({ dataDir: crashDir });
+    try {
+      await running.faucet(payer.publicKey.toBase58(), 'SOL', SOL);
+      const committed = await readFile(join(crashDir, 'chains', 'SOL.json'));
+      await running.faucet(payer.publicKey.toBase58(), 'SOL', 2n * SOL);
+      await running.stop();
+      // The snapshot holds the second credit, SOL.json (the commit point) only the first.
+      await writeFile(join(crashDir, 'chains', 'SOL.json'), committed);
+      running = await startSolanaSandbox({ dataDir: crashDir });
+      expect(BigInt(await new Connection(running.rpcUrl, 'confirmed').getBalance(payer.publicKey))).toBe(SOL);
+    } finally {
+      await running.stop();
+      await rm(crashDir, { recursive: true, force: true });
+    }
+  });
 });

@@ -12,6 +12,8 @@ export interface SolanaSend {
   readonly to: string;
   readonly token: string;
   readonly amount: bigint;
+  /** The transfer's SPL Memo (default: a random UUID): what makes equal transfers distinct transactions. */
+  readonly reference?: string;
   readonly signer: SolanaSigner;
   readonly journal?: SendJournal;
   readonly timings?: SendTimings;
@@ -46,7 +48,7 @@ export class SolanaSender {
         }),
       );
     } else {
-      const built = await chain.transferMessage(request.from, request.to, request.token, request.amount);
+      const built = await chain.transferMessage(request.from, request.to, request.token, request.amount, request.reference);
       const lamports = await chain.balance(request.from, 'SOL');
       if (request.token !== 'SOL') {
         const available = await chain.balance(request.from, request.token);
