@@ -113,7 +113,7 @@ export function openApiDocument(service: ServiceName) {
     components: {
       schemas: { Error: schema(ErrorResponse) },
       securitySchemes: {
-        userJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The end user\'s JWT from the app\'s identity provider; `sub` is the app_user_id, at most 255 bytes (UTF-8; a longer one is 401 INVALID_TOKEN).' },
+        userJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The end user\'s JWT from the app\'s identity provider; `sub` is the app_user_id, at most 255 bytes (UTF-8; a longer one is 401 INVALID_TOKEN). `exp` more than 10 years ahead or not finite is 401 INVALID_TOKEN; an app may set `max_token_age_seconds`, and then tokens must carry `iat` and be no older, and live no longer, than that.' },
         secretKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-SECRET-KEY', description: 'The application\'s secret key.' },
         apiKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-API-KEY', description: 'The application\'s API key (express wallet service).' },
         providerId: { type: 'apiKey', in: 'header', name: 'X-OIDC-Provider-ID', description: 'The app\'s identity provider id (GET /v1/identity/provider), or a legacy iframe-login id (deprecated).' },
