@@ -9,7 +9,7 @@ import { CHAIN_CODES } from '../../shared/wallets/networks.ts';
 import { normaliseRecipient } from '../../shared/withdrawals/withdraw-rules.ts';
 import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
 import type { EvmSandbox } from './evm-sandbox.ts';
-import { FaucetRefusedError, MAX_UNITS, tooLarge } from './faucet-refused.ts';
+import { FaucetRefusedError, MAX_UNITS } from './faucet-refused.ts';
 import type { SolanaSandbox } from './solana-sandbox.ts';
 
 /**
@@ -66,8 +66,7 @@ export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxy
     const family = body.chain === 'SOL' ? 'sol' : 'evm';
     // 2^256 base units is 78 digits: a longer string is refused before it becomes a bigint.
     if (body.amount.length > 100) throw new ValidationError('body.amount: must be at most 100 characters', 'AMOUNT_TOO_LARGE');
-    const amount = parseAmount(body.amount, decimals);
-    if (amount > MAX_UNITS[family]) throw tooLarge('the amount', family);
+    const amount = parseAmount(body.amount, decimals, 'body.amount', MAX_UNITS[family]);
     const address = faucetAddress(body.chain, body.address);
     if (body.chain === 'SOL') await chains.sol.faucet(address, body.token as 'SOL' | 'USDC', amount);
     else await chains.evm.faucet(body.chain, address as `0x${string}`, body.token, amount);
