@@ -1,9 +1,11 @@
 /**
  * Every HTTP route of the three services, the handler module that serves it, and what that
  * handler's code path needs from AWS. CDK (infra/services-stack.ts) makes one Lambda per entry
- * and one API Gateway HTTP API route per path, and grants each Lambda exactly its `needs`; the
- * local runtime (infra/local/) routes requests to the same modules.
- * `$default` catches unknown routes so they get our JSON 404 instead of API Gateway's.
+ * and one method of an API Gateway REST API per route (infra/api-resources.ts builds the resource
+ * tree), and grants each Lambda exactly its `needs`; the local runtime (infra/local/) routes
+ * requests to the same modules over the same tree.
+ * `$default` is the `ANY` method of every resource: a wrong method gets our JSON 405 with
+ * `Allow`, an unknown path our JSON 404, instead of API Gateway's 403 "Missing Authentication Token".
  */
 export type ServiceName = 'account' | 'enclave' | 'express';
 
@@ -56,7 +58,7 @@ export interface RouteDefinition {
   /** Stable id, used for the Lambda's construct id (PascalCase). */
   readonly id: string;
   readonly service: ServiceName;
-  /** `METHOD /path/{param}` as API Gateway HTTP APIs write it, or `$default`. */
+  /** `METHOD /path/{param}` (the method and the REST API resource path), or `$default`. */
   readonly routeKey: string;
   /** Handler module, relative to the repository root; it exports `handler`. */
   readonly entry: string;

@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { createLocalJWKSet, createRemoteJWKSet, jwtVerify } from 'jose';
 
 /**
@@ -13,7 +13,7 @@ import { createLocalJWKSet, createRemoteJWKSet, jwtVerify } from 'jose';
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
 const keys = process.env.JWKS_URL ? createRemoteJWKSet(new URL(process.env.JWKS_URL)) : createLocalJWKSet({ keys: [] });
 
-export const handler = middy(async (event: APIGatewayProxyEventV2) => {
+export const handler = middy(async (event: APIGatewayProxyEvent) => {
   const token = event.headers.authorization?.replace(/^Bearer /i, '') ?? '';
   const { payload } = await jwtVerify(token, keys, { issuer: process.env.ISSUER, audience: process.env.AUDIENCE });
   const { Item } = await doc.send(new GetCommand({ TableName: process.env.TABLE_NAME, Key: { pk: `USER#${payload.sub}`, sk: 'ACCOUNT' } }));

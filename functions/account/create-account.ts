@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { type AccountDeps, getOrCreateAccount } from '../../shared/accounts/account-service.ts';
 import { toAccountResource } from '../../shared/accounts/account-record.ts';
@@ -11,7 +11,7 @@ import { jsonResponse } from '../../shared/http/response.ts';
 export type CreateAccountDeps = Pick<AccountDeps, 'table' | 'keyWrapper' | 'enclave' | 'now'> & { readonly apps: AppRegistry };
 
 /** `POST /account`: create the caller's account if missing, otherwise return it. No body. */
-export const makeCreateAccount = (deps: CreateAccountDeps) => async (event: APIGatewayProxyEventV2) => {
+export const makeCreateAccount = (deps: CreateAccountDeps) => async (event: APIGatewayProxyEvent) => {
   const user = await authenticateUser(deps.apps, event);
   const account = await getOrCreateAccount(deps, user);
   return jsonResponse(200, { success: true, ...toAccountResource(account) });

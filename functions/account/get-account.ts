@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { requireAccount } from '../../shared/accounts/account-service.ts';
 import { toAccountResource } from '../../shared/accounts/account-record.ts';
@@ -14,7 +14,7 @@ export interface GetAccountDeps {
 }
 
 /** `GET /account`: the caller's account (without `success`); 404 before it is created. */
-export const makeGetAccount = (deps: GetAccountDeps) => async (event: APIGatewayProxyEventV2) => {
+export const makeGetAccount = (deps: GetAccountDeps) => async (event: APIGatewayProxyEvent) => {
   const user = await authenticateUser(deps.apps, event);
   return jsonResponse(200, toAccountResource(await requireAccount(deps, user)));
 };

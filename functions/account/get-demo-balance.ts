@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { DemoBalanceQuery, demoBalance } from '../../shared/accounts/demo-balance.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
@@ -17,7 +17,7 @@ export interface GetDemoBalanceDeps {
 }
 
 /** `GET /demo/wallet/balance?chain=`: demo only, balances read from the chain. */
-export const makeGetDemoBalance = (deps: GetDemoBalanceDeps) => async (event: APIGatewayProxyEventV2) => {
+export const makeGetDemoBalance = (deps: GetDemoBalanceDeps) => async (event: APIGatewayProxyEvent) => {
   const user = await authenticateUser(deps.apps, event);
   const query = parseInput(DemoBalanceQuery, event.queryStringParameters ?? {}, 'query');
   return jsonResponse(200, await demoBalance(deps, user, query.chain));

@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { type AccountDeps, signWithWallet } from '../../shared/accounts/account-service.ts';
 import { SignRequest } from '../../shared/accounts/schemas.ts';
@@ -12,7 +12,7 @@ import { parseInput } from '../../shared/http/validate.ts';
 export type SignWithWalletDeps = AccountDeps & { readonly apps: AppRegistry };
 
 /** `POST /wallet/sign`: sign a hash, or the keccak256 of a message, with the EVM wallet. */
-export const makeSignWithWallet = (deps: SignWithWalletDeps) => async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
+export const makeSignWithWallet = (deps: SignWithWalletDeps) => async (event: APIGatewayProxyEvent & { body: unknown }) => {
   const user = await authenticateUser(deps.apps, event);
   const body = parseInput(SignRequest, event.body, 'body');
   const { signature, raw_data_hash } = await signWithWallet(deps, user, body);

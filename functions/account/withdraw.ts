@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import * as v from 'valibot';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { authenticateUser, header } from '../../shared/auth/authenticate.ts';
@@ -18,7 +18,7 @@ export type WithdrawRouteDeps = WithdrawDeps & { readonly apps: AppRegistry };
  * `POST /withdraw`: send from the user's wallet to an external address. `Idempotency-Key` makes
  * retries safe; `Server-Timing` reports signing, broadcast and inclusion times.
  */
-export const makeWithdraw = (deps: WithdrawRouteDeps) => async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
+export const makeWithdraw = (deps: WithdrawRouteDeps) => async (event: APIGatewayProxyEvent & { body: unknown }) => {
   const user = await authenticateUser(deps.apps, event);
   const body = parseInput(WithdrawRequest, event.body, 'body');
   const idempotencyKey = parseInput(v.object({ 'idempotency-key': IdempotencyKey }), { 'idempotency-key': header(event, 'idempotency-key') }, 'header')['idempotency-key'];

@@ -1,10 +1,26 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { NotFoundError } from '../../shared/errors.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
+import { jsonResponse } from '../../shared/http/response.ts';
+import { currentServiceName } from '../../shared/observability/service-name.ts';
+import { ROUTES } from '../routes.ts';
 
-/** API Gateway `$default` route: unknown paths and methods get the JSON error shape. */
-export const adapter = async (event: APIGatewayProxyEventV2) => {
-  throw new NotFoundError('ROUTE_NOT_FOUND', `No route for ${event.requestContext.http.method} ${event.rawPath}`);
+/**
+ * The `$default` route: the `ANY` method of every resource of a service's REST API
+ * (infra/api-resources.ts). A resource that has routes answers another method with 405 and
+ * `Allow`; any other path (a path prefix, a `{proxy+}` catch-all) is 404.
+ */
+export const adapter = async (event: APIGatewayProxyEvent) => {
+  const service = currentServiceName();
+  const allowed = ROUTES.filter((route) => route.service === service && route.routeKey.endsWith(` ${event.resource}`))
+    .map((route) => route.routeKey.split(' ')[0]!)
+    .sort();
+  if (allowed.length === 0) throw new NotFoundError('ROUTE_NOT_FOUND', `No route for ${event.httpMethod} ${event.path}`);
+  return jsonResponse(
+    405,
+    { success: false, error: { code: 'METHOD_NOT_ALLOWED', message: `${event.httpMethod} is not allowed here: use ${allowed.join(', ')}` } },
+    { allow: allowed.join(', ') },
+  );
 };
 
 export const handler = httpHandler(adapter);

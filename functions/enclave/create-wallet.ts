@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { authenticateEnclaveCaller } from '../../shared/auth/authenticate.ts';
 import { verifyUserJwt } from '../../shared/auth/jwt.ts';
 import { createWallet } from '../../shared/enclave/create-wallet.ts';
@@ -9,7 +9,7 @@ import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 
 /** `POST /v2/api/wallet`: get-or-create a wallet bound to the `auth_jwt` identity. */
-export const makeCreateWallet = (deps: V2Deps) => async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
+export const makeCreateWallet = (deps: V2Deps) => async (event: APIGatewayProxyEvent & { body: unknown }) => {
   const app = await authenticateEnclaveCaller(deps.apps, event, deps.now());
   const body = parseInput(CreateWalletRequest, event.body, 'body');
   const identity = await verifyUserJwt(app, body.auth_jwt, deps.now());

@@ -1,10 +1,11 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type * as v from 'valibot';
 import { authenticateEnclaveCaller } from '../../shared/auth/authenticate.ts';
 import type { V1Deps, V2Deps } from '../../shared/enclave/deps.ts';
 import type { SigningWallet } from '../../shared/enclave/sign-operations.ts';
 import { withV1WalletKey, withWalletKey, type WalletAuthorization } from '../../shared/enclave/use-wallet.ts';
 import { assertV1Open } from '../../shared/enclave/v1-wallets.ts';
+import { routeOf } from '../../shared/http/event.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { measureSigning } from '../../shared/observability/metrics.ts';
@@ -19,11 +20,11 @@ type Operation<S extends v.GenericSchema, R> = (wallet: SigningWallet, secret: B
 export const makeV2Signer =
   <S extends v.GenericSchema, R extends object>(schema: S, operation: Operation<S, R>) =>
   (deps: V2Deps) =>
-  async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
+  async (event: APIGatewayProxyEvent & { body: unknown }) => {
     const app = await authenticateEnclaveCaller(deps.apps, event, deps.now());
     const body = parseInput(schema, event.body, 'body');
     const run = (wallet: SigningWallet, secret: Buffer) => operation(wallet, secret, body);
-    const result = await measureSigning(event.routeKey, () => withWalletKey(deps, app, body as WalletAuthorization, run));
+    const result = await measureSigning(routeOf(event), () => withWalletKey(deps, app, body as WalletAuthorization, run));
     return jsonResponse(200, { success: true, ...result });
   };
 
@@ -31,12 +32,12 @@ export const makeV2Signer =
 export const makeV1Signer =
   <S extends v.GenericSchema, R extends object>(schema: S, operation: Operation<S, R>) =>
   (deps: V1Deps) =>
-  async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
+  async (event: APIGatewayProxyEvent & { body: unknown }) => {
     assertV1Open(deps); // every v1 request is refused after retirement
     const app = await authenticateEnclaveCaller(deps.apps, event, deps.now());
     const body = parseInput(schema, event.body, 'body');
     const auth = body as { encryption_context: string; access_key: string; wallet_id: string };
     const run = (wallet: SigningWallet, secret: Buffer) => operation(wallet, secret, body);
-    const result = await measureSigning(event.routeKey, () => withV1WalletKey(deps, app, auth, run));
+    const result = await measureSigning(routeOf(event), () => withV1WalletKey(deps, app, auth, run));
     return jsonResponse(200, { success: true, ...result });
   };

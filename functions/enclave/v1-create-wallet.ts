@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { authenticateEnclaveCaller } from '../../shared/auth/authenticate.ts';
 import { type V1Deps, v1DepsFromEnv } from '../../shared/enclave/deps.ts';
 import { V1CreateWalletRequest } from '../../shared/enclave/schemas.ts';
@@ -8,7 +8,7 @@ import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 
 /** `POST /v1/api/wallet`: legacy creation under an encryption_context; 410 V1_RETIRED after retirement. */
-export const makeV1CreateWallet = (deps: V1Deps) => async (event: APIGatewayProxyEventV2 & { body: unknown }) => {
+export const makeV1CreateWallet = (deps: V1Deps) => async (event: APIGatewayProxyEvent & { body: unknown }) => {
   assertV1Open(deps);
   const app = await authenticateEnclaveCaller(deps.apps, event, deps.now());
   const body = parseInput(V1CreateWalletRequest, event.body, 'body');

@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { authenticateApp } from '../../shared/auth/authenticate.ts';
 import { appsFromEnv } from '../../shared/deps/table.ts';
@@ -6,7 +6,7 @@ import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 
 /** `GET /v1/identity/provider`: the app's identity provider, found by `X-SERVICE-SECRET-KEY`. */
-export const makeGetIdentityProvider = (deps: { readonly apps: AppRegistry }) => async (event: APIGatewayProxyEventV2) => {
+export const makeGetIdentityProvider = (deps: { readonly apps: AppRegistry }) => async (event: APIGatewayProxyEvent) => {
   const { app } = await authenticateApp(deps.apps, event);
   const { provider_id, issuer, audience } = app.oidc;
   return jsonResponse(200, { success: true, provider_id, issuer, audience: audience ?? null });

@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { expressDepsFromEnv, type ExpressRouteDeps } from '../../shared/deps/express.ts';
 import { authenticateExpressCaller } from '../../shared/express/express-caller.ts';
 import { getOrCreateExpressWallet } from '../../shared/express/express-wallets.ts';
@@ -6,7 +6,7 @@ import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 
 /** `POST /v2/wallet`: get or create the user's wallet for X-SERVICE-CHAIN. No body. */
-export const makeGetOrCreateExpressWallet = (deps: ExpressRouteDeps) => async (event: APIGatewayProxyEventV2) => {
+export const makeGetOrCreateExpressWallet = (deps: ExpressRouteDeps) => async (event: APIGatewayProxyEvent) => {
   const caller = await authenticateExpressCaller(deps.apps, event);
   const wallet = await getOrCreateExpressWallet(deps, caller);
   return jsonResponse(200, { success: true, public_address: wallet.public_address, chain: caller.chain, wallet_id: wallet.wallet_id }, caller.responseHeaders);

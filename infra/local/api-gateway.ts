@@ -1,52 +1,13 @@
 import { InvokeStore, InvokeStoreBase } from '@aws/lambda-invoke-store';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 
 /**
- * What API Gateway HTTP APIs do in front of a Lambda (payload format 2.0), for the local
- * runtime: route matching, the event shape, and turning the handler's result into a response.
+ * What API Gateway REST APIs do in front of a Lambda (proxy integration, payload format 1.0), for
+ * the local runtime: the event shape, and turning the handler's result into a response. Route
+ * matching is infra/api-resources.ts, the same tree CDK deploys.
  */
-export interface Route {
-  readonly routeKey: string;
-  readonly method: string;
-  readonly pattern: RegExp;
-  readonly paramNames: readonly string[];
-}
-
-export function compileRoute(routeKey: string): Route {
-  if (routeKey === '$default') return { routeKey, method: '*', pattern: /^/, paramNames: [] };
-  const [method, path] = routeKey.split(' ') as [string, string];
-  const paramNames: string[] = [];
-  const source = path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{([^}+]+)\+?\}/g, (_m, name: string) => {
-    paramNames.push(name);
-    return '([^/]+)';
-  });
-  return { routeKey, method, pattern: new RegExp(`^${source}$`), paramNames };
-}
-
-/** Exact routes first, `$default` last, as API Gateway matches. */
-export function matchRoute<R extends Route>(routes: readonly R[], method: string, path: string) {
-  for (const route of routes) {
-    if (route.routeKey === '$default' || route.method !== method) continue;
-    const match = route.pattern.exec(path);
-    if (match) {
-      const pathParameters = Object.fromEntries(route.paramNames.map((name, i) => [name, safeDecode(match[i + 1]!)]));
-      return { route, pathParameters };
-    }
-  }
-  const fallback = routes.find((route) => route.routeKey === '$default');
-  return fallback ? { route: fallback, pathParameters: {} } : undefined;
-}
-
-/** A malformed %-escape stays as sent (the handler's validation then refuses it) instead of a 500. */
-function safeDecode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-}
 
 /**
  * The path and query of a request target exactly as sent. Not `new URL(target, base)`: that reads
@@ -59,60 +20,93 @@ export function requestTarget(rawUrl: string | undefined): { path: string; query
   return mark === -1 ? { path: target, query: '' } : { path: target.slice(0, mark), query: target.slice(mark + 1) };
 }
 
-const TEXTUAL = /^(application\/(json|x-www-form-urlencoded|.*\+json)|text\/)/i;
-
-/** An id in the shape API Gateway HTTP APIs give each request (`JXFxZjE0oAMEVaQ=`). */
+/** An id in the shape API Gateway gives each request (a UUID for REST APIs). */
 export function gatewayRequestId(): string {
-  return randomBytes(10).toString('base64');
+  return randomUUID();
 }
 
-export function toEvent(
-  req: IncomingMessage,
-  body: Buffer,
-  routeKey: string,
-  pathParameters: Record<string, string>,
-  requestId: string = gatewayRequestId(),
-): APIGatewayProxyEventV2 {
+/** The stage name the local runtime reports (its URLs carry no stage prefix, like a custom domain's root mapping). */
+export const LOCAL_STAGE = 'local';
+
+export interface MatchedResource {
+  /** The matched resource (`/v1/wallet/sign/{operation}`, `/{proxy+}`). */
+  readonly resource: string;
+  readonly pathParameters: Readonly<Record<string, string>>;
+}
+
+/**
+ * A REST API proxy event as API Gateway builds it: header names as the caller sent them, the last
+ * value of a repeated header or query parameter in `headers`/`queryStringParameters` and all of
+ * them in the `multiValue…` twins, `null` for each absent part, the body as UTF-8 text (no binary
+ * media types are configured, so it is never base64).
+ */
+export function toEvent(req: IncomingMessage, body: Buffer, matched: MatchedResource, requestId: string = gatewayRequestId()): APIGatewayProxyEvent {
   const { path, query } = requestTarget(req.url);
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
-  }
-  const queryStringParameters: Record<string, string> = {};
-  for (const [name, value] of new URLSearchParams(query)) {
-    queryStringParameters[name] = name in queryStringParameters ? `${queryStringParameters[name]},${value}` : value;
-  }
-  const textual = TEXTUAL.test(headers['content-type'] ?? '');
+  const multiValueHeaders: Record<string, string[]> = {};
+  const raw = req.rawHeaders ?? [];
+  for (let i = 0; i + 1 < raw.length; i += 2) (multiValueHeaders[raw[i]!] ??= []).push(raw[i + 1]!);
+  const headers = Object.fromEntries(Object.entries(multiValueHeaders).map(([name, values]) => [name, values.at(-1)!]));
+  const multiValueQueryStringParameters: Record<string, string[]> = {};
+  for (const [name, value] of new URLSearchParams(query)) (multiValueQueryStringParameters[name] ??= []).push(value);
+  const queryStringParameters = Object.fromEntries(Object.entries(multiValueQueryStringParameters).map(([name, values]) => [name, values.at(-1)!]));
+  const hasHeaders = raw.length > 0;
+  const hasQuery = Object.keys(queryStringParameters).length > 0;
+  const method = req.method ?? 'GET';
   const now = new Date();
+  const header = (name: string) => Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
   return {
-    version: '2.0',
-    routeKey,
-    rawPath: path,
-    rawQueryString: query,
-    headers,
-    queryStringParameters: Object.keys(queryStringParameters).length ? queryStringParameters : undefined,
-    pathParameters: Object.keys(pathParameters).length ? pathParameters : undefined,
-    body: body.length ? (textual ? body.toString('utf8') : body.toString('base64')) : undefined,
-    isBase64Encoded: body.length > 0 && !textual,
+    resource: matched.resource,
+    path,
+    httpMethod: method,
+    headers: hasHeaders ? headers : (null as never),
+    multiValueHeaders: hasHeaders ? multiValueHeaders : (null as never),
+    queryStringParameters: hasQuery ? queryStringParameters : null,
+    multiValueQueryStringParameters: hasQuery ? multiValueQueryStringParameters : null,
+    pathParameters: Object.keys(matched.pathParameters).length ? { ...matched.pathParameters } : null,
+    stageVariables: null,
+    body: body.length ? body.toString('utf8') : null,
+    isBase64Encoded: false,
     requestContext: {
-      accountId: 'sandbox',
+      accountId: '000000000000',
       apiId: 'local',
-      domainName: headers.host ?? 'localhost',
+      resourceId: 'local',
+      resourcePath: matched.resource,
+      httpMethod: method,
+      path,
+      stage: LOCAL_STAGE,
+      protocol: `HTTP/${req.httpVersion}`,
+      domainName: header('host') ?? 'localhost',
       domainPrefix: 'localhost',
-      http: {
-        method: req.method ?? 'GET',
-        path,
-        protocol: `HTTP/${req.httpVersion}`,
-        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
-        userAgent: headers['user-agent'] ?? '',
-      },
       requestId,
-      routeKey,
-      stage: '$default',
-      time: now.toUTCString(),
-      timeEpoch: now.getTime(),
+      extendedRequestId: requestId,
+      requestTime: accessLogTime(now),
+      requestTimeEpoch: now.getTime(),
+      authorizer: null,
+      identity: {
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: header('user-agent') ?? null,
+        accessKey: null,
+        accountId: null,
+        apiKey: null,
+        apiKeyId: null,
+        caller: null,
+        clientCert: null,
+        cognitoAuthenticationProvider: null,
+        cognitoAuthenticationType: null,
+        cognitoIdentityId: null,
+        cognitoIdentityPoolId: null,
+        principalOrgId: null,
+        user: null,
+        userArn: null,
+      },
     },
   };
+}
+
+/** `22/Nov/2026:10:40:14 +0000`, API Gateway's `requestTime`. */
+function accessLogTime(date: Date): string {
+  const [, day, month, year, time] = /^\w+, (\d+) (\w+) (\d+) (\S+)/.exec(date.toUTCString())!;
+  return `${day!.padStart(2, '0')}/${month}/${year}:${time} +0000`;
 }
 
 export function lambdaContext(functionName: string, timeoutMs: number): Context {
@@ -151,14 +145,15 @@ export function runInvocation<T>(context: Context, invoke: () => T): T {
   return store ? store.run({ [InvokeStoreBase.PROTECTED_KEYS.REQUEST_ID]: context.awsRequestId }, invoke) : invoke();
 }
 
-export function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResultV2 | string | undefined) {
+export function writeResult(res: ServerResponse, result: APIGatewayProxyResult | string | undefined) {
   if (result === undefined || typeof result === 'string') {
     res.writeHead(200, { 'content-type': 'application/json' }).end(result ?? '');
     return;
   }
-  // setHeader (not writeHead's argument), so the access log can read them back.
+  // setHeader (not writeHead's argument), so the access log can read them back. API Gateway
+  // merges `multiValueHeaders` over `headers`.
   for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, String(value));
-  if (result.cookies?.length) res.setHeader('set-cookie', result.cookies);
-  const body = result.body === undefined ? '' : result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body;
-  res.writeHead(result.statusCode ?? 200).end(body);
+  for (const [name, values] of Object.entries(result.multiValueHeaders ?? {})) res.setHeader(name, values.map(String));
+  const body = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body;
+  res.writeHead(result.statusCode).end(body);
 }

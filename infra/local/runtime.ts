@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { ROUTES, type RouteDefinition, type ServiceName } from '../../functions/routes.ts';
+import { ROUTES, type ServiceName } from '../../functions/routes.ts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Application } from '../../shared/apps/application.ts';
 import { deleteApplication, putApplication } from '../../shared/apps/app-registry.ts';
@@ -25,7 +25,8 @@ import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-route
 import { startSolanaSandbox } from './solana-sandbox.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
-import { compileRoute, gatewayRequestId, installInvokeStore, lambdaContext, matchRoute, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
+import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
+import { matchResource, type ResourceTree, resourceTree } from '../api-resources.ts';
 
 /**
  * The embedded local sandbox: three HTTP listeners whose requests become API Gateway events for
@@ -70,7 +71,8 @@ export interface LocalRuntime {
 }
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const MAX_BODY_BYTES = 1024 * 1024;
+/** API Gateway REST APIs refuse larger payloads (413) before any function runs; routes refuse far less (shared/http/handler.ts). */
+const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 const SERVICES: readonly ServiceName[] = ['account', 'enclave', 'express'];
 
 export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
@@ -134,7 +136,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     ALLOWED_7702_DELEGATES: [...new Set(Object.values(evm.chains).map((chain) => chain.delegate).filter(Boolean))].join(','),
   });
   for (const service of SERVICES) {
-    const routes = ROUTES.filter((route) => route.service === service).map((route) => ({ ...route, ...compileRoute(route.routeKey) }));
+    const routes = resourceTree(ROUTES.filter((route) => route.service === service));
     servers[service].on('request', (req, res) => {
       const started = performance.now();
       // API Gateway gives every request an id before the function sees it.
@@ -185,7 +187,7 @@ function loadHandler(entry: string): Promise<Handler> {
 
 async function serve(
   service: ServiceName,
-  routes: (RouteDefinition & ReturnType<typeof compileRoute>)[],
+  routes: ResourceTree,
   req: IncomingMessage,
   res: ServerResponse,
   requestId: string,
@@ -195,22 +197,21 @@ async function serve(
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) {
-      res.writeHead(413, { 'content-type': 'application/json', 'x-request-id': requestId });
-      res.end(JSON.stringify({ success: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 1 MiB' } }));
+    if (size > GATEWAY_MAX_BODY_BYTES) {
+      res.writeHead(413, { 'content-type': 'application/json', 'x-request-id': requestId, connection: 'close' });
+      res.end(JSON.stringify({ success: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 10 MB' } }));
       return;
     }
     chunks.push(chunk as Buffer);
   }
   const { path } = requestTarget(req.url);
   if (sandbox && path.startsWith('/sandbox/')) {
-    const result = await sandboxRoute(sandbox, toEvent(req, Buffer.concat(chunks), 'sandbox', {}, requestId));
+    const result = await sandboxRoute(sandbox, toEvent(req, Buffer.concat(chunks), { resource: path, pathParameters: {} }, requestId));
     if (result) return writeResult(res, result);
   }
-  const matched = matchRoute(routes, req.method ?? 'GET', path);
-  if (!matched) throw new Error('no $default route');
+  const matched = matchResource(routes, req.method ?? 'GET', path);
   const handler = await loadHandler(matched.route.entry);
-  const event = toEvent(req, Buffer.concat(chunks), matched.route.routeKey, matched.pathParameters, requestId);
+  const event = toEvent(req, Buffer.concat(chunks), { resource: matched.resource.path, pathParameters: matched.pathParameters }, requestId);
   const context = lambdaContext(matched.route.id, 29_000);
   // Lambda sets POWERTOOLS_SERVICE_NAME per function; one process serves all three services here.
   const result = await withServiceName(service, () => runInvocation(context, () => handler(event, context)));

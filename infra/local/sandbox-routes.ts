@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { toErrorResponse } from '../../shared/http/error-handler.ts';
 import { jsonResponse, type HttpResult } from '../../shared/http/response.ts';
@@ -50,8 +50,8 @@ export function chainsListing(config: ChainsConfig) {
   };
 }
 
-export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxyEventV2 & { body?: string }): Promise<HttpResult | undefined> {
-  const route = `${event.requestContext.http.method} ${event.rawPath}`;
+export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxyEvent): Promise<HttpResult | undefined> {
+  const route = `${event.httpMethod} ${event.path}`;
   if (route !== 'GET /sandbox/chains' && route !== 'POST /sandbox/faucet') return undefined;
   try {
     if (route === 'GET /sandbox/chains') return jsonResponse(200, chainsListing(chains.config));

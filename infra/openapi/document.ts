@@ -19,6 +19,7 @@ const ERROR_TEXT: Record<number, string> = {
   404: 'Not found',
   409: 'The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED)',
   410: 'Retired (V1_RETIRED)',
+  413: 'PAYLOAD_TOO_LARGE: the request body is over 256 KiB',
   415: 'Content-Type must be application/json',
   502: 'A dependency (the wallet enclave) failed',
 };
@@ -85,7 +86,8 @@ export function openApiDocument(service: ServiceName) {
     const responses: Record<string, unknown> = doc.redirect
       ? { 308: { description: 'Permanent redirect to the /v2/ path (method and body preserved)', headers: { Location: { schema: { type: 'string' } } }, content: { 'application/json': { schema: schema(doc.response) } } } }
       : { 200: { description: 'OK', content: { 'application/json': { schema: schema(doc.response) } } } };
-    for (const status of [...doc.errors, 500]) {
+    // Every body route refuses bodies over 256 KiB (shared/http/handler.ts MAX_BODY_BYTES).
+    for (const status of [...doc.errors, ...(doc.body ? [413] : []), 500]) {
       responses[status] = { description: ERROR_TEXT[status] ?? 'Internal error (reveals nothing internal)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     }
     paths[path] ??= {};
@@ -107,7 +109,7 @@ export function openApiDocument(service: ServiceName) {
       title: TITLES[service],
       version: '2.0.0',
       description:
-        'Errors are always `{ "success": false, "error": { "code", "message" } }`. Unknown routes answer 404 ROUTE_NOT_FOUND. Amounts are decimal strings.',
+        'Errors are always `{ "success": false, "error": { "code", "message" } }`. Unknown routes answer 404 ROUTE_NOT_FOUND; another method on a known path answers 405 METHOD_NOT_ALLOWED with an `Allow` header; a request body over 256 KiB answers 413 PAYLOAD_TOO_LARGE. Amounts are decimal strings.',
     },
     paths,
     components: {

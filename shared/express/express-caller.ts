@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { Application } from '../apps/application.ts';
 import type { AppRegistry } from '../apps/app-registry.ts';
 import { bearerToken, header } from '../auth/authenticate.ts';
@@ -11,7 +11,7 @@ export const LEGACY_LOGIN_DEPRECATED_AT = '2026-07-31T00:00:00Z';
 const DEPRECATION_HEADER = `@${Math.floor(Date.parse(LEGACY_LOGIN_DEPRECATED_AT) / 1000)}`;
 
 /** The app behind `X-SERVICE-API-KEY`. 401 when missing or unknown. */
-export async function authenticateApiKey(registry: AppRegistry, event: Pick<APIGatewayProxyEventV2, 'headers'>): Promise<Application> {
+export async function authenticateApiKey(registry: AppRegistry, event: Pick<APIGatewayProxyEvent, 'headers'>): Promise<Application> {
   const apiKey = header(event, 'x-service-api-key');
   if (!apiKey) throw new UnauthorizedError('MISSING_API_KEY', 'X-SERVICE-API-KEY header is required');
   const app = await registry.findByApiKey(apiKey);
@@ -34,7 +34,7 @@ export interface ExpressCaller {
  * id must be that app's (or one of its legacy ids), the Bearer JWT must verify against that
  * provider, and X-SERVICE-CHAIN must be a chain code.
  */
-export async function authenticateExpressCaller(registry: AppRegistry, event: Pick<APIGatewayProxyEventV2, 'headers'>): Promise<ExpressCaller> {
+export async function authenticateExpressCaller(registry: AppRegistry, event: Pick<APIGatewayProxyEvent, 'headers'>): Promise<ExpressCaller> {
   const app = await authenticateApiKey(registry, event);
   const providerId = header(event, 'x-oidc-provider-id');
   if (!providerId) throw new ValidationError('header X-OIDC-Provider-ID: is required', 'MISSING_PROVIDER_ID');

@@ -1,13 +1,14 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type middy from '@middy/core';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { serviceLogger } from '../logger.ts';
+import { routeOf } from './event.ts';
 import { serviceMetrics } from '../observability/metrics.ts';
 import { currentServiceName } from '../observability/service-name.ts';
 import { REQUEST_ID_HEADER, REQUEST_ID_KEY, requestIdOf } from './request-id.ts';
 
-type Request = middy.Request<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 | undefined, unknown, Context>;
+type Request = middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult | undefined, unknown, Context>;
 type Middleware = middy.MiddlewareObj<any, any, any, any>;
 
 /** Powertools' own middlewares, made once per service (once per process in Lambda). */
@@ -31,7 +32,7 @@ function powertools(serviceName: string) {
  * line; metrics flushed after each invocation; `X-Request-Id` on every response, error or not;
  * one "request handled" line with route, status and duration (never headers or body).
  */
-export function observability(): middy.MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 | undefined, unknown, Context> {
+export function observability(): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult | undefined, unknown, Context> {
   const started = new WeakMap<object, { at: number; requestId: string; serviceName: string }>();
 
   const finish = async (request: Request, phase: 'after' | 'onError') => {
@@ -41,7 +42,7 @@ export function observability(): middy.MiddlewareObj<APIGatewayProxyEventV2, API
     if (response && typeof response === 'object') response.headers = { ...response.headers, [REQUEST_ID_HEADER]: state.requestId };
     const status = response?.statusCode ?? 500;
     serviceLogger(state.serviceName).info('request handled', {
-      route: request.event?.routeKey,
+      route: request.event?.httpMethod ? routeOf(request.event) : undefined,
       status,
       duration_ms: Math.round((performance.now() - state.at) * 10) / 10,
       ...(status >= 400 ? { error_code: errorCodeOf(response?.body) } : {}),

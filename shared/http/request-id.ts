@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 /** Where `observability()` leaves the id for later middlewares (middy's `request.internal`). */
@@ -10,7 +10,7 @@ const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
  * carries through), else API Gateway's request id, else Lambda's. It is sent back in the
  * `X-Request-Id` header of every response, in 500 bodies, and in every log line as `request_id`.
  */
-export function requestIdOf(event: Partial<APIGatewayProxyEventV2> | undefined, context: Partial<Context> | undefined): string {
+export function requestIdOf(event: Partial<APIGatewayProxyEvent> | undefined, context: Partial<Context> | undefined): string {
   const incoming = event?.headers?.[REQUEST_ID_HEADER];
   if (incoming && VALID_REQUEST_ID.test(incoming)) return incoming;
   return event?.requestContext?.requestId || context?.awsRequestId || crypto.randomUUID();

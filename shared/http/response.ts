@@ -1,7 +1,7 @@
-import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { APIGatewayProxyResult } from 'aws-lambda';
 
-/** What an adapter returns: an API Gateway HTTP API (payload 2.0) result. */
-export type HttpResult = APIGatewayProxyStructuredResultV2;
+/** What an adapter returns: an API Gateway REST API Lambda proxy result. */
+export type HttpResult = APIGatewayProxyResult;
 
 export function jsonResponse(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResult {
   return {

@@ -1,5 +1,7 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { describe, expect, it } from 'vitest';
-import { accountHeaders, appOne, call, expectErrorShape, uniqueUser } from './support/client.ts';
+import { accountHeaders, appOne, call, expectErrorShape, sandbox, uniqueUser } from './support/client.ts';
 
 describe('every service', () => {
   it.each(['account', 'enclave', 'express'] as const)('%s answers GET /health with 200 {"status":"ok"}', async (service) => {
@@ -14,14 +16,60 @@ describe('every service', () => {
     expect(expectErrorShape(response.body).code).toBe('ROUTE_NOT_FOUND');
   });
 
-  it('treats a wrong method as an unknown route', async () => {
+  it('answers a wrong method on a known path with 405 and Allow', async () => {
     const response = await call('account', 'DELETE', '/account');
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('GET, POST');
+    expect(expectErrorShape(response.body).code).toBe('METHOD_NOT_ALLOWED');
+    const express = await call('express', 'GET', '/v1/wallet/sign/data');
+    expect(express.status).toBe(405);
+    expect(express.headers.get('allow')).toBe('POST');
+  });
+
+  it.each([
+    ['enclave', '/v2/api'],
+    ['enclave', '/v2/api/wallet/sign_data/extra'],
+    ['express', '/v1/wallet/sign/data/extra'],
+    ['account', '/'],
+  ] as const)('%s answers %s (a path prefix, or a known path with more segments) with a JSON 404', async (service, path) => {
+    const response = await call(service, 'POST', path, { json: {} });
     expect(response.status).toBe(404);
-    expectErrorShape(response.body);
+    expect(expectErrorShape(response.body).code).toBe('ROUTE_NOT_FOUND');
+  });
+});
+
+describe('request headers', () => {
+  it('are matched whatever the case of their names (REST APIs pass them as sent)', async () => {
+    const headers = await accountHeaders(appOne, uniqueUser('headercase'));
+    const url = new URL(`${sandbox.urls.account}/account`);
+    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const shouting = { AUTHORIZATION: headers.authorization!, 'X-Service-Secret-Key': headers['x-service-secret-key']!, 'CONTENT-TYPE': 'application/json' };
+    const status = await new Promise<number>((done, fail) => {
+      // node:http sends header names exactly as given (fetch lower-cases them).
+      const req = request(url, { method: 'POST', headers: shouting }, (res) => {
+        res.resume();
+        res.on('end', () => done(res.statusCode ?? 0));
+      });
+      req.on('error', fail);
+      req.end('{}');
+    });
+    expect(status).toBe(200);
   });
 });
 
 describe('request bodies', () => {
+  it('refuses a body over 256 KiB with 413 PAYLOAD_TOO_LARGE, and over 10 MB at the gateway', async () => {
+    const headers = await accountHeaders(appOne, uniqueUser('bigbody'));
+    for (const size of [300 * 1024, 11 * 1024 * 1024]) {
+      const response = await call('account', 'POST', '/wallet/sign', {
+        headers: { ...headers, 'content-type': 'application/json' },
+        rawBody: JSON.stringify({ message: 'x'.repeat(size) }),
+      });
+      expect(response.status).toBe(413);
+      expect(expectErrorShape(response.body).code).toBe('PAYLOAD_TOO_LARGE');
+    }
+  });
+
   it('rejects invalid JSON with 400 INVALID_JSON', async () => {
     const headers = await accountHeaders(appOne, uniqueUser('badjson'));
     const response = await call('account', 'POST', '/wallet/sign', {

@@ -1,72 +1,74 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { compileRoute, gatewayRequestId, installInvokeStore, lambdaContext, matchRoute, requestTarget, runInvocation, toEvent } from '../../infra/local/api-gateway.ts';
+import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent } from '../../infra/local/api-gateway.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { logger } from '../../shared/logger.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
 import { captureJsonLines } from './support/capture-output.ts';
 
-const routes = ['GET /health', 'GET /task/{task_id}', 'POST /task', 'GET /v2/api/wallet/{wallet_id}/key/{key_id}', '$default'].map(compileRoute);
-
 /** The parts of an IncomingMessage that toEvent reads. */
-function request(options: { method?: string; url: string; headers?: IncomingHttpHeaders }): IncomingMessage {
+function request(options: { method?: string; url: string; rawHeaders?: string[] }): IncomingMessage {
   return {
     method: options.method ?? 'GET',
     url: options.url,
-    headers: options.headers ?? {},
+    rawHeaders: options.rawHeaders ?? [],
     httpVersion: '1.1',
     socket: { remoteAddress: '10.0.0.7' },
   } as unknown as IncomingMessage;
 }
 
-describe('compileRoute / matchRoute', () => {
-  it('extracts a path parameter', () => {
-    const matched = matchRoute(routes, 'GET', '/task/0190c1a2-task');
-    expect(matched?.route.routeKey).toBe('GET /task/{task_id}');
-    expect(matched?.pathParameters).toEqual({ task_id: '0190c1a2-task' });
+const ROOT = { resource: '/', pathParameters: {} };
+
+describe('toEvent (REST API proxy event, payload format 1.0)', () => {
+  it('builds the event with resource, path, method and path parameters; absent parts are null', () => {
+    const event = toEvent(request({ url: '/task/abc' }), Buffer.alloc(0), { resource: '/task/{task_id}', pathParameters: { task_id: 'abc' } }, 'gw-fixed-id');
+    expect(event).toMatchObject({
+      resource: '/task/{task_id}',
+      path: '/task/abc',
+      httpMethod: 'GET',
+      pathParameters: { task_id: 'abc' },
+      queryStringParameters: null,
+      multiValueQueryStringParameters: null,
+      stageVariables: null,
+      body: null,
+      isBase64Encoded: false,
+      requestContext: { resourcePath: '/task/{task_id}', httpMethod: 'GET', path: '/task/abc', stage: 'local', requestId: 'gw-fixed-id', identity: { sourceIp: '10.0.0.7' } },
+    });
+    expect(event.requestContext.requestTime).toMatch(/^\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000$/);
   });
 
-  it('extracts several path parameters, URL-decoded', () => {
-    const matched = matchRoute(routes, 'GET', '/v2/api/wallet/w%201/key/k%2F2');
-    expect(matched?.route.routeKey).toBe('GET /v2/api/wallet/{wallet_id}/key/{key_id}');
-    expect(matched?.pathParameters).toEqual({ wallet_id: 'w 1', key_id: 'k/2' });
+  it.each(['//', '//x/account', '/x/../account'])('keeps %s as the path (and does not throw)', (url) => {
+    const event = toEvent(request({ url: `${url}?q=1` }), Buffer.alloc(0), ROOT);
+    expect(event.path).toBe(url);
+    expect(event.requestContext.path).toBe(url);
+    expect(event.queryStringParameters).toEqual({ q: '1' });
   });
 
-  it('matches a static route with no parameters', () => {
-    expect(matchRoute(routes, 'GET', '/health')).toEqual({ route: routes[0], pathParameters: {} });
+  it('decodes query values; a repeated parameter is its last value, and all of them in multiValueQueryStringParameters', () => {
+    const event = toEvent(request({ url: '/task?limit=10&name=two%20words&tag=a&tag=b' }), Buffer.alloc(0), ROOT);
+    expect(event.queryStringParameters).toEqual({ limit: '10', name: 'two words', tag: 'b' });
+    expect(event.multiValueQueryStringParameters).toEqual({ limit: ['10'], name: ['two words'], tag: ['a', 'b'] });
+    expect(event.pathParameters).toBeNull();
   });
 
-  it('falls to $default when the method does not match', () => {
-    const matched = matchRoute(routes, 'DELETE', '/task/abc');
-    expect(matched?.route.routeKey).toBe('$default');
-    expect(matched?.pathParameters).toEqual({});
+  it('keeps header names as sent; a repeated header is its last value, and all of them in multiValueHeaders', () => {
+    const rawHeaders = ['X-Service-Secret-Key', 'sk_123', 'Authorization', 'Bearer t', 'x-multi', 'a', 'x-multi', 'b'];
+    const event = toEvent(request({ url: '/', rawHeaders }), Buffer.alloc(0), ROOT);
+    expect(event.headers).toEqual({ 'X-Service-Secret-Key': 'sk_123', Authorization: 'Bearer t', 'x-multi': 'b' });
+    expect(event.multiValueHeaders).toEqual({ 'X-Service-Secret-Key': ['sk_123'], Authorization: ['Bearer t'], 'x-multi': ['a', 'b'] });
   });
 
-  it('falls to $default when no path matches', () => {
-    expect(matchRoute(routes, 'GET', '/task/abc/extra')?.route.routeKey).toBe('$default');
-    expect(matchRoute(routes, 'GET', '/task/')?.route.routeKey).toBe('$default');
-    expect(matchRoute(routes, 'GET', '/healthz')?.route.routeKey).toBe('$default');
+  it('passes every body as UTF-8 text (no binary media types are configured)', () => {
+    const event = toEvent(request({ method: 'POST', url: '/task', rawHeaders: ['Content-Type', 'application/json'] }), Buffer.from('{"a":1}'), ROOT);
+    expect(event).toMatchObject({ body: '{"a":1}', isBase64Encoded: false, httpMethod: 'POST' });
   });
 
-  it('prefers an exact route even when $default is listed first', () => {
-    const reordered = ['$default', 'POST /task'].map(compileRoute);
-    expect(matchRoute(reordered, 'POST', '/task')?.route.routeKey).toBe('POST /task');
+  it('gives each request a UUID, as REST APIs do', () => {
+    const ids = new Set(Array.from({ length: 100 }, gatewayRequestId));
+    expect(ids.size).toBe(100);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
-
-  it('returns undefined when nothing matches and there is no $default', () => {
-    expect(matchRoute([compileRoute('GET /health')], 'GET', '/nope')).toBeUndefined();
-  });
-
-  it('treats regex metacharacters in a route path literally', () => {
-    const dotted = [compileRoute('GET /.well-known/jwks.json')];
-    expect(matchRoute(dotted, 'GET', '/.well-known/jwks.json')?.route.routeKey).toBe('GET /.well-known/jwks.json');
-    expect(matchRoute(dotted, 'GET', '/.well-known/jwksXjson')).toBeUndefined();
-  });
-});
-
-describe('paths are matched exactly as sent (API Gateway does not collapse slashes)', () => {
-  const account = [compileRoute('GET /account'), compileRoute('$default')];
 
   it('requestTarget splits path and query without resolving anything', () => {
     expect(requestTarget('//x/account?a=1')).toEqual({ path: '//x/account', query: 'a=1' });
@@ -75,91 +77,20 @@ describe('paths are matched exactly as sent (API Gateway does not collapse slash
     expect(requestTarget('/account?')).toEqual({ path: '/account', query: '' });
     expect(requestTarget(undefined)).toEqual({ path: '/', query: '' });
   });
-
-  it.each(['//x/account', '//account', '/account/', '/x/../account', '/./account', '//', '*'])('%s is not /account', (path) => {
-    expect(matchRoute(account, 'GET', requestTarget(path).path)?.route.routeKey).toBe('$default');
-  });
-
-  it.each(['//', '//x/account', '/x/../account'])('toEvent keeps %s as rawPath and http.path (and does not throw)', (url) => {
-    const event = toEvent(request({ url: `${url}?q=1` }), Buffer.alloc(0), '$default', {});
-    expect(event.rawPath).toBe(url);
-    expect(event.requestContext.http.path).toBe(url);
-    expect(event.rawQueryString).toBe('q=1');
-    expect(event.queryStringParameters).toEqual({ q: '1' });
-  });
-});
-
-describe('toEvent', () => {
-  it('builds a payload 2.0 event with route key, path and path parameters', () => {
-    const event = toEvent(request({ url: '/task/abc' }), Buffer.alloc(0), 'GET /task/{task_id}', { task_id: 'abc' });
-    expect(event).toMatchObject({
-      version: '2.0',
-      routeKey: 'GET /task/{task_id}',
-      rawPath: '/task/abc',
-      rawQueryString: '',
-      pathParameters: { task_id: 'abc' },
-      isBase64Encoded: false,
-      requestContext: { routeKey: 'GET /task/{task_id}', stage: '$default', http: { method: 'GET', path: '/task/abc', sourceIp: '10.0.0.7' } },
-    });
-    expect(event.queryStringParameters).toBeUndefined();
-    expect(event.body).toBeUndefined();
-  });
-
-  it('parses the query string, decoding values and joining repeats with commas', () => {
-    const event = toEvent(request({ url: '/task?limit=10&name=two%20words&tag=a&tag=b' }), Buffer.alloc(0), '$default', {});
-    expect(event.rawQueryString).toBe('limit=10&name=two%20words&tag=a&tag=b');
-    expect(event.queryStringParameters).toEqual({ limit: '10', name: 'two words', tag: 'a,b' });
-    expect(event.pathParameters).toBeUndefined();
-  });
-
-  it('lower-cases header names and joins multi-valued headers', () => {
-    const headers = { 'X-Service-Secret-Key': 'sk_123', Authorization: 'Bearer t', 'x-multi': ['a', 'b'] } as unknown as IncomingHttpHeaders;
-    const event = toEvent(request({ url: '/', headers }), Buffer.alloc(0), '$default', {});
-    expect(event.headers).toEqual({ 'x-service-secret-key': 'sk_123', authorization: 'Bearer t', 'x-multi': 'a,b' });
-  });
-
-  it('passes a JSON body as text and a binary body as base64', () => {
-    const json = toEvent(
-      request({ method: 'POST', url: '/task', headers: { 'content-type': 'application/json; charset=utf-8' } }),
-      Buffer.from('{"a":1}'),
-      'POST /task',
-      {},
-    );
-    expect(json).toMatchObject({ body: '{"a":1}', isBase64Encoded: false });
-
-    const bytes = Buffer.from([0, 255, 1, 2]);
-    const binary = toEvent(
-      request({ method: 'POST', url: '/task', headers: { 'content-type': 'application/octet-stream' } }),
-      bytes,
-      'POST /task',
-      {},
-    );
-    expect(binary).toMatchObject({ body: bytes.toString('base64'), isBase64Encoded: true });
-  });
-});
-
-describe('request ids', () => {
-  it('puts the gateway request id it is given into the event, and makes ids shaped like API Gateway\'s', () => {
-    const event = toEvent(request({ url: '/health' }), Buffer.alloc(0), 'GET /health', {}, 'gw-fixed-id');
-    expect(event.requestContext.requestId).toBe('gw-fixed-id');
-    const ids = new Set(Array.from({ length: 100 }, gatewayRequestId));
-    expect(ids.size).toBe(100);
-    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9+/]{14}==$/);
-  });
 });
 
 describe('concurrent invocations in one process (the local runtime)', () => {
   it('keep their own request id and Lambda context in every log line (one service, one logger)', async () => {
     await installInvokeStore();
     process.env.AWS_LAMBDA_INITIALIZATION_TYPE = 'on-demand';
-    const handler = httpHandler(async (event: { rawPath: string }) => {
+    const handler = httpHandler(async (event: { path: string }) => {
       // Interleave: the first request logs after the second has started and logged.
-      await new Promise((done) => setTimeout(done, event.rawPath === '/slow' ? 30 : 5));
-      logger.info('inside', { path: event.rawPath });
+      await new Promise((done) => setTimeout(done, event.path === '/slow' ? 30 : 5));
+      logger.info('inside', { path: event.path });
       return jsonResponse(200, {});
     });
     const invoke = (service: string, path: string, requestId: string) => {
-      const event = toEvent(request({ url: path }), Buffer.alloc(0), `GET ${path}`, {}, requestId);
+      const event = toEvent(request({ url: path }), Buffer.alloc(0), { resource: path, pathParameters: {} }, requestId);
       const context = lambdaContext(`Fn${path.slice(1)}`, 1000);
       return withServiceName(service, () => runInvocation(context, () => handler(event as never, context))).then(() => context.awsRequestId);
     };
@@ -184,7 +115,7 @@ describe('concurrent invocations in one process (the local runtime)', () => {
       Promise.all(
         ['express', 'enclave'].map((service) => {
           const context = lambdaContext('Fn', 1000);
-          return withServiceName(service, () => runInvocation(context, () => handler(toEvent(request({ url: '/x' }), Buffer.alloc(0), 'GET /x', {}) as never, context)));
+          return withServiceName(service, () => runInvocation(context, () => handler(toEvent(request({ url: '/x' }), Buffer.alloc(0), { resource: '/x', pathParameters: {} }) as never, context)));
         }),
       ),
     );

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import bs58 from 'bs58';
 import { importJWK, type JWK, SignJWT } from 'jose';
 import { hexToBytes, recoverAddress, type Hex } from 'viem';
@@ -37,24 +37,38 @@ let issuerKey: JWK;
 
 const context = { awsRequestId: 'req-1', functionName: 'unit', getRemainingTimeInMillis: () => 29_000 } as unknown as Context;
 
-function event(init: { method?: string; path?: string; headers?: Record<string, string>; body?: unknown; pathParameters?: Record<string, string> }): APIGatewayProxyEventV2 {
+function event(init: {
+  method?: string;
+  path?: string;
+  resource?: string;
+  stagePath?: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  pathParameters?: Record<string, string>;
+}): APIGatewayProxyEvent {
   const method = init.method ?? 'GET';
   const path = init.path ?? '/';
+  const resource = init.resource ?? path;
   const hasBody = init.body !== undefined;
+  // Header names as a REST API passes them: as the caller sent them (the handler lower-cases them).
+  const headers = { ...(hasBody ? { 'Content-Type': 'application/json' } : {}), ...init.headers };
   return {
-    version: '2.0',
-    routeKey: `${method} ${path}`,
-    rawPath: path,
-    rawQueryString: '',
-    headers: { ...(hasBody ? { 'content-type': 'application/json' } : {}), ...init.headers },
-    pathParameters: init.pathParameters,
-    requestContext: { http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'unit' }, requestId: 'req-1', routeKey: `${method} ${path}` },
-    body: hasBody ? JSON.stringify(init.body) : undefined,
+    resource,
+    path,
+    httpMethod: method,
+    headers,
+    multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, [value]])),
+    queryStringParameters: null,
+    multiValueQueryStringParameters: null,
+    pathParameters: init.pathParameters ?? null,
+    stageVariables: null,
+    requestContext: { httpMethod: method, path: init.stagePath ?? path, resourcePath: resource, stage: 'prod', requestId: 'req-1', identity: { sourceIp: '127.0.0.1', userAgent: 'unit' } },
+    body: hasBody ? JSON.stringify(init.body) : null,
     isBase64Encoded: false,
-  } as unknown as APIGatewayProxyEventV2;
+  } as unknown as APIGatewayProxyEvent;
 }
 
-async function invoke(adapter: (event: any, context: Context) => Promise<HttpResult>, request: APIGatewayProxyEventV2, jsonBody = false) {
+async function invoke(adapter: (event: any, context: Context) => Promise<HttpResult>, request: APIGatewayProxyEvent, jsonBody = false) {
   const result = (await httpHandler(adapter, { jsonBody })(request, context)) as HttpResult;
   return { status: result.statusCode, headers: result.headers ?? {}, body: result.body ? JSON.parse(result.body) : undefined };
 }
@@ -161,11 +175,16 @@ describe('express handlers', () => {
   it('POST /v1/wallet/sign/{operation}: 308 to /v2/ for apps created before the cutoff, 403 after, 404 for an unknown operation', async () => {
     const { makeExpressV1Wallet } = await import('../../functions/express/v1-wallet.ts');
     const v1Wallet = makeExpressV1Wallet({ apps });
-    const sign = (key: string, operation: string) =>
-      invoke(v1Wallet, event({ method: 'POST', path: `/v1/wallet/sign/${operation}`, headers: { 'x-service-api-key': key }, pathParameters: { operation } }));
+    const sign = (key: string, operation: string, stagePath?: string) =>
+      invoke(
+        v1Wallet,
+        event({ method: 'POST', path: `/v1/wallet/sign/${operation}`, resource: '/v1/wallet/sign/{operation}', stagePath, headers: { 'X-Service-Api-Key': key }, pathParameters: { operation } }),
+      );
     const old = await sign(oldApiKey, 'message');
     expect(old.status).toBe(308);
     expect(old.headers.location).toBe('/v2/wallet/sign/message');
+    // Reached through the stage's URL (execute-api): the redirect keeps the stage prefix.
+    expect((await sign(oldApiKey, 'message', '/prod/v1/wallet/sign/message')).headers.location).toBe('/prod/v2/wallet/sign/message');
     expect(await sign(apiKey, 'message')).toMatchObject({ status: 403, body: { error: { code: 'V1_BANNED' } } });
     expect(await sign(oldApiKey, 'nothing')).toMatchObject({ status: 404, body: { error: { code: 'ROUTE_NOT_FOUND' } } });
   });
@@ -210,5 +229,42 @@ describe('enclave v1 handlers (no KMS key in their deps)', () => {
       true,
     );
     expect(retired).toMatchObject({ status: 410, body: { error: { code: 'V1_RETIRED' } } });
+  });
+});
+
+describe('the $default route (ANY on every REST resource)', () => {
+  const notFound = async (service: string, method: string, resource: string, path = resource) => {
+    const { adapter } = await import('../../functions/common/not-found.ts');
+    const { withServiceName } = await import('../../shared/observability/service-name.ts');
+    return withServiceName(service, () => invoke(adapter, event({ method, path, resource })));
+  };
+
+  it('answers another method on a known resource with 405 and Allow (that service\'s methods only)', async () => {
+    const answer = await notFound('account', 'DELETE', '/account');
+    expect(answer).toMatchObject({ status: 405, body: { success: false, error: { code: 'METHOD_NOT_ALLOWED' } } });
+    expect(answer.headers.allow).toBe('GET, POST');
+    expect((await notFound('express', 'GET', '/v1/wallet/sign/{operation}', '/v1/wallet/sign/data')).headers.allow).toBe('POST');
+    // /v1/wallet is an express resource, not an account one.
+    expect(await notFound('account', 'GET', '/v1/wallet')).toMatchObject({ status: 404, body: { error: { code: 'ROUTE_NOT_FOUND' } } });
+  });
+
+  it('answers path prefixes and {proxy+} catch-alls with 404', async () => {
+    expect(await notFound('enclave', 'POST', '/v2/api')).toMatchObject({ status: 404, body: { error: { code: 'ROUTE_NOT_FOUND' } } });
+    expect(await notFound('enclave', 'GET', '/{proxy+}', '/nope')).toMatchObject({ status: 404, body: { error: { code: 'ROUTE_NOT_FOUND' } } });
+  });
+});
+
+describe('request bodies', () => {
+  const echo = async (body: string) => {
+    const adapter = async (request: { body: unknown }) => ({ statusCode: 200, headers: {}, body: JSON.stringify({ got: typeof request.body }) });
+    return invoke(adapter, { ...event({ method: 'POST', path: '/x', body: {} }), body }, true);
+  };
+
+  it('are refused over 256 KiB with 413 PAYLOAD_TOO_LARGE, before parsing', async () => {
+    const big = JSON.stringify({ pad: 'x'.repeat(256 * 1024) });
+    expect(await echo(big)).toMatchObject({ status: 413, body: { success: false, error: { code: 'PAYLOAD_TOO_LARGE' } } });
+    // Not in characters but in UTF-8 bytes: 100 Ki of a 3-byte character is 300 KiB.
+    expect(await echo(JSON.stringify({ pad: '€'.repeat(100 * 1024) }))).toMatchObject({ status: 413 });
+    expect(await echo(JSON.stringify({ pad: 'x'.repeat(200 * 1024) }))).toMatchObject({ status: 200, body: { got: 'object' } });
   });
 });
