@@ -1,4 +1,5 @@
 import { Agent, request } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
 import { base64url, importJWK, SignJWT } from 'jose';
@@ -19,7 +20,8 @@ import { accountHeaders, appOne, appTwo, call, expectErrorShape, expressHeaders,
  * Fixed seed, bounded runs: the same requests every time.
  */
 const SEED = 20_261_122;
-const local = sandbox.urls.account.startsWith('http:');
+/** A local runtime (both local projects hand over their APPS_FILE); a deployed stack may be http: too (LocalStack). */
+const local = sandbox.appsFile !== undefined;
 /** About 10-15 s per local project; a deployed stack (every request a round trip to AWS) gets fewer. */
 const RUNS = local ? 4_000 : 500;
 
@@ -30,6 +32,7 @@ const PRE = `fuzz-pre-${RUN}`;
 const FRESH = `fuzz-fresh-${RUN}`;
 
 const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 8 });
 
 interface Raw {
   status: number;
@@ -42,7 +45,10 @@ function rawRequest(base: string, method: string, target: string, headers: Recor
   return new Promise((done, fail) => {
     // An explicit length: Node's client frames a GET/OPTIONS body only when told its length.
     const framed = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
-    const req = request({ host: url.hostname, port: url.port, method, path: target, headers: framed, agent }, (res) => {
+    // A deployed API's base URL carries the stage (`/prod`): the target goes after it, as sent.
+    const path = `${url.pathname.replace(/\/$/, '')}${target}`;
+    const send = url.protocol === 'https:' ? (httpsRequest as typeof request) : request;
+    const req = send({ host: url.hostname, port: url.port, method, path, headers: framed, agent: url.protocol === 'https:' ? httpsAgent : agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => done({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
