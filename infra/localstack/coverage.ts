@@ -131,6 +131,32 @@ export function sdkOperations(source: string, label: string, found: Found = new 
   return { found, unknown };
 }
 
+/** Step Functions service names in `arn:aws:states:::aws-sdk:<service>:<action>` that differ from our service ids. */
+const ASL_SDK_SERVICES: Record<string, string> = { sfn: 'stepfunctions', cloudwatchlogs: 'logs' };
+
+/**
+ * The AWS operations a state machine's Task states call, from the Resource ARNs in a synthesized
+ * template (or an ASL file): `arn:<partition>:states:::<service>:<action>[.sync|.waitForTaskToken]`,
+ * also when CloudFormation splits the ARN with Fn::Join around the partition. Optimized
+ * integrations (lambda:invoke, dynamodb:putItem, states:startExecution) and AWS SDK integrations
+ * (aws-sdk:kms:sign) are mapped; any other integration comes back in `unknown`.
+ */
+export function stateMachineOperations(text: string, label: string, found: Found = new Map(), unknown: string[] = []): { found: Found; unknown: string[] } {
+  const pascal = (action: string) => action[0]!.toUpperCase() + action.slice(1);
+  for (const match of text.matchAll(/:states:::([a-z0-9-]+):([A-Za-z0-9:]+?)(?:\.sync(?::2)?|\.waitForTaskToken)?(?=["'\s,\]}]|$)/g)) {
+    const [integration, rest] = [match[1]!, match[2]!];
+    if (integration === 'aws-sdk') {
+      const [service, action] = rest.split(':') as [string, string | undefined];
+      if (action) add(found, `${ASL_SDK_SERVICES[service] ?? service} ${pascal(action)}`, label);
+      else unknown.push(`${label}: state machine integration aws-sdk:${rest} not understood`);
+    } else if (integration === 'lambda' && rest === 'invoke') add(found, 'lambda Invoke', label);
+    else if (integration === 'dynamodb') add(found, `dynamodb ${pascal(rest)}`, label);
+    else if (integration === 'states' && rest === 'startExecution') add(found, 'stepfunctions StartExecution', label);
+    else unknown.push(`${label}: state machine integration ${integration}:${rest} has no mapping (coverage.ts, stateMachineOperations)`);
+  }
+  return { found, unknown };
+}
+
 export interface Findings {
   /** Resource type -> where it occurs. */
   readonly resourceTypes?: Found;

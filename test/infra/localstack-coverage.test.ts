@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { AssetManifestArtifact } from 'aws-cdk-lib/cx-api';
@@ -11,6 +11,7 @@ import {
   packageImports,
   reachableFiles,
   sdkOperations,
+  stateMachineOperations,
   templateResourceTypes,
   yamlResourceTypes,
 } from '../../infra/localstack/coverage.ts';
@@ -27,6 +28,7 @@ import { buildStacks } from './support/stacks.ts';
 const ROOT = resolve(import.meta.dirname, '../..');
 
 let stackTypes: Found;
+let templates: { label: string; text: string }[];
 let containerImages: string[];
 
 beforeAll(() => {
@@ -37,9 +39,8 @@ beforeAll(() => {
   const assembly = app.synth();
   stackTypes = new Map();
   // Nested stacks are Stack constructs too, so custom-resource provider stacks are included.
-  for (const stack of app.node.findAll().filter(Stack.isStack)) {
-    templateResourceTypes(JSON.parse(readFileSync(join(assembly.directory, stack.templateFile), 'utf8')), stack.node.path, stackTypes);
-  }
+  templates = app.node.findAll().filter(Stack.isStack).map((stack) => ({ label: stack.node.path, text: readFileSync(join(assembly.directory, stack.templateFile), 'utf8') }));
+  for (const { label, text } of templates) templateResourceTypes(JSON.parse(text), label, stackTypes);
   containerImages = assembly.artifacts
     .filter((artifact): artifact is AssetManifestArtifact => artifact instanceof AssetManifestArtifact)
     .flatMap((manifest) => Object.keys(manifest.contents.dockerImages ?? {}).map((id) => `${manifest.id}/${id}`));
@@ -122,6 +123,23 @@ describe('the check (synthetic input)', () => {
     expect(packageImports("import type { A } from 'x';\nexport { B } from 'y';")).toEqual([{ module: 'y', names: ['B'] }]);
   });
 
+  it('maps state machine Task integrations, also when CloudFormation splits the ARN, and flags the rest', () => {
+    const template = JSON.stringify({
+      States: {
+        Run: { Resource: 'arn:aws:states:::lambda:invoke' },
+        Sign: { Resource: 'arn:aws:states:::aws-sdk:kms:sign' },
+        Put: { Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':states:::dynamodb:putItem']] } },
+        Child: { Resource: 'arn:aws:states:::states:startExecution.sync:2' },
+        Trace: { Resource: 'arn:aws:states:::aws-sdk:xray:putTraceSegments' },
+        Wait: { Resource: 'arn:aws:states:::sqs:sendMessage.waitForTaskToken' },
+      },
+    });
+    const { found, unknown } = stateMachineOperations(template, 'Machine');
+    expect([...found.keys()].sort()).toEqual(['dynamodb PutItem', 'kms Sign', 'lambda Invoke', 'stepfunctions StartExecution', 'xray PutTraceSegments']);
+    expect(unknown).toEqual(['Machine: state machine integration sqs:sendMessage has no mapping (coverage.ts, stateMachineOperations)']);
+    expect(outsideFreeCoverage({ operations: found })).toEqual(["operation xray PutTraceSegments: xray needs LocalStack's Ultimate plan (Machine)"]);
+  });
+
   it('reads resource types out of a YAML template', () => {
     const yaml = "Conditions:\n  X: !Equals [a, b]\nResources:\n  Bucket:\n    Type: AWS::S3::Bucket\n  Policy:\n    Type: 'AWS::S3::BucketPolicy'\nOutputs:\n  Y:\n    Value: 1\n";
     expect([...yamlResourceTypes(yaml, 'T')].map(([type, where]) => [type, [...where]])).toEqual([
@@ -157,6 +175,18 @@ describe("the project on LocalStack's free edition", () => {
     expect(unknown).toEqual([]);
     // The scan must have seen the calls we know of, or an empty result would prove nothing.
     expect([...operations.keys()]).toEqual(expect.arrayContaining(['dynamodb GetItem', 'dynamodb PutItem', 'kms Sign', 'kms Decrypt', 'secretsmanager GetSecretValue']));
+    expect(outsideFreeCoverage({ operations })).toEqual([]);
+  });
+
+  it('the state machines (templates and statemachines/*.asl.json) call only free operations', () => {
+    const operations: Found = new Map();
+    const unknown: string[] = [];
+    const aslDir = join(ROOT, 'statemachines');
+    const asl = existsSync(aslDir) ? readdirSync(aslDir).filter((f) => f.endsWith('.asl.json')).map((f) => ({ label: `statemachines/${f}`, text: readFileSync(join(aslDir, f), 'utf8') })) : [];
+    for (const { label, text } of [...templates, ...asl]) stateMachineOperations(text, label, operations, unknown);
+    // A state machine resource without one recognised Task integration would mean the scan missed it.
+    if (stackTypes.has('AWS::StepFunctions::StateMachine')) expect(operations.size).toBeGreaterThan(0);
+    expect(unknown).toEqual([]);
     expect(outsideFreeCoverage({ operations })).toEqual([]);
   });
 
