@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Deploy PerpWallet-Stateful and PerpWallet-Services to a running LocalStack with cdklocal,
-# deletion protection off, then print the API URLs.
+# deletion protection off, then print the API URLs and the `npm run test:deployed` command.
+# LocalStack's free edition (Hobby plan, or the Community image 4.14.0) serves everything the
+# stacks use: REST APIs (apigateway), not HTTP APIs (apigatewayv2). test/infra/localstack-coverage.test.ts
+# checks that statically; docs/deploy.md has the commands to start LocalStack.
 #
-#   npm run localstack:deploy
+#   npm run localstack:deploy          (tear down: npm run localstack:destroy)
 #
 # LOCALSTACK_URL  where LocalStack answers (default: $AWS_ENDPOINT_URL, else http://localhost:4566)
 # AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3  passed to cdklocal; set both or neither (cdklocal's rule).
@@ -22,7 +25,8 @@ CHAINS_CONFIG_FILE="${CHAINS_CONFIG_FILE:-infra/config/chains.mainnet.json}"
 RPC_URLS_SECRET="${RPC_URLS_SECRET:-perp-wallet/rpc-urls}"
 REGION="${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}"
 # Every service the two stacks (and the CDK bootstrap stack) create resources in.
-REQUIRED_SERVICES="cloudformation s3 ssm sts iam ecr lambda logs dynamodb kms secretsmanager apigatewayv2"
+# (No ecr: the bootstrap stack's repository is created without the ECR API and we publish no images.)
+REQUIRED_SERVICES="cloudformation s3 ssm sts iam lambda logs dynamodb kms secretsmanager apigateway"
 
 die() { printf 'localstack-deploy: %s\n' "$*" >&2; exit 1; }
 step() { printf '\n==> %s\n' "$*"; }
@@ -42,18 +46,14 @@ HEALTH="$(node -e '
     .then((r) => (r.ok ? r.text() : Promise.reject(new Error("HTTP " + r.status))))
     .then((body) => process.stdout.write(body), (e) => { console.error(e.message); process.exit(1); });
 ' "$LOCALSTACK_URL")" \
-  || die "LocalStack is not reachable at $LOCALSTACK_URL. Start it (e.g. 'localstack start -d') or set LOCALSTACK_URL."
+  || die "LocalStack is not reachable at $LOCALSTACK_URL. Start it (docs/deploy.md, LocalStack) or set LOCALSTACK_URL."
 
 MISSING="$(HEALTH="$HEALTH" node -e '
   const services = JSON.parse(process.env.HEALTH).services ?? {};
   const missing = process.argv.slice(1).filter((s) => !["available", "running"].includes(services[s]));
   process.stdout.write(missing.join(" "));
 ' $REQUIRED_SERVICES)" || die "Unexpected answer from $LOCALSTACK_URL/_localstack/health: $HEALTH"
-if [ -n "$MISSING" ]; then
-  hint=""
-  case " $MISSING " in *" apigatewayv2 "*) hint=" HTTP APIs (apigatewayv2) need a LocalStack edition that includes them (set LOCALSTACK_AUTH_TOKEN).";; esac
-  die "LocalStack does not offer: $MISSING.$hint"
-fi
+[ -z "$MISSING" ] || die "LocalStack does not offer: $MISSING. Every one of them is in the free edition (Hobby plan, or the Community image 4.14.0); was LocalStack started with SERVICES limiting them?"
 echo "LocalStack is up: $(HEALTH="$HEALTH" node -p 'const h = JSON.parse(process.env.HEALTH); `${h.edition ?? "?"} edition ${h.version ?? ""}`')"
 
 # cdklocal wraps the aws-cdk CLI and must be able to require it: install both in the same npx
@@ -100,17 +100,54 @@ fi
 echo "$RPC_URLS_SECRET set (region $REGION)."
 
 # --- report --------------------------------------------------------------------------------
+# A REST API's invoke URL output reads https://{id}.execute-api.{region}.{URLSuffix}/{stage}/
+# (on LocalStack URLSuffix is its own host, localhost.localstack.cloud). LocalStack documents two
+# forms that reach it: http://{id}.execute-api.localhost.localstack.cloud:4566/{stage}/ and, where
+# that name does not resolve, {LOCALSTACK_URL}/_aws/execute-api/{id}/{stage}/.
 step "Stack outputs (also in ${OUTPUTS_FILE#"$ROOT"/})"
-EDGE_PORT="$(node -p 'new URL(process.argv[1]).port || "4566"' "$LOCALSTACK_URL")" node -e '
-  const outputs = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
-  for (const [stack, values] of Object.entries(outputs)) {
-    for (const [name, value] of Object.entries(values)) {
-      if (name.startsWith("Exports")) continue;
-      let line = `${stack}.${name} = ${value}`;
-      // An AWS-style execute-api URL is reachable on LocalStack under its local domain.
-      const api = /^https?:\/\/([a-z0-9]+)\.execute-api\.[^/]*amazonaws\.com/.exec(String(value));
-      if (api) line += `\n    local: http://${api[1]}.execute-api.localhost.localstack.cloud:${process.env.EDGE_PORT}/`;
-      console.log(line);
+TEST_ENV="$(node -e '
+  const [outputsFile, localstackUrl, region] = process.argv.slice(1);
+  const outputs = JSON.parse(require("node:fs").readFileSync(outputsFile, "utf8"));
+  const edge = new URL(localstackUrl);
+  const port = edge.port || "4566";
+  const onThisHost = ["localhost", "127.0.0.1", "localhost.localstack.cloud"].includes(edge.hostname);
+  const api = (value) => /^https?:\/\/([a-z0-9]+)\.execute-api\.[^/]+\/([^/?#]+)\/?$/.exec(String(value));
+  const local = (id, stage) => ({
+    host: `http://${id}.execute-api.localhost.localstack.cloud:${port}/${stage}`,
+    path: `${localstackUrl}/_aws/execute-api/${id}/${stage}`,
+  });
+  const urls = {};
+  const all = Object.entries(outputs).flatMap(([stack, values]) => Object.entries(values).map(([name, value]) => ({ stack, name, value })));
+  for (const { stack, name, value } of all) {
+    if (name.startsWith("Exports")) continue;
+    let line = `${stack}.${name} = ${value}`;
+    const match = api(value);
+    if (match) {
+      const forms = local(match[1], match[2]);
+      line += `\n    local: ${forms.host}/\n       or: ${forms.path}/`;
+      const service = /^(Account|Enclave|Express)Api/.exec(name)?.[1]?.toUpperCase();
+      // Our own <Service>ApiUrl output wins over any other output of the same API.
+      if (service && (!urls[service] || name === `${service[0]}${service.slice(1).toLowerCase()}ApiUrl`)) urls[service] = onThisHost ? forms.host : forms.path;
     }
+    console.error(line);
   }
-' "$OUTPUTS_FILE"
+  const output = (name) => all.find((o) => o.name === name)?.value;
+  const env = {
+    ACCOUNT_URL: urls.ACCOUNT, ENCLAVE_URL: urls.ENCLAVE, EXPRESS_URL: urls.EXPRESS,
+    TABLE_NAME: output("TableName"), OP_JWT_KMS_KEY_ID: output("OpJwtKeyId"),
+    AWS_ENDPOINT_URL: localstackUrl, DYNAMODB_ENDPOINT: localstackUrl, AWS_REGION: region,
+    AWS_ACCESS_KEY_ID: "test", AWS_SECRET_ACCESS_KEY: "test",
+  };
+  const missing = Object.keys(env).filter((k) => !env[k]);
+  if (missing.length) { console.error(`no output for ${missing.join(", ")}`); process.exit(1); }
+  process.stdout.write(Object.entries(env).map(([k, v]) => `${k}=${v}`).join(" \\\n  "));
+' "$OUTPUTS_FILE" "$LOCALSTACK_URL" "$REGION")" \
+  || die "The outputs in ${OUTPUTS_FILE#"$ROOT"/} lack what the deployed tests need (see above)."
+
+# What test/api/support/global-setup.ts (setupDeployed) reads: the three API URLs, the table and
+# the op_jwt key (it registers two test apps in the table), the endpoint for its DynamoDB and KMS
+# clients. LocalStack accepts any credentials.
+step "Run the API tests against this deployment"
+printf '%s \\\n  npm run test:deployed\n' "$TEST_ENV"
+echo
+echo "Tear down: npm run localstack:destroy"

@@ -265,6 +265,11 @@ async function setupLocal(project: TestProject) {
 async function setupDeployed(project: TestProject) {
   const env = (name: string) => process.env[name] || (() => { throw new Error(`${name} is required for API_TEST_TARGET=deployed`); })();
   const urls = { account: env('ACCOUNT_URL'), enclave: env('ENCLAVE_URL'), express: env('EXPRESS_URL') };
+  // A LocalStack deployment (either URL form its docs give): the table and key live in LocalStack
+  // too, and without an endpoint the SDK would ask real AWS for them.
+  if (/\.localhost\.localstack\.cloud[:/]|\/_aws\/execute-api\//.test(urls.account) && !process.env.AWS_ENDPOINT_URL) {
+    throw new Error('ACCOUNT_URL is a LocalStack URL: set AWS_ENDPOINT_URL (and AWS_REGION, test credentials) as `npm run localstack:deploy` prints them');
+  }
   const table = { doc: createDocumentClient(process.env.DYNAMODB_ENDPOINT), name: env('TABLE_NAME') };
   const trustedKey = await new KmsOpJwtSigner(new KMSClient({}), env('OP_JWT_KMS_KEY_ID')).publicJwk();
   const apps: TestApp[] = [];
