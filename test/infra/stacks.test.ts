@@ -4,7 +4,7 @@ import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, type RouteDefinition, type ServiceName } from '../../functions/routes.ts';
 import { keyUseTag } from '../../infra/constructs/key-use.ts';
-import { RestApi } from 'aws-cdk-lib/aws-apigateway';
+import { AccessLogField, RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { parseRouteKey, resourceTree } from '../../infra/api-resources.ts';
 import { API_FUNCTION_TIMEOUT } from '../../infra/constructs/service-function.ts';
@@ -239,6 +239,13 @@ function joinParts(value: unknown): unknown[] {
   return join[1];
 }
 
+/** Every argument-free `$context` variable CDK's AccessLogField offers. */
+const REST_ACCESS_LOG_VARIABLES = Object.getOwnPropertyNames(AccessLogField)
+  .map((name) => (AccessLogField as unknown as Record<string, unknown>)[name])
+  .filter((member): member is () => string => typeof member === 'function' && member.length === 0)
+  .map((member) => member())
+  .filter((value) => typeof value === 'string' && value.startsWith('$context.'));
+
 const routePath = (route: RouteDefinition) => parseRouteKey(route.routeKey).path;
 const fallbackOf = (service: ServiceName) => ROUTES.find((route) => route.service === service && route.routeKey === '$default')!;
 
@@ -355,6 +362,14 @@ describe('services stack: REST APIs', () => {
     }
   });
 
+  it('throttles the stages as the throttle prop says', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const { services: stack } = buildStacks(app, { ids: ['SlowStateful', 'SlowServices'], services: { throttle: { rateLimit: 5, burstLimit: 7 } } });
+    const stages = Object.values(Template.fromStack(stack).findResources('AWS::ApiGateway::Stage') as Resources);
+    expect(stages).toHaveLength(3);
+    for (const stage of stages) expect(stage.Properties?.MethodSettings).toEqual([expect.objectContaining({ ResourcePath: '/*', HttpMethod: '*', ThrottlingRateLimit: 5, ThrottlingBurstLimit: 7 })]);
+  });
+
   it('writes each API\'s access log as JSON request metadata (no headers, query or body) to its own log group', () => {
     const stages = Object.values(servicesTemplate.findResources('AWS::ApiGateway::Stage') as Resources);
     const logGroups = servicesTemplate.toJSON().Resources as Resources;
@@ -366,7 +381,9 @@ describe('services stack: REST APIs', () => {
       destinations.add(logGroupId);
       const format = JSON.parse(settings.Format) as Record<string, string>;
       expect(format).toMatchObject({ requestId: '$context.requestId', extendedRequestId: '$context.extendedRequestId', status: '$context.status', resourcePath: '$context.resourcePath' });
-      for (const value of Object.values(format)) expect(value).toMatch(/^\$context\.[A-Za-z.]+$/);
+      // Only variables API Gateway documents for REST API access logs (CDK's AccessLogField list; routeKey is HTTP/WebSocket only).
+      for (const value of Object.values(format)) expect(REST_ACCESS_LOG_VARIABLES, value).toContain(value);
+      expect(settings.Format).not.toContain('$context.routeKey');
       expect(settings.Format).not.toMatch(/request\.header|querystring|\$input|authorizer|identity\.(user|caller|apiKey|cognito)|apiKey|clientCert/i);
     }
     expect(destinations.size).toBe(3);
