@@ -33,13 +33,17 @@ const stateful = new StatefulStack(app, 'PerpWallet-Stateful', {
 
 new ServicesStack(app, 'PerpWallet-Services', {
   env,
-  description: 'Perp wallet: account, enclave and express HTTP APIs and functions',
+  description: 'Perp wallet: account, enclave and express REST APIs and functions',
   table: stateful.table,
   enclaveKey: stateful.enclaveKey,
   accountKey: stateful.accountKey,
   opJwtKey: stateful.opJwtKey,
   rpcUrlsSecret: stateful.rpcUrlsSecret,
   chainsConfig,
+  // `-c webAclArn=arn:aws:wafv2:…:regional/webacl/…`: associate that web ACL with each API's stage.
+  webAclArn: (app.node.tryGetContext('webAclArn') as string | undefined) || undefined,
+  // `-c apiGatewayCloudWatchRole=false` where the account's API Gateway logging role is managed elsewhere (docs/deploy.md).
+  apiGatewayCloudWatchRole: booleanContext(app, 'apiGatewayCloudWatchRole', true),
 });
 
 app.synth();

@@ -41,7 +41,7 @@ export interface NeedsResources {
   readonly enclaveKey: IKey;
   readonly accountKey: IKey;
   readonly opJwtKey: IKey;
-  /** Base URL of the enclave API (TEE_URL). */
+  /** Base URL of the enclave API's stage (TEE_URL), e.g. `https://<id>.execute-api.<region>.amazonaws.com/prod`. */
   readonly enclaveUrl: string;
   /** Public chain data: CHAINS_CONFIG without any rpc_url. */
   readonly publicChainsConfig: string;
@@ -51,8 +51,12 @@ export interface NeedsResources {
   readonly delegates: string;
 }
 
-/** API Gateway HTTP APIs stop waiting for an integration after 30 s; end the function first. */
-export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
+/**
+ * REST APIs stop waiting for a Lambda integration after 29 s (API_INTEGRATION_TIMEOUT in
+ * infra/services-stack.ts) and answer 504; end the function first. The gateway's clock also runs
+ * through a cold start's init, which the function's timeout does not count: hence 2 s of margin.
+ */
+export const API_FUNCTION_TIMEOUT = Duration.seconds(27);
 
 export interface ServiceFunctionProps {
   /** Handler module relative to the repository root (exports `handler`), as in functions/routes.ts. */
@@ -62,7 +66,7 @@ export interface ServiceFunctionProps {
   readonly description?: string;
   /** @default 512 */
   readonly memorySize?: number;
-  /** @default API_FUNCTION_TIMEOUT (29 s) */
+  /** @default API_FUNCTION_TIMEOUT (27 s) */
   readonly timeout?: Duration;
   readonly environment?: Readonly<Record<string, string>>;
 }
@@ -169,7 +173,7 @@ export class ServiceFunction extends Construct {
     return this;
   }
 
-  /** Base URL of the wallet enclave's HTTP API (public endpoint: no IAM grant involved). */
+  /** Base URL of the wallet enclave's REST API stage (public endpoint: no IAM grant involved). */
   bindTeeUrl(url: string): this {
     this.lambda.addEnvironment('TEE_URL', url);
     return this;

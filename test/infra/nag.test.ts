@@ -1,5 +1,5 @@
 import { App, Stack, Validations } from 'aws-cdk-lib';
-import { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
+import { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
@@ -57,7 +57,11 @@ describe('cdk-nag AwsSolutions', () => {
   it('acknowledges only these rules, each with a written reason', () => {
     const acknowledged = new Map([...acknowledgements(stateful), ...acknowledgements(services)]);
     expect([...acknowledged.keys()].sort()).toEqual([
+      'AwsSolutions-APIG2',
+      'AwsSolutions-APIG3',
       'AwsSolutions-APIG4',
+      'AwsSolutions-COG4',
+      'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
       'AwsSolutions-IAM5[Resource::*]',
       'AwsSolutions-SMG4',
     ]);
@@ -67,13 +71,21 @@ describe('cdk-nag AwsSolutions', () => {
     }
   });
 
+  it('needs no WAF acknowledgement once a web ACL is associated with each stage', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const webAclArn = 'arn:aws:wafv2:eu-west-1:123456789012:regional/webacl/perp-wallet/0a1b2c3d-1111-2222-3333-444455556666';
+    const { services: withWaf } = buildStacks(app, { ids: ['WafStateful', 'WafServices'], services: { webAclArn } });
+    expect(findings(withWaf)).toEqual([]);
+    expect(acknowledgements(withWaf).has('AwsSolutions-APIG3')).toBe(false);
+  });
+
   it('does report what it is meant to catch (the check is not vacuous)', () => {
     const stack = new Stack(new App(), 'Careless');
-    new HttpApi(stack, 'Api');
+    new RestApi(stack, 'Api').root.addMethod('GET');
     new Role(stack, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') }).addToPrincipalPolicy(
       new PolicyStatement({ actions: ['kms:Decrypt'], resources: ['*'] }),
     );
     const rules = findings(stack).map((finding) => finding.rule);
-    expect(rules).toEqual(expect.arrayContaining(['AwsSolutions-APIG1', 'AwsSolutions-IAM5[Resource::*]']));
+    expect(rules).toEqual(expect.arrayContaining(['AwsSolutions-APIG1', 'AwsSolutions-APIG2', 'AwsSolutions-APIG3', 'AwsSolutions-APIG4', 'AwsSolutions-APIG6', 'AwsSolutions-COG4', 'AwsSolutions-IAM5[Resource::*]']));
   });
 });

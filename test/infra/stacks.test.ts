@@ -4,7 +4,11 @@ import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, type RouteDefinition, type ServiceName } from '../../functions/routes.ts';
 import { keyUseTag } from '../../infra/constructs/key-use.ts';
-import { ServicesStack, toHttpRouteKey } from '../../infra/services-stack.ts';
+import { AccessLogField, RestApi } from 'aws-cdk-lib/aws-apigateway';
+import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { parseRouteKey, resourceTree } from '../../infra/api-resources.ts';
+import { API_FUNCTION_TIMEOUT } from '../../infra/constructs/service-function.ts';
+import { API_INTEGRATION_TIMEOUT, API_STAGE_NAME, DEFAULT_API_THROTTLE, ServicesStack } from '../../infra/services-stack.ts';
 import { DEFAULT_RPC_URLS_SECRET_NAME, StatefulStack } from '../../infra/stateful-stack.ts';
 import { buildStacks } from './support/stacks.ts';
 import { TABLE_KEY_SCHEMA } from '../../shared/db/table-definition.ts';
@@ -125,7 +129,7 @@ describe('services stack: functions', () => {
         Architectures: ['arm64'],
         Handler: 'index.handler',
         MemorySize: 512,
-        Timeout: 29,
+        Timeout: API_FUNCTION_TIMEOUT.toSeconds(),
         TracingConfig: { Mode: 'Active' },
         Environment: { Variables: { NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_METRICS_NAMESPACE: 'PerpWallet', LOG_LEVEL: 'INFO' } },
       });
@@ -147,7 +151,7 @@ describe('services stack: functions', () => {
   });
 
   it('gives each function exactly the environment its needs imply', () => {
-    const enclaveApiId = logicalId(services.apis.enclave);
+    const enclaveUrl = services.resolve(services.stageUrl('enclave'));
     for (const route of ROUTES) {
       const { needs } = route;
       const expected = ['NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'POWERTOOLS_METRICS_NAMESPACE', 'LOG_LEVEL'];
@@ -161,7 +165,7 @@ describe('services stack: functions', () => {
       if (needs.delegates) expected.push('ALLOWED_7702_DELEGATES');
       const variables = environmentOf(route.id);
       expect(Object.keys(variables).sort(), route.id).toEqual(expected.sort());
-      if (needs.enclaveUrl) expect(variables.TEE_URL).toEqual({ 'Fn::GetAtt': [enclaveApiId, 'ApiEndpoint'] });
+      if (needs.enclaveUrl) expect(variables.TEE_URL).toEqual(enclaveUrl);
       if (needs.enclaveWalletKey || needs.accountAccessKey) expect(variables.KEY_PROVIDER).toBe('kms');
       if (needs.opJwtKey) expect(variables.OP_JWT_SIGNER).toBe('kms');
     }
@@ -182,61 +186,296 @@ describe('services stack: functions', () => {
   });
 });
 
-describe('services stack: HTTP APIs', () => {
-  it('has three HTTP APIs carrying exactly the routes of ROUTES, each to its own function', () => {
-    servicesTemplate.resourceCountIs('AWS::ApiGatewayV2::Api', 3);
-    const resources = servicesTemplate.toJSON().Resources as Resources;
-    const routes = Object.values(servicesTemplate.findResources('AWS::ApiGatewayV2::Route') as Resources);
-    expect(routes).toHaveLength(ROUTES.length);
+/** A REST API resource's or method's `ResourceId`/`ParentId`: the API's root, or another resource. */
+type ResourceRef = { 'Fn::GetAtt': [string, 'RootResourceId'] } | { Ref: string };
 
+/** Every REST API resource of the services stack by logical id, with its full path and API. */
+function restResources(template: Template): Map<string, { api: string; path: string }> {
+  const resources = template.findResources('AWS::ApiGateway::Resource') as Resources;
+  const out = new Map<string, { api: string; path: string }>();
+  const resolve = (id: string): { api: string; path: string } => {
+    const known = out.get(id);
+    if (known) return known;
+    const props = resources[id]!.Properties as { ParentId: ResourceRef; PathPart: string; RestApiId: { Ref: string } };
+    const parent = 'Ref' in props.ParentId ? resolve(props.ParentId.Ref).path : '';
+    const entry = { api: props.RestApiId.Ref, path: `${parent === '/' ? '' : parent}/${props.PathPart}` };
+    out.set(id, entry);
+    return entry;
+  };
+  for (const id of Object.keys(resources)) resolve(id);
+  return out;
+}
+
+/** `METHOD /path` -> logical id of the function its AWS_PROXY integration invokes, per API logical id. */
+function restMethods(template: Template): Map<string, Map<string, string>> {
+  const paths = restResources(template);
+  const out = new Map<string, Map<string, string>>();
+  for (const method of Object.values(template.findResources('AWS::ApiGateway::Method') as Resources)) {
+    const props = method.Properties as {
+      HttpMethod: string;
+      ResourceId: ResourceRef;
+      RestApiId: { Ref: string };
+      AuthorizationType: string;
+      Integration: { Type: string; IntegrationHttpMethod: string; TimeoutInMillis: number; Uri: unknown };
+    };
+    expect(props.Integration).toMatchObject({ Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST', TimeoutInMillis: API_INTEGRATION_TIMEOUT.toMilliseconds() });
+    expect(props.AuthorizationType).toBe('NONE');
+    const fn = /"Fn::GetAtt":\["([^"]+)","Arn"\]/.exec(JSON.stringify(props.Integration.Uri))?.[1];
+    expect(JSON.stringify(props.Integration.Uri)).toMatch(/:lambda:path\/2015-03-31\/functions\/.*\/invocations/);
+    const path = 'Ref' in props.ResourceId ? paths.get(props.ResourceId.Ref)!.path : '/';
+    const api = props.RestApiId.Ref;
+    if (!out.has(api)) out.set(api, new Map());
+    const key = `${props.HttpMethod} ${path}`;
+    expect(out.get(api)!.has(key), key).toBe(false);
+    out.get(api)!.set(key, fn!);
+  }
+  return out;
+}
+
+/** The parts of an `Fn::Join ''`, e.g. a permission's SourceArn. */
+function joinParts(value: unknown): unknown[] {
+  const join = (value as { 'Fn::Join': [string, unknown[]] })['Fn::Join'];
+  expect(join[0]).toBe('');
+  return join[1];
+}
+
+/** Every argument-free `$context` variable CDK's AccessLogField offers. */
+const REST_ACCESS_LOG_VARIABLES = Object.getOwnPropertyNames(AccessLogField)
+  .map((name) => (AccessLogField as unknown as Record<string, unknown>)[name])
+  .filter((member): member is () => string => typeof member === 'function' && member.length === 0)
+  .map((member) => member())
+  .filter((value) => typeof value === 'string' && value.startsWith('$context.'));
+
+const routePath = (route: RouteDefinition) => parseRouteKey(route.routeKey).path;
+const fallbackOf = (service: ServiceName) => ROUTES.find((route) => route.service === service && route.routeKey === '$default')!;
+
+/**
+ * Everything wrong with a services stack's Lambda permissions: empty when each function has exactly
+ * one, for `apigateway.amazonaws.com`, whose SourceArn is its own API's stage and its own method
+ * and resource (`/*\/*` for the `$default` function), never a wildcard API id, another API, or
+ * the console's test-invoke stage.
+ */
+function permissionProblems(stack: ServicesStack, template: Template): string[] {
+  const id = (construct: IConstruct) => stack.getLogicalId(construct.node.defaultChild as CfnResource);
+  const problems: string[] = [];
+  const counts = new Map<string, number>();
+  for (const permission of Object.values(template.findResources('AWS::Lambda::Permission') as Resources)) {
+    const props = permission.Properties as { Action: string; Principal: string; FunctionName: unknown; SourceArn?: unknown };
+    const fnId = /"Fn::GetAtt":\["([^"]+)","Arn"\]/.exec(JSON.stringify(props.FunctionName))?.[1];
+    const route = ROUTES.find((r) => id(stack.functions.get(r.id)!.lambda) === fnId);
+    if (!route) {
+      problems.push(`permission for ${JSON.stringify(props.FunctionName)}, not a route's function`);
+      continue;
+    }
+    counts.set(route.id, (counts.get(route.id) ?? 0) + 1);
+    if (props.Action !== 'lambda:InvokeFunction' || props.Principal !== 'apigateway.amazonaws.com') problems.push(`${route.id}: ${props.Action} for ${props.Principal}`);
+    const api = stack.apis[route.service];
+    const prefix = ['arn:', { Ref: 'AWS::Partition' }, ':execute-api:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':', { Ref: id(api) }, '/', { Ref: id(api.deploymentStage) }];
+    const tail = route.routeKey === '$default' ? '/*/*' : `/${parseRouteKey(route.routeKey).method}${routePath(route).replace(/\{[^}]+\}/g, '*')}`;
+    const join = (props.SourceArn as { 'Fn::Join'?: [string, unknown[]] } | undefined)?.['Fn::Join'];
+    const parts = join?.[0] === '' ? join[1] : undefined;
+    const ok = parts !== undefined && JSON.stringify(parts.slice(0, prefix.length)) === JSON.stringify(prefix) && parts.slice(prefix.length).join('') === tail;
+    if (!ok) problems.push(`${route.id}: SourceArn ${JSON.stringify(props.SourceArn)}`);
+  }
+  for (const route of ROUTES) if (counts.get(route.id) !== 1) problems.push(`${route.id} has ${counts.get(route.id) ?? 0} permissions`);
+  return problems;
+}
+
+describe('services stack: REST APIs', () => {
+  it('has three REGIONAL REST APIs and nothing of API Gateway v2 (HTTP APIs) in either stack', () => {
+    servicesTemplate.resourceCountIs('AWS::ApiGateway::RestApi', 3);
+    servicesTemplate.allResourcesProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });
+    for (const template of [servicesTemplate, statefulTemplate]) {
+      const types = Object.values(template.toJSON().Resources as Resources).map((resource) => (resource as { Type: string }).Type);
+      expect(types.filter((type) => type.startsWith('AWS::ApiGatewayV2::'))).toEqual([]);
+    }
+    for (const service of SERVICES) expect(services.apis[service]).toBeInstanceOf(RestApi);
+  });
+
+  it('creates each service\'s resources: every route path and its prefixes, and the {proxy+} catch-alls', () => {
+    const resources = [...restResources(servicesTemplate).values()];
     for (const service of SERVICES) {
       const apiId = logicalId(services.apis[service]);
-      const expected = ROUTES.filter((route) => route.service === service);
-      const actual = routes.filter((route) => JSON.stringify(route.Properties?.ApiId) === JSON.stringify({ Ref: apiId }));
-      expect(actual.map((route) => route.Properties?.RouteKey).sort()).toEqual(expected.map((route) => route.routeKey).sort());
-
-      for (const route of expected) {
-        const deployed = actual.find((r) => r.Properties?.RouteKey === route.routeKey)!;
-        const target = JSON.stringify(deployed.Properties?.Target);
-        const integrationId = /"Ref":"([^"]+)"/.exec(target)?.[1];
-        expect(integrationId, `integration of ${route.id}`).toBeDefined();
-        expect(resources[integrationId!]?.Properties?.IntegrationUri).toEqual({ 'Fn::GetAtt': [functionLogicalId(route.id), 'Arn'] });
+      const paths = resources.filter((resource) => resource.api === apiId).map((resource) => resource.path);
+      expect(new Set(paths).size, service).toBe(paths.length);
+      expect(paths.sort(), service).toEqual(resourceTree(ROUTES.filter((route) => route.service === service)).resources.map((r) => r.path).filter((p) => p !== '/').sort());
+      // Independently of resourceTree: every route's path and each of its prefixes exists.
+      for (const route of ROUTES.filter((r) => r.service === service && r.routeKey !== '$default')) {
+        const segments = routePath(route).split('/').slice(1);
+        for (let i = 1; i <= segments.length; i++) expect(paths, `${route.id}`).toContain(`/${segments.slice(0, i).join('/')}`);
       }
+      expect(paths, service).toContain('/{proxy+}');
+      expect(paths, service).toContain('/health/{proxy+}');
+    }
+    const express = resources.filter((resource) => resource.api === logicalId(services.apis.express)).map((resource) => resource.path);
+    // A greedy variable may not sit beside another variable: /v1/wallet/sign has {operation}, so no {proxy+}.
+    expect(express).toContain('/v1/wallet/sign/{operation}');
+    expect(express).toContain('/v1/wallet/sign/{operation}/{proxy+}');
+    expect(express).not.toContain('/v1/wallet/sign/{proxy+}');
+    const account = resources.filter((resource) => resource.api === logicalId(services.apis.account)).map((resource) => resource.path);
+    expect(account).toContain('/account/{proxy+}');
+    expect(account).toContain('/demo/wallet/balance/{proxy+}');
+  });
+
+  it('puts every route on its resource as a method invoking its own function, and ANY on every resource (root included) for $default', () => {
+    const methods = restMethods(servicesTemplate);
+    expect(methods.size).toBe(3);
+    const resources = [...restResources(servicesTemplate).values()];
+    for (const service of SERVICES) {
+      const apiId = logicalId(services.apis[service]);
+      const fallback = functionLogicalId(fallbackOf(service).id);
+      const expected = new Map<string, string>();
+      for (const route of ROUTES.filter((r) => r.service === service && r.routeKey !== '$default')) expected.set(route.routeKey, functionLogicalId(route.id));
+      for (const path of ['/', ...resources.filter((resource) => resource.api === apiId).map((resource) => resource.path)]) expected.set(`ANY ${path}`, fallback);
+      expect(Object.fromEntries([...methods.get(apiId)!].sort()), service).toEqual(Object.fromEntries([...expected].sort()));
+    }
+    // Spot checks, spelled out.
+    const account = methods.get(logicalId(services.apis.account))!;
+    expect(account.get('POST /account')).toBe(functionLogicalId('CreateAccount'));
+    expect(account.get('GET /account')).toBe(functionLogicalId('GetAccount'));
+    expect(account.get('ANY /account')).toBe(functionLogicalId('AccountNotFound'));
+    expect(account.get('ANY /')).toBe(functionLogicalId('AccountNotFound'));
+    expect(methods.get(logicalId(services.apis.express))!.get('POST /v1/wallet/sign/{operation}')).toBe(functionLogicalId('ExpressSignV1'));
+  });
+
+  it('ends every function before API Gateway stops waiting for it', () => {
+    expect(API_FUNCTION_TIMEOUT.toMilliseconds()).toBeLessThan(API_INTEGRATION_TIMEOUT.toMilliseconds());
+    expect(API_INTEGRATION_TIMEOUT.toMilliseconds()).toBeLessThanOrEqual(29_000);
+  });
+
+  it('deploys one throttled, traced stage per API, execution logs at ERROR without bodies', () => {
+    servicesTemplate.resourceCountIs('AWS::ApiGateway::Stage', 3);
+    servicesTemplate.resourceCountIs('AWS::ApiGateway::Deployment', 3);
+    for (const stage of Object.values(servicesTemplate.findResources('AWS::ApiGateway::Stage') as Resources)) {
+      expect(stage.Properties).toMatchObject({ StageName: API_STAGE_NAME, TracingEnabled: true });
+      expect(stage.Properties?.MethodSettings).toEqual([
+        {
+          ResourcePath: '/*',
+          HttpMethod: '*',
+          ThrottlingRateLimit: DEFAULT_API_THROTTLE.rateLimit,
+          ThrottlingBurstLimit: DEFAULT_API_THROTTLE.burstLimit,
+          LoggingLevel: 'ERROR',
+          DataTraceEnabled: false,
+          MetricsEnabled: false,
+        },
+      ]);
     }
   });
 
-  it('throttles each API\'s default stage', () => {
-    servicesTemplate.resourceCountIs('AWS::ApiGatewayV2::Stage', 3);
-    servicesTemplate.allResourcesProperties('AWS::ApiGatewayV2::Stage', {
-      StageName: '$default',
-      DefaultRouteSettings: { ThrottlingRateLimit: Match.anyValue(), ThrottlingBurstLimit: Match.anyValue() },
-    });
+  it('throttles the stages as the throttle prop says', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const { services: stack } = buildStacks(app, { ids: ['SlowStateful', 'SlowServices'], services: { throttle: { rateLimit: 5, burstLimit: 7 } } });
+    const stages = Object.values(Template.fromStack(stack).findResources('AWS::ApiGateway::Stage') as Resources);
+    expect(stages).toHaveLength(3);
+    for (const stage of stages) expect(stage.Properties?.MethodSettings).toEqual([expect.objectContaining({ ResourcePath: '/*', HttpMethod: '*', ThrottlingRateLimit: 5, ThrottlingBurstLimit: 7 })]);
   });
 
   it('writes each API\'s access log as JSON request metadata (no headers, query or body) to its own log group', () => {
-    const stages = Object.values(servicesTemplate.findResources('AWS::ApiGatewayV2::Stage') as Resources);
+    const stages = Object.values(servicesTemplate.findResources('AWS::ApiGateway::Stage') as Resources);
     const logGroups = servicesTemplate.toJSON().Resources as Resources;
     const destinations = new Set<string>();
     for (const stage of stages) {
-      const settings = stage.Properties?.AccessLogSettings as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
+      const settings = stage.Properties?.AccessLogSetting as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
       const [logGroupId] = settings.DestinationArn['Fn::GetAtt'];
       expect(logGroups[logGroupId]?.Properties?.RetentionInDays).toBe(30);
       destinations.add(logGroupId);
       const format = JSON.parse(settings.Format) as Record<string, string>;
-      expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status', routeKey: '$context.routeKey' });
-      expect(settings.Format).not.toMatch(/request\.header|querystring|\$input|authorizer|identity\.user|apiKey/i);
+      expect(format).toMatchObject({ requestId: '$context.requestId', extendedRequestId: '$context.extendedRequestId', status: '$context.status', resourcePath: '$context.resourcePath' });
+      // Only variables API Gateway documents for REST API access logs (CDK's AccessLogField list; routeKey is HTTP/WebSocket only).
+      for (const value of Object.values(format)) expect(REST_ACCESS_LOG_VARIABLES, value).toContain(value);
+      expect(settings.Format).not.toContain('$context.routeKey');
+      expect(settings.Format).not.toMatch(/request\.header|querystring|\$input|authorizer|identity\.(user|caller|apiKey|cognito)|apiKey|clientCert/i);
     }
     expect(destinations.size).toBe(3);
   });
 
-  it('outputs the three API URLs', () => {
-    for (const name of ['AccountApiUrl', 'EnclaveApiUrl', 'ExpressApiUrl']) servicesTemplate.hasOutput(name, {});
+  it('lets API Gateway invoke each function only from its own API\'s stage, for its own method (one permission per function)', () => {
+    servicesTemplate.resourceCountIs('AWS::Lambda::Permission', ROUTES.length);
+    expect(permissionProblems(services, servicesTemplate)).toEqual([]);
+    // Spelled out for two functions.
+    const sourceArnOf = (routeId: string) =>
+      Object.values(servicesTemplate.findResources('AWS::Lambda::Permission') as Resources).find(
+        (p) => JSON.stringify(p.Properties?.FunctionName) === JSON.stringify({ 'Fn::GetAtt': [functionLogicalId(routeId), 'Arn'] }),
+      )!.Properties!.SourceArn;
+    expect(joinParts(sourceArnOf('ExpressSignV1')).slice(6)).toEqual([':', { Ref: logicalId(services.apis.express) }, '/', { Ref: logicalId(services.apis.express.deploymentStage) }, '/POST/v1/wallet/sign/*']);
+    expect(joinParts(sourceArnOf('EnclaveNotFound')).slice(6)).toEqual([':', { Ref: logicalId(services.apis.enclave) }, '/', { Ref: logicalId(services.apis.enclave.deploymentStage) }, '/*/*']);
   });
 
-  it('rejects route keys API Gateway would not accept', () => {
-    expect(() => toHttpRouteKey('FETCH /x')).toThrow(/Unsupported route key/);
-    expect(() => toHttpRouteKey('GET account')).toThrow(/Unsupported route key/);
-    expect(toHttpRouteKey('$default').key).toBe('$default');
+  it('would catch a function invocable from another API, from any API, or twice (the permission check is not vacuous)', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const { services: widened } = buildStacks(app, { ids: ['WidenedStateful', 'WidenedServices'] });
+    const apigateway = new ServicePrincipal('apigateway.amazonaws.com');
+    widened.functions.get('AccountNotFound')!.lambda.addPermission('FromEnclaveApi', { principal: apigateway, sourceArn: widened.apis.enclave.arnForExecuteApi() });
+    widened.functions.get('GetAccount')!.lambda.addPermission('FromAnyApi', { principal: apigateway, sourceArn: `arn:aws:execute-api:${widened.region}:${widened.account}:*/prod/*/*` });
+    widened.functions.get('AccountHealth')!.lambda.addPermission('TestInvoke', { principal: apigateway, sourceArn: widened.apis.account.arnForExecuteApi('GET', '/health', 'test-invoke-stage') });
+    const problems = permissionProblems(widened, Template.fromStack(widened));
+    expect(problems.filter((problem) => problem.startsWith('AccountNotFound: SourceArn'))).toHaveLength(1);
+    expect(problems.filter((problem) => problem.startsWith('GetAccount: SourceArn'))).toHaveLength(1);
+    expect(problems.filter((problem) => problem.startsWith('AccountHealth: SourceArn'))).toHaveLength(1);
+    expect(problems.filter((problem) => / has [2-9] permissions$/.test(problem)).sort()).toEqual(['AccountHealth has 2 permissions', 'AccountNotFound has 2 permissions', 'GetAccount has 2 permissions']);
+    expect(problems).toHaveLength(6);
+  });
+
+  it('outputs the three stage URLs (with the stage name, without a trailing slash) and gives the enclave\'s to TEE_URL', () => {
+    const outputs = servicesTemplate.toJSON().Outputs as Record<string, { Value: unknown }>;
+    expect(Object.keys(outputs).sort()).toEqual(['AccountApiUrl', 'EnclaveApiUrl', 'ExpressApiUrl']);
+    for (const service of SERVICES) {
+      const id = `${service[0]!.toUpperCase()}${service.slice(1)}ApiUrl`;
+      const parts = joinParts(outputs[id]!.Value);
+      expect(parts).toEqual(['https://', { Ref: logicalId(services.apis[service]) }, '.execute-api.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }, `/${API_STAGE_NAME}`]);
+    }
+    const teeUrl = services.resolve(services.stageUrl('enclave'));
+    expect(JSON.stringify(teeUrl)).toMatch(/"\/prod"\]\]\}$/);
+    for (const route of ROUTES.filter((r) => r.needs.enclaveUrl)) expect(environmentOf(route.id).TEE_URL, route.id).toEqual(teeUrl);
+  });
+
+  it('sets API Gateway\'s account-level CloudWatch Logs role once, retained, with the AWS-managed push policy, before any stage', () => {
+    servicesTemplate.resourceCountIs('AWS::ApiGateway::Account', 1);
+    const [accountId, account] = Object.entries(servicesTemplate.findResources('AWS::ApiGateway::Account') as Resources)[0]!;
+    const roleId = (account.Properties?.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const role = (servicesTemplate.toJSON().Resources as Resources)[roleId]!;
+    expect(role).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    expect(role.Properties?.AssumeRolePolicyDocument).toEqual({
+      Version: '2012-10-17',
+      Statement: [{ Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { Service: 'apigateway.amazonaws.com' } }],
+    });
+    expect(role.Properties?.ManagedPolicyArns).toEqual([
+      { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs']] },
+    ]);
+    expect(role.Properties?.Policies).toBeUndefined();
+    expect(roleStatements().filter((entry) => entry.role === roleId)).toEqual([]);
+    for (const stage of Object.values(servicesTemplate.findResources('AWS::ApiGateway::Stage')) as Array<{ DependsOn?: string[] }>) expect(stage.DependsOn).toContain(accountId);
+  });
+
+  it('leaves the account-level CloudWatch role out when apiGatewayCloudWatchRole is false', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const { services: stack } = buildStacks(app, { ids: ['NoRoleStateful', 'NoRoleServices'], services: { apiGatewayCloudWatchRole: false } });
+    const template = Template.fromStack(stack);
+    template.resourceCountIs('AWS::ApiGateway::Account', 0);
+    template.resourceCountIs('AWS::IAM::Role', ROUTES.length);
+  });
+
+  it('associates no web ACL by default, and the given one with each stage when webAclArn is set', () => {
+    servicesTemplate.resourceCountIs('AWS::WAFv2::WebACLAssociation', 0);
+    const webAclArn = 'arn:aws:wafv2:eu-west-1:123456789012:regional/webacl/perp-wallet/0a1b2c3d-1111-2222-3333-444455556666';
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const { services: stack } = buildStacks(app, { ids: ['WafStateful', 'WafServices'], services: { webAclArn } });
+    const template = Template.fromStack(stack);
+    const associations = Object.values(template.findResources('AWS::WAFv2::WebACLAssociation') as Resources) as Array<{ Properties: { WebACLArn: string; ResourceArn: unknown } }>;
+    expect(associations).toHaveLength(3);
+    const stageIds = SERVICES.map((service) => stack.getLogicalId(stack.apis[service].deploymentStage.node.defaultChild as CfnResource));
+    const apiIds = SERVICES.map((service) => stack.getLogicalId(stack.apis[service].node.defaultChild as CfnResource));
+    for (const association of associations) expect(association.Properties.WebACLArn).toBe(webAclArn);
+    // arn:<partition>:apigateway:<region>::/restapis/<api-id>/stages/<stage>, one per API; the Ref to the stage orders it after the stage.
+    const resourceArns = associations.map((association) => joinParts(association.Properties.ResourceArn));
+    expect(resourceArns.map((parts) => apiIds.findIndex((id) => JSON.stringify(parts[5]) === JSON.stringify({ Ref: id }))).sort()).toEqual([0, 1, 2]);
+    for (const parts of resourceArns) {
+      const api = apiIds.findIndex((id) => JSON.stringify(parts[5]) === JSON.stringify({ Ref: id }));
+      expect(parts).toEqual(['arn:', { Ref: 'AWS::Partition' }, ':apigateway:', { Ref: 'AWS::Region' }, '::/restapis/', { Ref: apiIds[api] }, '/stages/', { Ref: stageIds[api] }]);
+    }
+    expect(() => buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { ids: ['BadStateful', 'BadServices'], services: { webAclArn: 'arn:aws:wafv2:us-east-1:123456789012:global/webacl/x/y' } })).toThrow(
+      /REGIONAL WAFv2 web ACL/,
+    );
   });
 });
 
@@ -363,7 +602,11 @@ describe('least privilege per route', () => {
       const logs = roleStatements().filter((entry) => entry.role === role && asArray(entry.statement.Action).some((a) => String(a).startsWith('logs:')));
       expect(logs.map(({ statement }) => statement.Resource), route.id).toEqual([{ 'Fn::GetAtt': [logicalId(services.functions.get(route.id)!.logGroup), 'Arn'] }]);
     }
-    for (const role of Object.values(servicesTemplate.findResources('AWS::IAM::Role') as Resources)) expect(role.Properties?.ManagedPolicyArns).toBeUndefined();
+    // The one managed policy is API Gateway's account-level logging role's (asserted in the REST APIs block).
+    const withManagedPolicy = Object.entries(servicesTemplate.findResources('AWS::IAM::Role') as Resources).filter(([, role]) => role.Properties?.ManagedPolicyArns !== undefined);
+    const account = (servicesTemplate.toJSON().Resources as Resources)[services.getLogicalId(services.apiGatewayAccount!)]!;
+    expect(withManagedPolicy.map(([id]) => id)).toEqual([(account.Properties?.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]]);
+    for (const route of ROUTES) expect(servicesTemplate.toJSON().Resources[roleLogicalId(route.id)].Properties.ManagedPolicyArns, route.id).toBeUndefined();
   });
 });
 
@@ -496,7 +739,7 @@ describe('services stack: function configuration', () => {
     const run = promisify(execFile);
     const outDir = await mkdtemp(join(tmpdir(), 'bundles-'));
     const placeholder = (value: unknown) =>
-      typeof value === 'string' ? value : JSON.stringify(value).includes('ApiEndpoint') ? 'https://enclave.example.com' : 'placeholder-id';
+      typeof value === 'string' ? value : JSON.stringify(value).includes('.execute-api.') ? `https://enclave.example.com/${API_STAGE_NAME}` : 'placeholder-id';
     const failures: string[] = [];
     try {
       await Promise.all(
