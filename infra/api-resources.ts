@@ -30,6 +30,16 @@ export interface ResourceTree {
 
 export const GREEDY = '{proxy+}';
 
+/** REST APIs answer 504 when a Lambda integration has not answered within 29 s (the default and the usual maximum). */
+export const API_INTEGRATION_TIMEOUT_SECONDS = 29;
+
+/**
+ * Each route's function timeout: it ends before the gateway gives up. The gateway's clock also
+ * runs through a cold start's init, which the function's timeout does not count: hence 2 s of
+ * margin. The local runtime gives handlers the same remaining time.
+ */
+export const API_FUNCTION_TIMEOUT_SECONDS = 27;
+
 /** The resource tree of one service's routes (exactly one of them `$default`). */
 export function resourceTree(routes: readonly RouteDefinition[]): ResourceTree {
   const fallback = routes.filter((route) => route.routeKey === '$default');

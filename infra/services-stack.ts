@@ -8,6 +8,7 @@ import {
   type Integration,
   LogGroupLogDestination,
   MethodLoggingLevel,
+  ResponseType,
   RestApi,
 } from 'aws-cdk-lib/aws-apigateway';
 import { ManagedPolicy, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -16,7 +17,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import { ROUTES, type ServiceName } from '../functions/routes.ts';
-import { resourceTree } from './api-resources.ts';
+import { API_INTEGRATION_TIMEOUT_SECONDS, resourceTree } from './api-resources.ts';
 import { type NeedsResources, ServiceFunction } from './constructs/service-function.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 import type { ChainsConfig } from '../shared/chains/chain-config.ts';
@@ -61,7 +62,7 @@ export const API_STAGE_NAME = 'prod';
  * REST APIs stop waiting for a Lambda integration after 29 s by default (set explicitly here);
  * API_FUNCTION_TIMEOUT (infra/constructs/service-function.ts) ends the function before that.
  */
-export const API_INTEGRATION_TIMEOUT = Duration.seconds(29);
+export const API_INTEGRATION_TIMEOUT = Duration.seconds(API_INTEGRATION_TIMEOUT_SECONDS);
 
 const API_IDS: Record<ServiceName, string> = { account: 'AccountApi', enclave: 'EnclaveApi', express: 'ExpressApi' };
 
@@ -183,6 +184,7 @@ export class ServicesStack extends Stack {
         metricsEnabled: false,
       },
     });
+    addGatewayResponses(api);
     // RestApi adds an `Endpoint` output with a trailing slash; the stack's own `…ApiUrl` outputs replace it.
     api.node.tryRemoveChild('Endpoint');
     if (this.apiGatewayAccount) api.deploymentStage.node.addDependency(this.apiGatewayAccount);
@@ -283,6 +285,36 @@ function lambdaProxyIntegration(fn: IFunction): Integration {
 function assertRegionalWebAclArn(arn: string): void {
   if (!/^arn:aws[a-z-]*:wafv2:[a-z0-9-]+:\d{12}:regional\/webacl\/[^/]+\/[^/]+$/.test(arn)) {
     throw new Error(`webAclArn must be a REGIONAL WAFv2 web ACL ARN (arn:aws:wafv2:<region>:<account>:regional/webacl/<name>/<id>), got "${arn}"`);
+  }
+}
+
+/**
+ * What API Gateway itself answers (before or instead of a function) in the services' error shape,
+ * `{ success: false, error: { code, message, request_id } }`, instead of its `{"message": …}`.
+ * The local runtime answers the 10 MB limit the same way (infra/local/runtime.ts).
+ */
+export const GATEWAY_RESPONSES: readonly { type: ResponseType; status: string; code: string; message: string }[] = [
+  { type: ResponseType.REQUEST_TOO_LARGE, status: '413', code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 10 MB' },
+  { type: ResponseType.THROTTLED, status: '429', code: 'RATE_LIMITED', message: 'Too many requests: retry later' },
+  { type: ResponseType.INTEGRATION_TIMEOUT, status: '504', code: 'TIMEOUT', message: 'The request took too long' },
+  // Every resource has ANY (infra/api-resources.ts), so this only guards against a gap in that tree.
+  { type: ResponseType.MISSING_AUTHENTICATION_TOKEN, status: '404', code: 'ROUTE_NOT_FOUND', message: 'No such route' },
+  // API Gateway's own message (a JSON string: `$context.error.messageString` is quoted), e.g. "Unsupported Media Type".
+  { type: ResponseType.DEFAULT_4XX, status: '400', code: 'BAD_REQUEST', message: '$context.error.messageString' },
+  { type: ResponseType.DEFAULT_5XX, status: '500', code: 'INTERNAL_ERROR', message: 'Internal server error' },
+];
+
+function addGatewayResponses(api: RestApi): void {
+  for (const { type, status, code, message } of GATEWAY_RESPONSES) {
+    api.addGatewayResponse(`Json${type.responseType}`, {
+      type,
+      // DEFAULT_4XX/5XX keep the status API Gateway chose (e.g. 415, 502); the others are fixed.
+      ...(type === ResponseType.DEFAULT_4XX || type === ResponseType.DEFAULT_5XX ? {} : { statusCode: status }),
+      responseHeaders: { 'Cache-Control': "'no-store'" },
+      templates: {
+        'application/json': `{"success":false,"error":{"code":"${code}","message":${message.startsWith('$context.') ? message : JSON.stringify(message)},"request_id":"$context.requestId"}}`,
+      },
+    });
   }
 }
 

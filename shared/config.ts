@@ -132,6 +132,6 @@ export function loadRpcUrlsSecret(env = process.env): string | undefined {
 export function loadInclusionTimeoutMs(env = process.env): number {
   const parsed = parseEnv(v.object({ WITHDRAW_INCLUSION_TIMEOUT_MS: v.optional(v.pipe(v.string(), v.regex(/^[0-9]+$/, 'must be milliseconds')), '20000') }), env);
   const ms = Number(parsed.WITHDRAW_INCLUSION_TIMEOUT_MS);
-  if (ms < 1000 || ms > 25_000) throw new ConfigError('Invalid configuration: WITHDRAW_INCLUSION_TIMEOUT_MS: must be between 1000 and 25000');
+  if (ms < 1000 || ms > 20_000) throw new ConfigError('Invalid configuration: WITHDRAW_INCLUSION_TIMEOUT_MS: must be between 1000 and 20000');
   return ms;
 }

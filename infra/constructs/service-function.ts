@@ -10,6 +10,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import type { RouteNeeds, ServiceName, SigningKeyOperation, TableAccess, WrappingKeyOperation } from '../../functions/routes.ts';
+import { API_FUNCTION_TIMEOUT_SECONDS } from '../api-resources.ts';
 import { LAMBDA_BUNDLING } from '../bundling.ts';
 import { KEY_USE_TAG_VALUE, type KeyOperation, type KeyPurpose, keyUseConditions, keyUseTag } from './key-use.ts';
 
@@ -51,12 +52,8 @@ export interface NeedsResources {
   readonly delegates: string;
 }
 
-/**
- * REST APIs stop waiting for a Lambda integration after 29 s (API_INTEGRATION_TIMEOUT in
- * infra/services-stack.ts) and answer 504; end the function first. The gateway's clock also runs
- * through a cold start's init, which the function's timeout does not count: hence 2 s of margin.
- */
-export const API_FUNCTION_TIMEOUT = Duration.seconds(27);
+/** Ends before the REST API's 29 s integration timeout (infra/api-resources.ts says why 27 s). */
+export const API_FUNCTION_TIMEOUT = Duration.seconds(API_FUNCTION_TIMEOUT_SECONDS);
 
 export interface ServiceFunctionProps {
   /** Handler module relative to the repository root (exports `handler`), as in functions/routes.ts. */

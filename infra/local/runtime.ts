@@ -26,7 +26,7 @@ import { startSolanaSandbox } from './solana-sandbox.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
 import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
-import { matchResource, type ResourceTree, resourceTree } from '../api-resources.ts';
+import { API_FUNCTION_TIMEOUT_SECONDS, matchResource, type ResourceTree, resourceTree } from '../api-resources.ts';
 
 /**
  * The embedded local sandbox: three HTTP listeners whose requests become API Gateway events for
@@ -212,7 +212,7 @@ async function serve(
   const matched = matchResource(routes, req.method ?? 'GET', path);
   const handler = await loadHandler(matched.route.entry);
   const event = toEvent(req, Buffer.concat(chunks), { resource: matched.resource.path, pathParameters: matched.pathParameters }, requestId);
-  const context = lambdaContext(matched.route.id, 29_000);
+  const context = lambdaContext(matched.route.id, API_FUNCTION_TIMEOUT_SECONDS * 1000);
   // Lambda sets POWERTOOLS_SERVICE_NAME per function; one process serves all three services here.
   const result = await withServiceName(service, () => runInvocation(context, () => handler(event, context)));
   writeResult(res, result as Parameters<typeof writeResult>[1]);

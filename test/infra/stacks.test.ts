@@ -338,6 +338,25 @@ describe('services stack: REST APIs', () => {
     expect(methods.get(logicalId(services.apis.express))!.get('POST /v1/wallet/sign/{operation}')).toBe(functionLogicalId('ExpressSignV1'));
   });
 
+  it('answers in the services\' JSON error shape wherever API Gateway itself answers (413, 429, 504, 4XX, 5XX)', () => {
+    const responses = servicesTemplate.findResources('AWS::ApiGateway::GatewayResponse');
+    for (const service of SERVICES) {
+      const apiId = services.getLogicalId(services.apis[service].node.defaultChild as CfnResource);
+      const mine = Object.values(responses).filter((r) => JSON.stringify(r.Properties.RestApiId) === JSON.stringify({ Ref: apiId }));
+      const byType: Record<string, { StatusCode?: string; ResponseTemplates: Record<string, string> }> = Object.fromEntries(mine.map((r) => [r.Properties.ResponseType, r.Properties]));
+      expect(Object.keys(byType).sort()).toEqual(['DEFAULT_4XX', 'DEFAULT_5XX', 'INTEGRATION_TIMEOUT', 'MISSING_AUTHENTICATION_TOKEN', 'REQUEST_TOO_LARGE', 'THROTTLED']);
+      expect(byType.REQUEST_TOO_LARGE!.StatusCode).toBe('413');
+      expect(byType.THROTTLED!.StatusCode).toBe('429');
+      expect(byType.DEFAULT_4XX!.StatusCode).toBeUndefined(); // keeps API Gateway's own 4xx status
+      for (const [type, properties] of Object.entries(byType)) {
+        const template = properties.ResponseTemplates['application/json'] as string;
+        // A valid JSON document once API Gateway substitutes its variables (each a JSON string).
+        const body = JSON.parse(template.replace('$context.error.messageString', '"Unsupported Media Type"'));
+        expect(body, type).toMatchObject({ success: false, error: { code: expect.stringMatching(/^[A-Z_]+$/), message: expect.any(String), request_id: '$context.requestId' } });
+      }
+    }
+  });
+
   it('ends every function before API Gateway stops waiting for it', () => {
     expect(API_FUNCTION_TIMEOUT.toMilliseconds()).toBeLessThan(API_INTEGRATION_TIMEOUT.toMilliseconds());
     expect(API_INTEGRATION_TIMEOUT.toMilliseconds()).toBeLessThanOrEqual(29_000);
