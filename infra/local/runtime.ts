@@ -199,7 +199,7 @@ async function serve(
     size += (chunk as Buffer).length;
     if (size > GATEWAY_MAX_BODY_BYTES) {
       res.writeHead(413, { 'content-type': 'application/json', 'x-request-id': requestId, connection: 'close' });
-      res.end(JSON.stringify({ success: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 10 MB' } }));
+      res.end(JSON.stringify({ success: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 10 MB', request_id: requestId } }));
       return;
     }
     chunks.push(chunk as Buffer);
