@@ -1,0 +1,491 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import {
+  type AbiEvent,
+  type Address,
+  type Hex,
+  type PublicClient,
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  encodeFunctionData,
+  erc20Abi,
+  getAddress,
+  http,
+  keccak256,
+} from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { EvmChainConfig } from '../../../shared/chains/chain-config.ts';
+import type { VenueId } from '../../../shared/venues/default-status.ts';
+import type { VenueRules } from '../../../shared/venues/driver.ts';
+import { venueRulesJson } from '../../../shared/venues/rules.ts';
+import type { EvmSandbox } from '../evm-sandbox.ts';
+import { DurableState } from './durable-state.ts';
+
+/**
+ * The sandbox-venue framework (issue 10). Each sandbox venue is a separate component, as anvil is:
+ * its own HTTP server on its own port speaking a subset of its venue's API, its own state file
+ * DATA_DIR/venues/<id>.json (DurableState: atomic, fsync'd, answered from only once on disk), a
+ * chain watcher and a vault. A venue is a `VenueModule`; the framework runs it:
+ *
+ * - `module.watch` names the logs that are deposits (e.g. the token's Transfer to the bridge). The
+ *   watcher polls the venue's sandbox chain with eth_getLogs from a persisted block cursor and hands
+ *   each log to `module.decodeDeposit` exactly once (keyed txHash:logIndex, recorded in the same
+ *   write as the credit). Only what the chain shows is credited, never a caller's word.
+ * - A deposit passes the venue's deposit fault first: `fail` (seen, not credited), `stall` (held
+ *   until `clear`, then credited), `refund` (the vault sends it back to the depositor on chain);
+ *   otherwise `module.credit` applies the venue's rules (minimum, fee) to the venue state.
+ * - `host.pay` queues a payout from the vault (an EOA whose key lives in the state file, funded
+ *   from the sandbox faucet at start): it is signed, recorded (raw tx + hash) before broadcast,
+ *   broadcast, and confirmed, and resumed after a restart, so it is paid exactly once. A payout
+ *   `held` by a withdrawal `stall` fault waits for `clear`.
+ * - Faults: `host.takeFault(draft, 'withdrawal')` inside a transaction consumes one of the next n
+ *   operations' fault; the module decides what fail / stall / refund mean for its requests.
+ * - `module.handle` answers the venue's HTTP API; it changes state only through `host.transact`.
+ *
+ * `startSandboxVenues` starts the given modules (all implemented ones by default) and returns the
+ * listing for `GET /sandbox/venues`, the base URLs (`VENUE_URLS`) and the faults controller.
+ */
+export type FaultOperation = 'deposit' | 'withdrawal';
+export type FaultMode = 'fail' | 'stall' | 'refund';
+
+export interface FaultSetting {
+  readonly mode: FaultMode;
+  readonly remaining: number;
+}
+
+export interface Payout {
+  readonly id: string;
+  readonly to: Address;
+  readonly token: Address;
+  readonly amount: string;
+  state: 'queued' | 'sent' | 'completed' | 'failed';
+  held: boolean;
+  rawTx?: Hex;
+  txHash?: Hex;
+  reason?: string;
+}
+
+export interface SeenLog {
+  readonly state: 'credited' | 'failed' | 'stalled' | 'refunded';
+  readonly depositor: Address;
+  readonly amount: string;
+  readonly txHash: Hex;
+  readonly block: string;
+}
+
+/** The file DATA_DIR/venues/<id>.json: the framework's part and the venue's own (`venue`). */
+export interface VenueState<S> {
+  readonly version: 1;
+  port: number | null;
+  readonly vault: { readonly privateKey: Hex };
+  /** The last block whose logs have been read. */
+  cursor: string;
+  /** Every deposit log handled, keyed `txHash:logIndex`. */
+  seen: Record<string, SeenLog>;
+  faults: Partial<Record<FaultOperation, FaultSetting>>;
+  payouts: Record<string, Payout>;
+  venue: S;
+}
+
+export interface DepositLog {
+  /** `txHash:logIndex`. */
+  readonly key: string;
+  readonly txHash: Hex;
+  readonly logIndex: number;
+  readonly block: bigint;
+  readonly depositor: Address;
+  readonly amount: bigint;
+}
+
+export interface VenueRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly body: string;
+}
+
+export interface VenueResponse {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** What the framework gives a venue module. */
+export interface VenueHost<S> {
+  readonly id: VenueId;
+  readonly rules: VenueRules;
+  readonly chain: EvmChainConfig;
+  readonly client: PublicClient;
+  readonly vaultAddress: Address;
+  read(): VenueState<S>;
+  /** One change of the venue's state, on disk before it resolves. */
+  transact<R>(change: (draft: VenueState<S>) => R): Promise<R>;
+  /** Consumes one operation of an active fault, inside a transaction; undefined when none. */
+  takeFault(draft: VenueState<S>, operation: FaultOperation): FaultMode | undefined;
+  /** Queues an on-chain payout of `amount` of `token` from the vault to `to`, inside a transaction. */
+  pay(draft: VenueState<S>, payout: { id: string; to: Address; token: Address; amount: bigint; held?: boolean }): void;
+}
+
+export interface VenueModule<S> {
+  readonly id: VenueId;
+  readonly rules: VenueRules;
+  /** Where the venue's deposits go (listed as `deposit_address`). */
+  readonly depositAddress: Address;
+  /** The deposit logs: `event` emitted by `address`, filtered by indexed `args`. */
+  readonly watch: { readonly address: Address; readonly event: AbiEvent; readonly args: Record<string, unknown> };
+  initialState(): S;
+  /** The depositor and amount of one watched log (undefined: not a deposit). */
+  decodeDeposit(log: { args: Record<string, unknown> }): { depositor: Address; amount: bigint } | undefined;
+  /** Applies the venue's rules to a deposit seen on chain; returns whether it was credited. */
+  credit(draft: VenueState<S>, deposit: DepositLog, host: VenueHost<S>): boolean;
+  handle(request: VenueRequest, host: VenueHost<S>): Promise<VenueResponse>;
+}
+
+export interface SandboxVenueListing {
+  readonly venues: {
+    readonly dex: VenueId;
+    readonly url: string;
+    readonly chain: string;
+    readonly token: string;
+    readonly deposit_address: Address;
+    readonly rules: ReturnType<typeof venueRulesJson>;
+  }[];
+}
+
+export interface SandboxVenues {
+  readonly listing: SandboxVenueListing;
+  /** Base URL per running venue: the account service's VENUE_URLS. */
+  readonly urls: Partial<Record<VenueId, string>>;
+  /** Sets (or with `clear`, ends) a venue's fault; throws VenueNotRunningError for a venue not running. */
+  setFault(input: { target: VenueId; operation: FaultOperation; mode: FaultMode | 'clear'; count: number }): Promise<FaultSetting | null>;
+  stop(): Promise<void>;
+}
+
+export class VenueNotRunningError extends Error {
+  readonly code = 'VENUE_NOT_RUNNING';
+}
+
+export interface SandboxVenuesOptions {
+  readonly dataDir: string;
+  readonly host?: string;
+  readonly evm: Pick<EvmSandbox, 'chains' | 'faucet'>;
+  /** The modules to run; every implemented venue by default. */
+  readonly modules?: readonly VenueModule<any>[];
+  /** Milliseconds between the watchers' polls (200 by default). */
+  readonly pollMs?: number;
+}
+
+const BODY_LIMIT = 1024 * 1024;
+const LOG_RANGE = 2_000n;
+const VAULT_NATIVE_MINIMUM = 10n ** 18n;
+const VAULT_NATIVE_FUNDING = 100n * 10n ** 18n;
+const VAULT_TOKEN_MINIMUM = 100_000n * 10n ** 6n;
+const VAULT_TOKEN_FUNDING = 1_000_000n * 10n ** 6n;
+
+export async function startSandboxVenues(options: SandboxVenuesOptions): Promise<SandboxVenues> {
+  const modules: readonly VenueModule<any>[] = options.modules ?? (await import('./venue-b.ts').then(({ venueBModule }) => [venueBModule()]));
+  const started: RunningVenue[] = [];
+  try {
+    for (const module of modules) started.push(await startVenue(module, options));
+  } catch (error) {
+    await Promise.all(started.map((venue) => venue.stop()));
+    throw error;
+  }
+  const byId = new Map(started.map((venue) => [venue.id, venue]));
+  return {
+    listing: { venues: started.map((venue) => venue.listing) },
+    urls: Object.fromEntries(started.map((venue) => [venue.id, venue.listing.url])),
+    setFault: async (input) => {
+      const venue = byId.get(input.target);
+      if (!venue) {
+        throw new VenueNotRunningError(`${input.target} has no sandbox venue yet; running: ${started.map((v) => v.id).join(', ') || 'none'}`);
+      }
+      return venue.setFault(input.operation, input.mode, input.count);
+    },
+    stop: async () => {
+      await Promise.all(started.map((venue) => venue.stop()));
+    },
+  };
+}
+
+interface RunningVenue {
+  readonly id: VenueId;
+  readonly listing: SandboxVenueListing['venues'][number];
+  setFault(operation: FaultOperation, mode: FaultMode | 'clear', count: number): Promise<FaultSetting | null>;
+  stop(): Promise<void>;
+}
+
+async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptions): Promise<RunningVenue> {
+  const chain = options.evm.chains[module.rules.chain];
+  const tokenAddress = chain.tokens[module.rules.token as 'USDC']?.address as Address | undefined;
+  if (!tokenAddress) throw new Error(`${module.id}: ${module.rules.chain} has no ${module.rules.token}`);
+  const viemChain = defineChain({
+    id: chain.chain_id,
+    name: `sandbox ${module.rules.chain}`,
+    nativeCurrency: { name: chain.native, symbol: chain.native, decimals: 18 },
+    rpcUrls: { default: { http: [chain.rpc_url] } },
+  });
+  const transport = http(chain.rpc_url, { retryCount: 0 });
+  const client = createPublicClient({ chain: viemChain, transport, pollingInterval: 50 }) as PublicClient;
+
+  const store = await DurableState.open<VenueState<S>>(join(resolve(options.dataDir), 'venues', `${module.id}.json`), () => ({
+    version: 1,
+    port: null,
+    vault: { privateKey: generatePrivateKey() },
+    cursor: '',
+    seen: {},
+    faults: {},
+    payouts: {},
+    venue: module.initialState(),
+  }));
+  const vault = privateKeyToAccount(store.read().vault.privateKey);
+  const wallet = createWalletClient({ chain: viemChain, transport, account: vault });
+
+  // The vault pays gas and withdrawals: topped up from the sandbox faucet at every start.
+  if ((await client.getBalance({ address: vault.address })) < VAULT_NATIVE_MINIMUM) {
+    await options.evm.faucet(module.rules.chain, vault.address, chain.native, VAULT_NATIVE_FUNDING);
+  }
+  const vaultTokens = await client.readContract({ address: tokenAddress, abi: erc20Abi, functionName: 'balanceOf', args: [vault.address] });
+  if (vaultTokens < VAULT_TOKEN_MINIMUM) await options.evm.faucet(module.rules.chain, vault.address, module.rules.token, VAULT_TOKEN_FUNDING);
+
+  // A venue's life on the chain starts at its first start: earlier transfers are not its deposits.
+  if (store.read().cursor === '') {
+    const head = await client.getBlockNumber();
+    await store.transact((draft) => {
+      draft.cursor = head.toString();
+    });
+  }
+
+  let stopped = false;
+  let wakePayer: () => void = () => undefined;
+  const host: VenueHost<S> = {
+    id: module.id,
+    rules: module.rules,
+    chain,
+    client,
+    vaultAddress: vault.address,
+    read: () => store.read(),
+    transact: (change) => store.transact(change),
+    takeFault: (draft, operation) => {
+      const fault = draft.faults[operation];
+      if (!fault || fault.remaining <= 0) return undefined;
+      const remaining = fault.remaining - 1;
+      if (remaining === 0) delete draft.faults[operation];
+      else draft.faults[operation] = { mode: fault.mode, remaining };
+      return fault.mode;
+    },
+    pay: (draft, payout) => {
+      if (draft.payouts[payout.id]) throw new Error(`${module.id}: payout ${payout.id} exists`);
+      draft.payouts[payout.id] = { id: payout.id, to: getAddress(payout.to), token: payout.token, amount: payout.amount.toString(), state: 'queued', held: payout.held ?? false };
+      queueMicrotask(() => wakePayer());
+    },
+  };
+
+  // --- the chain watcher --------------------------------------------------------------------
+  const pollMs = options.pollMs ?? 200;
+  const watcher = (async () => {
+    while (!stopped) {
+      try {
+        await pollDeposits(module, host, client);
+      } catch (error) {
+        if (!stopped) process.stderr.write(`sandbox ${module.id}: chain watcher: ${(error as Error).message.split('\n')[0]}\n`);
+      }
+      await sleep(pollMs);
+    }
+  })();
+
+  // --- the payer: vault payouts, exactly once ------------------------------------------------
+  let payerSignal = Promise.withResolvers<void>();
+  wakePayer = () => payerSignal.resolve();
+  const payer = (async () => {
+    while (!stopped) {
+      try {
+        await payPending(store, client, wallet, vault.address);
+      } catch (error) {
+        if (!stopped) process.stderr.write(`sandbox ${module.id}: payer: ${(error as Error).message.split('\n')[0]}\n`);
+      }
+      await Promise.race([payerSignal.promise, sleep(1_000)]);
+      payerSignal = Promise.withResolvers<void>();
+    }
+  })();
+
+  // --- the venue's own HTTP server ------------------------------------------------------------
+  const server = createServer((req, res) => {
+    readBody(req)
+      .then((body) => module.handle({ method: req.method ?? 'GET', path: (req.url ?? '/').split('?')[0]!, body }, host))
+      .catch((error: unknown) => {
+        if (error instanceof BodyTooLargeError) return { status: 413, body: 'Request body too large' };
+        process.stderr.write(`sandbox ${module.id}: ${(error as Error).message.split('\n')[0]}\n`);
+        return { status: 500, body: 'Internal error' };
+      })
+      .then((answer) => {
+        res.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body));
+      });
+  });
+  const bindHost = options.host ?? '127.0.0.1';
+  const port = await listenPreferring(server, store.read().port, bindHost);
+  if (store.read().port !== port) {
+    await store.transact((draft) => {
+      draft.port = port;
+    });
+  }
+  const urlHost = bindHost === '0.0.0.0' || bindHost === '::' ? '127.0.0.1' : bindHost.includes(':') ? `[${bindHost}]` : bindHost;
+  const url = `http://${urlHost}:${port}`;
+
+  return {
+    id: module.id,
+    listing: { dex: module.id, url, chain: module.rules.chain, token: module.rules.token, deposit_address: module.depositAddress, rules: venueRulesJson(module.rules) },
+    setFault: async (operation, mode, count) => {
+      const setting = await store.transact((draft) => {
+        if (mode !== 'clear') {
+          draft.faults[operation] = { mode, remaining: count };
+          return draft.faults[operation];
+        }
+        delete draft.faults[operation];
+        // `clear` releases what a stall held: deposits are credited, payouts go out.
+        if (operation === 'deposit') {
+          for (const [key, seen] of Object.entries(draft.seen)) {
+            if (seen.state !== 'stalled') continue;
+            const [txHash, logIndex] = key.split(':') as [Hex, string];
+            const credited = module.credit(draft, { key, txHash, logIndex: Number(logIndex), block: BigInt(seen.block), depositor: seen.depositor, amount: BigInt(seen.amount) }, host);
+            draft.seen[key] = { ...seen, state: credited ? 'credited' : 'failed' };
+          }
+        } else {
+          for (const payout of Object.values(draft.payouts)) payout.held = false;
+        }
+        return null;
+      });
+      wakePayer();
+      return setting;
+    },
+    stop: async () => {
+      stopped = true;
+      wakePayer();
+      await new Promise<void>((done) => {
+        server.close(() => done());
+        server.closeAllConnections();
+      });
+      await Promise.all([watcher, payer]);
+    },
+  };
+}
+
+/** Reads the logs from the cursor to the head; each new one is handled and the cursor moved in one write. */
+async function pollDeposits<S>(module: VenueModule<S>, host: VenueHost<S>, client: PublicClient): Promise<void> {
+  const head = await client.getBlockNumber();
+  let from = BigInt(host.read().cursor) + 1n;
+  if (head < from - 1n) {
+    // The chain is behind the cursor (its state was reset): follow it; seen keys still prevent double credit.
+    await host.transact((draft) => {
+      draft.cursor = head.toString();
+    });
+    return;
+  }
+  while (from <= head) {
+    const to = from + LOG_RANGE - 1n < head ? from + LOG_RANGE - 1n : head;
+    const logs = await client.getLogs({ address: module.watch.address, event: module.watch.event, args: module.watch.args, fromBlock: from, toBlock: to, strict: true } as never);
+    await host.transact((draft) => {
+      for (const log of logs as unknown as { transactionHash: Hex; logIndex: number; blockNumber: bigint; args: Record<string, unknown>; removed?: boolean }[]) {
+        if (log.removed) continue;
+        const key = `${log.transactionHash}:${log.logIndex}`;
+        if (draft.seen[key]) continue;
+        const decoded = module.decodeDeposit(log);
+        if (!decoded) continue;
+        const deposit: DepositLog = { key, txHash: log.transactionHash, logIndex: log.logIndex, block: log.blockNumber, ...decoded };
+        const record = { depositor: deposit.depositor, amount: deposit.amount.toString(), txHash: deposit.txHash, block: deposit.block.toString() };
+        const fault = host.takeFault(draft, 'deposit');
+        if (fault === 'fail') draft.seen[key] = { ...record, state: 'failed' };
+        else if (fault === 'stall') draft.seen[key] = { ...record, state: 'stalled' };
+        else if (fault === 'refund') {
+          host.pay(draft, { id: `refund:${key}`, to: deposit.depositor, token: module.watch.address, amount: deposit.amount });
+          draft.seen[key] = { ...record, state: 'refunded' };
+        } else {
+          draft.seen[key] = { ...record, state: module.credit(draft, deposit, host) ? 'credited' : 'failed' };
+        }
+      }
+      draft.cursor = to.toString();
+    });
+    from = to + 1n;
+  }
+}
+
+/**
+ * Sends every queued payout, one at a time (the vault's nonces are sequential): signed and
+ * recorded before broadcast, so a restart rebroadcasts the same transaction instead of paying twice.
+ */
+async function payPending<S>(
+  store: DurableState<VenueState<S>>,
+  client: PublicClient,
+  wallet: ReturnType<typeof createWalletClient>,
+  vault: Address,
+): Promise<void> {
+  for (;;) {
+    const payouts = Object.values(store.read().payouts).filter((p) => !p.held && (p.state === 'queued' || p.state === 'sent'));
+    const payout = payouts.find((p) => p.state === 'sent') ?? payouts[0];
+    if (!payout) return;
+    let { rawTx, txHash } = payout;
+    if (payout.state === 'queued') {
+      const request = await wallet.prepareTransactionRequest({
+        account: wallet.account!,
+        chain: wallet.chain,
+        to: payout.token,
+        data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [payout.to, BigInt(payout.amount)] }),
+        nonce: await client.getTransactionCount({ address: vault, blockTag: 'pending' }),
+      });
+      rawTx = await wallet.signTransaction(request as never);
+      txHash = keccak256(rawTx);
+      const signed = { rawTx, txHash };
+      await store.transact((draft) => {
+        Object.assign(draft.payouts[payout.id]!, signed, { state: 'sent' });
+      });
+    }
+    try {
+      await client.sendRawTransaction({ serializedTransaction: rawTx! });
+    } catch {
+      // Already known or already mined (a resumed payout): the receipt decides.
+    }
+    const receipt = await client.waitForTransactionReceipt({ hash: txHash!, pollingInterval: 50, timeout: 30_000 });
+    await store.transact((draft) => {
+      const entry = draft.payouts[payout.id]!;
+      entry.state = receipt.status === 'success' ? 'completed' : 'failed';
+      if (receipt.status !== 'success') entry.reason = `payout transaction ${txHash} reverted`;
+    });
+  }
+}
+
+class BodyTooLargeError extends Error {}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > BODY_LIMIT) throw new BodyTooLargeError();
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The port the venue had before (stable URLs across restarts), or any free one when it is taken. */
+async function listenPreferring(server: Server, preferred: number | null, host: string): Promise<number> {
+  const attempt = (port: number) =>
+    new Promise<number>((done, fail) => {
+      server.once('error', fail);
+      server.listen(port, host, () => {
+        server.off('error', fail);
+        done((server.address() as AddressInfo).port);
+      });
+    });
+  if (preferred) {
+    try {
+      return await attempt(preferred);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    }
+  }
+  return attempt(0);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((wake) => setTimeout(wake, ms));
+}

@@ -1,0 +1,199 @@
+import { formatAmount } from '../money.ts';
+import type { DirectionRule, VenueRules } from './driver.ts';
+import type { VenueId } from './default-status.ts';
+
+/**
+ * Every venue's funding rules (issue 10; research: ../shared/research/venues.md §0–§5), in base
+ * units of the venue's token. The sandbox venues apply these and the drivers refuse what breaks
+ * them. Each rule names its source: a research tag ([O] official, [S] secondary, [I] inference)
+ * or `sandbox choice` where research found nothing. This file is the ONLY place sandbox choices
+ * live; the README's "Sandbox venues" section lists them. A choice never contradicts a published
+ * rule.
+ *
+ * Chains and tokens follow the issue's table: venue_d's USDC on INK stands in for USDT0 (not a
+ * token this project carries), venue_e takes USDC.E on POL into the proxy wallet.
+ */
+const USDC = 1_000_000n; // 6 decimals, every venue token here
+
+function direction(input: Partial<DirectionRule> & { minimum: bigint; token: string }): DirectionRule {
+  return {
+    supported: input.supported ?? true,
+    minimum: input.minimum,
+    fee: input.fee ?? { amount: 0n, token: input.token, feeType: 'none', note: null },
+    note: input.note ?? null,
+  };
+}
+
+export const VENUE_RULES: Readonly<Record<VenueId, VenueRules>> = {
+  venue_a: {
+    venue: 'venue_a',
+    chain: 'ARB',
+    token: 'USDC',
+    decimals: 6,
+    firstDepositMinimum: 1n * USDC,
+    deposit: direction({
+      token: 'USDC',
+      minimum: 1n * USDC,
+      fee: { amount: 10_000n, token: 'USDC', feeType: 'quote', note: "The venue bridge's quote fee; the sandbox quotes 0.01 USDC." },
+      note: 'Bridge quote (GET then POST /user/bridge/quote) and the deposit call carrying the committed quote id on Arbitrum.',
+    }),
+    withdrawal: direction({
+      token: 'USDC',
+      minimum: 1n * USDC,
+      fee: { amount: 10_000n, token: 'USDC', feeType: 'quote', note: "The venue bridge's quote fee; the sandbox quotes 0.01 USDC." },
+      note: 'Stark-signed withdrawal with a committed bridge quote, paid out on Arbitrum.',
+    }),
+    sources: {
+      chain: '[O] E1i (chain code "ARB"), [S] E6 (Arbitrum among the EVM chains)',
+      token: '[O] E1c (USDC collateral, 6 decimals)',
+      'deposit.mechanism': '[O] E1g, E1h (bridge config + quote + commit), [S] E6 / [O] R1 (depositWithId)',
+      'deposit.minimum': 'sandbox choice: 1 USDC (StarkEx era "no minimum" [O] E2; Starknet era unknown); above the quote fee',
+      firstDepositMinimum: 'sandbox choice: 1 USDC, as deposit.minimum',
+      'deposit.fee': 'sandbox choice: 0.01 USDC quote fee ([O] E1h: the quote carries a fee; [S] E6 saw $0.01 on $5)',
+      'withdrawal.minimum': 'sandbox choice: 1 USDC (unknown in research)',
+      'withdrawal.fee': 'sandbox choice: 0.01 USDC quote fee ([O] E1h: bridged withdrawals need a quote; amount unknown)',
+    },
+  },
+  venue_b: {
+    venue: 'venue_b',
+    chain: 'ARB',
+    token: 'USDC',
+    decimals: 6,
+    firstDepositMinimum: 5n * USDC,
+    deposit: direction({
+      token: 'USDC',
+      minimum: 5n * USDC,
+      note: 'A plain USDC transfer to the bridge on Arbitrum, credited to the sender. Less than 5 USDC is not credited and is lost.',
+    }),
+    withdrawal: direction({
+      token: 'USDC',
+      // "must be greater than the withdrawal fee": the fee plus one base unit.
+      minimum: 1n * USDC + 1n,
+      fee: { amount: 1n * USDC, token: 'USDC', feeType: 'fixed', note: 'Deducted from the amount; the destination receives amount minus 1 USDC.' },
+      note: 'withdraw3 signed by the main wallet (agents cannot withdraw), paid out on Arbitrum.',
+    }),
+    sources: {
+      chain: '[O] H1, H2 (Arbitrum One, native USDC)',
+      token: '[O] H1',
+      'deposit.mechanism': '[O] H1 (plain ERC-20 transfer to Bridge2 0x2df1c51e09aecf9cacb7bc98cb1742757f163df7, credited to the sender)',
+      'deposit.minimum': '[O] H1, H2 (5 USDC; less is lost)',
+      firstDepositMinimum: '[O] H1, H2',
+      'deposit.fee': '[O] H1 (none documented); the 1-USDC activation fee ([O] H7) is not applied to bridge deposits: sandbox choice (research §6.2)',
+      'withdrawal.minimum': '[S] H11 (must be greater than the fee)',
+      'withdrawal.fee': '[O] H3 ($1)',
+      'approveBuilderFee.builderMinimum': '[O] H5 (builder needs at least 100 USDC account value)',
+      'approveBuilderFee.maxFeeRate': '[O] H5 (at most 0.1% for perps; at most 10 builder approvals)',
+      'approveAgent.limits': '[O] H3, H4 (1 unnamed + 3 named; same name or a new unnamed replaces; valid_until at most 180 days)',
+      'nonce.window': '[O] H4 (100 highest per signer; within (T - 2 days, T + 1 day))',
+      'exchange.requiresAccount': 'sandbox choice: actions from an address that never deposited are refused ("User or API Wallet ... does not exist.")',
+      'withdrawal.latency': 'sandbox choice: paid as soon as the withdraw3 is accepted ([O] H1, H3 say 3-5 minutes live)',
+      'deposit.latency': 'sandbox choice: credited on the watcher\'s next poll of the chain ([O] H1 says under 1 minute live)',
+    },
+  },
+  venue_c: {
+    venue: 'venue_c',
+    chain: 'ETH',
+    token: 'USDC',
+    decimals: 6,
+    firstDepositMinimum: 1n * USDC,
+    deposit: direction({
+      token: 'USDC',
+      minimum: 1n * USDC,
+      note: 'approve USDC to the Paradex bridge, then the bridge deposit on Ethereum; at most 500,000 USDC per transaction.',
+    }),
+    withdrawal: direction({
+      token: 'USDC',
+      minimum: 1n * USDC,
+      note: 'A socialized-loss factor may reduce withdrawals while the insurance fund is short (none in the sandbox).',
+    }),
+    sources: {
+      chain: '[O] P1 (Paradex Bridge is Ethereum only)',
+      token: '[O] P2, P4 (USDC only)',
+      'deposit.mechanism': '[O] P3 (approve, then deposit to the bridge)',
+      'deposit.minimum': 'sandbox choice: 1 USDC (unknown in research)',
+      firstDepositMinimum: 'sandbox choice: 1 USDC, as deposit.minimum',
+      'deposit.maximum': '[O] P4 (500,000 USDC per transaction)',
+      'deposit.fee': '[O] P3 (none documented)',
+      'withdrawal.minimum': 'sandbox choice: 1 USDC (unknown in research)',
+      'withdrawal.fee': '[O] P5 (no fee; socialized-loss factor, 0 in the sandbox: sandbox choice)',
+    },
+  },
+  venue_d: {
+    venue: 'venue_d',
+    chain: 'INK',
+    token: 'USDC',
+    decimals: 6,
+    firstDepositMinimum: 5n * USDC,
+    deposit: direction({
+      token: 'USDC',
+      minimum: 1n * USDC,
+      note: 'approve the endpoint, then depositCollateral on Ink. The first deposit that opens a subaccount must be at least 5. USDC stands in for USDT0.',
+    }),
+    withdrawal: direction({
+      token: 'USDC',
+      minimum: 1n * USDC + 1n,
+      fee: { amount: 1n * USDC, token: 'USDC', feeType: 'fixed', note: "The venue's withdrawal sequencer fee for the collateral product; the sandbox charges 1 USDC." },
+      note: 'withdraw_collateral signed by the owner or the linked signer; the amount must exceed the fee.',
+    }),
+    sources: {
+      chain: '[O] N1 (Ink, chain id 57073)',
+      token: 'issue 10: USDC stands in for USDT0 ([O] N1, N2: product 0 is USDT0)',
+      'deposit.mechanism': '[O] N2, N4 (approve + Endpoint.depositCollateral)',
+      firstDepositMinimum: '[O] N5 (MIN_INITIAL_DEPOSIT_VALUE = 5)',
+      'deposit.minimum': 'sandbox choice: 1 USDC for later deposits (unknown in research)',
+      'deposit.fee': '[O] N2 (none documented for direct deposits)',
+      'withdrawal.minimum': '[O] N2, N5 (must exceed the fee)',
+      'withdrawal.fee': 'sandbox choice: 1 USDC ([O] N2, N5: a per-product sequencer fee exists; its value is unknown)',
+    },
+  },
+  venue_e: {
+    venue: 'venue_e',
+    chain: 'POL',
+    token: 'USDC.E',
+    decimals: 6,
+    firstDepositMinimum: 2n * USDC,
+    deposit: direction({
+      token: 'USDC.E',
+      minimum: 2n * USDC,
+      note: 'USDC.e transferred to the proxy wallet on Polygon, wrapped to pUSD as collateral.',
+    }),
+    withdrawal: direction({
+      token: 'USDC.E',
+      minimum: 1n * USDC,
+      note: 'pUSD unwrapped to USDC.e and sent from the proxy wallet; no venue fee (bridge or swap costs apply live).',
+    }),
+    sources: {
+      chain: '[O] M1 (Polygon 137)',
+      token: '[O] M1 (USDC.e), [O] M2 (pUSD collateral)',
+      'deposit.mechanism': '[I] (direct ERC-20 transfer to the proxy wallet, research §5.4)',
+      'deposit.minimum': '[O] M15 (bridge minCheckoutUsd $2 on Polygon), applied to direct transfers: sandbox choice',
+      firstDepositMinimum: 'as deposit.minimum',
+      'deposit.fee': '[O] M17 (no Polymarket fee)',
+      'withdrawal.minimum': 'sandbox choice: 1 USDC (unknown in research)',
+      'withdrawal.fee': '[O] M17 (CN: no withdrawal fee)',
+    },
+  },
+};
+
+/** A direction rule as the spec's `transfer_rules` entry: amounts as decimal strings. */
+export function directionRuleJson(rule: DirectionRule, decimals: number) {
+  return {
+    supported: rule.supported,
+    minimum_amount: formatAmount(rule.minimum, decimals),
+    fee: { amount: formatAmount(rule.fee.amount, decimals), token: rule.fee.token, fee_type: rule.fee.feeType, note: rule.fee.note },
+    note: rule.note,
+  };
+}
+
+/** A venue's rules on the wire (`GET /sandbox/venues`): decimal strings, sources included. */
+export function venueRulesJson(rules: VenueRules) {
+  return {
+    chain: rules.chain,
+    token: rules.token,
+    decimals: rules.decimals,
+    first_deposit_minimum: formatAmount(rules.firstDepositMinimum, rules.decimals),
+    deposit: directionRuleJson(rules.deposit, rules.decimals),
+    withdrawal: directionRuleJson(rules.withdrawal, rules.decimals),
+    sources: rules.sources,
+  };
+}
