@@ -23,6 +23,7 @@ import { EnclaveGasSponsor } from '../../shared/withdrawals/gas-sponsor.ts';
 import { startEvmSandbox } from './evm-sandbox.ts';
 import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
 import { startSolanaSandbox } from './solana-sandbox.ts';
+import { type SandboxVenueListing, startSandboxVenues } from './venues/framework.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
 import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
@@ -65,6 +66,8 @@ export interface AccessLogRecord {
 export interface LocalRuntime {
   readonly urls: Record<ServiceName, string>;
   readonly chains: ReturnType<typeof chainsListing>;
+  /** The sandbox venues (`GET /sandbox/venues`). */
+  readonly venues: SandboxVenueListing;
   readonly apps: readonly AppFileEntry[];
   readonly dynamodbEndpoint: string;
   stop(): Promise<void>;
@@ -104,8 +107,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
 
   // Sandbox chains: one anvil per EVM chain, a LiteSVM-backed Solana RPC.
   const [evm, sol] = await Promise.all([startEvmSandbox({ dataDir, host }), startSolanaSandbox({ dataDir, host })]);
-  closers.push(() => evm.stop(), () => sol.stop());
-  const chains: SandboxChains = { config: { ...evm.chains, SOL: sol.chain, sandbox: true }, evm, sol };
+  const stopEvm = () => evm.stop();
+  closers.push(stopEvm, () => sol.stop());
+  // Sandbox venues: each its own server and state under DATA_DIR/venues, watching the chains.
+  const venues = await startSandboxVenues({ dataDir, host, evm });
+  closers.splice(closers.indexOf(stopEvm), 0, () => venues.stop()); // before the chains: a payout may await its receipt
+  const chains: SandboxChains = { config: { ...evm.chains, SOL: sol.chain, sandbox: true }, evm, sol, venues };
   const rpcGateway = await startRpcGateway(chains.config, options.rpcCredential ?? `rpc-key-${randomBytes(16).toString('hex')}`, host);
   closers.push(() => close(rpcGateway.server));
 
@@ -133,6 +140,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     OP_JWT_SIGNER: 'local',
     TEE_URL: urls.enclave,
     CHAINS_CONFIG: JSON.stringify(rpcGateway.config),
+    VENUE_URLS: JSON.stringify(venues.urls),
     ALLOWED_7702_DELEGATES: [...new Set(Object.values(evm.chains).map((chain) => chain.delegate).filter(Boolean))].join(','),
   });
   for (const service of SERVICES) {
@@ -166,6 +174,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     urls,
     apps,
     chains: chainsListing(chains.config),
+    venues: venues.listing,
     dynamodbEndpoint,
     stop: async () => {
       for (const closeOne of closers) await closeOne();

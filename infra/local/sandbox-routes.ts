@@ -8,19 +8,51 @@ import { ValidationError } from '../../shared/errors.ts';
 import { CHAIN_CODES } from '../../shared/wallets/networks.ts';
 import { normaliseRecipient } from '../../shared/withdrawals/withdraw-rules.ts';
 import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
+import { FaultRequest } from '../../shared/sandbox/fault-request.ts';
 import type { EvmSandbox } from './evm-sandbox.ts';
 import { FaucetRefusedError, MAX_UNITS } from './faucet-refused.ts';
 import type { SolanaSandbox } from './solana-sandbox.ts';
+import { type SandboxVenues, VenueNotRunningError } from './venues/framework.ts';
 
 /**
  * Sandbox-only endpoints of the account service (never deployed to AWS; marked so in the
- * OpenAPI document): `GET /sandbox/chains` and `POST /sandbox/faucet`. They need no credentials:
- * the sandbox listens on 127.0.0.1 only.
+ * OpenAPI document): `GET /sandbox/chains`, `POST /sandbox/faucet`, `GET /sandbox/venues` and
+ * `POST /sandbox/faults`. They need no credentials: the sandbox listens on 127.0.0.1 only.
  */
 export interface SandboxChains {
   readonly config: ChainsConfig;
   readonly evm: EvmSandbox;
   readonly sol: SolanaSandbox;
+  /** The sandbox venues (infra/local/venues/), when running. */
+  readonly venues?: SandboxVenues;
+}
+
+const SANDBOX_ROUTES = new Set(['GET /sandbox/chains', 'POST /sandbox/faucet', 'GET /sandbox/venues', 'POST /sandbox/faults']);
+
+function parseJsonBody(event: APIGatewayProxyEvent): unknown {
+  try {
+    return JSON.parse(event.body ?? '');
+  } catch {
+    throw new ValidationError('The request body is not valid JSON', 'INVALID_JSON');
+  }
+}
+
+/** `POST /sandbox/faults`: sets or clears a sandbox venue's fault (the bridge's comes with the bridge). */
+async function setFault(venues: SandboxVenues | undefined, json: unknown) {
+  const body = parseInput(FaultRequest, json, 'body');
+  if (body.target === 'bridge') {
+    throw new ValidationError('body.target: the sandbox bridge does not exist yet (it comes with the transfer issue); venue faults work now', 'TARGET_NOT_AVAILABLE');
+  }
+  if (body.operation === 'bridge') throw new ValidationError('body.operation: a venue takes "deposit" or "withdrawal"; "bridge" is for the bridge target', 'INVALID_OPERATION');
+  if (body.mode !== 'clear' && body.count === undefined) throw new ValidationError('body.count: is required unless mode is "clear"');
+  if (!venues) throw new ValidationError(`body.target: ${body.target} has no sandbox venue running`, 'VENUE_NOT_RUNNING');
+  try {
+    const fault = await venues.setFault({ target: body.target, operation: body.operation, mode: body.mode, count: body.count ?? 0 });
+    return { success: true, sandbox: true, target: body.target, operation: body.operation, fault: fault ? { mode: fault.mode, remaining: fault.remaining } : null };
+  } catch (error) {
+    if (error instanceof VenueNotRunningError) throw new ValidationError(`body.target: ${error.message}`, error.code);
+    throw error;
+  }
 }
 
 function decimalsOf(config: ChainsConfig, chain: (typeof CHAIN_CODES)[number], token: string): number {
@@ -52,15 +84,12 @@ export function chainsListing(config: ChainsConfig) {
 
 export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxyEvent): Promise<HttpResult | undefined> {
   const route = `${event.httpMethod} ${event.path}`;
-  if (route !== 'GET /sandbox/chains' && route !== 'POST /sandbox/faucet') return undefined;
+  if (!SANDBOX_ROUTES.has(route)) return undefined;
   try {
     if (route === 'GET /sandbox/chains') return jsonResponse(200, chainsListing(chains.config));
-    let json: unknown;
-    try {
-      json = JSON.parse(event.body ?? '');
-    } catch {
-      throw new ValidationError('The request body is not valid JSON', 'INVALID_JSON');
-    }
+    if (route === 'GET /sandbox/venues') return jsonResponse(200, { sandbox: true, ...(chains.venues?.listing ?? { venues: [] }) });
+    const json = parseJsonBody(event);
+    if (route === 'POST /sandbox/faults') return jsonResponse(200, await setFault(chains.venues, json));
     const body = parseInput(FaucetRequest, json, 'body');
     const decimals = decimalsOf(chains.config, body.chain, body.token);
     const family = body.chain === 'SOL' ? 'sol' : 'evm';

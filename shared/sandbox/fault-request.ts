@@ -1,0 +1,17 @@
+import * as v from 'valibot';
+import { VENUE_IDS } from '../venues/default-status.ts';
+
+/**
+ * `POST /sandbox/faults` (local sandbox only): the target's next `count` operations of a kind
+ * fail, stall or (refund) are given back; `clear` ends the fault and releases what a stall held.
+ * Venues take `deposit` and `withdrawal`; the `bridge` target is refused until the sandbox bridge
+ * exists (the transfer issue).
+ */
+export const FaultRequest = v.object({
+  target: v.picklist([...VENUE_IDS, 'bridge'], `must be one of ${[...VENUE_IDS, 'bridge'].join(', ')}`),
+  operation: v.picklist(['deposit', 'withdrawal', 'bridge'], 'must be one of deposit, withdrawal, bridge'),
+  mode: v.picklist(['fail', 'stall', 'refund', 'clear'], 'must be one of fail, stall, refund, clear'),
+  count: v.optional(
+    v.pipe(v.number('must be an integer'), v.safeInteger('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(1000, 'must be at most 1000'), v.description('How many of the next operations; required unless mode is "clear".')),
+  ),
+});
