@@ -2,6 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Address, type Hex, createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, http } from 'viem';
+import { ExchangeClient, HttpTransport, InfoClient } from '@nktkas/hyperliquid';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -215,6 +216,31 @@ describe('venue_b sandbox: signatures and trading setup', () => {
     const action = { type: 'approveBuilderFee', hyperliquidChain: 'Mainnet', signatureChainId: '0xa4b1', maxFeeRate: '0.11%', builder: builder.account.address.toLowerCase() as Address, nonce: Date.now() } as const;
     const answer = await postExchange({ action, nonce: action.nonce, signature: toWireSignature(await user.account.signTypedData(userSignedTypedData(action) as never)) });
     expect(answer.response).toMatch(/maximum of 0.1%/);
+  });
+});
+
+describe('venue_b sandbox speaks to the official SDK (@nktkas/hyperliquid) as the venue would', () => {
+  it("the SDK's approveAgent (unnamed and named), approveBuilderFee and withdraw3 are accepted; its InfoClient reads the state", async () => {
+    const user = await newUser(20n * USDC);
+    await deposit(user, 20n * USDC);
+    const builder = await newUser(100n * USDC);
+    await deposit(builder, 100n * USDC);
+    const transport = new HttpTransport({ apiUrl: venues.urls.venue_b! });
+    const exchange = new ExchangeClient({ wallet: user.account, transport, signatureChainId: '0xa4b1' });
+    const agent = privateKeyToAccount(generatePrivateKey());
+    await exchange.approveAgent({ agentAddress: privateKeyToAccount(generatePrivateKey()).address });
+    await exchange.approveAgent({ agentAddress: agent.address, agentName: 'sdk' });
+    await exchange.approveBuilderFee({ builder: builder.account.address, maxFeeRate: '0.01%' });
+    const chainBefore = await usdcOnChain(user.account.address);
+    await exchange.withdraw3({ destination: user.account.address, amount: '6' });
+
+    const infoClient = new InfoClient({ transport });
+    expect(await infoClient.extraAgents({ user: user.account.address })).toEqual([{ name: 'sdk', address: agent.address.toLowerCase(), validUntil: null }]);
+    expect(await infoClient.maxBuilderFee({ user: user.account.address, builder: builder.account.address })).toBe(10);
+    const state = await infoClient.clearinghouseState({ user: user.account.address });
+    expect(state.withdrawable).toBe('14.0');
+    await eventually(() => usdcOnChain(user.account.address), (balance) => balance !== chainBefore);
+    expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 5n * USDC);
   });
 });
 
