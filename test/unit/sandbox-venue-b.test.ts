@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Address, type Hex, createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, http } from 'viem';
@@ -250,10 +250,12 @@ describe('venue_b sandbox: withdrawals', () => {
     await deposit(user, 20n * USDC);
     const chainBefore = await usdcOnChain(user.account.address);
     const key = uuidv7();
+    const started = performance.now();
     const { reference } = await driver.withdraw(user.wallet, user.fields, 10n * USDC, key);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
     const status = await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending');
     expect(status.state).toBe('completed');
+    console.info(`venue_b withdraw call to payout confirmed on chain: ${(performance.now() - started).toFixed(0)} ms`);
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 9n * USDC);
 
     // The receipt shows one transfer of exactly 9 USDC to the user.
@@ -337,6 +339,34 @@ describe('venue_b sandbox: faults', () => {
 });
 
 describe('venue_b sandbox: durable state', () => {
+  it('a held payout stays held across a restart; a payout recorded as sent is resent, not paid twice', async () => {
+    const user = await newUser(20n * USDC);
+    await deposit(user, 20n * USDC);
+    const chainBefore = await usdcOnChain(user.account.address);
+    await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'stall', count: 1 });
+    const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, uuidv7());
+    await venues.stop();
+    venues = await startSandboxVenues({ dataDir, evm, pollMs: 100 });
+    await new Promise((wake) => setTimeout(wake, 300));
+    expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
+    await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0 });
+    const status = await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending');
+    expect(status.state).toBe('completed');
+    expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
+
+    // As if the venue died between recording the signed payout and confirming it: the same transaction is resent.
+    await venues.stop();
+    const path = join(dataDir, 'venues', 'venue_b.json');
+    const state = JSON.parse(await readFile(path, 'utf8'));
+    const payout = Object.values(state.payouts as Record<string, { txHash: string; state: string }>).find((p) => p.txHash === (status as { txHash: string }).txHash)!;
+    payout.state = 'sent';
+    await writeFile(path, JSON.stringify(state));
+    venues = await startSandboxVenues({ dataDir, evm, pollMs: 100 });
+    const resumed = await eventually(async () => JSON.parse(await readFile(path, 'utf8')).payouts, (payouts: Record<string, { state: string }>) => Object.values(payouts).every((p) => p.state === 'completed'));
+    expect(Object.values(resumed).every((p) => p.state === 'completed')).toBe(true);
+    expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
+  });
+
   it('balances, agents and the URL survive a restart on the same DATA_DIR; a deposit made while it was down is credited after', async () => {
     const user = await newUser(30n * USDC);
     await deposit(user, 10n * USDC);

@@ -265,7 +265,12 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
     client,
     vaultAddress: vault.address,
     read: () => store.read(),
-    transact: (change) => store.transact(change),
+    // The payer looks again after every committed change (a payout it queued is on disk by then).
+    transact: async (change) => {
+      const result = await store.transact(change);
+      wakePayer();
+      return result;
+    },
     takeFault: (draft, operation) => {
       const fault = draft.faults[operation];
       if (!fault || fault.remaining <= 0) return undefined;
@@ -277,7 +282,6 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
     pay: (draft, payout) => {
       if (draft.payouts[payout.id]) throw new Error(`${module.id}: payout ${payout.id} exists`);
       draft.payouts[payout.id] = { id: payout.id, to: getAddress(payout.to), token: payout.token, amount: payout.amount.toString(), state: 'queued', held: payout.held ?? false };
-      queueMicrotask(() => wakePayer());
     },
   };
 
