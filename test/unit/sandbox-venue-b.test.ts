@@ -305,23 +305,39 @@ describe('venue_b sandbox: faults', () => {
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
   });
 
-  it('withdrawal fail: refused, nothing debited; stall: accepted and pending until clear, then paid', async () => {
+  it('withdrawal fail: refused, nothing debited, the same key works once the fault is used up; stall: accepted and pending until clear, then paid', async () => {
     const user = await newUser(20n * USDC);
     await deposit(user, 20n * USDC);
     const chainBefore = await usdcOnChain(user.account.address);
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1 });
-    await expect(driver.withdraw(user.wallet, user.fields, 5n * USDC, uuidv7())).rejects.toBeInstanceOf(VenueBRefusedError);
+    const failedKey = uuidv7();
+    await expect(driver.withdraw(user.wallet, user.fields, 5n * USDC, failedKey)).rejects.toBeInstanceOf(VenueBRefusedError);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(20n * USDC);
+    // The fault is used up; the same key then withdraws (once).
+    const retried = await driver.withdraw(user.wallet, user.fields, 5n * USDC, failedKey);
+    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, retried.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
+    expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
 
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'stall', count: 1 });
     const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, uuidv7());
     await new Promise((wake) => setTimeout(wake, 500));
     expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
-    expect(await usdcOnChain(user.account.address)).toBe(chainBefore);
+    expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0 });
     const status = await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending');
     expect(status.state).toBe('completed');
-    expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
+    expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 8n * USDC);
+  });
+
+  it('deposit refund: the vault sends the deposit back to the depositor on chain; nothing is credited', async () => {
+    const user = await newUser(10n * USDC);
+    await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'refund', count: 1 });
+    const plan = await driver.prepareDeposit(user.wallet, user.fields, 10n * USDC);
+    await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
+    expect(await usdcOnChain(user.account.address)).toBe(0n);
+    expect(await eventually(() => usdcOnChain(user.account.address), (balance) => balance > 0n)).toBe(10n * USDC);
+    expect((await driver.balances(user.wallet, user.fields)).balance).toBe(0n);
   });
 
   it('withdrawal refund: accepted, then back on the venue balance, reported failed', async () => {

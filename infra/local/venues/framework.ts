@@ -290,7 +290,7 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
   const watcher = (async () => {
     while (!stopped) {
       try {
-        await pollDeposits(module, host, client);
+        await pollDeposits(module, host, client, tokenAddress);
       } catch (error) {
         if (!stopped) process.stderr.write(`sandbox ${module.id}: chain watcher: ${(error as Error).message.split('\n')[0]}\n`);
       }
@@ -375,7 +375,7 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
 }
 
 /** Reads the logs from the cursor to the head; each new one is handled and the cursor moved in one write. */
-async function pollDeposits<S>(module: VenueModule<S>, host: VenueHost<S>, client: PublicClient): Promise<void> {
+async function pollDeposits<S>(module: VenueModule<S>, host: VenueHost<S>, client: PublicClient, token: Address): Promise<void> {
   const head = await client.getBlockNumber();
   let from = BigInt(host.read().cursor) + 1n;
   if (head < from - 1n) {
@@ -401,7 +401,7 @@ async function pollDeposits<S>(module: VenueModule<S>, host: VenueHost<S>, clien
         if (fault === 'fail') draft.seen[key] = { ...record, state: 'failed' };
         else if (fault === 'stall') draft.seen[key] = { ...record, state: 'stalled' };
         else if (fault === 'refund') {
-          host.pay(draft, { id: `refund:${key}`, to: deposit.depositor, token: module.watch.address, amount: deposit.amount });
+          host.pay(draft, { id: `refund:${key}`, to: deposit.depositor, token, amount: deposit.amount });
           draft.seen[key] = { ...record, state: 'refunded' };
         } else {
           draft.seen[key] = { ...record, state: module.credit(draft, deposit, host) ? 'credited' : 'failed' };

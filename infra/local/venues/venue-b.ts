@@ -275,7 +275,11 @@ function withdraw(draft: Draft, user: UserRecord, signer: Address, action: Extra
   const balance = BigInt(user.balance);
   if (amount > balance) return err('Insufficient balance for withdrawal');
   const fault = host.takeFault(draft, 'withdrawal');
-  if (fault === 'fail') return err('Withdrawal failed (sandbox fault)');
+  if (fault === 'fail') {
+    // Refused as a whole: the nonce stays free, so a retry of the same signed request can succeed.
+    user.nonces = user.nonces.filter((nonce) => nonce !== action.time);
+    return err('Withdrawal failed (sandbox fault)');
+  }
   const hash = keccak256(toHex(`withdraw:${signer.toLowerCase()}:${action.time}`));
   const delta = { type: 'withdraw', usdc: usdc(amount), nonce: action.time, fee: usdc(fee) } as const;
   if (fault === 'refund') {
