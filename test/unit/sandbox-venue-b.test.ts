@@ -162,6 +162,18 @@ describe('venue_b sandbox: signatures and trading setup', () => {
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);
   });
 
+  it('nonces outside (now - 2 days, now + 1 day) are refused', async () => {
+    const user = await newUser(10n * USDC);
+    await deposit(user, 10n * USDC);
+    const DAY = 24 * 60 * 60 * 1000;
+    for (const time of [Date.now() - 2 * DAY - 60_000, Date.now() + DAY + 60_000]) {
+      const action = { type: 'withdraw3', hyperliquidChain: 'Mainnet', signatureChainId: '0xa4b1', destination: user.account.address.toLowerCase(), amount: '2', time } as const;
+      const answer = await postExchange({ action, nonce: time, signature: toWireSignature(await user.account.signTypedData(userSignedTypedData(action) as never)) });
+      expect(answer.response).toMatch(/Invalid nonce/);
+    }
+    expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
+  });
+
   it('an account that never deposited cannot approve an agent', async () => {
     const user = await newUser(0n);
     await expect(driver.initTrading(user.wallet, user.fields, { agent_name: 'bot' }, false)).rejects.toThrow(/does not exist/);
