@@ -55,12 +55,13 @@ export function clobAuthTypedData(input: { address: Address; timestamp: number; 
   } as const satisfies TypedDataDefinition;
 }
 
-export interface L1Headers {
+/** A type (not an interface) so it passes where plain header records are expected. */
+export type L1Headers = {
   readonly POLY_ADDRESS: Address;
   readonly POLY_SIGNATURE: Hex;
   readonly POLY_TIMESTAMP: string;
   readonly POLY_NONCE: string;
-}
+};
 
 /** Headers of `POST /auth/api-key` and `GET /auth/derive-api-key` (`createL1Headers`); timestamp in seconds. */
 export async function createL1Headers(wallet: VenueWallet, input: { timestamp: number; nonce?: bigint; chainId?: number }): Promise<L1Headers> {
@@ -112,13 +113,13 @@ export function polyHmacSignature(secret: string, timestamp: number, method: str
   return createHmac('sha256', key).update(message).digest('base64').replace(/\+/g, '-').replace(/\//g, '_');
 }
 
-export interface L2Headers {
+export type L2Headers = {
   readonly POLY_ADDRESS: Address;
   readonly POLY_SIGNATURE: string;
   readonly POLY_TIMESTAMP: string;
   readonly POLY_API_KEY: string;
   readonly POLY_PASSPHRASE: string;
-}
+};
 
 /** `createL2Headers`: per-request authentication with the API credentials (POLY_ADDRESS is the EOA). */
 export function createL2Headers(address: Address, credentials: ClobApiCredentials, request: { timestamp: number; method: string; requestPath: string; body?: string }): L2Headers {
