@@ -23,7 +23,9 @@ import { sandboxStarkgateBridgeArtifact } from '../../infra/local/contracts/sand
 import { sandboxTokenArtifact } from '../../infra/local/contracts/sandbox-token.artifact.ts';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
-import { NADO_INK_MAINNET, subaccountNameToBytes12, subaccountSender } from '../../shared/venues/venue-d/signing.ts';
+import { RHINO_BRIDGE_ABI } from '../../shared/venues/venue-a/signing.ts';
+import { STARKGATE_BRIDGE_ABI } from '../../shared/venues/venue-c/signing.ts';
+import { NADO_ENDPOINT_ABI, NADO_INK_MAINNET, subaccountNameToBytes12, subaccountSender } from '../../shared/venues/venue-d/signing.ts';
 
 /**
  * The venues' sandbox deposit contracts on real anvil chains, installed as the sandbox will
@@ -120,6 +122,25 @@ async function revertName(promise: Promise<unknown>): Promise<string | undefined
   return (reverted as ContractFunctionRevertedError).data?.errorName;
 }
 
+describe('the ABIs drivers and sandbox venues use (shared/venues) are the compiled contracts\' own', () => {
+  const shape = (item: Abi[number]) =>
+    JSON.stringify({
+      type: item.type,
+      name: 'name' in item ? item.name : undefined,
+      inputs: 'inputs' in item ? item.inputs.map((input) => [input.type, input.name, item.type === 'event' && 'indexed' in input ? Boolean(input.indexed) : item.type === 'event' ? false : undefined]) : undefined,
+      outputs: 'outputs' in item ? item.outputs.map((output) => output.type) : undefined,
+      stateMutability: 'stateMutability' in item ? item.stateMutability : undefined,
+    });
+  it.each([
+    ['RHINO_BRIDGE_ABI', RHINO_BRIDGE_ABI, sandboxRhinoBridgeArtifact.abi],
+    ['STARKGATE_BRIDGE_ABI', STARKGATE_BRIDGE_ABI, sandboxStarkgateBridgeArtifact.abi],
+    ['NADO_ENDPOINT_ABI', NADO_ENDPOINT_ABI, sandboxNadoEndpointArtifact.abi],
+  ] as const)('%s', (_name, shared, compiled) => {
+    const compiledShapes = new Set((compiled as Abi).map(shape));
+    for (const item of shared as Abi) expect(compiledShapes, shape(item)).toContain(shape(item));
+  });
+});
+
 describe('venue_a: SandboxRhinoBridge on ARB (depositWithId)', { timeout: 60_000 }, () => {
   const abi = [...sandboxRhinoBridgeArtifact.abi, ...TOKEN_ERRORS];
 
@@ -131,7 +152,7 @@ describe('venue_a: SandboxRhinoBridge on ARB (depositWithId)', { timeout: 60_000
     await send(user.clients, { address: user.clients.usdc, abi: erc20Abi, functionName: 'approve', args: [RHINO_BRIDGE, amount] });
     const receipt = await send(user.clients, { address: RHINO_BRIDGE, abi, functionName: 'depositWithId', args: [user.clients.usdc, amount, commitmentId] });
 
-    const events = parseEventLogs({ abi, logs: receipt.logs, eventName: 'BridgedDepositWithId' });
+    const events = parseEventLogs({ abi: RHINO_BRIDGE_ABI, logs: receipt.logs, eventName: 'BridgedDepositWithId' });
     expect(events).toHaveLength(1);
     expect(events[0]?.address).toBe(RHINO_BRIDGE.toLowerCase());
     expect(events[0]?.args).toEqual({ sender: user.address, origin: user.address, token: user.clients.usdc, amount, commitmentId });
@@ -171,7 +192,7 @@ describe('venue_c: SandboxStarkgateBridge on ETH (deposit with the message fee)'
 
     const first = await send(user.clients, { address: STARKGATE_BRIDGE, abi, functionName: 'deposit', args: [user.clients.usdc, 10n * USDC, l2Recipient], value: fee });
     const second = await send(user.clients, { address: STARKGATE_BRIDGE, abi, functionName: 'deposit', args: [user.clients.usdc, 1n, l2Recipient], value: fee + 1n });
-    const events = [...parseEventLogs({ abi, logs: first.logs, eventName: 'Deposit' }), ...parseEventLogs({ abi, logs: second.logs, eventName: 'Deposit' })];
+    const events = [...parseEventLogs({ abi: STARKGATE_BRIDGE_ABI, logs: first.logs, eventName: 'Deposit' }), ...parseEventLogs({ abi: STARKGATE_BRIDGE_ABI, logs: second.logs, eventName: 'Deposit' })];
     expect(events.map((event) => event.args)).toEqual([
       { sender: user.address, token: user.clients.usdc, amount: 10n * USDC, l2Recipient, nonce: 0n, fee },
       { sender: user.address, token: user.clients.usdc, amount: 1n, l2Recipient, nonce: 1n, fee: fee + 1n },
@@ -214,7 +235,7 @@ describe('venue_d: SandboxNadoEndpoint on INK at the real Endpoint address (depo
 
     const primary = await send(user.clients, { address: endpoint, abi, functionName: 'depositCollateral', args: [subaccountNameToBytes12('default'), 0, 5n * USDC] });
     const other = await send(user.clients, { address: endpoint, abi, functionName: 'depositCollateral', args: [subaccountNameToBytes12('trading'), 0, 1n] });
-    expect(parseEventLogs({ abi, logs: primary.logs, eventName: 'DepositCollateral' }).map((event) => event.args)).toEqual([
+    expect(parseEventLogs({ abi: NADO_ENDPOINT_ABI, logs: primary.logs, eventName: 'DepositCollateral' }).map((event) => event.args)).toEqual([
       { sender: subaccountSender(user.address, 'default'), productId: 0, amount: 5n * USDC },
     ]);
     expect(parseEventLogs({ abi, logs: other.logs, eventName: 'DepositCollateral' })[0]?.args.sender).toBe(subaccountSender(user.address, 'trading'));

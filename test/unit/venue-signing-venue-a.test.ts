@@ -121,6 +121,8 @@ describe('venue_a key derivation and onboarding', () => {
     const payload = await buildOnboardingPayload(wallet, SANDBOX, keyPair, { now: NOW });
     const options = { now: new Date(NOW.getTime() + 60_000), maxSkewSeconds: 300 };
     expect(await verifyOnboardingPayload(JSON.parse(JSON.stringify(payload)), SANDBOX, options)).toEqual({ ok: true, wallet: wallet.address, starkPublicKey: keyPair.publicKey });
+    // The Python SDK sends the L1 signature without 0x (HexBytes.hex()).
+    expect(await verifyOnboardingPayload({ ...payload, l1Signature: payload.l1Signature.slice(2) }, SANDBOX, options)).toMatchObject({ ok: true });
 
     const other = testWallet();
     const otherKeys = await deriveExtendedKeyPairWithWallet(other, SANDBOX);
@@ -135,6 +137,7 @@ describe('venue_a key derivation and onboarding', () => {
       ['stale', payload, SANDBOX, { now: new Date(NOW.getTime() + 3_600_000), maxSkewSeconds: 300 }],
       ['not an object', 'nope'],
       ['missing signature', { ...payload, l1Signature: undefined }],
+      ['signature not hex', { ...payload, l1Signature: 'zz' }],
     ];
     for (const [label, body, config, opts] of cases) {
       expect(await verifyOnboardingPayload(body, config ?? SANDBOX, opts ?? options), label).toMatchObject({ ok: false });

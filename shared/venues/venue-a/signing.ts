@@ -1,4 +1,4 @@
-import { type Address, type Hex, type TypedDataDefinition, getAddress, isAddress, isHex, recoverMessageAddress, recoverTypedDataAddress } from 'viem';
+import { type Address, type Hex, type TypedDataDefinition, getAddress, isAddress, isHex, parseAbi, recoverMessageAddress, recoverTypedDataAddress } from 'viem';
 import type { VenueWallet } from '../driver.ts';
 import { type StarkKeyPair, type StarkSignature, feltToHex, parseFelt, pedersen, starkKeyPairFromEthSignature, starkSign, starkVerify } from '../stark.ts';
 
@@ -22,6 +22,18 @@ export interface ExtendedSigningConfig {
 
 /** The live venue's values (x10/perpetual/configuration.py, mainnet). */
 export const EXTENDED_MAINNET_SIGNING: ExtendedSigningConfig = { signingDomain: 'extended.exchange', onboardingHost: 'https://api.starknet.extended.exchange' };
+
+/**
+ * The EVM deposit bridge (rhino.fi's DVFDepositContract, docs.rhino.fi/contracts/evm): the call a
+ * deposit makes after committing the venue's bridge quote (commitmentId = quote id), and the
+ * events the venue watches. The sandbox bridge (infra/local/contracts/SandboxRhinoBridge.sol)
+ * has exactly these.
+ */
+export const RHINO_BRIDGE_ABI = parseAbi([
+  'function depositWithId(address token, uint256 amount, uint256 commitmentId)',
+  'event BridgedDepositWithId(address sender, address origin, address token, uint256 amount, uint256 commitmentId)',
+  'event BridgedWithdrawal(address user, address token, uint256 amount, string withdrawalId)',
+]);
 
 export const REGISTER_ACTION = 'REGISTER';
 export const SUB_ACCOUNT_ACTION = 'CREATE_SUB_ACCOUNT';
@@ -159,7 +171,6 @@ export async function verifyOnboardingPayload(body: unknown, config: ExtendedSig
     !isAddress(creation.wallet, { strict: false }) ||
     typeof creation.time !== 'string' ||
     typeof payload.l1Signature !== 'string' ||
-    !isHex(payload.l1Signature) ||
     typeof payload.l2Key !== 'string' ||
     typeof l2Signature !== 'object' ||
     l2Signature === null ||
@@ -174,9 +185,12 @@ export async function verifyOnboardingPayload(body: unknown, config: ExtendedSig
   if (!time) return { ok: false, reason: 'time must be %Y-%m-%dT%H:%M:%SZ' };
   if (Math.abs(options.now.getTime() - time.getTime()) > options.maxSkewSeconds * 1000) return { ok: false, reason: 'the registration time is too far from now' };
 
+  // The Python SDK sends HexBytes.hex(), which has no 0x.
+  const l1Signature = (payload.l1Signature.startsWith('0x') ? payload.l1Signature : `0x${payload.l1Signature}`) as Hex;
+  if (!isHex(l1Signature)) return { ok: false, reason: 'malformed l1Signature' };
   const wallet = getAddress(creation.wallet);
   const registration: AccountRegistration = { accountIndex: 0, wallet, tosAccepted: true, time: creation.time, action: REGISTER_ACTION, host: config.onboardingHost };
-  if (!(await typedDataSignedBy(accountRegistrationTypedData(config.signingDomain, registration), payload.l1Signature, wallet))) return { ok: false, reason: 'the wallet did not sign this AccountRegistration' };
+  if (!(await typedDataSignedBy(accountRegistrationTypedData(config.signingDomain, registration), l1Signature, wallet))) return { ok: false, reason: 'the wallet did not sign this AccountRegistration' };
 
   let starkPublicKey: bigint;
   let r: bigint;

@@ -1,4 +1,4 @@
-import { type Address, type Hex, type TypedDataDefinition, getAddress, recoverTypedDataAddress } from 'viem';
+import { type Address, type Hex, type TypedDataDefinition, getAddress, parseAbi, recoverTypedDataAddress } from 'viem';
 import type { VenueWallet } from '../driver.ts';
 import {
   type StarkKeyPair,
@@ -28,6 +28,18 @@ import {
  *   `PARADEX-STARKNET-SIGNATURE: ["<r>","<s>"]` (decimal, paradex-py `flatten_signature`);
  * - a trading subkey is a random Stark key below 2^251, registered under a name.
  */
+
+/**
+ * The L1 bridge (StarkGate's StarknetTokenBridge, as tradeparadex/starkgate-contracts): `deposit`
+ * is payable with the L1→L2 message fee (`estimateDepositFeeWei`), and the events the venue
+ * watches. The sandbox bridge (infra/local/contracts/SandboxStarkgateBridge.sol) has exactly these.
+ */
+export const STARKGATE_BRIDGE_ABI = parseAbi([
+  'function deposit(address token, uint256 amount, uint256 l2Recipient) payable',
+  'function estimateDepositFeeWei() pure returns (uint256)',
+  'event Deposit(address indexed sender, address indexed token, uint256 amount, uint256 indexed l2Recipient, uint256 nonce, uint256 fee)',
+  'event Withdrawal(address indexed recipient, address indexed token, uint256 amount)',
+]);
 
 /** The subset of `GET /v1/system/config` that account derivation and signing need. */
 export interface ParadexSystemConfig {

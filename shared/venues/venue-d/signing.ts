@@ -1,4 +1,4 @@
-import { type Address, type Hex, type TypedDataDefinition, bytesToString, concat, getAddress, hexToBytes, isHex, pad, recoverTypedDataAddress, size, slice, stringToHex, trim } from 'viem';
+import { type Address, type Hex, type TypedDataDefinition, bytesToString, concat, getAddress, hexToBytes, isHex, pad, parseAbi, recoverTypedDataAddress, size, slice, stringToHex, trim } from 'viem';
 
 /**
  * venue_d (modelled on Nado, on Ink), from @nadohq/shared (research §4.2–4.3):
@@ -16,6 +16,17 @@ export const NADO_INK_MAINNET = {
   quote: '0x0200C29006150606B650577BBE7B6248F58470c1',
   quoteProductId: 0,
 } as const;
+
+/**
+ * The Endpoint's deposit call (@nadohq/shared ENDPOINT_ABI; approve the Endpoint first). The real
+ * Endpoint queues deposits for its sequencer without an event of its own; `DepositCollateral` and
+ * `WithdrawCollateral` are the sandbox Endpoint's events (infra/local/contracts/SandboxNadoEndpoint.sol, sandbox choice).
+ */
+export const NADO_ENDPOINT_ABI = parseAbi([
+  'function depositCollateral(bytes12 subaccountName, uint32 productId, uint128 amount)',
+  'event DepositCollateral(bytes32 indexed sender, uint32 indexed productId, uint128 amount)',
+  'event WithdrawCollateral(bytes32 indexed sender, uint32 indexed productId, uint128 amount, address to)',
+]);
 
 /** @nadohq PRIMARY_SUBACCOUNT_NAME. */
 export const PRIMARY_SUBACCOUNT_NAME = 'default';
