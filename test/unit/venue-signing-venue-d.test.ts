@@ -1,4 +1,4 @@
-import { getSignedTransactionRequest, subaccountFromHex, subaccountNameToBytes12 as sdkNameToBytes12, subaccountToHex } from '@nadohq/shared';
+import { getNadoEIP712Values, getSignedTransactionRequest, subaccountFromHex, subaccountNameToBytes12 as sdkNameToBytes12, subaccountToHex } from '@nadohq/shared';
 import { type Address, type Hex, bytesToHex, createWalletClient, defineChain, hashTypedData, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
@@ -6,12 +6,14 @@ import {
   NADO_INK_MAINNET,
   type NadoDomainConfig,
   PRIMARY_SUBACCOUNT_NAME,
+  linkSignerExecuteBody,
   linkSignerTypedData,
   linkedSignerBytes32,
   parseSubaccountSender,
   recoverNadoSigner,
   subaccountNameToBytes12,
   subaccountSender,
+  withdrawCollateralExecuteBody,
   withdrawCollateralTypedData,
 } from '../../shared/venues/venue-d/signing.ts';
 
@@ -93,5 +95,24 @@ describe('venue_d EIP-712 (domain Nado / 0.0.1 / 57073 / Endpoint)', () => {
     expect(await recoverNadoSigner(withdrawCollateralTypedData(CONFIG, { ...tx, amount: 5_000_001n }), ours)).not.toBe(owner.address);
     const stranger = privateKeyToAccount(generatePrivateKey());
     expect(await recoverNadoSigner(typedData, await stranger.signTypedData(typedData))).toBe(stranger.address);
+  });
+});
+
+describe('venue_d execute bodies', () => {
+  it('carry the tx as the SDK\'s getNadoEIP712Values (integers as strings) under the request type', () => {
+    const owner = privateKeyToAccount(generatePrivateKey()).address;
+    const signer = linkedSignerBytes32(privateKeyToAccount(generatePrivateKey()).address);
+    const link = linkSignerExecuteBody({ sender: subaccountSender(owner), signer, nonce: 9n }, '0xabcd');
+    expect(link).toEqual({
+      link_signer: { tx: getNadoEIP712Values('link_signer', { subaccountOwner: owner, subaccountName: 'default', signer, nonce: '9' }), signature: '0xabcd' },
+    });
+    const withdraw = withdrawCollateralExecuteBody({ sender: subaccountSender(owner), productId: 0, amount: 5_000_000n, nonce: 10n }, '0xabcd');
+    expect(withdraw).toEqual({
+      withdraw_collateral: {
+        signature: '0xabcd',
+        tx: getNadoEIP712Values('withdraw_collateral', { subaccountOwner: owner, subaccountName: 'default', productId: 0, amount: 5_000_000n, nonce: '10' }),
+        spot_leverage: null,
+      },
+    });
   });
 });

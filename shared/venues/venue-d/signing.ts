@@ -107,3 +107,21 @@ export async function recoverNadoSigner(typedData: TypedDataDefinition, signatur
     return undefined;
   }
 }
+
+/**
+ * `POST {gateway}/execute` bodies as @nadohq/engine-client sends them (`{ [requestType]: payload }`,
+ * integers as decimal strings in `tx`).
+ */
+export function linkSignerExecuteBody(tx: { sender: Hex; signer: Hex; nonce: bigint }, signature: Hex) {
+  return { link_signer: { tx: { sender: tx.sender, signer: tx.signer, nonce: tx.nonce.toString() }, signature } };
+}
+
+export function withdrawCollateralExecuteBody(tx: { sender: Hex; productId: number; amount: bigint; nonce: bigint }, signature: Hex, spotLeverage: boolean | null = null) {
+  return {
+    withdraw_collateral: {
+      signature,
+      tx: { sender: tx.sender, productId: tx.productId, amount: tx.amount.toString(), nonce: tx.nonce.toString() },
+      spot_leverage: spotLeverage,
+    },
+  };
+}
