@@ -41,6 +41,24 @@ export const CONTRACT_TARGETS: readonly ContractTarget[] = [
     exportName: 'sandboxTokenArtifact',
     artifact: 'infra/local/contracts/sandbox-token.artifact.ts',
   },
+  {
+    source: 'infra/local/contracts/SandboxRhinoBridge.sol',
+    contract: 'SandboxRhinoBridge',
+    exportName: 'sandboxRhinoBridgeArtifact',
+    artifact: 'infra/local/contracts/sandbox-rhino-bridge.artifact.ts',
+  },
+  {
+    source: 'infra/local/contracts/SandboxStarkgateBridge.sol',
+    contract: 'SandboxStarkgateBridge',
+    exportName: 'sandboxStarkgateBridgeArtifact',
+    artifact: 'infra/local/contracts/sandbox-starkgate-bridge.artifact.ts',
+  },
+  {
+    source: 'infra/local/contracts/SandboxNadoEndpoint.sol',
+    contract: 'SandboxNadoEndpoint',
+    exportName: 'sandboxNadoEndpointArtifact',
+    artifact: 'infra/local/contracts/sandbox-nado-endpoint.artifact.ts',
+  },
 ];
 
 interface SolcMessage {
