@@ -102,6 +102,10 @@ export interface DepositLog {
 export interface VenueRequest {
   readonly method: string;
   readonly path: string;
+  /** Decoded query parameters (the last value of a repeated one). */
+  readonly query: Readonly<Record<string, string>>;
+  /** Header names lower-cased (several venues authenticate with headers: Extended, Paradex, Polymarket). */
+  readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
 }
 
@@ -124,6 +128,14 @@ export interface VenueHost<S> {
   takeFault(draft: VenueState<S>, operation: FaultOperation): FaultMode | undefined;
   /** Queues an on-chain payout of `amount` of `token` from the vault to `to`, inside a transaction. */
   pay(draft: VenueState<S>, payout: { id: string; to: Address; token: Address; amount: bigint; held?: boolean }): void;
+  /**
+   * A raw JSON-RPC call to the venue's sandbox chain, for what only a sandbox can do at start
+   * (`anvil_setCode` to install a venue contract at its real address, `anvil_impersonateAccount`
+   * for a venue-controlled contract wallet).
+   */
+  rpc(method: string, params: readonly unknown[]): Promise<unknown>;
+  /** Sends a transaction from the vault (e.g. a contract's `initialize`) and waits for its receipt; throws when it reverts. */
+  sendFromVault(tx: { to: Address; data: Hex; value?: bigint }): Promise<Hex>;
 }
 
 export interface VenueModule<S> {
@@ -131,11 +143,19 @@ export interface VenueModule<S> {
   readonly rules: VenueRules;
   /** Where the venue's deposits go (listed as `deposit_address`). */
   readonly depositAddress: Address;
-  /** The deposit logs: `event` emitted by `address`, filtered by indexed `args`. */
-  readonly watch: { readonly address: Address; readonly event: AbiEvent; readonly args: Record<string, unknown> };
+  /** The deposit logs: `event` emitted by `address`, filtered by indexed `args` (none: every such log). */
+  readonly watch: { readonly address: Address; readonly event: AbiEvent; readonly args?: Record<string, unknown> };
   initialState(): S;
-  /** The depositor and amount of one watched log (undefined: not a deposit). */
-  decodeDeposit(log: { args: Record<string, unknown> }): { depositor: Address; amount: bigint } | undefined;
+  /**
+   * Runs once per start, after the vault is funded and before the watcher and the HTTP server:
+   * install contracts (idempotently: a restart finds them installed), approvals, and the like.
+   */
+  install?(host: VenueHost<S>): Promise<void>;
+  /**
+   * The depositor and amount of one watched log (undefined: not a deposit). `state` is the
+   * venue's state at that moment (e.g. the proxy wallets a Transfer must go to).
+   */
+  decodeDeposit(log: { args: Record<string, unknown> }, state: S): { depositor: Address; amount: bigint } | undefined;
   /** Applies the venue's rules to a deposit seen on chain; returns whether it was credited. */
   credit(draft: VenueState<S>, deposit: DepositLog, host: VenueHost<S>): boolean;
   handle(request: VenueRequest, host: VenueHost<S>): Promise<VenueResponse>;
@@ -183,7 +203,7 @@ const VAULT_TOKEN_MINIMUM = 100_000n * 10n ** 6n;
 const VAULT_TOKEN_FUNDING = 1_000_000n * 10n ** 6n;
 
 export async function startSandboxVenues(options: SandboxVenuesOptions): Promise<SandboxVenues> {
-  const modules: readonly VenueModule<any>[] = options.modules ?? (await import('./venue-b.ts').then(({ venueBModule }) => [venueBModule()]));
+  const modules: readonly VenueModule<any>[] = options.modules ?? (await import('./modules.ts')).implementedVenueModules();
   const started: RunningVenue[] = [];
   try {
     for (const module of modules) started.push(await startVenue(module, options));
@@ -283,7 +303,15 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
       if (draft.payouts[payout.id]) throw new Error(`${module.id}: payout ${payout.id} exists`);
       draft.payouts[payout.id] = { id: payout.id, to: getAddress(payout.to), token: payout.token, amount: payout.amount.toString(), state: 'queued', held: payout.held ?? false };
     },
+    rpc: (method, params) => client.request({ method: method as never, params: params as never }),
+    sendFromVault: async (tx) => {
+      const hash = await wallet.sendTransaction({ to: tx.to, data: tx.data, value: tx.value ?? 0n, chain: viemChain, account: vault });
+      const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+      if (receipt.status !== 'success') throw new Error(`${module.id}: vault transaction ${hash} reverted`);
+      return hash;
+    },
   };
+  await module.install?.(host);
 
   // --- the chain watcher --------------------------------------------------------------------
   const pollMs = options.pollMs ?? 200;
@@ -316,7 +344,7 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
   // --- the venue's own HTTP server ------------------------------------------------------------
   const server = createServer((req, res) => {
     readBody(req)
-      .then((body) => module.handle({ method: req.method ?? 'GET', path: (req.url ?? '/').split('?')[0]!, body }, host))
+      .then((body) => module.handle(venueRequest(req, body), host))
       .catch((error: unknown) => {
         if (error instanceof BodyTooLargeError) return { status: 413, body: 'Request body too large' };
         process.stderr.write(`sandbox ${module.id}: ${(error as Error).message.split('\n')[0]}\n`);
@@ -374,6 +402,20 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
   };
 }
 
+function venueRequest(req: IncomingMessage, body: string): VenueRequest {
+  const target = req.url ?? '/';
+  const mark = target.indexOf('?');
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  return {
+    method: req.method ?? 'GET',
+    path: mark === -1 ? target : target.slice(0, mark),
+    query: mark === -1 ? {} : Object.fromEntries(new URLSearchParams(target.slice(mark + 1))),
+    headers,
+    body,
+  };
+}
+
 /** Reads the logs from the cursor to the head; each new one is handled and the cursor moved in one write. */
 async function pollDeposits<S>(module: VenueModule<S>, host: VenueHost<S>, client: PublicClient, token: Address): Promise<void> {
   const head = await client.getBlockNumber();
@@ -393,7 +435,7 @@ async function pollDeposits<S>(module: VenueModule<S>, host: VenueHost<S>, clien
         if (log.removed) continue;
         const key = `${log.transactionHash}:${log.logIndex}`;
         if (draft.seen[key]) continue;
-        const decoded = module.decodeDeposit(log);
+        const decoded = module.decodeDeposit(log, draft.venue);
         if (!decoded) continue;
         const deposit: DepositLog = { key, txHash: log.transactionHash, logIndex: log.logIndex, block: log.blockNumber, ...decoded };
         const record = { depositor: deposit.depositor, amount: deposit.amount.toString(), txHash: deposit.txHash, block: deposit.block.toString() };

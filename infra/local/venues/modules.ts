@@ -1,0 +1,16 @@
+import type { VenueModule } from './framework.ts';
+import { venueBModule } from './venue-b.ts';
+
+/**
+ * Every implemented sandbox venue, in venue order: what `npm start` runs. One line per venue;
+ * a venue not listed here is "not running" (GET /sandbox/venues omits it, faults refuse it).
+ */
+export function implementedVenueModules(): VenueModule<any>[] {
+  return [
+    // venue_a (Extended): infra/local/venues/venue-a.ts
+    venueBModule(),
+    // venue_c (Paradex): infra/local/venues/venue-c.ts
+    // venue_d (Nado): infra/local/venues/venue-d.ts
+    // venue_e (Polymarket): infra/local/venues/venue-e.ts
+  ];
+}
