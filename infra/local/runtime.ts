@@ -134,6 +134,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     TEE_URL: urls.enclave,
     CHAINS_CONFIG: JSON.stringify(rpcGateway.config),
     ALLOWED_7702_DELEGATES: [...new Set(Object.values(evm.chains).map((chain) => chain.delegate).filter(Boolean))].join(','),
+    // The venue routes' VENUE_URLS (placeholder until the sandbox venues run here: then their URLs).
+    VENUE_URLS: JSON.stringify({}),
   });
   for (const service of SERVICES) {
     const routes = resourceTree(ROUTES.filter((route) => route.service === service));
