@@ -59,9 +59,11 @@ export const TRADING_METADATA = {
 export const InitPerpDexTradingRequest = v.object({
   dex: Dex,
   force_reinit: v.pipe(ForceReinit, v.description('Redo the trading setup: a new key, the previous one revoked at the venue.')),
+  // Loose here (unknown fields kept), strict per venue in the use case (TRADING_METADATA): an
+  // unknown field is named in a 400, never dropped.
   metadata: v.optional(
     v.pipe(
-      v.object(
+      v.looseObject(
         {
           agent_name: v.optional(v.pipe(v.string(), v.description('venue_b: 1-64 characters.'))),
           builder_address: v.optional(v.pipe(v.string(), v.description('venue_b: 0x address; with max_builder_fee_rate.'))),

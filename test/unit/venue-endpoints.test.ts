@@ -566,6 +566,8 @@ describe('POST /account/init-perp-dex-trading', () => {
     await refused('venue_a', { name: 'x' }, /^body\.metadata\.name: is not allowed/);
     await refused('venue_e', { agent_name: 'x' }, /^body\.metadata\.agent_name: is not allowed/);
     await refused('venue_b', 'text', /^body\.metadata: must be a JSON object/);
+    await refused('venue_b', { agent_name: 'ok', referrer: 'x' }, /^body\.metadata\.referrer: is not allowed/);
+    await refused('venue_c', { name: 5 }, /^body\.metadata\.name: must be of type string/);
     // Well-formed metadata passes validation and reaches the state check.
     expect(await w.initTrading(headers, { dex: 'venue_d', metadata: { name: 'default' } })).toMatchObject({ status: 409, body: { error: { code: 'DEX_NOT_INITIALIZED' } } });
   });
