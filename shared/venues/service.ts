@@ -112,12 +112,19 @@ async function requirementsFor(deps: RequirementsDeps, account: AccountRecord, d
   const owner = account.public_address.ETH as Address;
   const gasToken = deps.chains.native(rules.chain);
   const carrying = deps.chains.chainsCarrying(rules.token);
+  // The venue's chain must answer; another chain that does not is left out of chain_balances
+  // (it only informs the message) rather than failing the check.
+  const otherChainBalance = (chain: EvmChainCode) =>
+    deps.chains.balance(chain, owner, rules.token).catch((error: unknown) => {
+      logger.warn('chain balance unavailable', { chain, error });
+      return undefined;
+    });
   const [tokenBalances, nativeBalance, gasPrice] = await Promise.all([
-    Promise.all(carrying.map((chain) => deps.chains.balance(chain, owner, rules.token))),
+    Promise.all(carrying.map((chain) => (chain === rules.chain ? deps.chains.balance(chain, owner, rules.token) : otherChainBalance(chain)))),
     deps.chains.balance(rules.chain, owner, gasToken),
     deps.chains.gasPrice(rules.chain),
   ]);
-  const balanceOn = new Map(carrying.map((chain, i) => [chain, tokenBalances[i]!]));
+  const balanceOn = new Map<EvmChainCode, bigint>(carrying.flatMap((chain, i) => (tokenBalances[i] === undefined ? [] : [[chain, tokenBalances[i]]])));
   const available = balanceOn.get(rules.chain) ?? 0n;
   const gasRequired = FIRST_DEPOSIT_GAS[rules.venue] * gasPrice;
   const nativeDecimals = deps.chains.decimals(rules.chain, gasToken);
@@ -128,7 +135,7 @@ async function requirementsFor(deps: RequirementsDeps, account: AccountRecord, d
   const ethSufficient = nativeBalance >= gasRequired;
   const missing: string[] = [];
   if (!usdcSufficient) {
-    const elsewhere = carrying.filter((chain) => chain !== rules.chain && balanceOn.get(chain)! > 0n).map((chain) => `${token(balanceOn.get(chain)!)} on ${chain}`);
+    const elsewhere = [...balanceOn].filter(([chain, units]) => chain !== rules.chain && units > 0n).map(([chain, units]) => `${token(units)} on ${chain}`);
     missing.push(
       `at least ${token(rules.firstDepositMinimum)} ${rules.token} on ${rules.chain} for the first deposit (the wallet holds ${token(available)})` +
         (elsewhere.length > 0 ? `; it also holds ${rules.token} ${elsewhere.join(', ')}, which would have to be bridged to ${rules.chain} first` : ''),
@@ -145,7 +152,7 @@ async function requirementsFor(deps: RequirementsDeps, account: AccountRecord, d
     usdc_required: token(rules.firstDepositMinimum),
     usdc_available: token(available),
     usdc_sufficient: usdcSufficient,
-    chain_balances: Object.fromEntries(carrying.map((chain) => [chain, formatAmount(balanceOn.get(chain)!, deps.chains.decimals(chain, rules.token))])),
+    chain_balances: Object.fromEntries([...balanceOn].map(([chain, units]) => [chain, formatAmount(units, deps.chains.decimals(chain, rules.token))])),
     eth_required: native(gasRequired),
     eth_available: native(nativeBalance),
     eth_sufficient: ethSufficient,

@@ -29,6 +29,7 @@ import {
   type VenueRules,
   type VenueWallet,
 } from '../../shared/venues/driver.ts';
+import { ChainUnavailableError } from '../../shared/chains/errors.ts';
 import { VenueRegistry } from '../../shared/venues/registry.ts';
 import { type ChainReader, FIRST_DEPOSIT_GAS } from '../../shared/venues/service.ts';
 import type { EnclaveCredentials, SignOperation, WalletEnclave } from '../../shared/wallets/enclave-client.ts';
@@ -137,7 +138,11 @@ class FixedChains implements ChainReader {
   chainsCarrying = (token: string): EvmChainCode[] => (token === 'USDC.E' ? ['ARB', 'POL'] : ['ETH', 'ARB', 'POL', 'INK']);
   decimals = (_chain: EvmChainCode, token: string) => (token === 'ETH' || token === 'POL' ? 18 : 6);
   native = (chain: EvmChainCode) => (chain === 'POL' ? 'POL' : 'ETH');
-  balance = async (chain: EvmChainCode, _owner: Address, token: string) => this.balances.get(`${chain}/${token}`) ?? 0n;
+  readonly down = new Set<EvmChainCode>();
+  balance = async (chain: EvmChainCode, _owner: Address, token: string) => {
+    if (this.down.has(chain)) throw new ChainUnavailableError(chain, 'connection refused');
+    return this.balances.get(`${chain}/${token}`) ?? 0n;
+  };
 }
 
 /** Test double of the enclave's sign_data: checks the access key and op_jwt, signs with a real key. */
@@ -385,6 +390,19 @@ describe('POST /account/check-perp-dex-requirements', () => {
     expect(answer.body.message).toBe(answer.body.requirements.message);
     expect(answer.body.message).toMatch(/at least 5 USDC on ARB .*holds 1\.2.*40 on ETH.*bridged/);
     expect(answer.body.message).toMatch(/ETH on ARB for gas/);
+  });
+
+  it('leaves a chain that does not answer out of chain_balances, but fails (502) when the venue\'s own chain does not', async () => {
+    const w = world();
+    const headers = await nextUser();
+    fundForVenueB(w);
+    w.chains.down.add('INK');
+    const partial = await w.check(headers, { dex: 'venue_b' });
+    expect(partial).toMatchObject({ status: 200, body: { requirements_met: true, requirements: { chain_balances: { ETH: '0', ARB: '12.5', POL: '0' } } } });
+    expect(Object.keys(partial.body.requirements.chain_balances)).not.toContain('INK');
+    w.chains.down.add('ARB');
+    const failed = await w.check(headers, { dex: 'venue_b' });
+    expect(failed).toMatchObject({ status: 502, body: { success: false, error: { code: 'CHAIN_UNAVAILABLE' } } });
   });
 
   it('is met when both are covered; venue_e counts USDC.E on POL and gas in POL', async () => {
