@@ -51,7 +51,12 @@ export function chainReader(chains: Chains): ChainReader {
 export interface VenueReadDeps {
   readonly table: Table;
   readonly venues: VenueRegistry;
+  /** How long GET /account/perp waits for the venue before answering with `error` (default VENUE_READ_TIMEOUT_MS). */
+  readonly venueReadTimeoutMs?: number;
 }
+
+/** Well inside the function's 27 s: a stalled venue is an `error`, not a gateway timeout. */
+export const VENUE_READ_TIMEOUT_MS = 10_000;
 export type RequirementsDeps = VenueReadDeps & { readonly chains: ChainReader };
 /** Routes that call the venue with the user's wallet (signatures through the enclave). */
 export type VenueSigningDeps = VenueReadDeps & WalletSignerDeps;
@@ -246,7 +251,7 @@ export async function venueAssets(deps: VenueSigningDeps, user: AuthenticatedUse
   const { rules } = driver;
   const transfer_rules = transferRules(rules);
   try {
-    const balances = await driver.balances(venueWallet(deps, user, account), venueFields(status));
+    const balances = await withTimeout(driver.balances(venueWallet(deps, user, account), venueFields(status)), deps.venueReadTimeoutMs ?? VENUE_READ_TIMEOUT_MS);
     const amount = (units: bigint) => formatAmount(units, rules.decimals);
     const assets = {
       balance: amount(balances.balance),
@@ -259,6 +264,14 @@ export async function venueAssets(deps: VenueSigningDeps, user: AuthenticatedUse
     logger.warn('venue balances unavailable', { venue: dex, error });
     return { dex, initialized: true, assets: null, transfer_rules, error: `${dex} could not be read just now; try again later` };
   }
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, fail) => {
+    timer = setTimeout(() => fail(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Where a venue's credential metadata is null until trading is set up (spec, Venue credentials). */

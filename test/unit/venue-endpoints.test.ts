@@ -72,6 +72,8 @@ class CountingVenueDriver implements VenueDriver {
   initTradingCalls: { replace: boolean; metadata: Readonly<Record<string, unknown>> }[] = [];
   balance = 0n;
   failBalances: Error | undefined;
+  /** balances() never answers (a stalled venue). */
+  stallBalances = false;
   failInit: Error | undefined;
   /** Keys handed out, newest last (the test checks they never reach the table or logs). */
   readonly issuedKeys: Hex[] = [];
@@ -93,6 +95,7 @@ class CountingVenueDriver implements VenueDriver {
 
   async balances(): Promise<VenueBalances> {
     if (this.failBalances) throw this.failBalances;
+    if (this.stallBalances) return new Promise<never>(() => {});
     return { balance: this.balance, account_value: this.balance + 250_000n, available_for_withdrawal: this.balance / 2n };
   }
 
@@ -233,7 +236,7 @@ function world(options: { configured?: readonly VenueId[] } = {}) {
   const venues = new VenueRegistry(urls, Object.fromEntries(VENUE_IDS.map((venue) => [venue, () => drivers[venue]])));
   const chains = new FixedChains();
   const enclave = new SigningEnclave(userKey, ACCESS_KEY);
-  const deps = { apps, table, venues, chains, keyWrapper, opJwtSigner, enclave };
+  const deps = { apps, table, venues, chains, keyWrapper, opJwtSigner, enclave, venueReadTimeoutMs: 200 };
   return {
     drivers,
     chains,
@@ -647,6 +650,14 @@ describe('GET /account/perp and /account/perp-credentials', () => {
     expect(failed.body.transfer_rules.chain).toBe('ARB');
     expect(failed.raw).not.toMatch(/10\.1\.2\.3|socket/);
     expect(logs.some((line) => line.message === 'venue balances unavailable')).toBe(true);
+
+    // A venue that does not answer at all: the same, within the read timeout, not a gateway 504.
+    w.drivers.venue_b.failBalances = undefined;
+    w.drivers.venue_b.stallBalances = true;
+    const started = Date.now();
+    const stalled = await w.perp(headers, { dex: 'venue_b' });
+    expect(stalled).toMatchObject({ status: 200, body: { assets: null, error: 'venue_b could not be read just now; try again later' } });
+    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it('a venue initialized earlier but no longer configured: 200 with `error`, never a 5xx', async () => {
