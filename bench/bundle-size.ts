@@ -71,6 +71,7 @@ const IMPORT_ENV: Record<string, string> = {
   CHAINS_CONFIG: await readFile(new URL('../infra/config/chains.mainnet.json', import.meta.url), 'utf8'),
   RPC_URLS_SECRET: 'bench/rpc-urls',
   ALLOWED_7702_DELEGATES: '',
+  VENUE_URLS: '{}',
   POWERTOOLS_SERVICE_NAME: 'bench',
   LOG_LEVEL: 'ERROR',
 };

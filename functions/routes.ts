@@ -35,6 +35,7 @@ export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
  * | `enclaveUrl`       | TEE_URL (the enclave API's base URL)         | none (public HTTPS endpoint)                      |
  * | `chains`           | CHAINS_CONFIG (no rpc_url), RPC_URLS_SECRET  | secretsmanager:GetSecretValue, DescribeSecret on that secret |
  * | `delegates`        | ALLOWED_7702_DELEGATES                       | none                                             |
+ * | `venues`           | VENUE_URLS (JSON: venue id to API base URL)  | none (the venues' public HTTPS APIs)             |
  *
  * Every function also gets NODE_OPTIONS and the POWERTOOLS_* / LOG_LEVEL variables.
  */
@@ -52,6 +53,8 @@ export interface RouteNeeds {
   readonly chains?: true;
   /** Signs EIP-7702 authorisations, only to the delegates of the chains config. */
   readonly delegates?: true;
+  /** Calls the venues' APIs (shared/venues: VenueDriver per venue, base URLs from VENUE_URLS). */
+  readonly venues?: true;
 }
 
 export interface RouteDefinition {
@@ -77,8 +80,15 @@ const NOTHING: RouteNeeds = {};
  *   GetPublicKey for the kid), call the enclave. /withdraw also writes idempotency and lease items,
  *   reads chains, and the gas sponsor reads the platform app and mints service tokens.
  * - GET /demo/wallet/balance: the account (read) and balances from the chains.
+ * - Venue routes (shared/venues/service.ts): check-perp-dex-requirements reads the account, the
+ *   chains (balances, gas price) and the venue's rules, signing nothing. init-perp-dex also signs
+ *   the venue's onboarding with the wallet and writes the status and a lease item;
+ *   init-perp-dex-trading signs and writes likewise; GET /account/perp signs where the venue's
+ *   balance request is signed (only reads the table). Venue adapters read the chains (venue_e's
+ *   proxy wallet). perp-credentials reads the table alone.
  */
 const SIGN_WITH_ACCOUNT_WALLET: RouteNeeds = { table: 'read', accountAccessKey: ['Decrypt'], opJwtKey: ['Sign', 'GetPublicKey'], enclaveUrl: true };
+const VENUE_WITH_WALLET: RouteNeeds = { ...SIGN_WITH_ACCOUNT_WALLET, chains: true, venues: true };
 
 /**
  * Enclave. v2 create: get-or-create the wallet (seal: GenerateDataKey) and open its access key
@@ -112,6 +122,23 @@ export const ROUTES: readonly RouteDefinition[] = [
   { id: 'SignWithWallet', service: 'account', routeKey: 'POST /wallet/sign', entry: 'functions/account/sign-with-wallet.ts', needs: SIGN_WITH_ACCOUNT_WALLET },
   { id: 'GetDemoBalance', service: 'account', routeKey: 'GET /demo/wallet/balance', entry: 'functions/account/get-demo-balance.ts', needs: { table: 'read', chains: true } },
   { id: 'Withdraw', service: 'account', routeKey: 'POST /withdraw', entry: 'functions/account/withdraw.ts', needs: { ...SIGN_WITH_ACCOUNT_WALLET, table: 'read-write', chains: true } },
+  {
+    id: 'CheckPerpDexRequirements',
+    service: 'account',
+    routeKey: 'POST /account/check-perp-dex-requirements',
+    entry: 'functions/account/check-perp-dex-requirements.ts',
+    needs: { table: 'read', chains: true, venues: true },
+  },
+  { id: 'InitPerpDex', service: 'account', routeKey: 'POST /account/init-perp-dex', entry: 'functions/account/init-perp-dex.ts', needs: { ...VENUE_WITH_WALLET, table: 'read-write' } },
+  {
+    id: 'InitPerpDexTrading',
+    service: 'account',
+    routeKey: 'POST /account/init-perp-dex-trading',
+    entry: 'functions/account/init-perp-dex-trading.ts',
+    needs: { ...VENUE_WITH_WALLET, table: 'read-write' },
+  },
+  { id: 'GetPerp', service: 'account', routeKey: 'GET /account/perp', entry: 'functions/account/get-perp.ts', needs: VENUE_WITH_WALLET },
+  { id: 'GetPerpCredentials', service: 'account', routeKey: 'GET /account/perp-credentials', entry: 'functions/account/get-perp-credentials.ts', needs: { table: 'read' } },
 
   { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts', needs: NOTHING },
   { id: 'EnclaveNotFound', service: 'enclave', routeKey: '$default', entry: 'functions/common/not-found.ts', needs: NOTHING },

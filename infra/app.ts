@@ -14,6 +14,18 @@ function booleanContext(app: App, key: string, fallback: boolean): boolean {
   throw new Error(`Context "${key}" must be true or false, got ${JSON.stringify(value)}`);
 }
 
+/**
+ * `-c venueUrls='{"venue_b":"https://…"}'` (a JSON string on the command line, an object in
+ * cdk.json): the venues' API base URLs. Absent: no venue configured.
+ */
+function venueUrlsContext(app: App): Record<string, string> | undefined {
+  const value: unknown = app.node.tryGetContext('venueUrls');
+  if (value === undefined || value === '') return undefined;
+  const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('Context "venueUrls" must be a JSON object of venue id to URL');
+  return parsed as Record<string, string>;
+}
+
 const app = new App();
 // `-c chainsConfig=path/to/chains.json`: chain ids, tokens and delegates (once deployed). Validated
 // here; its rpc_url fields never reach the template (they go to the RPC URLs secret, docs/deploy.md).
@@ -44,6 +56,8 @@ new ServicesStack(app, 'PerpWallet-Services', {
   webAclArn: (app.node.tryGetContext('webAclArn') as string | undefined) || undefined,
   // `-c apiGatewayCloudWatchRole=false` where the account's API Gateway logging role is managed elsewhere (docs/deploy.md).
   apiGatewayCloudWatchRole: booleanContext(app, 'apiGatewayCloudWatchRole', true),
+  // Checked by the stack (venue ids, http(s) URLs).
+  venueUrls: venueUrlsContext(app),
 });
 
 app.synth();

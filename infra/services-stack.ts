@@ -21,6 +21,7 @@ import { API_INTEGRATION_TIMEOUT_SECONDS, resourceTree } from './api-resources.t
 import { type NeedsResources, ServiceFunction } from './constructs/service-function.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 import type { ChainsConfig } from '../shared/chains/chain-config.ts';
+import { loadVenueUrls, type VenueUrls } from '../shared/config.ts';
 
 export interface ApiThrottle {
   /**
@@ -50,6 +51,12 @@ export interface ServicesStackProps extends StackProps, StatefulResources {
    * already manages that setting elsewhere (docs/deploy.md). @default true
    */
   readonly apiGatewayCloudWatchRole?: boolean;
+  /**
+   * The venues' API base URLs by venue id (VENUE_URLS of the venue routes; checked as the
+   * functions check it at cold start). A venue left out answers 503 VENUE_NOT_CONFIGURED.
+   * @default {} (no venue configured)
+   */
+  readonly venueUrls?: VenueUrls;
 }
 
 /** Well under the account-wide 10,000 rps: a runaway client should hit this, not the bill. */
@@ -129,6 +136,8 @@ export class ServicesStack extends Stack {
       publicChainsConfig: JSON.stringify(publicChainsConfig(props.chainsConfig)),
       rpcUrlsSecret: props.rpcUrlsSecret,
       delegates: allowedDelegates(props.chainsConfig),
+      // Parsed as the functions parse it: a bad URL or venue id stops the synth, not a cold start.
+      venueUrls: JSON.stringify(loadVenueUrls({ VENUE_URLS: JSON.stringify(props.venueUrls ?? {}) })),
     };
 
     const functions = new Map<string, ServiceFunction>();

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { type ChainsConfig, ChainsConfigSchema } from './chains/chain-config.ts';
+import { VENUE_IDS, type VenueId } from './venues/default-status.ts';
 
 /**
  * Configuration read from the environment once, at module load (cold start), validated by
@@ -18,6 +19,7 @@ import { type ChainsConfig, ChainsConfigSchema } from './chains/chain-config.ts'
  * | DATA_DIR            | when anything is local  | where local key material lives                       |
  * | CHAINS_CONFIG       | account (chain routes)  | chains, tokens; RPC URLs inline in the sandbox only  |
  * | RPC_URLS_SECRET     | account, when no rpc_url| Secrets Manager secret with the RPC URLs (JSON)      |
+ * | VENUE_URLS          | account (venue routes)  | JSON `{ "venue_a": "https://…", … }`: venue API base URLs |
  */
 const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1));
 
@@ -134,4 +136,34 @@ export function loadInclusionTimeoutMs(env = process.env): number {
   const ms = Number(parsed.WITHDRAW_INCLUSION_TIMEOUT_MS);
   if (ms < 1000 || ms > 20_000) throw new ConfigError('Invalid configuration: WITHDRAW_INCLUSION_TIMEOUT_MS: must be between 1000 and 20000');
   return ms;
+}
+
+/** Venue API base URLs by venue id; a venue left out is "not configured" (its routes answer 503 VENUE_NOT_CONFIGURED). */
+export type VenueUrls = Readonly<Partial<Record<VenueId, string>>>;
+
+const VenueUrlsSchema = v.strictObject(
+  Object.fromEntries(VENUE_IDS.map((venue) => [venue, v.optional(v.pipe(v.string(), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s) URL')))])) as Record<
+    VenueId,
+    v.OptionalSchema<v.SchemaWithPipe<readonly [v.StringSchema<undefined>, v.UrlAction<string, string>, v.RegexAction<string, string>]>, undefined>
+  >,
+);
+
+/**
+ * VENUE_URLS (required by the venue routes): JSON object of venue id to the venue API's base URL
+ * (`{}` when no venue is configured). Unknown venue ids and non-http(s) URLs stop the cold start;
+ * trailing slashes are dropped.
+ */
+export function loadVenueUrls(env = process.env): VenueUrls {
+  const raw = parseEnv(v.object({ VENUE_URLS: nonEmpty }), env).VENUE_URLS;
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('Invalid configuration: VENUE_URLS: must be JSON');
+  }
+  const result = v.safeParse(VenueUrlsSchema, json);
+  if (!result.success) {
+    throw new ConfigError(`Invalid configuration: VENUE_URLS: ${result.issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.expected === 'never' ? 'is not a venue id' : i.message}`).join('; ')}`);
+  }
+  return Object.fromEntries(Object.entries(result.output).filter(([, url]) => url !== undefined).map(([venue, url]) => [venue, (url as string).replace(/\/+$/, '')]));
 }

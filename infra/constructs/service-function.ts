@@ -50,6 +50,8 @@ export interface NeedsResources {
   readonly rpcUrlsSecret: ISecret;
   /** Comma-separated ALLOWED_7702_DELEGATES. */
   readonly delegates: string;
+  /** VENUE_URLS: JSON of venue id to the venue API's base URL (`{}`: no venue configured). */
+  readonly venueUrls: string;
 }
 
 /** Ends before the REST API's 29 s integration timeout (infra/api-resources.ts says why 27 s). */
@@ -141,6 +143,7 @@ export class ServiceFunction extends Construct {
     if (needs.enclaveUrl) this.bindTeeUrl(resources.enclaveUrl);
     if (needs.chains) this.bindChains(resources.publicChainsConfig, resources.rpcUrlsSecret);
     if (needs.delegates) this.lambda.addEnvironment('ALLOWED_7702_DELEGATES', resources.delegates);
+    if (needs.venues) this.bindVenues(resources.venueUrls);
     return this;
   }
 
@@ -186,6 +189,12 @@ export class ServiceFunction extends Construct {
     this.lambda.addEnvironment('CHAINS_CONFIG', publicChainsConfig);
     this.lambda.addEnvironment('RPC_URLS_SECRET', rpcUrls.secretArn);
     rpcUrls.grantRead(this.role);
+    return this;
+  }
+
+  /** The venues' public API base URLs (VENUE_URLS): no IAM grant involved, and no secret in them. */
+  bindVenues(venueUrls: string): this {
+    this.lambda.addEnvironment('VENUE_URLS', venueUrls);
     return this;
   }
 

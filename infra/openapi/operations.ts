@@ -3,6 +3,17 @@ import { CreateAccountResponse, Account, SignRequest, SignResponse } from '../..
 import { DemoBalanceQuery } from '../../shared/accounts/demo-balance.ts';
 import { WithdrawRequest } from '../../shared/withdrawals/withdraw-rules.ts';
 import {
+  DexQuery,
+  DexRequest,
+  InitPerpDexRequest,
+  InitPerpDexResponse,
+  InitPerpDexTradingRequest,
+  InitPerpDexTradingResponse,
+  RequirementsResponse,
+  VenueAssetsResponse,
+  VenueCredentialsResponse,
+} from '../../shared/venues/schemas.ts';
+import {
   ExpressSignDataRequest,
   ExpressSignMessageRequest,
   ExpressSignResponse,
@@ -79,6 +90,8 @@ export const IdentityProviderResponse = v.object({
   audience: v.nullable(v.string()),
 });
 
+const VENUE_NOTE = '`dex` is venue_a … venue_e (400 INVALID_REQUEST naming the field when missing or unknown). 503 VENUE_NOT_CONFIGURED when this deployment has no base URL for the venue (VENUE_URLS).';
+
 const health: OperationDoc = { summary: 'Liveness: 200 once the service can serve', security: [], response: Health, errors: [] };
 
 export const OPERATIONS: Record<string, OperationDoc> = {
@@ -122,6 +135,46 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     body: WithdrawRequest,
     response: WithdrawResponse,
     errors: [400, 401, 404, 409, 415, 422, 502, 504],
+  },
+  CheckPerpDexRequirements: {
+    summary: 'Whether the wallet can fund the venue\'s first deposit: token and gas',
+    description: `Balances read from the chains for the user's EVM address. usdc_required is the venue's first-deposit minimum; usdc_available the venue token on the venue's chain (chain_balances: on every EVM chain carrying it); eth_required the native coin (gas_token) for the first deposit's calls at the chain's current maxFeePerGas (a fixed gas budget per venue mechanism; the user pays gas). message says what is missing. ${VENUE_NOTE} 502 CHAIN_UNAVAILABLE when a chain cannot be read.`,
+    security: ['userJwt', 'secretKey'],
+    body: DexRequest,
+    response: RequirementsResponse,
+    errors: [400, 401, 404, 415, 502, 503],
+  },
+  InitPerpDex: {
+    summary: 'Create the user\'s account at the venue and store its fields in perp_dex_status',
+    description: `The venue's onboarding signatures come from the user's wallet through the enclave. First time: 422 REQUIREMENTS_NOT_MET (message as the requirements check) and nothing stored when the requirements are not met. Already initialized without force_reinit: the stored status, nothing changed, no venue call. Concurrent calls make one venue account (409 VENUE_SETUP_IN_PROGRESS with Retry-After if one waits too long). 502 VENUE_UNAVAILABLE when the venue fails; a venue rule's refusal is a 422 with its code. ${VENUE_NOTE}`,
+    security: ['userJwt', 'secretKey'],
+    body: InitPerpDexRequest,
+    response: InitPerpDexResponse,
+    errors: [400, 401, 404, 409, 415, 422, 502, 503],
+  },
+  InitPerpDexTrading: {
+    summary: 'Set up trading at the venue; the one-time private key is in this response only',
+    description: `409 DEX_NOT_INITIALIZED before init-perp-dex; 409 DEX_NOT_FUNDED while the venue account's balance is 0; 409 TRADING_ALREADY_INITIALIZED when set up already and force_reinit is not given (force_reinit replaces the key; the venue revokes the old one). The key (agent_private_key, stark_private_key, subkey_private_key, linked_signer_private_key; venue_e: CLOB API credentials) is never stored, logged or returned again. 400 names a metadata field the venue does not accept or a malformed one. ${VENUE_NOTE}`,
+    security: ['userJwt', 'secretKey'],
+    body: InitPerpDexTradingRequest,
+    response: InitPerpDexTradingResponse,
+    errors: [400, 401, 404, 409, 415, 422, 502, 503],
+  },
+  GetPerp: {
+    summary: 'The user\'s assets at the venue and its transfer rules',
+    description: 'Query `dex` (venue_a … venue_e). Not initialized: initialized false, assets and transfer_rules null, error null. When the venue cannot be read or is not configured: 200 with `error` set (never a 5xx for the venue\'s sake).',
+    security: ['userJwt', 'secretKey'],
+    query: DexQuery,
+    response: VenueAssetsResponse,
+    errors: [400, 401, 404],
+  },
+  GetPerpCredentials: {
+    summary: 'The venue\'s stored credential metadata (never a private key)',
+    description: 'Query `dex` (venue_a … venue_e). Read from the account: no venue call.',
+    security: ['userJwt', 'secretKey'],
+    query: DexQuery,
+    response: VenueCredentialsResponse,
+    errors: [400, 401, 404],
   },
   CreateWalletV2: {
     summary: 'Get or create a wallet bound to the auth_jwt identity',

@@ -11,6 +11,7 @@
  * | local app set     | LOCAL#APPS                           | LOCAL#APPS    |  (local runtime only)
  * | idempotency key   | IDEMP#<app_id>#<sub>#<key>           | IDEMP         |
  * | sender lease      | LEASE#<chain>#<address>              | LEASE         |  (EVM nonce order)
+ * | venue setup lease | LEASE#VENUE#<venue>#<app_id>#<app_user_id> | LEASE   |  (one venue onboarding at a time)
  */
 export const keys = {
   app: (appId: string) => ({ pk: `APP#${appId}`, sk: 'APP' }),
@@ -22,4 +23,6 @@ export const keys = {
   localApps: () => ({ pk: 'LOCAL#APPS', sk: 'LOCAL#APPS' }),
   idempotency: (appId: string, sub: string, key: string) => ({ pk: `IDEMP#${appId}#${sub}#${key}`, sk: 'IDEMP' }),
   senderLease: (chain: string, address: string) => ({ pk: `LEASE#${chain}#${address.toLowerCase()}`, sk: 'LEASE' }),
+  /** Held while a user's account or trading setup at one venue is being created (init-perp-dex, init-perp-dex-trading). */
+  venueLease: (venue: string, appId: string, appUserId: string) => ({ pk: `LEASE#VENUE#${venue}#${appId}#${appUserId}`, sk: 'LEASE' }),
 };

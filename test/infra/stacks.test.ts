@@ -163,6 +163,7 @@ describe('services stack: functions', () => {
       if (needs.enclaveUrl) expected.push('TEE_URL');
       if (needs.chains) expected.push('CHAINS_CONFIG', 'RPC_URLS_SECRET');
       if (needs.delegates) expected.push('ALLOWED_7702_DELEGATES');
+      if (needs.venues) expected.push('VENUE_URLS');
       const variables = environmentOf(route.id);
       expect(Object.keys(variables).sort(), route.id).toEqual(expected.sort());
       if (needs.enclaveUrl) expect(variables.TEE_URL).toEqual(enclaveUrl);
@@ -532,7 +533,7 @@ describe('least privilege per route', () => {
     }
     // Spot checks against the code paths (functions/routes.ts explains each).
     expect(rolesNeedingKey('accountKey', 'GenerateDataKey')).toEqual(rolesOf(ROUTES.filter((r) => r.id === 'CreateAccount')));
-    expect(rolesNeedingKey('accountKey', 'Decrypt')).toEqual(rolesOf(ROUTES.filter((r) => r.id === 'SignWithWallet' || r.id === 'Withdraw')));
+    expect(rolesNeedingKey('accountKey', 'Decrypt')).toEqual(rolesOf(ROUTES.filter((r) => ['SignWithWallet', 'Withdraw', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp'].includes(r.id))));
     expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleLogicalId('CreateAccount'))).toBe(false);
     expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleLogicalId('ExpressSignData'))).toBe(true);
   });
@@ -585,7 +586,7 @@ describe('least privilege per route', () => {
 
   it('lets only the routes that read chains read the RPC URLs secret, and nothing else of Secrets Manager or SSM', () => {
     const chainRoutes = rolesOf(ROUTES.filter((route) => route.needs.chains));
-    expect(chainRoutes).toEqual(rolesOf(ROUTES.filter((route) => route.id === 'Withdraw' || route.id === 'GetDemoBalance')));
+    expect(chainRoutes).toEqual(rolesOf(ROUTES.filter((route) => ['Withdraw', 'GetDemoBalance', 'CheckPerpDexRequirements', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp'].includes(route.id))));
     const secretArn = importedArn(stateful.rpcUrlsSecret, 'Ref');
     expect(rolesAllowed('secretsmanager:GetSecretValue', secretArn)).toEqual(chainRoutes);
     const secretStatements = roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('secretsmanager:')));
@@ -626,6 +627,55 @@ describe('least privilege per route', () => {
     const account = (servicesTemplate.toJSON().Resources as Resources)[services.getLogicalId(services.apiGatewayAccount!)]!;
     expect(withManagedPolicy.map(([id]) => id)).toEqual([(account.Properties?.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]]);
     for (const route of ROUTES) expect(servicesTemplate.toJSON().Resources[roleLogicalId(route.id)].Properties.ManagedPolicyArns, route.id).toBeUndefined();
+  });
+});
+
+describe('venue routes (need `venues`)', () => {
+  const VENUE_ROUTES = ['CheckPerpDexRequirements', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp'];
+  const actionsOf = (routeId: string) =>
+    roleStatements()
+      .filter((entry) => entry.role === roleLogicalId(routeId))
+      .flatMap(({ statement }) => asArray(statement.Action) as string[])
+      .filter((action) => !action.startsWith('logs:') && !action.startsWith('xray:'))
+      .sort();
+
+  it('gives VENUE_URLS (`{}` by default) to exactly the routes that call venues', () => {
+    expect(ROUTES.filter((route) => route.needs.venues).map((route) => route.id).sort()).toEqual([...VENUE_ROUTES].sort());
+    for (const route of ROUTES) {
+      const variables = environmentOf(route.id);
+      if (route.needs.venues) expect(variables.VENUE_URLS, route.id).toBe('{}');
+      else expect(variables.VENUE_URLS, route.id).toBeUndefined();
+    }
+  });
+
+  it('grants each venue route only what its code path uses: the requirements check and credentials sign nothing', () => {
+    const read = ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query'];
+    const write = ['dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+    const secret = ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'];
+    const signing = ['kms:Decrypt', 'kms:GetPublicKey', 'kms:Sign'];
+    expect(actionsOf('CheckPerpDexRequirements')).toEqual([...read, ...secret].sort());
+    expect(actionsOf('GetPerpCredentials')).toEqual(read);
+    expect(actionsOf('GetPerp')).toEqual([...read, ...secret, ...signing].sort());
+    expect(actionsOf('InitPerpDex')).toEqual([...read, ...write, ...secret, ...signing].sort());
+    expect(actionsOf('InitPerpDexTrading')).toEqual([...read, ...write, ...secret, ...signing].sort());
+    for (const id of ['CheckPerpDexRequirements', 'GetPerpCredentials']) {
+      for (const name of ['TEE_URL', 'KEY_PROVIDER', 'OP_JWT_SIGNER']) expect(environmentOf(id)[name], `${id} ${name}`).toBeUndefined();
+    }
+    expect(rolesAllowed('kms:GenerateDataKey', importedKeyArn('accountKey')).has(roleLogicalId('InitPerpDex'))).toBe(false);
+  });
+
+  it('passes the venueUrls prop (checked as the functions check it) to VENUE_URLS; a bad one stops the synth', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const venueUrls = { venue_b: 'https://api.venue-b.example.com/', venue_d: 'https://gateway.venue-d.example.com/v1' };
+    const { services: stack } = buildStacks(app, { ids: ['VenueStateful', 'VenueServices'], services: { venueUrls } });
+    const resources = Template.fromStack(stack).toJSON().Resources;
+    const variables = resources[stack.getLogicalId(stack.functions.get('InitPerpDex')!.lambda.node.defaultChild as CfnResource)].Properties.Environment.Variables;
+    expect(JSON.parse(variables.VENUE_URLS)).toEqual({ venue_b: 'https://api.venue-b.example.com', venue_d: 'https://gateway.venue-d.example.com/v1' });
+    const other = resources[stack.getLogicalId(stack.functions.get('GetAccount')!.lambda.node.defaultChild as CfnResource)].Properties.Environment.Variables;
+    expect(other.VENUE_URLS).toBeUndefined();
+    const bad = (venueUrls: Record<string, string>, ids: [string, string]) => () => buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { ids, services: { venueUrls } });
+    expect(bad({ venue_z: 'https://x.example.com' }, ['BadVenueStateful', 'BadVenueServices'])).toThrow(/VENUE_URLS: venue_z: is not a venue id/);
+    expect(bad({ venue_a: 'x' }, ['BadUrlStateful', 'BadUrlServices'])).toThrow(/VENUE_URLS: venue_a: must be a URL/);
   });
 });
 

@@ -30,6 +30,7 @@ function environment(needs: RouteNeeds): { env: Record<string, string>; required
   if (needs.enclaveUrl) add('TEE_URL', 'https://enclave.example.com');
   if (needs.chains) add('CHAINS_CONFIG', CHAINS_CONFIG), add('RPC_URLS_SECRET', 'perp-wallet/unit-rpc-urls', false);
   if (needs.delegates) add('ALLOWED_7702_DELEGATES', '', false);
+  if (needs.venues) add('VENUE_URLS', '{"venue_b":"https://venue-b.example.com"}');
   return { env, required };
 }
 

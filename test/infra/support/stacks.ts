@@ -6,7 +6,7 @@ import { StatefulStack, type StatefulStackProps } from '../../../infra/stateful-
 import { ChainsConfigSchema } from '../../../shared/chains/chain-config.ts';
 
 /** Optional ServicesStack props a test may set (the rest come from the stateful stack and the chains config). */
-type ServicesOptions = Pick<ServicesStackProps, 'throttle' | 'webAclArn' | 'apiGatewayCloudWatchRole'>;
+type ServicesOptions = Pick<ServicesStackProps, 'throttle' | 'webAclArn' | 'apiGatewayCloudWatchRole' | 'venueUrls'>;
 
 /** The two stacks as infra/app.ts wires them, with the default (mainnet) chains config. */
 export function buildStacks(app: App, options: { ids?: readonly [string, string]; stateful?: StatefulStackProps; services?: ServicesOptions } = {}) {

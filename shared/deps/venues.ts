@@ -1,0 +1,50 @@
+import { loadVenueUrls } from '../config.ts';
+import type { Chains } from '../chains/chains.ts';
+import type { VenueId } from '../venues/default-status.ts';
+import { type VenueDriverFactory, VenueRegistry } from '../venues/registry.ts';
+import { chainReader, type InitPerpDexDeps, type RequirementsDeps, type VenueSigningDeps } from '../venues/service.ts';
+import type { AppRegistry } from '../apps/app-registry.ts';
+import type { Table } from '../db/client.ts';
+import { chainsFromEnv } from './chains.ts';
+import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
+import { appsFromEnv } from './table.ts';
+
+/**
+ * The venue adapters this build carries, each given its base URL from VENUE_URLS and the chains.
+ * A venue absent here, or absent from VENUE_URLS, answers 503 VENUE_NOT_CONFIGURED.
+ * Adapters: shared/venues/<venue>/driver.ts (issue 10), added here as they land, e.g.
+ * `venue_b: ({ baseUrl }) => new VenueBDriver({ baseUrl, chains })`.
+ */
+export function venueDriverFactories(_chains: Chains): Partial<Record<VenueId, VenueDriverFactory>> {
+  return {};
+}
+
+/** Need `venues`: VENUE_URLS (and the chains, which the adapters read). */
+export function venueRegistryFromEnv(chains: Chains): VenueRegistry {
+  return new VenueRegistry(loadVenueUrls(), venueDriverFactories(chains));
+}
+
+type WithApps<T> = T & { readonly apps: AppRegistry; readonly table: Table };
+
+/** check-perp-dex-requirements (needs: table read, chains, venues). */
+export function requirementsDepsFromEnv(): WithApps<RequirementsDeps> {
+  const chains = chainsFromEnv();
+  return { ...appsFromEnv(), chains: chainReader(chains), venues: venueRegistryFromEnv(chains) };
+}
+
+/** init-perp-dex (needs: table read-write, account access key Decrypt, op_jwt key, enclave URL, chains, venues). */
+export function initPerpDexDepsFromEnv(): WithApps<InitPerpDexDeps> {
+  return { ...requirementsDepsFromEnv(), keyWrapper: accountKeyWrapperFromEnv(), opJwtSigner: opJwtSignerFromEnv(), enclave: enclaveClientFromEnv() };
+}
+
+/** init-perp-dex-trading and GET /account/perp (needs: table, account access key Decrypt, op_jwt key, enclave URL, chains, venues). */
+export function venueSigningDepsFromEnv(): WithApps<VenueSigningDeps> {
+  const chains = chainsFromEnv();
+  return {
+    ...appsFromEnv(),
+    venues: venueRegistryFromEnv(chains),
+    keyWrapper: accountKeyWrapperFromEnv(),
+    opJwtSigner: opJwtSignerFromEnv(),
+    enclave: enclaveClientFromEnv(),
+  };
+}
