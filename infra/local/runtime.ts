@@ -142,8 +142,6 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     CHAINS_CONFIG: JSON.stringify(rpcGateway.config),
     VENUE_URLS: JSON.stringify(venues.urls),
     ALLOWED_7702_DELEGATES: [...new Set(Object.values(evm.chains).map((chain) => chain.delegate).filter(Boolean))].join(','),
-    // The venue routes' VENUE_URLS (placeholder until the sandbox venues run here: then their URLs).
-    VENUE_URLS: JSON.stringify({}),
   });
   for (const service of SERVICES) {
     const routes = resourceTree(ROUTES.filter((route) => route.service === service));

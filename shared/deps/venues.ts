@@ -1,4 +1,5 @@
 import { loadVenueUrls } from '../config.ts';
+import { VenueBDriver } from '../venues/venue-b/driver.ts';
 import type { Chains } from '../chains/chains.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import { type VenueDriverFactory, VenueRegistry } from '../venues/registry.ts';
@@ -10,13 +11,14 @@ import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } fr
 import { appsFromEnv } from './table.ts';
 
 /**
- * The venue adapters this build carries, each given its base URL from VENUE_URLS and the chains.
- * A venue absent here, or absent from VENUE_URLS, answers 503 VENUE_NOT_CONFIGURED.
- * Adapters: shared/venues/<venue>/driver.ts (issue 10), added here as they land, e.g.
- * `venue_b: ({ baseUrl }) => new VenueBDriver({ baseUrl, chains })`.
+ * The venue adapters this build carries, each given its base URL from VENUE_URLS (the live
+ * venue's defaults otherwise: Hyperliquid "Mainnet", Arbitrum's USDC and bridge). A venue absent
+ * here, or absent from VENUE_URLS, answers 503 VENUE_NOT_CONFIGURED.
  */
 export function venueDriverFactories(_chains: Chains): Partial<Record<VenueId, VenueDriverFactory>> {
-  return {};
+  return {
+    venue_b: ({ baseUrl }) => new VenueBDriver({ baseUrl }),
+  };
 }
 
 /** Need `venues`: VENUE_URLS (and the chains, which the adapters read). */
