@@ -2,6 +2,7 @@ import { toJsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
 import { ROUTES, type ServiceName } from '../../functions/routes.ts';
 import { ErrorResponse } from '../../shared/http/schemas.ts';
+import { FaultRequest } from '../../shared/sandbox/fault-request.ts';
 import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
 import { OPERATIONS, type OperationDoc } from './operations.ts';
 
@@ -54,6 +55,27 @@ function sandboxPaths() {
         description: note,
         security: [],
         responses: { 200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } } },
+      },
+    },
+    '/sandbox/venues': {
+      get: {
+        operationId: 'SandboxVenues',
+        'x-sandbox-only': true,
+        summary: 'Sandbox venues: id, base URL, chain, token, deposit address, rules',
+        description: `${note} \`{ "venues": [{ "dex", "url", "chain", "token", "deposit_address", "rules" }] }\` for every running sandbox venue; \`deposit_address\` is where the venue's deposits go (venue_b: a plain token transfer to it is a deposit credited to the sender, as on the real venue). \`rules\` are decimal strings, with each rule's source or "sandbox choice".`,
+        security: [],
+        responses: { 200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } } },
+      },
+    },
+    '/sandbox/faults': {
+      post: {
+        operationId: 'SandboxFaults',
+        'x-sandbox-only': true,
+        summary: 'Make a sandbox venue\'s next operations fail, stall or refund',
+        description: `${note} The target's next \`count\` operations of the kind fail, stall (held until \`clear\`) or refund (a deposit is sent back on chain, a withdrawal returned to the venue balance); \`clear\` ends the fault and releases what a stall held. 400 TARGET_NOT_AVAILABLE for \`bridge\` (no sandbox bridge yet), 400 VENUE_NOT_RUNNING for a venue that is not running.`,
+        security: [],
+        requestBody: { required: true, content: { 'application/json': { schema: schema(FaultRequest) } } },
+        responses: { 200: { description: 'The fault now in force (null after clear)', content: { 'application/json': { schema: { type: 'object' } } } }, 400: { description: 'Invalid input', ...error } },
       },
     },
     '/sandbox/faucet': {
