@@ -1,4 +1,5 @@
 import { Chains } from '../chains/chains.ts';
+import { EvmChains } from '../chains/evm-chains.ts';
 import { secretRpcUrls } from '../chains/rpc-urls.ts';
 import { loadChainsConfig, loadRpcUrlsSecret } from '../config.ts';
 
@@ -9,4 +10,10 @@ import { loadChainsConfig, loadRpcUrlsSecret } from '../config.ts';
 export function chainsFromEnv(): Chains {
   const rpcUrlsSecret = loadRpcUrlsSecret();
   return new Chains(loadChainsConfig(), rpcUrlsSecret ? secretRpcUrls(rpcUrlsSecret) : undefined);
+}
+
+/** The same, EVM chains only (routes that never touch Solana: their bundles carry no Solana client). */
+export function evmChainsFromEnv(): EvmChains {
+  const rpcUrlsSecret = loadRpcUrlsSecret();
+  return new EvmChains(loadChainsConfig(), rpcUrlsSecret ? secretRpcUrls(rpcUrlsSecret) : undefined);
 }

@@ -1,12 +1,12 @@
 import { loadVenueUrls } from '../config.ts';
 import { VenueBDriver } from '../venues/venue-b/driver.ts';
-import type { Chains } from '../chains/chains.ts';
+import type { EvmChains } from '../chains/evm-chains.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import { type VenueDriverFactory, VenueRegistry } from '../venues/registry.ts';
 import { chainReader, type InitPerpDexDeps, type RequirementsDeps, type VenueSigningDeps } from '../venues/service.ts';
 import type { AppRegistry } from '../apps/app-registry.ts';
 import type { Table } from '../db/client.ts';
-import { chainsFromEnv } from './chains.ts';
+import { evmChainsFromEnv } from './chains.ts';
 import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
 import { appsFromEnv } from './table.ts';
 
@@ -15,14 +15,14 @@ import { appsFromEnv } from './table.ts';
  * venue's defaults otherwise: Hyperliquid "Mainnet", Arbitrum's USDC and bridge). A venue absent
  * here, or absent from VENUE_URLS, answers 503 VENUE_NOT_CONFIGURED.
  */
-export function venueDriverFactories(_chains: Chains): Partial<Record<VenueId, VenueDriverFactory>> {
+export function venueDriverFactories(_chains: EvmChains): Partial<Record<VenueId, VenueDriverFactory>> {
   return {
     venue_b: ({ baseUrl }) => new VenueBDriver({ baseUrl }),
   };
 }
 
 /** Need `venues`: VENUE_URLS (and the chains, which the adapters read). */
-export function venueRegistryFromEnv(chains: Chains): VenueRegistry {
+export function venueRegistryFromEnv(chains: EvmChains): VenueRegistry {
   return new VenueRegistry(loadVenueUrls(), venueDriverFactories(chains));
 }
 
@@ -30,7 +30,7 @@ type WithApps<T> = T & { readonly apps: AppRegistry; readonly table: Table };
 
 /** check-perp-dex-requirements (needs: table read, chains, venues). */
 export function requirementsDepsFromEnv(): WithApps<RequirementsDeps> {
-  const chains = chainsFromEnv();
+  const chains = evmChainsFromEnv();
   return { ...appsFromEnv(), chains: chainReader(chains), venues: venueRegistryFromEnv(chains) };
 }
 
@@ -41,7 +41,7 @@ export function initPerpDexDepsFromEnv(): WithApps<InitPerpDexDeps> {
 
 /** init-perp-dex-trading and GET /account/perp (needs: table, account access key Decrypt, op_jwt key, enclave URL, chains, venues). */
 export function venueSigningDepsFromEnv(): WithApps<VenueSigningDeps> {
-  const chains = chainsFromEnv();
+  const chains = evmChainsFromEnv();
   return {
     ...appsFromEnv(),
     venues: venueRegistryFromEnv(chains),

@@ -5,7 +5,7 @@ import type { AccountRecord } from '../accounts/account-record.ts';
 import { requireAccount } from '../accounts/account-service.ts';
 import type { WalletSignerDeps } from '../accounts/wallet-signer.ts';
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
-import type { Chains } from '../chains/chains.ts';
+import type { EvmChains } from '../chains/evm-chains.ts';
 import { isConditionalCheckFailed, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
 import { acquireLease, LeaseTimeoutError } from '../db/lease.ts';
@@ -38,7 +38,7 @@ export interface ChainReader {
 
 const EVM_CHAINS: readonly EvmChainCode[] = ['ETH', 'ARB', 'POL', 'INK'];
 
-export function chainReader(chains: Chains): ChainReader {
+export function chainReader(chains: EvmChains): ChainReader {
   return {
     chainsCarrying: (token) => EVM_CHAINS.filter((chain) => token in chains.config[chain].tokens),
     decimals: (chain, token) => chains.decimals(chain, token),
