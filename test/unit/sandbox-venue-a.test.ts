@@ -339,6 +339,40 @@ describe('venue_a sandbox: faults', () => {
   });
 });
 
+describe('venue_a sandbox: refunds, concurrency, an unreachable venue', () => {
+  it('deposit refund: the vault sends the deposit back on chain, nothing credited; withdrawal refund: reported failed, balance kept', async () => {
+    const user = await newUser(10n * USDC);
+    await venues.setFault({ target: 'venue_a', operation: 'deposit', mode: 'refund', count: 1 });
+    const plan = await driver.prepareDeposit(user.wallet, user.fields, 10n * USDC);
+    for (const call of plan.calls) await user.send(call.to, call.data);
+    expect(await eventually(() => usdcOnChain(user.account.address), (balance) => balance > 0n)).toBe(10n * USDC);
+    expect((await driver.balances(user.wallet, user.fields)).balance).toBe(0n);
+
+    await deposit(user, 10n * USDC);
+    await venues.setFault({ target: 'venue_a', operation: 'withdrawal', mode: 'refund', count: 1 });
+    const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, 'refund-key');
+    expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'failed', reason: 'venue_a rejected the withdrawal' });
+    expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC - FEE);
+    expect(await usdcOnChain(user.account.address)).toBe(0n);
+  });
+
+  it('concurrent initAccount calls for one wallet make one venue account', async () => {
+    const user = await newWallet(0n);
+    const results = await Promise.all([driver.initAccount(user.wallet), driver.initAccount(user.wallet), driver.initAccount(user.wallet)]);
+    expect(new Set(results.map((fields) => fields.account_id)).size).toBe(1);
+    const state = JSON.parse(await readFile(join(dataDir, 'venues', 'venue_a.json'), 'utf8'));
+    expect(Object.values(state.venue.accounts as Record<string, { wallet: string }>).filter((a) => a.wallet === user.account.address)).toHaveLength(1);
+  });
+
+  it('an unreachable venue is VENUE_UNAVAILABLE, a refusal is VENUE_REFUSED', async () => {
+    const user = await newUser(0n);
+    const down = new VenueADriver({ baseUrl: 'http://127.0.0.1:9', ...VENUE_A_SANDBOX_PROFILE, timeoutMs: 2_000 });
+    await expect(down.balances(user.wallet, user.fields)).rejects.toMatchObject({ code: 'VENUE_UNAVAILABLE' });
+    await expect(down.initAccount(user.wallet)).rejects.toMatchObject({ code: 'VENUE_UNAVAILABLE' });
+    await expect(driver.balances(user.wallet, { ...user.fields, api_key: 'revoked' })).rejects.toMatchObject({ code: 'VENUE_REFUSED' });
+  });
+});
+
 describe('venue_a sandbox: durable state', () => {
   it('accounts, API keys, balances and the URL survive a restart; a deposit made while it was down is credited after', async () => {
     const user = await newUser(30n * USDC);

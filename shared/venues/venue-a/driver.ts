@@ -275,8 +275,12 @@ function checkAccount(value: unknown): AccountView {
   return account as AccountView;
 }
 
+/** A balance decimal as base units; digits past the sixth are cut (the collateral's own precision). */
 function decimalField(data: Record<string, unknown> | undefined, field: string): bigint {
-  const value = fromDecimal(data?.[field]);
+  const raw = data?.[field];
+  const text = typeof raw === 'number' && Number.isFinite(raw) ? String(raw) : raw;
+  const match = typeof text === 'string' ? /^(-?[0-9]+)(?:\.([0-9]+))?$/.exec(text) : null;
+  const value = match ? fromDecimal(`${match[1]}.${(match[2] ?? '0').slice(0, 6)}`) : undefined;
   if (value === undefined) throw new VenueAUnavailableError(`venue_a answered the balance without a decimal ${field}`);
   return value;
 }
