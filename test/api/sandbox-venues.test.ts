@@ -45,6 +45,14 @@ describe.runIf(isSandbox)('GET /sandbox/venues', () => {
     expect(venue.rules.sources['deposit.minimum']).toContain('[O] H1');
   });
 
+  it('lists venue_a: ARB USDC, its bridge as deposit address, the quote fee', async () => {
+    const response = await call('account', 'GET', '/sandbox/venues');
+    const venue = (response.body.venues as VenueListing[]).find((v) => v.dex === 'venue_a');
+    expect(venue).toMatchObject({ chain: 'ARB', token: 'USDC', deposit_address: '0x00000000000000000000000000000000000A0a01' });
+    expect(venue!.rules).toMatchObject({ first_deposit_minimum: '1', deposit: { minimum_amount: '1', fee: { amount: '0.01' } } });
+    expect(venue!.rules.sources['bridge.address']).toContain('sandbox choice');
+  });
+
   it("a USDC transfer to the deposit address on the sandbox ARB chain is credited to the sender at the venue's own API", async () => {
     const venue = await venueB();
     const account = privateKeyToAccount(generatePrivateKey());
@@ -80,7 +88,6 @@ describe.runIf(isSandbox)('POST /sandbox/faults', () => {
     ['count as a string', { target: 'venue_b', operation: 'deposit', mode: 'stall', count: '1' }, 'INVALID_REQUEST'],
     ['bridge operation on a venue', { target: 'venue_b', operation: 'bridge', mode: 'fail', count: 1 }, 'INVALID_OPERATION'],
     ['the bridge (not built yet)', { target: 'bridge', operation: 'bridge', mode: 'refund', count: 1 }, 'TARGET_NOT_AVAILABLE'],
-    ['a venue not running yet', { target: 'venue_a', operation: 'deposit', mode: 'fail', count: 1 }, 'VENUE_NOT_RUNNING'],
   ])('%s is 400 %s', async (_what, json, code) => {
     const response = await faults(json);
     expect(response.status, JSON.stringify(response.body)).toBe(400);

@@ -103,7 +103,7 @@ async function info(body: unknown) {
 
 describe('venue_b sandbox: deposits', () => {
   it('lists itself with the bridge as deposit address and its rules as decimal strings', () => {
-    const [listing] = venues.listing.venues;
+    const listing = venues.listing.venues.find((entry) => entry.dex === 'venue_b');
     expect(listing).toMatchObject({ dex: 'venue_b', url: venues.urls.venue_b, chain: 'ARB', token: 'USDC', deposit_address: VENUE_B_BRIDGE });
     expect(listing!.rules).toMatchObject({ first_deposit_minimum: '5', deposit: { minimum_amount: '5' }, withdrawal: { fee: { amount: '1', token: 'USDC', fee_type: 'fixed' } } });
   });
@@ -362,7 +362,10 @@ describe('venue_b sandbox: faults', () => {
   });
 
   it('a venue that is not running is named in the error', async () => {
-    await expect(venues.setFault({ target: 'venue_a', operation: 'deposit', mode: 'fail', count: 1 })).rejects.toMatchObject({ code: 'VENUE_NOT_RUNNING' });
+    // A framework running no venue: every target is "not running" (all five run under npm start).
+    const none = await startSandboxVenues({ dataDir, evm, modules: [] });
+    await expect(none.setFault({ target: 'venue_b', operation: 'deposit', mode: 'fail', count: 1 })).rejects.toMatchObject({ code: 'VENUE_NOT_RUNNING' });
+    await none.stop();
   });
 });
 

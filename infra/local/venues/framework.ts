@@ -73,6 +73,8 @@ export interface SeenLog {
   readonly amount: string;
   readonly txHash: Hex;
   readonly block: string;
+  /** The venue's own id for the deposit, when its log carries one (venue_a's commitment id). */
+  readonly reference?: string;
 }
 
 /** The file DATA_DIR/venues/<id>.json: the framework's part and the venue's own (`venue`). */
@@ -97,6 +99,8 @@ export interface DepositLog {
   readonly block: bigint;
   readonly depositor: Address;
   readonly amount: bigint;
+  /** See `SeenLog.reference`. */
+  readonly reference?: string;
 }
 
 export interface VenueRequest {
@@ -155,7 +159,7 @@ export interface VenueModule<S> {
    * The depositor and amount of one watched log (undefined: not a deposit). `state` is the
    * venue's state at that moment (e.g. the proxy wallets a Transfer must go to).
    */
-  decodeDeposit(log: { args: Record<string, unknown> }, state: S): { depositor: Address; amount: bigint } | undefined;
+  decodeDeposit(log: { args: Record<string, unknown> }, state: S): { depositor: Address; amount: bigint; reference?: string } | undefined;
   /** Applies the venue's rules to a deposit seen on chain; returns whether it was credited. */
   credit(draft: VenueState<S>, deposit: DepositLog, host: VenueHost<S>): boolean;
   handle(request: VenueRequest, host: VenueHost<S>): Promise<VenueResponse>;
@@ -379,7 +383,8 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
           for (const [key, seen] of Object.entries(draft.seen)) {
             if (seen.state !== 'stalled') continue;
             const [txHash, logIndex] = key.split(':') as [Hex, string];
-            const credited = module.credit(draft, { key, txHash, logIndex: Number(logIndex), block: BigInt(seen.block), depositor: seen.depositor, amount: BigInt(seen.amount) }, host);
+            const deposit = { key, txHash, logIndex: Number(logIndex), block: BigInt(seen.block), depositor: seen.depositor, amount: BigInt(seen.amount), reference: seen.reference };
+            const credited = module.credit(draft, deposit, host);
             draft.seen[key] = { ...seen, state: credited ? 'credited' : 'failed' };
           }
         } else {
@@ -438,7 +443,13 @@ async function pollDeposits<S>(module: VenueModule<S>, host: VenueHost<S>, clien
         const decoded = module.decodeDeposit(log, draft.venue);
         if (!decoded) continue;
         const deposit: DepositLog = { key, txHash: log.transactionHash, logIndex: log.logIndex, block: log.blockNumber, ...decoded };
-        const record = { depositor: deposit.depositor, amount: deposit.amount.toString(), txHash: deposit.txHash, block: deposit.block.toString() };
+        const record = {
+          depositor: deposit.depositor,
+          amount: deposit.amount.toString(),
+          txHash: deposit.txHash,
+          block: deposit.block.toString(),
+          ...(deposit.reference === undefined ? {} : { reference: deposit.reference }),
+        };
         const fault = host.takeFault(draft, 'deposit');
         if (fault === 'fail') draft.seen[key] = { ...record, state: 'failed' };
         else if (fault === 'stall') draft.seen[key] = { ...record, state: 'stalled' };

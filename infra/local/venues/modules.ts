@@ -1,4 +1,5 @@
 import type { VenueModule } from './framework.ts';
+import { venueAModule } from './venue-a.ts';
 import { venueBModule } from './venue-b.ts';
 
 /**
@@ -7,7 +8,7 @@ import { venueBModule } from './venue-b.ts';
  */
 export function implementedVenueModules(): VenueModule<any>[] {
   return [
-    // venue_a (Extended): infra/local/venues/venue-a.ts
+    venueAModule(),
     venueBModule(),
     // venue_c (Paradex): infra/local/venues/venue-c.ts
     // venue_d (Nado): infra/local/venues/venue-d.ts
