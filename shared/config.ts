@@ -153,6 +153,16 @@ const VenueUrlsSchema = v.strictObject(
  * (`{}` when no venue is configured). Unknown venue ids and non-http(s) URLs stop the cold start;
  * trailing slashes are dropped.
  */
+/**
+ * VENUE_NETWORK: `live` (default) or `sandbox`. Like a venue's mainnet/testnet switch, it selects
+ * the values a venue signs over besides its URL (venue_a's signing domains: the sandbox's are its
+ * own, so nothing signed for the sandbox is valid at the live venue). The local runtime sets
+ * `sandbox`; a deployment leaves it unset.
+ */
+export function loadVenueNetwork(env = process.env): 'live' | 'sandbox' {
+  return parseEnv(v.object({ VENUE_NETWORK: v.optional(v.picklist(['live', 'sandbox'], 'must be live or sandbox'), 'live') }), env).VENUE_NETWORK;
+}
+
 export function loadVenueUrls(env = process.env): VenueUrls {
   const raw = parseEnv(v.object({ VENUE_URLS: nonEmpty }), env).VENUE_URLS;
   let json: unknown;

@@ -141,6 +141,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     TEE_URL: urls.enclave,
     CHAINS_CONFIG: JSON.stringify(rpcGateway.config),
     VENUE_URLS: JSON.stringify(venues.urls),
+    VENUE_NETWORK: 'sandbox',
     ALLOWED_7702_DELEGATES: [...new Set(Object.values(evm.chains).map((chain) => chain.delegate).filter(Boolean))].join(','),
   });
   for (const service of SERVICES) {

@@ -1,4 +1,6 @@
-import { loadVenueUrls } from '../config.ts';
+import { loadVenueNetwork, loadVenueUrls } from '../config.ts';
+import { VENUE_A_SANDBOX_PROFILE } from '../venues/venue-a/api.ts';
+import { VenueADriver } from '../venues/venue-a/driver.ts';
 import { VenueBDriver } from '../venues/venue-b/driver.ts';
 import type { EvmChains } from '../chains/evm-chains.ts';
 import type { VenueId } from '../venues/default-status.ts';
@@ -15,8 +17,10 @@ import { appsFromEnv } from './table.ts';
  * venue's defaults otherwise: Hyperliquid "Mainnet", Arbitrum's USDC and bridge). A venue absent
  * here, or absent from VENUE_URLS, answers 503 VENUE_NOT_CONFIGURED.
  */
-export function venueDriverFactories(_chains: EvmChains): Partial<Record<VenueId, VenueDriverFactory>> {
+export function venueDriverFactories(_chains: EvmChains, network: 'live' | 'sandbox' = loadVenueNetwork()): Partial<Record<VenueId, VenueDriverFactory>> {
+  const sandbox = network === 'sandbox';
   return {
+    venue_a: ({ baseUrl }) => new VenueADriver({ baseUrl, ...(sandbox ? VENUE_A_SANDBOX_PROFILE : {}) }),
     venue_b: ({ baseUrl }) => new VenueBDriver({ baseUrl }),
   };
 }
