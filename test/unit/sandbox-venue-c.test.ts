@@ -216,14 +216,23 @@ describe('venue_c sandbox: deposits through the L1 bridge', () => {
     expect(listed.body.results[0].external_txn_hash).toMatch(/^0x[0-9a-f]{64}$/);
   });
 
-  it('below the minimum sent by hand: not credited, returned to the sender by the vault (sandbox choice)', async () => {
-    const user = await newUser(5n * USDC);
-    await user.send(ETHEREUM_USDC, encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [VENUE_C_BRIDGE, 500_000n] }));
+  it('below the minimum or above 500,000 USDC sent by hand: not credited, returned to the sender by the vault (sandbox choice)', async () => {
+    const held = 500_001n * USDC;
+    const user = await newUser(held);
+    await user.send(ETHEREUM_USDC, encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [VENUE_C_BRIDGE, held] }));
     const recipient = parseFelt(String(user.fields.l2_address));
-    await user.send(VENUE_C_BRIDGE, encodeFunctionData({ abi: STARKGATE_BRIDGE_ABI, functionName: 'deposit', args: [ETHEREUM_USDC, 500_000n, recipient] }), STARKGATE_DEPOSIT_FEE_WEI);
-    expect(await usdcOnChain(user.wallet.address)).toBe(4_500_000n);
-    expect(await eventually(() => usdcOnChain(user.wallet.address), (b) => b === 5n * USDC)).toBe(5n * USDC);
+    for (const amount of [500_000n, 500_000n * USDC + 1n]) {
+      await user.send(VENUE_C_BRIDGE, encodeFunctionData({ abi: STARKGATE_BRIDGE_ABI, functionName: 'deposit', args: [ETHEREUM_USDC, amount, recipient] }), STARKGATE_DEPOSIT_FEE_WEI);
+      expect(await usdcOnChain(user.wallet.address)).toBe(held - amount);
+      expect(await eventually(() => usdcOnChain(user.wallet.address), (b) => b === held)).toBe(held);
+    }
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(0n);
+    const main = await mainKeyOf(user);
+    const listed = await api('GET', '/v1/transfers', { jwt: (await jwtFor(main.account, main.privateKey)).body.jwt_token });
+    expect(listed.body.results.map((t: { status: string; failure_reason: string }) => [t.status, t.failure_reason.split(';')[0]])).toEqual([
+      ['FAILED', 'Deposit above the maximum deposit of 500000 USDC per transaction'],
+      ['FAILED', 'Deposit below the minimum deposit of 1 USDC'],
+    ]);
   });
 });
 
