@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deriveFromEthSigner } from '@paradex/sdk/dist/account.js';
@@ -264,6 +264,9 @@ describe('venue_c sandbox: trading subkeys', () => {
     expect((await jwtFor(account, parseFelt(second.oneTime.subkey_private_key!))).status).toBe(200);
     const all = (await api('GET', '/v1/account/keys/subkeys?with_revoked=true', { jwt: mainJwt })).body.results;
     expect(all.map((subkey: { state: string }) => subkey.state)).toEqual(['revoked', 'active']);
+    // The venue only ever saw public keys: neither private key is in its state file.
+    const onDisk = await readFile(join(dataDir, 'venues', 'venue_c.json'), 'utf8');
+    for (const secret of [first.oneTime.subkey_private_key!, second.oneTime.subkey_private_key!]) expect(onDisk).not.toContain(secret.slice(2));
   });
 
   it('a registration not signed by the main key is refused', async () => {
@@ -349,7 +352,7 @@ describe('venue_c sandbox: faults', () => {
     await venues.setFault({ target: 'venue_c', operation: 'deposit', mode: 'stall', count: 1 });
     let last: bigint = 0n;
     for (const call of plan.calls) last = (await user.send(call.to, call.data, call.value)).blockNumber;
-    await eventually(async () => BigInt(JSON.parse(await (await import('node:fs/promises')).readFile(join(dataDir, 'venues', 'venue_c.json'), 'utf8')).cursor), (cursor) => cursor >= last);
+    await eventually(async () => BigInt(JSON.parse(await readFile(join(dataDir, 'venues', 'venue_c.json'), 'utf8')).cursor), (cursor) => cursor >= last);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);
     await venues.setFault({ target: 'venue_c', operation: 'deposit', mode: 'clear', count: 0 });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);

@@ -196,6 +196,11 @@ function credit(draft: Draft, deposit: DepositLog, host: Host): boolean {
   const state = draft.venue;
   const recipient = state.depositRecipients[deposit.key];
   delete state.depositRecipients[deposit.key];
+  // Logs a fault failed or refunded are never credited: their recipients are not needed.
+  for (const key of Object.keys(state.depositRecipients)) {
+    const seen = draft.seen[key];
+    if (seen && seen.state !== 'stalled') delete state.depositRecipients[key];
+  }
   if (!recipient) return false;
   const now = Date.now();
   const record = (status: TransferRecord['status'], failure: string | null): TransferRecord => ({
