@@ -114,7 +114,7 @@ export const VENUE_RULES: Readonly<Record<VenueId, VenueRules>> = {
     deposit: direction({
       token: 'USDC',
       minimum: 1n * USDC,
-      note: 'approve USDC to the Paradex bridge, then the bridge deposit on Ethereum; at most 500,000 USDC per transaction.',
+      note: 'approve USDC to the venue bridge, then the bridge deposit on Ethereum, which also pays the L1-to-L2 message fee in ETH; at most 500,000 USDC per transaction.',
     }),
     withdrawal: direction({
       token: 'USDC',
@@ -131,6 +131,16 @@ export const VENUE_RULES: Readonly<Record<VenueId, VenueRules>> = {
       'deposit.fee': '[O] P3 (none documented)',
       'withdrawal.minimum': 'sandbox choice: 1 USDC (unknown in research)',
       'withdrawal.fee': '[O] P5 (no fee; socialized-loss factor, 0 in the sandbox: sandbox choice)',
+      'deposit.messageFee': '[O] P1 (StarkGate bridge; its estimateDepositFeeWei() = 20000 gas x 5 gwei, sent as msg.value with the deposit)',
+      'deposit.outsideLimits': 'sandbox choice: a deposit below the minimum or above 500,000 USDC that reaches the bridge anyway is not credited and is returned to the L1 sender by the vault',
+      'bridge.address': 'sandbox choice: 0x…c0001 on the sandbox ETH chain (mainnet address unknown, research §6.3); published in /v1/system/config bridged_tokens[].l1_bridge_address',
+      'systemConfig.classHashes': "sandbox choice: Paradex testnet's published account and proxy class hashes (mainnet's unknown); starknet_chain_id PRIVATE_SN_PARACLEAR_MAINNET [O] P7",
+      'auth.jwt': 'sandbox choice: HS256 with the venue\'s own secret (Paradex uses ES384); 300 s lifetime as [O] P2; signature expiration at most one week [O] P2',
+      'subkeys.registrationSignature': 'sandbox choice: required (the main key signs pedersen_array(account, public_key, timestamp, expiry), [O] P2; whether mainnet enforces it is unknown)',
+      'subkeys.limit': 'sandbox choice: 10 active subkeys, names of 1 to 64 characters (unknown in research)',
+      'withdrawal.request': 'sandbox choice: POST /v1/withdrawals signed by the main L2 key (Paradex withdraws by a Starknet transaction, [O] P7); the record is a GET /v1/transfers entry [O] P2',
+      'withdrawal.latency': 'sandbox choice: paid from the vault as soon as accepted ([O] P3: hours live)',
+      'deposit.latency': "sandbox choice: credited on the watcher's next poll ([O] P3: several minutes live)",
     },
   },
   venue_d: {

@@ -1,6 +1,7 @@
 import type { VenueModule } from './framework.ts';
 import { venueAModule } from './venue-a.ts';
 import { venueBModule } from './venue-b.ts';
+import { venueCModule } from './venue-c.ts';
 
 /**
  * Every implemented sandbox venue, in venue order: what `npm start` runs. One line per venue;
@@ -10,7 +11,7 @@ export function implementedVenueModules(): VenueModule<any>[] {
   return [
     venueAModule(),
     venueBModule(),
-    // venue_c (Paradex): infra/local/venues/venue-c.ts
+    venueCModule(),
     // venue_d (Nado): infra/local/venues/venue-d.ts
     // venue_e (Polymarket): infra/local/venues/venue-e.ts
   ];
