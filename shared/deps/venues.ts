@@ -2,6 +2,7 @@ import { loadVenueNetwork, loadVenueUrls } from '../config.ts';
 import { VENUE_A_SANDBOX_PROFILE } from '../venues/venue-a/api.ts';
 import { VenueADriver } from '../venues/venue-a/driver.ts';
 import { VenueBDriver } from '../venues/venue-b/driver.ts';
+import { VenueCDriver } from '../venues/venue-c/driver.ts';
 import type { EvmChains } from '../chains/evm-chains.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import { type VenueDriverFactory, VenueRegistry } from '../venues/registry.ts';
@@ -22,6 +23,7 @@ export function venueDriverFactories(_chains: EvmChains, network: 'live' | 'sand
   return {
     venue_a: ({ baseUrl }) => new VenueADriver({ baseUrl, ...(sandbox ? VENUE_A_SANDBOX_PROFILE : {}) }),
     venue_b: ({ baseUrl }) => new VenueBDriver({ baseUrl }),
+    venue_c: ({ baseUrl }) => new VenueCDriver({ baseUrl }),
   };
 }
 

@@ -113,6 +113,8 @@ export interface VenueRules {
   readonly decimals: number;
   readonly deposit: DirectionRule;
   readonly withdrawal: DirectionRule;
+  /** Native coin the deposit call itself sends, besides gas (venue_c: the L1 bridge's message fee); absent = none. */
+  readonly depositNativeValue?: bigint;
   /** The first deposit's minimum (requirements' `usdc_required`). */
   readonly firstDepositMinimum: bigint;
   /** Each rule's provenance: a research source tag ([O] H1 …) or `sandbox choice`. */

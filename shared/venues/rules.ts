@@ -111,6 +111,8 @@ export const VENUE_RULES: Readonly<Record<VenueId, VenueRules>> = {
     token: 'USDC',
     decimals: 6,
     firstDepositMinimum: 1n * USDC,
+    // StarkGate's estimateDepositFeeWei(): 20,000 gas × 5 gwei, sent with the deposit call.
+    depositNativeValue: 20_000n * 5_000_000_000n,
     deposit: direction({
       token: 'USDC',
       minimum: 1n * USDC,
@@ -122,6 +124,7 @@ export const VENUE_RULES: Readonly<Record<VenueId, VenueRules>> = {
       note: 'A socialized-loss factor may reduce withdrawals while the insurance fund is short (none in the sandbox).',
     }),
     sources: {
+      depositNativeValue: 'sandbox choice: StarkGate charges an L1-to-L2 message fee in ETH with each deposit (its estimateDepositFeeWei); the sandbox bridge asks 1e14 wei; counted in eth_required',
       chain: '[O] P1 (Paradex Bridge is Ethereum only)',
       token: '[O] P2, P4 (USDC only)',
       'deposit.mechanism': '[O] P3 (approve, then deposit to the bridge)',

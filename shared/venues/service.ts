@@ -131,7 +131,7 @@ async function requirementsFor(deps: RequirementsDeps, account: AccountRecord, d
   ]);
   const balanceOn = new Map<EvmChainCode, bigint>(carrying.flatMap((chain, i) => (tokenBalances[i] === undefined ? [] : [[chain, tokenBalances[i]]])));
   const available = balanceOn.get(rules.chain) ?? 0n;
-  const gasRequired = FIRST_DEPOSIT_GAS[rules.venue] * gasPrice;
+  const gasRequired = FIRST_DEPOSIT_GAS[rules.venue] * gasPrice + (rules.depositNativeValue ?? 0n);
   const nativeDecimals = deps.chains.decimals(rules.chain, gasToken);
   const token = (units: bigint) => formatAmount(units, rules.decimals);
   const native = (units: bigint) => formatAmount(units, nativeDecimals);

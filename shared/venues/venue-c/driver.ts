@@ -60,8 +60,8 @@ export class VenueCUnavailableError extends Error {
 const RULES = VENUE_RULES.venue_c;
 /** [O] P4: at most 500,000 USDC per deposit transaction. */
 export const VENUE_C_DEPOSIT_MAXIMUM = 500_000n * 10n ** 6n;
-/** StarkGate's estimateDepositFeeWei(): 20000 gas × 5 gwei. */
-export const STARKGATE_DEPOSIT_FEE_WEI = 20_000n * 5_000_000_000n;
+/** StarkGate's estimateDepositFeeWei(): 20000 gas × 5 gwei (the rules' depositNativeValue, which eth_required counts). */
+export const STARKGATE_DEPOSIT_FEE_WEI = RULES.depositNativeValue!;
 const SCALE = 10n ** BigInt(PARACLEAR_DECIMALS - RULES.decimals);
 const DEFAULT_SUBKEY_NAME = 'trading';
 
