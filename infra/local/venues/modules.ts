@@ -1,5 +1,6 @@
 import type { VenueModule } from './framework.ts';
 import { venueBModule } from './venue-b.ts';
+import { venueDModule } from './venue-d.ts';
 
 /**
  * Every implemented sandbox venue, in venue order: what `npm start` runs. One line per venue;
@@ -10,7 +11,7 @@ export function implementedVenueModules(): VenueModule<any>[] {
     // venue_a (Extended): infra/local/venues/venue-a.ts
     venueBModule(),
     // venue_c (Paradex): infra/local/venues/venue-c.ts
-    // venue_d (Nado): infra/local/venues/venue-d.ts
+    venueDModule(),
     // venue_e (Polymarket): infra/local/venues/venue-e.ts
   ];
 }
