@@ -192,6 +192,16 @@ describe('venue_d sandbox: onboarding and deposits', () => {
     expect(info.spot_balances[0].balance.amount).toBe((6n * 10n ** 18n).toString());
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(0n);
   });
+
+  it('answers queries by GET ?type= as by POST; unknown queries and executes are failures in the engine shape', async () => {
+    const user = await newUser(0n);
+    const response = await fetch(`${venues.urls.venue_d}/v1/query?type=nonces&address=${user.account.address}`);
+    expect(await response.json()).toMatchObject({ status: 'success', data: { tx_nonce: '0', order_nonce: expect.stringMatching(/^[0-9]+$/) }, request_type: 'query_nonces' });
+    expect(await gateway('/v1/query', { type: 'all_products' })).toMatchObject({ status: 'failure', error_code: expect.any(Number) });
+    expect(await gateway('/v1/query', { type: 'subaccount_info', subaccount: '0x1234' })).toMatchObject({ status: 'failure', error: expect.stringMatching(/32 bytes/) });
+    expect(await gateway('/v1/execute', { place_order: {} })).toMatchObject({ status: 'failure', request_type: 'execute_place_order' });
+    expect(await gateway('/v1/execute', { link_signer: {}, withdraw_collateral: {} })).toMatchObject({ status: 'failure' });
+  });
 });
 
 describe('venue_d sandbox: signatures and trading setup', () => {
@@ -363,10 +373,24 @@ describe('venue_d sandbox: faults', () => {
     expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 8n * USDC);
   });
+
+  it('withdrawal refund: accepted, then back on the venue balance, reported failed; deposit refund: sent back on chain', async () => {
+    const user = await newUser(20n * USDC);
+    await deposit(user, 10n * USDC);
+    await venues.setFault({ target: 'venue_d', operation: 'withdrawal', mode: 'refund', count: 1 });
+    const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, crypto.randomUUID());
+    expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toMatchObject({ state: 'failed' });
+    expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
+
+    await venues.setFault({ target: 'venue_d', operation: 'deposit', mode: 'refund', count: 1 });
+    await depositByHand(user, 6n * USDC);
+    expect(await eventually(() => usdcOnChain(user.account.address), (b) => b === 10n * USDC)).toBe(10n * USDC);
+    expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
+  });
 });
 
 describe('venue_d sandbox: durable state', () => {
-  it('balances, the linked signer, nonces and the URL survive a restart; a deposit made while it was down is credited after (the Endpoint's install is idempotent)', async () => {
+  it('balances, the linked signer, nonces and the URL survive a restart; a deposit made while it was down is credited after (the Endpoint install is idempotent)', async () => {
     const user = await newUser(30n * USDC);
     await deposit(user, 10n * USDC);
     const setup = await driver.initTrading(user.wallet, user.fields, { name: 'keep' }, false);
