@@ -82,7 +82,7 @@ async function newUser(usdc: bigint) {
     expect(receipt.status).toBe('success');
     return receipt;
   };
-  return { key, account, wallet, walletClient, send, fields: await driver.initAccount(wallet, {}) };
+  return { key, account, wallet, walletClient, send, fields: await driver.initAccount(wallet) };
 }
 type User = Awaited<ReturnType<typeof newUser>>;
 
@@ -273,25 +273,37 @@ describe('venue_d sandbox: signatures and trading setup', () => {
   });
 });
 
+interface SdkEngine {
+  getNonces(params: { address: string }): Promise<{ txNonce: string; orderNonce: string }>;
+  getSubaccountSummary(params: { subaccountOwner: string; subaccountName: string }): Promise<{ exists: boolean; balances: { amount: { toFixed(): string } }[] }>;
+  getLinkedSigner(params: { subaccountOwner: string; subaccountName: string }): Promise<{ signer: string }>;
+  getSubaccountFeeRates(params: { subaccountOwner: string; subaccountName: string }): Promise<{ withdrawal: Record<number, { toFixed(): string }> }>;
+  linkSigner(params: Record<string, unknown>): Promise<unknown>;
+  withdrawCollateral(params: Record<string, unknown>): Promise<unknown>;
+}
+
 describe('venue_d sandbox speaks to the official engine client (@nadohq/engine-client) as the gateway would', () => {
   it("the SDK's nonces, linked signer, subaccount summary, linkSigner and withdrawCollateral work against it", async () => {
     const user = await newUser(20n * USDC);
     await deposit(user, 20n * USDC);
-    const engine = new EngineClient({ url: `${venues.urls.venue_d}/v1`, walletClient: user.walletClient as never });
+    const opts = { url: `${venues.urls.venue_d}/v1`, walletClient: user.walletClient as never };
+    // EngineClient's mixed-in type (ts-mixer) does not resolve under this project's module resolution: the methods used, typed here.
+    const engine = new (EngineClient as unknown as new (options: typeof opts) => SdkEngine)(opts);
+    const queries = engine;
     expect(await engine.getNonces({ address: user.account.address })).toMatchObject({ txNonce: '0' });
-    const summary = await engine.getSubaccountSummary({ subaccountOwner: user.account.address, subaccountName: 'default' });
+    const summary = await queries.getSubaccountSummary({ subaccountOwner: user.account.address, subaccountName: 'default' });
     expect(summary.exists).toBe(true);
     expect(summary.balances[0]!.amount.toFixed()).toBe((20n * 10n ** 18n).toString());
 
     const linked = privateKeyToAccount(generatePrivateKey());
     await engine.linkSigner({ subaccountOwner: user.account.address, subaccountName: 'default', signer: linkedSignerBytes32(linked.address), chainId: CONFIG.chainId, verifyingAddr: ENDPOINT });
-    expect((await engine.getLinkedSigner({ subaccountOwner: user.account.address, subaccountName: 'default' })).signer).toBe(linked.address.toLowerCase());
+    expect((await queries.getLinkedSigner({ subaccountOwner: user.account.address, subaccountName: 'default' })).signer).toBe(linked.address.toLowerCase());
 
     const chainBefore = await usdcOnChain(user.account.address);
     await engine.withdrawCollateral({ subaccountOwner: user.account.address, subaccountName: 'default', productId: 0, amount: 4n * USDC, chainId: CONFIG.chainId, verifyingAddr: ENDPOINT });
     expect(await eventually(() => usdcOnChain(user.account.address), (b) => b !== chainBefore)).toBe(chainBefore + 4n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
-    const fees = await engine.getSubaccountFeeRates({ subaccountOwner: user.account.address, subaccountName: 'default' });
+    const fees = await queries.getSubaccountFeeRates({ subaccountOwner: user.account.address, subaccountName: 'default' });
     expect(fees.withdrawal[0]!.toFixed()).toBe((1n * 10n ** 18n).toString());
   });
 });
