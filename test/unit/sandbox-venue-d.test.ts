@@ -199,7 +199,7 @@ describe('venue_d sandbox: onboarding and deposits', () => {
     expect(await response.json()).toMatchObject({ status: 'success', data: { tx_nonce: '0', order_nonce: expect.stringMatching(/^[0-9]+$/) }, request_type: 'query_nonces' });
     expect(await gateway('/v1/query', { type: 'all_products' })).toMatchObject({ status: 'failure', error_code: expect.any(Number) });
     expect(await gateway('/v1/query', { type: 'subaccount_info', subaccount: '0x1234' })).toMatchObject({ status: 'failure', error: expect.stringMatching(/32 bytes/) });
-    expect(await gateway('/v1/execute', { place_order: {} })).toMatchObject({ status: 'failure', request_type: 'execute_place_order' });
+    expect(await gateway('/v1/execute', { place_order: {} })).toMatchObject({ status: 'failure', error_code: 4001, request_type: 'execute_place_order' });
     expect(await gateway('/v1/execute', { link_signer: {}, withdraw_collateral: {} })).toMatchObject({ status: 'failure' });
   });
 });
@@ -210,7 +210,7 @@ describe('venue_d sandbox: signatures and trading setup', () => {
     await deposit(user, 10n * USDC);
     const forger = privateKeyToAccount(generatePrivateKey());
     const forged = await gateway('/v1/execute', await signedWithdraw(user, forger, 2n * USDC));
-    expect(forged).toMatchObject({ status: 'failure', error: expect.stringMatching(/Invalid signature/) });
+    expect(forged).toMatchObject({ status: 'failure', error_code: 2028, request_type: 'execute_withdraw_collateral' });
     // The owner's signature over 1 reused for 5.
     const genuine = await signedWithdraw(user, user.account, 2n * USDC);
     const tampered = structuredClone(genuine);
@@ -218,15 +218,16 @@ describe('venue_d sandbox: signatures and trading setup', () => {
     expect((await gateway('/v1/execute', tampered)).status).toBe('failure');
     // A link_signer signed by a stranger for the user's subaccount.
     const linkTx = { sender: user.fields.account_address as Hex, signer: linkedSignerBytes32(forger.address), nonce: await txNonce(user.account.address) };
-    expect(await gateway('/v1/execute', linkSignerExecuteBody(linkTx, await forger.signTypedData(linkSignerTypedData(CONFIG, linkTx))))).toMatchObject({ status: 'failure' });
+    expect(await gateway('/v1/execute', linkSignerExecuteBody(linkTx, await forger.signTypedData(linkSignerTypedData(CONFIG, linkTx))))).toMatchObject({ status: 'failure', error_code: 2028 });
+    expect(await gateway('/v1/execute', { withdraw_collateral: { ...genuine.withdraw_collateral, signature: '0x1234' } })).toMatchObject({ status: 'failure', error_code: 2027 });
     // The right signer, a nonce ahead.
     const ahead = await signedWithdraw(user, user.account, 2n * USDC, (await txNonce(user.account.address)) + 1n);
-    expect(await gateway('/v1/execute', ahead)).toMatchObject({ status: 'failure', error: expect.stringMatching(/nonce/) });
+    expect(await gateway('/v1/execute', ahead)).toMatchObject({ status: 'failure', error_code: 2022 });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
     expect(await linkedSigner(user.fields.account_address)).toBe(zeroAddress);
 
     expect(await gateway('/v1/execute', genuine)).toMatchObject({ status: 'success', request_type: 'execute_withdraw_collateral' });
-    expect(await gateway('/v1/execute', genuine)).toMatchObject({ status: 'failure', error: expect.stringMatching(/nonce/) });
+    expect(await gateway('/v1/execute', genuine)).toMatchObject({ status: 'failure', error_code: 2022 });
     // 2 paid out, 1 fee on top.
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(7n * USDC);
   });
@@ -255,7 +256,7 @@ describe('venue_d sandbox: signatures and trading setup', () => {
     expect(second.stored.linked_signer_address).not.toBe(first.stored.linked_signer_address);
     expect(await linkedSigner(user.fields.account_address)).toBe(String(second.stored.linked_signer_address).toLowerCase());
     // The old key is revoked: its withdrawal is refused.
-    expect(await gateway('/v1/execute', await signedWithdraw(user, firstKey, 2n * USDC))).toMatchObject({ status: 'failure', error: expect.stringMatching(/Invalid signature/) });
+    expect(await gateway('/v1/execute', await signedWithdraw(user, firstKey, 2n * USDC))).toMatchObject({ status: 'failure', error_code: 2028 });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(17n * USDC);
   });
 
@@ -265,7 +266,7 @@ describe('venue_d sandbox: signatures and trading setup', () => {
     await driver.initTrading(user.wallet, user.fields, {}, false);
     await driver.withdraw(user.wallet, user.fields, 3n * USDC, crypto.randomUUID());
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(3n * USDC);
-    await expect(driver.initTrading(user.wallet, user.fields, {}, true)).rejects.toThrow(/at least 5/);
+    await expect(driver.initTrading(user.wallet, user.fields, {}, true)).rejects.toMatchObject({ code: 'VENUE_REFUSED', errorCode: 2025 });
     await deposit(user, 2n * USDC);
     const revoke = { sender: user.fields.account_address as Hex, signer: linkedSignerBytes32(zeroAddress), nonce: await txNonce(user.account.address) };
     expect(await gateway('/v1/execute', linkSignerExecuteBody(revoke, await user.account.signTypedData(linkSignerTypedData(CONFIG, revoke))))).toMatchObject({ status: 'success' });
@@ -335,7 +336,10 @@ describe('venue_d sandbox: withdrawals', () => {
     const user = await newUser(10n * USDC);
     await deposit(user, 10n * USDC);
     await expect(driver.withdraw(user.wallet, user.fields, 1n * USDC, crypto.randomUUID())).rejects.toMatchObject({ code: 'BELOW_MINIMUM_WITHDRAWAL' });
-    expect(await gateway('/v1/execute', await signedWithdraw(user, user.account, 0n))).toMatchObject({ status: 'failure' });
+    expect(await gateway('/v1/execute', await signedWithdraw(user, user.account, 0n))).toMatchObject({ status: 'failure', error_code: 2002 });
+    const tooMuch = await signedWithdraw(user, user.account, 9_500_000n);
+    expect(await gateway('/v1/execute', tooMuch)).toMatchObject({ status: 'failure', error_code: 2036 });
+    expect(await gateway('/v1/execute', { withdraw_collateral: { ...tooMuch.withdraw_collateral, spot_leverage: false } })).toMatchObject({ status: 'failure', error_code: 2017 });
     // 10 requested = 9 signed + 1 fee: fits; 10.5 does not.
     await expect(driver.withdraw(user.wallet, user.fields, 10_500_000n, crypto.randomUUID())).rejects.toBeInstanceOf(VenueDRefusedError);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);

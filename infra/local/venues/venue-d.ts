@@ -46,21 +46,27 @@ const QUOTE_PRODUCT_ID = 0;
 const DEPOSIT_EVENT = NADO_ENDPOINT_ABI.find((item) => item.type === 'event' && item.name === 'DepositCollateral')!;
 const LINKS_PER_WEEK = 50;
 const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
-/** 1-Click Trading needs at least $5 deposited ([O] N5; [S] V1: $5 account value to link a signer). */
+/** "To enable a linked signer, your subaccount must have a minimum of 5 USDT0 worth in account value" (docs.nado.xyz Link Signer; [O] N5). */
 const LINK_MINIMUM_VALUE = 5n * 10n ** 6n;
 
-/** Error codes of this sandbox (sandbox choice: Nado's numeric codes are not in the research). */
+/**
+ * Nado's error codes (docs.nado.xyz, API reference "Errors"), the ones this subset can answer.
+ * Which code a malformed query gets is the sandbox's choice (the reference lists none for it).
+ */
 export const VENUE_D_ERROR = {
-  invalidRequest: 1000,
-  unsupported: 1001,
-  invalidSignature: 2000,
-  invalidNonce: 2001,
-  noSubaccount: 2002,
-  insufficientBalance: 2003,
-  rateLimited: 2004,
-  amountTooSmall: 2005,
-  unknownProduct: 2006,
-  fault: 5000,
+  zeroAmount: 2002,
+  invalidProductId: 2016,
+  spotExecuteExceedsBorrowLimit: 2017,
+  invalidNonce: 2022,
+  noPriorDeposit: 2024,
+  singleSignatureInsufficientAccountValue: 2025,
+  signatureLength: 2027,
+  invalidSigner: 2028,
+  linkedSignerUpdateLimitExceeded: 2030,
+  subaccountHealthTooLow: 2036,
+  invalidExecuteMessage: 2038,
+  notImplemented: 4001,
+  internalError: 5000,
 } as const;
 
 interface WithdrawalRecord {
@@ -98,7 +104,7 @@ type Host = VenueHost<VenueDState>;
 type Draft = VenueState<VenueDState>;
 
 const Bytes32 = v.pipe(v.string(), v.check((s) => isHex(s) && size(s as Hex) === 32, 'must be 32 bytes of hex'), v.transform((s) => s.toLowerCase() as Hex));
-const Signature = v.pipe(v.string(), v.check((s) => isHex(s) && size(s as Hex) === 65, 'must be a 65-byte signature'), v.transform((s) => s as Hex));
+const Signature = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]*$/, 'must be hex'), v.transform((s) => s as Hex));
 /** Integers travel as decimal strings (getNadoEIP712Values). */
 const Uint = v.pipe(v.string(), v.regex(/^[0-9]{1,39}$/, 'must be an unsigned integer as a decimal string'), v.transform((s): bigint => BigInt(s)));
 const AddressString = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, 'must be an address'), v.transform((s) => getAddress(s)));
@@ -196,14 +202,16 @@ function query(input: unknown, host: Host): unknown {
   const type = typeof (input as { type?: unknown })?.type === 'string' ? (input as { type: string }).type : 'unknown';
   const parsed = v.safeParse(Query, input);
   if (!parsed.success) {
-    return failure(`query_${type}`, `Invalid ${type} query: ${parsed.issues[0].message}`, VENUE_D_ERROR.invalidRequest);
+    return failure(`query_${type}`, `Invalid ${type} query: ${parsed.issues[0].message}`, VENUE_D_ERROR.invalidExecuteMessage); // sandbox choice of code
   }
   const state = host.read().venue;
   const q = parsed.output;
   switch (q.type) {
     case 'nonces':
-      // Order nonces are time-based ((ms + 90 s) << 20), as the SDK's getOrderNonce; only tx nonces are checked here.
-      return success('query_nonces', { tx_nonce: state.txNonces[q.address.toLowerCase()] ?? '0', order_nonce: ((BigInt(Date.now()) + 90_000n) << 20n).toString() });
+      // tx_nonce "increments by one each time a successful execute goes through"; order_nonce is
+      // "the current timestamp in milliseconds plus 100000 multiplied by 2**20" (docs.nado.xyz, Nonces).
+      // Both as decimal strings, as @nadohq/engine-client types them (the docs' example shows numbers).
+      return success('query_nonces', { tx_nonce: state.txNonces[q.address.toLowerCase()] ?? '0', order_nonce: ((BigInt(Date.now()) + 100_000n) << 20n).toString() });
     case 'subaccount_info':
       return success('query_subaccount_info', subaccountInfo(q.subaccount, state.subaccounts[q.subaccount], quoteToken(host)));
     case 'linked_signer':
@@ -220,7 +228,7 @@ function query(input: unknown, host: Host): unknown {
       });
     case 'sandbox_withdrawal': {
       const record = state.subaccounts[q.sender]?.withdrawals[q.nonce.toString()];
-      if (!record) return failure('query_sandbox_withdrawal', 'No withdrawal with this nonce for this subaccount', VENUE_D_ERROR.invalidRequest);
+      if (!record) return failure('query_sandbox_withdrawal', 'No withdrawal with this nonce for this subaccount', VENUE_D_ERROR.invalidExecuteMessage);
       return success('query_sandbox_withdrawal', payoutView(host.read(), record));
     }
   }
@@ -266,21 +274,21 @@ function payoutView(state: Draft, record: WithdrawalRecord) {
 
 async function execute(input: unknown, host: Host): Promise<unknown> {
   const keys = input && typeof input === 'object' ? Object.keys(input) : [];
-  if (keys.length !== 1) return failure('execute_unknown', 'An execute carries exactly one request type', VENUE_D_ERROR.invalidRequest);
+  if (keys.length !== 1) return failure('execute_unknown', 'An execute carries exactly one request type', VENUE_D_ERROR.invalidExecuteMessage);
   const type = keys[0]!;
   const body = (input as Record<string, unknown>)[type];
   const signatureOf = (b: unknown) => (typeof (b as { signature?: unknown })?.signature === 'string' ? (b as { signature: string }).signature : null);
   if (type === 'link_signer') {
     const parsed = v.safeParse(LinkSignerExecute, body);
-    if (!parsed.success) return failure('execute_link_signer', `Invalid link_signer: ${parsed.issues[0].message}`, VENUE_D_ERROR.invalidRequest, signatureOf(body));
+    if (!parsed.success) return failure('execute_link_signer', `Invalid link_signer: ${parsed.issues[0].message}`, VENUE_D_ERROR.invalidExecuteMessage, signatureOf(body));
     return linkSigner(parsed.output, host);
   }
   if (type === 'withdraw_collateral') {
     const parsed = v.safeParse(WithdrawExecute, body);
-    if (!parsed.success) return failure('execute_withdraw_collateral', `Invalid withdraw_collateral: ${parsed.issues[0].message}`, VENUE_D_ERROR.invalidRequest, signatureOf(body));
+    if (!parsed.success) return failure('execute_withdraw_collateral', `Invalid withdraw_collateral: ${parsed.issues[0].message}`, VENUE_D_ERROR.invalidExecuteMessage, signatureOf(body));
     return withdrawCollateral(parsed.output, host);
   }
-  return failure(`execute_${type}`, `The sandbox does not support ${type}`, VENUE_D_ERROR.unsupported, signatureOf(body));
+  return failure(`execute_${type}`, `The sandbox does not support ${type}`, VENUE_D_ERROR.notImplemented, signatureOf(body));
 }
 
 /** The owner's nonce check: the current tx nonce, used once (the engine rejects any other). */
@@ -296,19 +304,21 @@ function useNonce(draft: Draft, owner: Address, nonce: bigint): void {
 async function linkSigner(request: v.InferOutput<typeof LinkSignerExecute>, host: Host): Promise<unknown> {
   const type = 'execute_link_signer';
   const { tx, signature } = request;
+  if (size(signature) !== 65) return failure(type, 'The provided signature does not meet the required length', VENUE_D_ERROR.signatureLength, signature);
   const signer = await recoverNadoSigner(linkSignerTypedData(domain(host), tx), signature);
   const { owner } = parseSubaccountSender(tx.sender);
-  // Only the owner links ([O] N8: a linked signer cannot re-link).
-  if (!signer || signer !== owner) return failure(type, 'Invalid signature: link_signer must be signed by the subaccount owner', VENUE_D_ERROR.invalidSignature, signature);
+  // Only the owner links ([O] N8: a linked signer cannot re-link; docs.nado.xyz says a linked
+  // signer "can perform any execute": the research's narrower official source is followed).
+  if (!signer || signer !== owner) return failure(type, 'Invalid signer: link_signer must be signed by the subaccount owner', VENUE_D_ERROR.invalidSigner, signature);
   const now = Date.now();
   return host.transact((draft) => {
     const account = draft.venue.subaccounts[tx.sender];
-    if (!account) return failure(type, 'Subaccount does not exist: deposit at least 5 to open it', VENUE_D_ERROR.noSubaccount, signature);
-    if (BigInt(account.balance) < LINK_MINIMUM_VALUE) return failure(type, 'Linking a signer needs an account value of at least 5', VENUE_D_ERROR.insufficientBalance, signature);
+    if (!account) return failure(type, 'The provided address has no previous deposits: deposit at least 5 to open the subaccount', VENUE_D_ERROR.noPriorDeposit, signature);
+    if (BigInt(account.balance) < LINK_MINIMUM_VALUE) return failure(type, 'Your account must hold a minimum value of 5 to enable single signature sessions', VENUE_D_ERROR.singleSignatureInsufficientAccountValue, signature);
     const nonceError = checkNonce(draft, owner, tx.nonce);
     if (nonceError) return failure(type, nonceError, VENUE_D_ERROR.invalidNonce, signature);
     const recent = account.links.filter((time) => time > now - WEEK_MS);
-    if (recent.length >= LINKS_PER_WEEK) return failure(type, `Too many link_signer requests: at most ${LINKS_PER_WEEK} in 7 days`, VENUE_D_ERROR.rateLimited, signature);
+    if (recent.length >= LINKS_PER_WEEK) return failure(type, `Too many link_signer requests: at most ${LINKS_PER_WEEK} in 7 days`, VENUE_D_ERROR.linkedSignerUpdateLimitExceeded, signature);
     // The signer is the first 20 bytes; the rest is ignored; the zero address unlinks.
     const linked = getAddress(slice(tx.signer, 0, 20));
     account.linkedSigner = linked === zeroAddress ? null : linked;
@@ -321,7 +331,8 @@ async function linkSigner(request: v.InferOutput<typeof LinkSignerExecute>, host
 async function withdrawCollateral(request: v.InferOutput<typeof WithdrawExecute>, host: Host): Promise<unknown> {
   const type = 'execute_withdraw_collateral';
   const { tx, signature } = request;
-  if (tx.productId !== QUOTE_PRODUCT_ID) return failure(type, `Unknown product ${tx.productId}: the sandbox has only product 0`, VENUE_D_ERROR.unknownProduct, signature);
+  if (size(signature) !== 65) return failure(type, 'The provided signature does not meet the required length', VENUE_D_ERROR.signatureLength, signature);
+  if (tx.productId !== QUOTE_PRODUCT_ID) return failure(type, `Unknown product ${tx.productId}: the sandbox has only product 0`, VENUE_D_ERROR.invalidProductId, signature);
   const signer = await recoverNadoSigner(withdrawCollateralTypedData(domain(host), { sender: tx.sender, productId: tx.productId, amount: tx.amount, nonce: tx.nonce }), signature);
   const { owner } = parseSubaccountSender(tx.sender);
   const now = Date.now();
@@ -329,18 +340,24 @@ async function withdrawCollateral(request: v.InferOutput<typeof WithdrawExecute>
     const account = draft.venue.subaccounts[tx.sender];
     // Owner or the current linked signer ([O] N8: a linked signer may withdraw).
     if (!signer || (signer !== owner && signer !== account?.linkedSigner)) {
-      return failure(type, 'Invalid signature: signed by neither the subaccount owner nor its linked signer', VENUE_D_ERROR.invalidSignature, signature);
+      return failure(type, 'Invalid signer: the signature matches neither the subaccount owner nor its linked signer', VENUE_D_ERROR.invalidSigner, signature);
     }
-    if (!account) return failure(type, 'Subaccount does not exist', VENUE_D_ERROR.noSubaccount, signature);
+    if (!account) return failure(type, 'The provided address has no previous deposits', VENUE_D_ERROR.noPriorDeposit, signature);
     const nonceError = checkNonce(draft, owner, tx.nonce);
     if (nonceError) return failure(type, nonceError, VENUE_D_ERROR.invalidNonce, signature);
-    if (tx.amount === 0n) return failure(type, 'Withdrawal amount must be positive', VENUE_D_ERROR.amountTooSmall, signature);
+    if (tx.amount === 0n) return failure(type, 'Withdrawal amount must be positive', VENUE_D_ERROR.zeroAmount, signature);
     const fee = RULES.withdrawal.fee.amount;
     const balance = BigInt(account.balance);
-    if (tx.amount + fee > balance) return failure(type, 'Insufficient balance: the amount plus the withdrawal fee exceeds the balance', VENUE_D_ERROR.insufficientBalance, signature);
+    // The sandbox lends nothing: a withdrawal beyond the balance would borrow (refused without
+    // spot leverage) and leave the subaccount unhealthy (refused with it).
+    if (tx.amount + fee > balance) {
+      return request.spot_leverage === false
+        ? failure(type, 'Executing this action could result in exceeding your borrowing limit as your spot leverage is set to false', VENUE_D_ERROR.spotExecuteExceedsBorrowLimit, signature)
+        : failure(type, 'Subaccount health insufficient: the amount plus the withdrawal fee exceeds the balance', VENUE_D_ERROR.subaccountHealthTooLow, signature);
+    }
     const fault = host.takeFault(draft, 'withdrawal');
     // Refused as a whole: the nonce stays unused, so the same signed request can succeed later.
-    if (fault === 'fail') return failure(type, 'Withdrawal failed (sandbox fault)', VENUE_D_ERROR.fault, signature);
+    if (fault === 'fail') return failure(type, 'Withdrawal failed (sandbox fault)', VENUE_D_ERROR.internalError, signature);
     useNonce(draft, owner, tx.nonce);
     const record = { nonce: tx.nonce.toString(), amount: tx.amount.toString(), fee: fee.toString(), signer: signer, time: now };
     if (fault === 'refund') {

@@ -240,9 +240,11 @@ export class VenueDDriver implements VenueDriver {
   }
 
   private async txNonce(owner: Address): Promise<bigint> {
-    const data = (await this.query({ type: 'nonces', address: owner.toLowerCase() })) as { tx_nonce?: string };
-    if (typeof data?.tx_nonce !== 'string' || !/^[0-9]+$/.test(data.tx_nonce)) throw new VenueDUnavailableError('venue_d answered nonces without a tx_nonce');
-    return BigInt(data.tx_nonce);
+    // A decimal string as @nadohq/engine-client types it; the API reference's example shows a number.
+    const data = (await this.query({ type: 'nonces', address: owner.toLowerCase() })) as { tx_nonce?: unknown };
+    const raw = typeof data?.tx_nonce === 'number' && Number.isSafeInteger(data.tx_nonce) ? String(data.tx_nonce) : data?.tx_nonce;
+    if (typeof raw !== 'string' || !/^[0-9]+$/.test(raw)) throw new VenueDUnavailableError('venue_d answered nonces without a tx_nonce');
+    return BigInt(raw);
   }
 
   /** Product 0's withdrawal sequencer fee in base units (x18 on the wire), rounded up. */
