@@ -3,6 +3,8 @@ import { VENUE_A_SANDBOX_PROFILE } from '../venues/venue-a/api.ts';
 import { VenueADriver } from '../venues/venue-a/driver.ts';
 import { VenueBDriver } from '../venues/venue-b/driver.ts';
 import { VenueCDriver } from '../venues/venue-c/driver.ts';
+import { VenueDDriver } from '../venues/venue-d/driver.ts';
+import type { Address } from 'viem';
 import type { EvmChains } from '../chains/evm-chains.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import { type VenueDriverFactory, VenueRegistry } from '../venues/registry.ts';
@@ -18,12 +20,14 @@ import { appsFromEnv } from './table.ts';
  * venue's defaults otherwise: Hyperliquid "Mainnet", Arbitrum's USDC and bridge). A venue absent
  * here, or absent from VENUE_URLS, answers 503 VENUE_NOT_CONFIGURED.
  */
-export function venueDriverFactories(_chains: EvmChains, network: 'live' | 'sandbox' = loadVenueNetwork()): Partial<Record<VenueId, VenueDriverFactory>> {
+export function venueDriverFactories(chains: EvmChains, network: 'live' | 'sandbox' = loadVenueNetwork()): Partial<Record<VenueId, VenueDriverFactory>> {
   const sandbox = network === 'sandbox';
   return {
     venue_a: ({ baseUrl }) => new VenueADriver({ baseUrl, ...(sandbox ? VENUE_A_SANDBOX_PROFILE : {}) }),
     venue_b: ({ baseUrl }) => new VenueBDriver({ baseUrl }),
     venue_c: ({ baseUrl }) => new VenueCDriver({ baseUrl }),
+    // The sandbox's INK USDC stands in for Nado's collateral (USDT0, the live default).
+    venue_d: ({ baseUrl }) => new VenueDDriver({ baseUrl, ...(sandbox ? { collateral: chains.config.INK.tokens.USDC!.address as Address } : {}) }),
   };
 }
 

@@ -4,8 +4,9 @@ import type { VenueDriver } from '../../shared/venues/driver.ts';
 import { VENUE_A_SANDBOX_PROFILE } from '../../shared/venues/venue-a/api.ts';
 import { VenueADriver } from '../../shared/venues/venue-a/driver.ts';
 import { VenueCDriver } from '../../shared/venues/venue-c/driver.ts';
+import { VenueDDriver } from '../../shared/venues/venue-d/driver.ts';
 import { accountWallet } from './support/account-wallet.ts';
-import { chainBalance, faucet, newAccount, sandboxChains } from './support/chains.ts';
+import { chainBalance, chainInfo, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, expectErrorShape, uniqueUser } from './support/client.ts';
 
 /**
@@ -19,14 +20,14 @@ import { appOne, call, expectErrorShape, uniqueUser } from './support/client.ts'
 const isSandbox = (await sandboxChains()) !== undefined;
 
 interface VenueCase {
-  readonly dex: 'venue_a' | 'venue_c';
+  readonly dex: 'venue_a' | 'venue_c' | 'venue_d';
   readonly chain: string;
   readonly token: string;
   readonly deposit: string;
   readonly stored: readonly string[];
   readonly oneTimeKey: string;
   readonly metadata?: Record<string, string>;
-  driver(baseUrl: string): VenueDriver;
+  driver(baseUrl: string): VenueDriver | Promise<VenueDriver>;
 }
 
 const CASES: readonly VenueCase[] = [
@@ -48,6 +49,17 @@ const CASES: readonly VenueCase[] = [
     oneTimeKey: 'subkey_private_key',
     metadata: { name: 'desk' },
     driver: (baseUrl) => new VenueCDriver({ baseUrl }),
+  },
+  {
+    dex: 'venue_d',
+    chain: 'INK',
+    token: 'USDC',
+    deposit: '10',
+    stored: ['account_address'],
+    oneTimeKey: 'linked_signer_private_key',
+    metadata: { name: 'desk' },
+    // The sandbox's INK USDC stands in for Nado's USDT0 collateral.
+    driver: async (baseUrl) => new VenueDDriver({ baseUrl, collateral: (await chainInfo('INK')).tokens.find((t) => t.token === 'USDC')!.address as Address }),
   },
 ];
 
@@ -81,7 +93,7 @@ describe.runIf(isSandbox).each(CASES)('$dex onboarding through the account servi
 
     // The venue's own deposit mechanism, from the user's wallet.
     const wallet = accountWallet(headers, getAddress(evm) as Address);
-    const driver = venue.driver(await venueUrl(venue.dex));
+    const driver = await venue.driver(await venueUrl(venue.dex));
     const amount = parseUnits(venue.deposit, 6);
     const plan = await driver.prepareDeposit(wallet, init.body.status, amount);
     expect(plan.chain).toBe(venue.chain);

@@ -2,6 +2,7 @@ import type { VenueModule } from './framework.ts';
 import { venueAModule } from './venue-a.ts';
 import { venueBModule } from './venue-b.ts';
 import { venueCModule } from './venue-c.ts';
+import { venueDModule } from './venue-d.ts';
 
 /**
  * Every implemented sandbox venue, in venue order: what `npm start` runs. One line per venue;
@@ -12,7 +13,7 @@ export function implementedVenueModules(): VenueModule<any>[] {
     venueAModule(),
     venueBModule(),
     venueCModule(),
-    // venue_d (Nado): infra/local/venues/venue-d.ts
+    venueDModule(),
     // venue_e (Polymarket): infra/local/venues/venue-e.ts
   ];
 }
