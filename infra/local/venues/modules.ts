@@ -1,5 +1,6 @@
 import type { VenueModule } from './framework.ts';
 import { venueBModule } from './venue-b.ts';
+import { venueEModule } from './venue-e.ts';
 
 /**
  * Every implemented sandbox venue, in venue order: what `npm start` runs. One line per venue;
@@ -11,6 +12,6 @@ export function implementedVenueModules(): VenueModule<any>[] {
     venueBModule(),
     // venue_c (Paradex): infra/local/venues/venue-c.ts
     // venue_d (Nado): infra/local/venues/venue-d.ts
-    // venue_e (Polymarket): infra/local/venues/venue-e.ts
+    venueEModule(),
   ];
 }
