@@ -275,6 +275,19 @@ describe('venue_e sandbox: withdrawals', () => {
     await expect(driver.withdraw(user.wallet, user.fields, 6n * USDC, key)).rejects.toMatchObject({ code: 'VENUE_REFUSED', status: 409 });
   });
 
+  it('two withdrawals racing for one balance: exactly one is accepted, the proxy is never overdrawn', async () => {
+    const user = await newUser(10n * USDC);
+    await deposit(user, 10n * USDC);
+    const chainBefore = await onChain(POLYGON_USDC_E, user.account.address);
+    const results = await Promise.allSettled([driver.withdraw(user.wallet, user.fields, 6n * USDC, uuidv7()), driver.withdraw(user.wallet, user.fields, 6n * USDC, uuidv7())]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(String((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason.message)).toMatch(/not enough balance/);
+    const accepted = (results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ reference: string }>).value;
+    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, accepted.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(await onChain(POLYGON_USDC_E, user.account.address)).toBe(chainBefore + 6n * USDC);
+    expect(await driver.balances(user.wallet, user.fields)).toMatchObject({ balance: 4n * USDC, extra: { proxy_wallet_pusd: 4n * USDC } });
+  });
+
   it('a forged or tampered withdrawal signature is refused and moves nothing; below the minimum and above the balance are refused', async () => {
     const user = await newUser(10n * USDC);
     await deposit(user, 10n * USDC);
@@ -368,7 +381,8 @@ describe('venue_e sandbox: durable state and errors', () => {
     venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueEModule()] });
     expect(venues.urls.venue_e).toBe(url);
     driver = newDriver();
-    const balances = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance === 17n * USDC);
+    // The driver reads the chain, then the CLOB: wait until both show the wrap.
+    const balances = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance === 17n * USDC && b.extra?.proxy_wallet_pusd === 17n * USDC);
     expect(balances).toMatchObject({ balance: 17n * USDC, extra: { proxy_wallet_usdc_e: 0n, proxy_wallet_pusd: 17n * USDC } });
     // The same credentials still work after the restart.
     const again = await driver.initTrading(user.wallet, user.fields, {}, false);
