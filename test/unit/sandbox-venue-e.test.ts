@@ -232,6 +232,19 @@ describe('venue_e sandbox: CLOB credentials', () => {
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
   });
 
+  it('force-replace without a stored nonce still revokes a key the venue holds for nonce 0', async () => {
+    const user = await newUser(0n);
+    const now = Math.floor(Date.now() / 1000);
+    const made = await clob('/auth/api-key', { method: 'POST', headers: await createL1Headers(user.wallet, { timestamp: now }) });
+    const replaced = await driver.initTrading(user.wallet, user.fields, {}, true);
+    expect(replaced.stored).toMatchObject({ clob_api_nonce: '1' });
+    const headers = createL2Headers(user.account.address, made.body, { timestamp: now, method: 'GET', requestPath: '/auth/api-keys' });
+    expect((await clob('/auth/api-keys', { headers })).status).toBe(401);
+    // A first setup with replace and nothing at the venue keeps nonce 0.
+    const fresh = await newUser(0n);
+    expect((await driver.initTrading(fresh.wallet, fresh.fields, {}, true)).stored).toMatchObject({ clob_api_nonce: '0' });
+  });
+
   it('the official @polymarket/clob-client creates, derives, reads the balance, lists and deletes keys against the sandbox', async () => {
     const user = await newUser(10n * USDC);
     await deposit(user, 10n * USDC);

@@ -98,14 +98,14 @@ export class VenueEDriver implements VenueDriver {
   async initTrading(wallet: VenueWallet, fields: VenueFields, _metadata: Readonly<Record<string, unknown>>, replace: boolean): Promise<TradingSetup> {
     const stored = nonceOf(fields);
     let nonce = stored ?? 0n;
-    if (replace && stored !== undefined) {
-      const old = await this.derive(wallet, stored).catch((error: unknown) => {
-        // Already gone at the venue (deleted earlier): nothing to revoke.
+    if (replace) {
+      const old = await this.derive(wallet, nonce).catch((error: unknown) => {
+        // None at the venue (never made, or deleted earlier): nothing to revoke.
         if (error instanceof VenueERefusedError && error.status === 400) return undefined;
         throw error;
       });
       if (old) await this.l2(wallet, old, 'DELETE', '/auth/api-key');
-      nonce = stored + 1n;
+      if (old || stored !== undefined) nonce += 1n;
     }
     const credentials = await this.createOrDerive(wallet, nonce);
     return {
