@@ -125,6 +125,23 @@ describe('venue_e sandbox: account and deposits', () => {
     expect(await polygon().client.readContract({ address: PUSD, abi: erc20Abi, functionName: 'symbol' })).toBe('pUSD');
   });
 
+  it('the on-chain balances can come from an injected reader instead of an RPC URL; the driver needs one of them', async () => {
+    const user = await newUser(5n * USDC);
+    await deposit(user, 3n * USDC);
+    const reads: string[] = [];
+    const injected = new VenueEDriver({
+      baseUrl: venues.urls.venue_e!,
+      bridgeUrl: venues.urls.venue_e!,
+      polygonBalanceOf: (token, owner) => {
+        reads.push(`${token}:${owner}`);
+        return onChain(token, owner);
+      },
+    });
+    expect(await injected.balances(user.wallet, user.fields)).toEqual(await driver.balances(user.wallet, user.fields));
+    expect(reads.sort()).toEqual([`${POLYGON_USDC_E}:${user.proxy}`, `${PUSD}:${user.proxy}`].sort());
+    expect(() => new VenueEDriver({ baseUrl: venues.urls.venue_e! })).toThrow(/polygonRpcUrl or polygonBalanceOf/);
+  });
+
   it('the driver refuses 1.99 USDC.e before preparing anything; 2 USDC.e is one transfer to the proxy wallet', async () => {
     const user = await newUser(0n);
     await expect(driver.prepareDeposit(user.wallet, user.fields, 1_990_000n)).rejects.toMatchObject({ code: 'BELOW_MINIMUM_DEPOSIT' });

@@ -32,8 +32,10 @@ export interface VenueEDriverOptions {
   readonly baseUrl: string;
   /** The Bridge API; https://bridge.polymarket.com by default (the sandbox serves both on one URL). */
   readonly bridgeUrl?: string;
-  /** A Polygon JSON-RPC endpoint, for the proxy wallet's on-chain balances. */
-  readonly polygonRpcUrl: string;
+  /** A Polygon JSON-RPC endpoint, for the proxy wallet's on-chain balances; or give `polygonBalanceOf`. */
+  readonly polygonRpcUrl?: string;
+  /** Reads an ERC-20 balance on Polygon (e.g. through the account service's chains, whose RPC URL may come from a secret). */
+  readonly polygonBalanceOf?: (token: Address, owner: Address) => Promise<bigint>;
   readonly usdcE?: Address;
   readonly pusd?: Address;
   readonly now?: () => number;
@@ -59,21 +61,21 @@ const RULES = VENUE_RULES.venue_e;
 export class VenueEDriver implements VenueDriver {
   readonly id = 'venue_e' as const;
   readonly rules = RULES;
-  private readonly options: Required<VenueEDriverOptions>;
-  private readonly client;
+  private readonly options: Required<Omit<VenueEDriverOptions, 'polygonRpcUrl' | 'polygonBalanceOf'>>;
+  private readonly readBalance: (token: Address, owner: Address) => Promise<bigint>;
 
   constructor(options: VenueEDriverOptions) {
-    this.options = {
-      bridgeUrl: BRIDGE_URL,
-      usdcE: POLYGON_USDC_E,
-      pusd: PUSD,
-      now: Date.now,
-      timeoutMs: 10_000,
-      ...options,
-      baseUrl: options.baseUrl.replace(/\/+$/, ''),
-    };
-    this.options = { ...this.options, bridgeUrl: this.options.bridgeUrl.replace(/\/+$/, '') };
-    this.client = createPublicClient({ transport: http(options.polygonRpcUrl, { retryCount: 1, timeout: this.options.timeoutMs }) });
+    const { polygonRpcUrl: _rpc, polygonBalanceOf: _reader, ...rest } = options;
+    const bridgeUrl = (options.bridgeUrl ?? BRIDGE_URL).replace(/\/+$/, '');
+    this.options = { usdcE: POLYGON_USDC_E, pusd: PUSD, now: Date.now, timeoutMs: 10_000, ...rest, bridgeUrl, baseUrl: options.baseUrl.replace(/\/+$/, '') };
+    if (options.polygonBalanceOf) {
+      this.readBalance = options.polygonBalanceOf;
+    } else if (options.polygonRpcUrl) {
+      const client = createPublicClient({ transport: http(options.polygonRpcUrl, { retryCount: 1, timeout: this.options.timeoutMs }) });
+      this.readBalance = (token, owner) => client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
+    } else {
+      throw new Error('VenueEDriver needs polygonRpcUrl or polygonBalanceOf');
+    }
   }
 
   async initAccount(wallet: VenueWallet): Promise<VenueFields> {
@@ -185,7 +187,7 @@ export class VenueEDriver implements VenueDriver {
 
   private async balanceOf(token: Address, owner: Address): Promise<bigint> {
     try {
-      return await this.client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
+      return await this.readBalance(token, owner);
     } catch (error) {
       throw new VenueEUnavailableError(`venue_e: the Polygon RPC did not answer balanceOf (${(error as Error).name})`);
     }
