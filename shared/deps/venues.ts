@@ -4,7 +4,8 @@ import { VenueADriver } from '../venues/venue-a/driver.ts';
 import { VenueBDriver } from '../venues/venue-b/driver.ts';
 import { VenueCDriver } from '../venues/venue-c/driver.ts';
 import { VenueDDriver } from '../venues/venue-d/driver.ts';
-import type { Address } from 'viem';
+import { type Address, erc20Abi } from 'viem';
+import { VenueEDriver } from '../venues/venue-e/driver.ts';
 import type { EvmChains } from '../chains/evm-chains.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import { type VenueDriverFactory, VenueRegistry } from '../venues/registry.ts';
@@ -27,6 +28,13 @@ export function venueDriverFactories(chains: EvmChains, network: 'live' | 'sandb
     venue_b: ({ baseUrl }) => new VenueBDriver({ baseUrl }),
     venue_c: ({ baseUrl }) => new VenueCDriver({ baseUrl }),
     // The sandbox's INK USDC stands in for Nado's collateral (USDT0, the live default).
+    // The sandbox serves the CLOB and the Bridge API on one URL; live, the Bridge API is bridge.polymarket.com (the default).
+    venue_e: ({ baseUrl }) =>
+      new VenueEDriver({
+        baseUrl,
+        ...(sandbox ? { bridgeUrl: baseUrl } : {}),
+        polygonBalanceOf: async (token, owner) => (await chains.evm('POL')).client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }),
+      }),
     venue_d: ({ baseUrl }) => new VenueDDriver({ baseUrl, ...(sandbox ? { collateral: chains.config.INK.tokens.USDC!.address as Address } : {}) }),
   };
 }

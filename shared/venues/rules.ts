@@ -200,12 +200,12 @@ export const VENUE_RULES: Readonly<Record<VenueId, VenueRules>> = {
     deposit: direction({
       token: 'USDC.E',
       minimum: 2n * USDC,
-      note: 'USDC.e transferred to the proxy wallet on Polygon, wrapped to pUSD as collateral.',
+      note: 'USDC.e transferred to the proxy wallet on Polygon, wrapped 1:1 into pUSD as collateral. Less than 2 USDC.e stays USDC.e in the proxy wallet and is not collateral.',
     }),
     withdrawal: direction({
       token: 'USDC.E',
       minimum: 1n * USDC,
-      note: 'pUSD unwrapped to USDC.e and sent from the proxy wallet; no venue fee (bridge or swap costs apply live).',
+      note: 'pUSD taken out of the proxy wallet and paid as USDC.e on Polygon to the wallet; no venue fee (bridge or swap costs apply live).',
     }),
     sources: {
       chain: '[O] M1 (Polygon 137)',
@@ -216,6 +216,16 @@ export const VENUE_RULES: Readonly<Record<VenueId, VenueRules>> = {
       'deposit.fee': '[O] M17 (no Polymarket fee)',
       'withdrawal.minimum': 'sandbox choice: 1 USDC (unknown in research)',
       'withdrawal.fee': '[O] M17 (CN: no withdrawal fee)',
+      'account.proxyWallet': '[O] M5, M6 (Polymarket Proxy: CREATE2 of ProxyWalletFactory, salt keccak256(encodePacked(eoa)))',
+      'account.serviceWallet': "sandbox choice: service_wallet_address is the user's EOA in this service, the proxy's owner (POLY_ADDRESS, the order signer)",
+      'deposit.belowMinimum': 'sandbox choice: not wrapped, stays USDC.e in the proxy wallet ([O] M15: "Deposits below this threshold may fail to process")',
+      'deposit.wrap': '[O] M2 (USDC.e wrapped 1:1 into pUSD); sandbox choice: the venue wraps a direct transfer itself, as its relayer operating the proxy',
+      'deposit.latency': "sandbox choice: wrapped on the watcher's next poll of the chain ([O] M16: per-quote estCheckoutTimeMs live)",
+      'trading.credentials': '[O] M12, M13 (ClobAuth L1 → apiKey, secret, passphrase; L2 HMAC); [I] research §5.3: no new private key',
+      'trading.replace': 'sandbox choice: derive the old key (L1), DELETE /auth/api-key (L2, [O] M12), create a key for the next nonce',
+      'clob.timestampSkew': 'sandbox choice: POLY_TIMESTAMP within 300 s of the venue clock',
+      'balance.collateral': "[O] M12 (GET /balance-allowance?asset_type=COLLATERAL); [S] M19 (balance in base units); sandbox choice: the proxy's pUSD on chain minus accepted withdrawals",
+      'withdrawal.mechanism': '[O] M17 (POST /withdraw {address, toChainId, toTokenAddress, recipientAddr}); sandbox choice: one request carrying the owner\'s EIP-712 authorisation and amount, instead of a relayer-signed pUSD transfer to a one-shot address',
     },
   },
 };

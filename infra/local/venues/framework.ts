@@ -163,6 +163,12 @@ export interface VenueModule<S> {
   /** Applies the venue's rules to a deposit seen on chain; returns whether it was credited. */
   credit(draft: VenueState<S>, deposit: DepositLog, host: VenueHost<S>): boolean;
   handle(request: VenueRequest, host: VenueHost<S>): Promise<VenueResponse>;
+  /**
+   * Optional background work that runs beside the watcher and the payer (e.g. venue_e moving
+   * funds inside the proxy wallets it operates); started after `install`, `signal` aborts at
+   * stop, which waits for it to return.
+   */
+  background?(host: VenueHost<S>, signal: AbortSignal): Promise<void>;
 }
 
 export interface SandboxVenueListing {
@@ -345,6 +351,11 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
     }
   })();
 
+  const abort = new AbortController();
+  const background = (module.background?.(host, abort.signal) ?? Promise.resolve()).catch((error: unknown) => {
+    process.stderr.write(`sandbox ${module.id}: background: ${(error as Error).message.split('\n')[0]}\n`);
+  });
+
   // --- the venue's own HTTP server ------------------------------------------------------------
   const server = createServer((req, res) => {
     readBody(req)
@@ -397,12 +408,13 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
     },
     stop: async () => {
       stopped = true;
+      abort.abort();
       wakePayer();
       await new Promise<void>((done) => {
         server.close(() => done());
         server.closeAllConnections();
       });
-      await Promise.all([watcher, payer]);
+      await Promise.all([watcher, payer, background]);
     },
   };
 }
