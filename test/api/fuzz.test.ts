@@ -1,12 +1,12 @@
 import { Agent, request } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
 import { base64url, importJWK, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/routes.ts';
 import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { accountHeaders, appOne, appTwo, call, expectErrorShape, expressHeaders, mintToken, sandbox } from './support/client.ts';
+import { scanItems } from './support/table.ts';
 
 /**
  * Property-based fuzz of every route of the route table (functions/routes.ts) and the sandbox
@@ -100,30 +100,6 @@ async function makeTokens() {
     valid: [await mintToken(appOne, PRE), await mintToken(appOne, PRE, { ttlSeconds: 120 })],
     forged: [...(await forged(PRE)), ...(await forged(FRESH))],
   };
-}
-
-/** Reads every item of the local table (DynamoDB Local only: dynalite runs inside the runtime). */
-async function scanItems(marker: string): Promise<string[]> {
-  if (!sandbox.dynamodbEndpoint) return [];
-  // DynamoDB Local keeps one database per access key id and region: the runtime's (infra/local/runtime.ts).
-  const client = new DynamoDBClient({
-    endpoint: sandbox.dynamodbEndpoint,
-    region: process.env.AWS_REGION ?? 'us-east-1',
-    credentials: { accessKeyId: process.env.AWS_ACCESS_KEY_ID ?? 'sandbox', secretAccessKey: 'sandbox' },
-  });
-  const items: string[] = [];
-  let start: Record<string, AttributeValue> | undefined;
-  do {
-    const page = await client.send(new ScanCommand({ TableName: 'perp-wallet', ExclusiveStartKey: start }));
-    for (const item of page.Items ?? []) {
-      // Accounts, v2 wallets (they store `sub`) and idempotency items name the user.
-      const text = JSON.stringify(Object.fromEntries(Object.entries(item).sort(([a], [b]) => a.localeCompare(b))));
-      if (text.includes(marker)) items.push(text);
-    }
-    start = page.LastEvaluatedKey;
-  } while (start);
-  client.destroy();
-  return items.sort();
 }
 
 const printable = fc.string({ unit: fc.constantFrom(...Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i))), maxLength: 40 });

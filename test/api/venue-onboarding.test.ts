@@ -9,6 +9,7 @@ import { VenueEDriver } from '../../shared/venues/venue-e/driver.ts';
 import { accountWallet } from './support/account-wallet.ts';
 import { chainBalance, chainInfo, evmClient, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, expectErrorShape, uniqueUser } from './support/client.ts';
+import { scanItems, tableReadable } from './support/table.ts';
 
 /**
  * Each sandbox venue from a fresh account through funded trading setup, through the account
@@ -140,6 +141,11 @@ describe.runIf(isSandbox).each(CASES)('$dex onboarding through the account servi
     const account = await call('account', 'GET', '/account', { headers });
     for (const later of [credentials.body, account.body, (await call('account', 'GET', `/account/perp?dex=${venue.dex}`, { headers })).body]) {
       expect(JSON.stringify(later)).not.toContain(key.replace(/^0x/, ''));
+    }
+    // Nor in any item of the table (where the tests can read it: the DynamoDB Local project), in any form.
+    if (tableReadable) {
+      for (const form of [key, key.replace(/^0x/, ''), key.replace(/^0x/, '').toUpperCase()]) expect(await scanItems(form), form).toEqual([]);
+      expect((await scanItems(evm.toLowerCase().slice(2))).length + (await scanItems(getAddress(evm).slice(2))).length).toBeGreaterThan(0);
     }
   });
 });
