@@ -1,5 +1,4 @@
 import { Chains } from '../chains/chains.ts';
-import { EvmChains } from '../chains/evm-chains.ts';
 import { secretRpcUrls } from '../chains/rpc-urls.ts';
 import { loadChainsConfig, loadRpcUrlsSecret } from '../config.ts';
 
@@ -12,8 +11,3 @@ export function chainsFromEnv(): Chains {
   return new Chains(loadChainsConfig(), rpcUrlsSecret ? secretRpcUrls(rpcUrlsSecret) : undefined);
 }
 
-/** The same, EVM chains only (routes that never touch Solana: their bundles carry no Solana client). */
-export function evmChainsFromEnv(): EvmChains {
-  const rpcUrlsSecret = loadRpcUrlsSecret();
-  return new EvmChains(loadChainsConfig(), rpcUrlsSecret ? secretRpcUrls(rpcUrlsSecret) : undefined);
-}

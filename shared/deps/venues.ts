@@ -12,7 +12,7 @@ import { type VenueDriverFactory, VenueRegistry } from '../venues/registry.ts';
 import { chainReader, type InitPerpDexDeps, type RequirementsDeps, type VenueSigningDeps } from '../venues/service.ts';
 import type { AppRegistry } from '../apps/app-registry.ts';
 import type { Table } from '../db/client.ts';
-import { evmChainsFromEnv } from './chains.ts';
+import { evmChainsFromEnv } from './evm-chains.ts';
 import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
 import { appsFromEnv } from './table.ts';
 

@@ -117,8 +117,6 @@ export interface VenueRules {
   readonly depositNativeValue?: bigint;
   /** The first deposit's minimum (requirements' `usdc_required`). */
   readonly firstDepositMinimum: bigint;
-  /** Each rule's provenance: a research source tag ([O] H1 …) or `sandbox choice`. */
-  readonly sources: Readonly<Record<string, string>>;
 }
 
 /** A venue rule refused the request before anything was sent (below a minimum, unsupported direction). */

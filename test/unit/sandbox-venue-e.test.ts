@@ -30,7 +30,8 @@ let driver: VenueEDriver;
 
 function newDriver() {
   const url = venues.urls.venue_e!;
-  return new VenueEDriver({ baseUrl: url, bridgeUrl: url, polygonRpcUrl: evm.chains.POL.rpc_url });
+  const pol = createPublicClient({ transport: http(evm.chains.POL.rpc_url) });
+  return new VenueEDriver({ baseUrl: url, bridgeUrl: url, polygonBalanceOf: (token, owner) => pol.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }) });
 }
 
 beforeAll(async () => {
@@ -139,7 +140,7 @@ describe('venue_e sandbox: account and deposits', () => {
     });
     expect(await injected.balances(user.wallet, user.fields)).toEqual(await driver.balances(user.wallet, user.fields));
     expect(reads.sort()).toEqual([`${POLYGON_USDC_E}:${user.proxy}`, `${PUSD}:${user.proxy}`].sort());
-    expect(() => new VenueEDriver({ baseUrl: venues.urls.venue_e! })).toThrow(/polygonRpcUrl or polygonBalanceOf/);
+    expect(() => new VenueEDriver({ baseUrl: venues.urls.venue_e! } as never)).toThrow(/needs polygonBalanceOf/);
   });
 
   it('the driver refuses 1.99 USDC.e before preparing anything; 2 USDC.e is one transfer to the proxy wallet', async () => {

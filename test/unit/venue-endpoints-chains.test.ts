@@ -43,7 +43,7 @@ afterAll(async () => {
 
 function rules(venue: VenueId, chain: VenueRules['chain'], token: string): VenueRules {
   const none = { supported: true, minimum: 5n * USDC, fee: { amount: 0n, token, feeType: 'none' as const, note: null }, note: null };
-  return { venue, chain, token, decimals: 6, deposit: none, withdrawal: none, firstDepositMinimum: 5n * USDC, sources: {} };
+  return { venue, chain, token, decimals: 6, deposit: none, withdrawal: none, firstDepositMinimum: 5n * USDC };
 }
 
 /** A venue that is only its rules: the requirements check must not call anything else. */

@@ -60,7 +60,6 @@ function rulesFor(venue: VenueId): VenueRules {
     deposit: { supported: true, minimum: 5n * USDC, fee: { amount: 0n, token, feeType: 'none', note: null }, note: 'below the minimum is lost' },
     withdrawal: { supported: true, minimum: 2n * USDC, fee: { amount: 1n * USDC, token, feeType: 'fixed', note: 'charged by the venue' }, note: null },
     firstDepositMinimum: 5n * USDC,
-    sources: { deposit: 'test' },
   };
 }
 

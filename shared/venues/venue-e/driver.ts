@@ -1,4 +1,4 @@
-import { type Address, type Hex, createPublicClient, encodeFunctionData, erc20Abi, formatUnits, getAddress, http, isAddress } from 'viem';
+import { type Address, type Hex, encodeFunctionData, erc20Abi, formatUnits, getAddress, isAddress } from 'viem';
 import type { DepositPlan, TradingSetup, VenueBalances, VenueDriver, VenueFields, VenueWallet, WithdrawalStatus } from '../driver.ts';
 import { VenueRuleError } from '../driver.ts';
 import { VENUE_RULES } from '../rules.ts';
@@ -9,7 +9,7 @@ import { type ClobApiCredentials, POLYGON_CHAIN_ID, createL1Headers, createL2Hea
  * venue_e's adapter (modelled on Polymarket, research §5), speaking Polymarket's CLOB API at
  * `baseUrl` (`/auth/api-key`, `/auth/derive-api-key`, `/balance-allowance`) and its Bridge API at
  * `bridgeUrl` (`/withdraw`, `/status/{address}`), and reading the proxy wallet's USDC.e and pUSD
- * on Polygon through `polygonRpcUrl`. Locally both URLs are the sandbox venue's; live they are
+ * on Polygon through `polygonBalanceOf` (the account service's Polygon client). Locally both URLs are the sandbox venue's; live they are
  * https://clob.polymarket.com and https://bridge.polymarket.com.
  *
  * - Account: the Polymarket Proxy wallet of the user's EOA (published CREATE2 derivation) and,
@@ -32,10 +32,8 @@ export interface VenueEDriverOptions {
   readonly baseUrl: string;
   /** The Bridge API; https://bridge.polymarket.com by default (the sandbox serves both on one URL). */
   readonly bridgeUrl?: string;
-  /** A Polygon JSON-RPC endpoint, for the proxy wallet's on-chain balances; or give `polygonBalanceOf`. */
-  readonly polygonRpcUrl?: string;
-  /** Reads an ERC-20 balance on Polygon (e.g. through the account service's chains, whose RPC URL may come from a secret). */
-  readonly polygonBalanceOf?: (token: Address, owner: Address) => Promise<bigint>;
+  /** Reads an ERC-20 balance on Polygon (the account service's chains, whose RPC URL may come from a secret): the proxy wallet's on-chain balances. */
+  readonly polygonBalanceOf: (token: Address, owner: Address) => Promise<bigint>;
   readonly usdcE?: Address;
   readonly pusd?: Address;
   readonly now?: () => number;
@@ -61,21 +59,17 @@ const RULES = VENUE_RULES.venue_e;
 export class VenueEDriver implements VenueDriver {
   readonly id = 'venue_e' as const;
   readonly rules = RULES;
-  private readonly options: Required<Omit<VenueEDriverOptions, 'polygonRpcUrl' | 'polygonBalanceOf'>>;
+  private readonly options: Required<Omit<VenueEDriverOptions, 'polygonBalanceOf'>>;
   private readonly readBalance: (token: Address, owner: Address) => Promise<bigint>;
 
   constructor(options: VenueEDriverOptions) {
-    const { polygonRpcUrl: _rpc, polygonBalanceOf: _reader, ...rest } = options;
+    const { polygonBalanceOf: _reader, ...rest } = options;
     const bridgeUrl = (options.bridgeUrl ?? BRIDGE_URL).replace(/\/+$/, '');
     this.options = { usdcE: POLYGON_USDC_E, pusd: PUSD, now: Date.now, timeoutMs: 10_000, ...rest, bridgeUrl, baseUrl: options.baseUrl.replace(/\/+$/, '') };
-    if (options.polygonBalanceOf) {
-      this.readBalance = options.polygonBalanceOf;
-    } else if (options.polygonRpcUrl) {
-      const client = createPublicClient({ transport: http(options.polygonRpcUrl, { retryCount: 1, timeout: this.options.timeoutMs }) });
-      this.readBalance = (token, owner) => client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
-    } else {
-      throw new Error('VenueEDriver needs polygonRpcUrl or polygonBalanceOf');
-    }
+    // The chain reader comes from the caller (the account service's own Polygon client): a driver
+    // building a viem public client would carry every public action into the function bundles.
+    if (!options.polygonBalanceOf) throw new Error('VenueEDriver needs polygonBalanceOf');
+    this.readBalance = options.polygonBalanceOf;
   }
 
   async initAccount(wallet: VenueWallet): Promise<VenueFields> {
