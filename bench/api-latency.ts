@@ -74,6 +74,20 @@ await measure('POST /wallet/sign', () =>
   }),
 );
 
+// Venue routes against the sandbox venue_b: the requirements (balances and gas price from the
+// sandbox chain), a venue account (one init, timed once), its assets (the venue's
+// clearinghouseState) and its stored credentials.
+const address = ((await (await fetch(`${runtime.urls.account}/account`, { headers: userHeaders })).json()) as { public_address: { ETH: string } }).public_address.ETH;
+for (const [token, amount] of [['USDC', '20'], ['ETH', '0.01']]) {
+  await timed(`${runtime.urls.account}/sandbox/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chain: 'ARB', address, token, amount }) });
+}
+const jsonPost = (path: string, body: unknown) => () =>
+  timed(`${runtime.urls.account}${path}`, { method: 'POST', headers: { ...userHeaders, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+await measure('POST /account/check-perp-dex-requirements', jsonPost('/account/check-perp-dex-requirements', { dex: 'venue_b' }));
+process.stdout.write(`first POST /account/init-perp-dex (venue_b): ${(await jsonPost('/account/init-perp-dex', { dex: 'venue_b' })()).toFixed(1)} ms\n`);
+await measure('GET /account/perp (venue_b)', () => timed(`${runtime.urls.account}/account/perp?dex=venue_b`, { headers: userHeaders }));
+await measure('GET /account/perp-credentials (venue_b)', () => timed(`${runtime.urls.account}/account/perp-credentials?dex=venue_b`, { headers: userHeaders }));
+
 // The enclave directly: one op_jwt per call, as a client would send it.
 const wallet = (await (
   await fetch(`${runtime.urls.enclave}/v2/api/wallet`, {
