@@ -1,0 +1,393 @@
+import { DomainError, UnprocessableError } from '../errors.ts';
+import { formatAmount } from '../money.ts';
+import type { VenueId } from '../venues/default-status.ts';
+import { VENUE_RULES } from '../venues/rules.ts';
+import type { ChainCode } from '../wallets/networks.ts';
+import { type Holding, type PlannedStep, type StepAction, TRANSFER_DECIMALS, type TransferPlan } from './planner.ts';
+
+/**
+ * The transfer cost estimate (issue 11 §1; spec, "Transfer cost estimate" and step fields),
+ * computed from ports, never guessed:
+ * - gas: each step's `estimated_gas` from the GasEstimator (eth_estimateGas over the step's calls,
+ *   or the Solana fee's signatures) times the chain's gas price, converted to USD and to ETH with
+ *   the PriceSource;
+ * - `bridge_fee_usdc` from the BridgeQuoter (the bridge's own quote for this amount and route);
+ * - `platform_fee_usdc` from configuration (PlatformFeeConfig);
+ * - `venue_fee_usdc` (an extra breakdown field) from the venues' rules (shared/venues/rules.ts).
+ *
+ * Money is bigint base units inside and decimal strings on the wire. Every conversion rounds up,
+ * against the user. Fees come out of the moving amount in route order: the venue's withdrawal
+ * fee, then the platform fee (on what reaches the user's wallet), then the bridge fee, then the
+ * venue's deposit fee. Gas is paid in the chain's native coin on top, by the user or, for a
+ * sponsored EVM step, by the platform (then it is shown in `gas_breakdown` but not charged).
+ */
+
+export type NativeCoin = 'ETH' | 'POL' | 'SOL';
+const NATIVE: Readonly<Record<ChainCode, NativeCoin>> = { ETH: 'ETH', ARB: 'ETH', INK: 'ETH', POL: 'POL', SOL: 'SOL' };
+const NATIVE_DECIMALS: Readonly<Record<NativeCoin, number>> = { ETH: 18, POL: 18, SOL: 9 };
+const ETH_DECIMALS = 18;
+const USD_DECIMALS = 6; // USD amounts are USDC base units
+
+/** A step's on-chain work from the user's wallet, as the GasEstimator sees it. */
+export interface GasLeg {
+  readonly action: Exclude<StepAction, 'withdrawal'>;
+  /** The chain the transaction runs on (a bridge: its source chain). */
+  readonly chain: ChainCode;
+  /** The token sent and the amount (base units) reaching this step. */
+  readonly token: Holding['token'];
+  readonly amount: bigint;
+  readonly venue?: VenueId;
+  readonly bridge?: BridgeRoute;
+}
+
+/** Port: gas of a leg, and the chain's gas price. */
+export interface GasEstimator {
+  /**
+   * Gas units of the leg's transaction(s): EVM, eth_estimateGas summed over the calls (a venue
+   * deposit's approve + deposit, a bridge's approve + send); Solana, the signatures the fee is
+   * charged on.
+   */
+  estimateGas(leg: GasLeg): Promise<bigint>;
+  /** Native base units per gas unit: EVM maxFeePerGas (wei); Solana lamports per signature (getFeeForMessage / signatures). */
+  gasPrice(chain: ChainCode): Promise<bigint>;
+}
+
+/** Port: the USD price of a native coin, in micro-USD (USDC base units) per whole coin. */
+export interface PriceSource {
+  usdPrice(coin: NativeCoin): Promise<bigint>;
+}
+
+/**
+ * Configured prices (the sandbox's price source; also usable in AWS with configured values).
+ * Sandbox defaults: ETH 3,000 USD, POL 0.25 USD, SOL 150 USD (round figures of late 2026, a
+ * sandbox choice: the sandbox chains have no market).
+ */
+export const DEFAULT_SANDBOX_PRICES: Readonly<Record<NativeCoin, bigint>> = { ETH: 3_000_000_000n, POL: 250_000n, SOL: 150_000_000n };
+
+export class ConfiguredPrices implements PriceSource {
+  readonly #prices: Readonly<Record<NativeCoin, bigint>>;
+  constructor(prices: Readonly<Record<NativeCoin, bigint>> = DEFAULT_SANDBOX_PRICES) {
+    for (const [coin, price] of Object.entries(prices)) if (price <= 0n) throw new Error(`price of ${coin} must be positive`);
+    this.#prices = prices;
+  }
+  usdPrice(coin: NativeCoin): Promise<bigint> {
+    return Promise.resolve(this.#prices[coin]);
+  }
+}
+
+export interface BridgeRoute {
+  readonly from: Holding;
+  readonly to: Holding;
+}
+
+/** The bridge's answer for one amount on one route (research C.6): fee and limits in the source token's base units. */
+export interface BridgeQuote {
+  readonly fee: bigint;
+  readonly minAmount: bigint;
+  readonly maxAmount: bigint;
+  /** ISO 8601: the quote is not honoured after this. */
+  readonly expiresAt: string;
+}
+
+/** Port: the bridge's quote. The lead connects it to shared/transfers/bridge.ts (BridgeClient). */
+export interface BridgeQuoter {
+  /** The provider id shown as the bridge step's `dex`. */
+  readonly provider: string;
+  quote(route: BridgeRoute, amount: bigint): Promise<BridgeQuote>;
+}
+
+/**
+ * The platform fee: `fixed + ceil(amount × bps / 10,000)` in USDC base units, charged once per
+ * transfer on what reaches the user's wallet (shown on the first step). Default: 0 fixed + 10 bps
+ * (0.1 %), a product choice, overridable by configuration.
+ */
+export interface PlatformFeeConfig {
+  readonly fixed: bigint;
+  readonly bps: bigint;
+}
+export const DEFAULT_PLATFORM_FEE: PlatformFeeConfig = { fixed: 0n, bps: 10n };
+
+export function platformFee(config: PlatformFeeConfig, amount: bigint): bigint {
+  return config.fixed + ceilDiv(amount * config.bps, 10_000n);
+}
+
+export interface EstimateDeps {
+  readonly gas: GasEstimator;
+  readonly prices: PriceSource;
+  readonly bridge: BridgeQuoter;
+  readonly platformFee: PlatformFeeConfig;
+}
+
+/** 422 for an amount that does not survive the route: the message carries the effective minimum. */
+export class AmountBelowMinimumError extends UnprocessableError {
+  readonly effectiveMinimum: bigint;
+  constructor(effectiveMinimum: bigint, why: string) {
+    super('AMOUNT_BELOW_EFFECTIVE_MINIMUM', `body.amount: below the effective minimum of ${formatAmount(effectiveMinimum, TRANSFER_DECIMALS)} for this route (${why})`);
+    this.effectiveMinimum = effectiveMinimum;
+  }
+}
+
+interface StepMoney {
+  readonly amountIn: bigint;
+  readonly amountOut: bigint;
+  readonly venueFee: bigint;
+  readonly platformFee: bigint;
+  readonly bridgeFee: bigint;
+}
+
+/** The estimate for a planned route, in the spec's wire shape. */
+export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPlan) {
+  const bridgeStep = plan.steps.find((step) => step.action === 'bridge');
+  const money = await flowMoney(deps, plan);
+  const effectiveMinimum = await effectiveMinimumDeposit(deps, plan, money.bridgeQuote);
+
+  if (money.bridgeQuote && money.bridgeInput !== undefined && money.bridgeInput > money.bridgeQuote.maxAmount) {
+    throw new UnprocessableError(
+      'AMOUNT_ABOVE_BRIDGE_MAXIMUM',
+      `body.amount: the bridge takes at most ${formatAmount(money.bridgeQuote.maxAmount, TRANSFER_DECIMALS)} ${bridgeStep!.action === 'bridge' ? bridgeStep!.from.token : ''} on this route`,
+    );
+  }
+  if (plan.amount < effectiveMinimum) throw new AmountBelowMinimumError(effectiveMinimum, money.shortfall ?? 'fees and minimums along the route');
+  if (money.shortfall) throw new AmountBelowMinimumError(effectiveMinimum, money.shortfall);
+
+  const ethPrice = await deps.prices.usdPrice('ETH');
+  const chainEstimates: Record<string, { native_token: NativeCoin; gas_units: bigint; gas_price: bigint; native_cost: bigint; cost_usdc: bigint }> = {};
+  const steps = [];
+  let totalEth = 0n;
+  let totalUsdc = 0n;
+  for (const [index, step] of plan.steps.entries()) {
+    const m = money.steps[index]!;
+    const gas = step.action === 'withdrawal' ? null : await gasOf(deps, step, m.amountIn, ethPrice);
+    const userGasUsd = gas && step.gasPolicy === 'user' ? gas.gasUsd : 0n;
+    const userGasEth = gas && step.gasPolicy === 'user' ? gas.gasEth : 0n;
+    // A native value the call itself sends (venue_c's L1 message fee) is the user's even when gas is sponsored.
+    const valueUsd = gas?.valueUsd ?? 0n;
+    const valueEth = gas?.valueEth ?? 0n;
+    const costEth = userGasEth + valueEth;
+    const costUsdc = userGasUsd + valueUsd + m.bridgeFee + m.platformFee + m.venueFee;
+    totalEth += costEth;
+    totalUsdc += costUsdc;
+    if (gas) {
+      const entry = (chainEstimates[gas.chain] ??= { native_token: gas.coin, gas_units: 0n, gas_price: gas.gasPrice, native_cost: 0n, cost_usdc: 0n });
+      entry.gas_units += gas.gasUnits;
+      entry.native_cost += gas.gasNative + gas.value;
+      entry.cost_usdc += gas.gasUsd + gas.valueUsd;
+    }
+    steps.push({
+      action: step.action,
+      dex: step.action === 'bridge' ? deps.bridge.provider : step.venue,
+      cost_eth: eth(costEth),
+      cost_usdc: usdc(costUsdc),
+      breakdown: {
+        gas_cost_eth: eth(costEth),
+        bridge_fee_usdc: usdc(m.bridgeFee),
+        platform_fee_usdc: usdc(m.platformFee),
+        venue_fee_usdc: usdc(m.venueFee),
+      },
+      estimated_gas: gas ? Number(gas.gasUnits) : null,
+      gas_breakdown: gas
+        ? {
+            chain: gas.chain,
+            native_token: gas.coin,
+            gas_units: gas.gasUnits.toString(),
+            gas_price: gas.gasPrice.toString(),
+            gas_cost_native: formatAmount(gas.gasNative, NATIVE_DECIMALS[gas.coin]),
+            native_value: formatAmount(gas.value, NATIVE_DECIMALS[gas.coin]),
+            gas_cost_usdc: usdc(gas.gasUsd),
+            paid_by: step.gasPolicy,
+          }
+        : null,
+      amount_in: usdc(m.amountIn),
+      amount_out: usdc(m.amountOut),
+    });
+  }
+
+  const notes = [...plan.notes];
+  if (money.bridgeError) notes.push(`The bridge quote failed (${money.bridgeError}); the bridge fee is not included.`);
+  return {
+    success: true as const,
+    source: plan.source,
+    destination: plan.destination,
+    amount: usdc(plan.amount),
+    steps,
+    total_cost_eth: eth(totalEth),
+    total_cost_usdc: usdc(totalUsdc),
+    gas_sponsored: plan.gasSponsored,
+    message: notes.length ? notes.join(' ') : null,
+    route: {
+      route_id: plan.routeId,
+      reason: plan.reason,
+      hops: plan.steps.length,
+      steps: plan.steps.map((step) => routeStep(step, deps.bridge.provider)),
+      gas_policy: plan.steps.some((s) => s.gasPolicy === 'sponsored') ? (plan.steps.some((s) => s.gasPolicy === 'user') ? 'mixed' : 'sponsored') : 'user',
+      chain_estimates: Object.fromEntries(
+        Object.entries(chainEstimates).map(([chain, e]) => [
+          chain,
+          { native_token: e.native_token, gas_units: e.gas_units.toString(), gas_price: e.gas_price.toString(), native_cost: formatAmount(e.native_cost, NATIVE_DECIMALS[e.native_token]), cost_usdc: usdc(e.cost_usdc) },
+        ]),
+      ),
+      ...(money.bridgeError ? { bridge_estimation_error: money.bridgeError } : {}),
+      ...(money.bridgeQuote ? { bridge_quote_expires_at: money.bridgeQuote.expiresAt } : {}),
+      amount_received: usdc(money.received),
+      effective_minimum_deposit: usdc(effectiveMinimum),
+    },
+  };
+}
+
+export type TransferCostEstimate = Awaited<ReturnType<typeof estimateTransferCost>>;
+
+/** The amounts in and out of each step for the requested amount, and the first rule it breaks. */
+async function flowMoney(deps: EstimateDeps, plan: TransferPlan) {
+  const steps: StepMoney[] = [];
+  let amount = plan.amount;
+  let shortfall: string | undefined;
+  let bridgeQuote: BridgeQuote | undefined;
+  let bridgeError: string | undefined;
+  let bridgeInput: bigint | undefined;
+  let platformCharged = false;
+  const short = (why: string) => (shortfall ??= why);
+  for (const step of plan.steps) {
+    const amountIn = amount;
+    let venueFee = 0n;
+    let platform = 0n;
+    let bridgeFee = 0n;
+    if (step.action === 'withdrawal') {
+      const rule = VENUE_RULES[step.venue].withdrawal;
+      if (amountIn < rule.minimum) short(`${step.venue} withdraws at least ${usdc(rule.minimum)}`);
+      venueFee = rule.fee.amount;
+    }
+    if (!platformCharged) {
+      // On what reaches the user's wallet: after a source venue's withdrawal fee.
+      platform = platformFee(deps.platformFee, clampZero(amountIn - venueFee));
+      platformCharged = true;
+    }
+    if (step.action === 'bridge') {
+      bridgeInput = clampZero(amountIn - venueFee - platform);
+      try {
+        bridgeQuote = await deps.bridge.quote({ from: step.from, to: step.to }, bridgeInput);
+        bridgeFee = bridgeQuote.fee;
+        if (bridgeInput < bridgeQuote.minAmount) short(`the bridge takes at least ${usdc(bridgeQuote.minAmount)}`);
+      } catch (error) {
+        bridgeError = error instanceof DomainError ? error.message : 'the bridge did not answer with a quote';
+      }
+    }
+    if (step.action === 'deposit') {
+      const rule = VENUE_RULES[step.venue].deposit;
+      const reaching = amountIn - platform;
+      if (reaching < rule.minimum) short(`${step.venue} takes deposits of at least ${usdc(rule.minimum)}`);
+      venueFee = rule.fee.amount;
+    }
+    const out = amountIn - venueFee - platform - bridgeFee;
+    if (out <= 0n) short('the fees take the whole amount');
+    amount = clampZero(out);
+    steps.push({ amountIn, amountOut: amount, venueFee, platformFee: platform, bridgeFee });
+  }
+  return { steps, received: amount, shortfall, bridgeQuote, bridgeError, bridgeInput };
+}
+
+/**
+ * The least amount that survives the route: walked back from the destination (a venue's deposit
+ * minimum, or one base unit for self). A fee that depends on the amount is solved by iterating
+ * x = required + fee(x) upward from `required` (fees are non-decreasing in the amount, so the
+ * first x with x - fee(x) >= required is the least). The bridge's fee is asked of the bridge at
+ * each candidate; when that fails, the quote of the requested amount stands in.
+ */
+export async function effectiveMinimumDeposit(deps: EstimateDeps, plan: TransferPlan, requestedQuote?: BridgeQuote): Promise<bigint> {
+  // The fee stages in the order flowMoney applies them: a source venue's withdrawal, then the
+  // platform fee once the money is in the user's wallet, then the bridge and the deposit.
+  type Stage = { kind: 'fixed'; minimum: bigint; fee: bigint } | { kind: 'platform' } | { kind: 'bridge'; route: BridgeRoute };
+  const stages: Stage[] = [];
+  for (const step of plan.steps) {
+    if (step.action === 'withdrawal') {
+      const rule = VENUE_RULES[step.venue].withdrawal;
+      stages.push({ kind: 'fixed', minimum: rule.minimum, fee: rule.fee.amount });
+    }
+    if (!stages.some((stage) => stage.kind === 'platform')) stages.push({ kind: 'platform' });
+    if (step.action === 'bridge') stages.push({ kind: 'bridge', route: { from: step.from, to: step.to } });
+    if (step.action === 'deposit') {
+      const rule = VENUE_RULES[step.venue].deposit;
+      stages.push({ kind: 'fixed', minimum: rule.minimum, fee: rule.fee.amount });
+    }
+  }
+  let required = 1n; // self receives at least one base unit; a venue's minimum comes from its stage
+  for (const stage of stages.reverse()) {
+    if (stage.kind === 'fixed') required = max(stage.minimum, required + stage.fee);
+    else if (stage.kind === 'platform') required = await leastInput(required, (amount) => Promise.resolve(platformFee(deps.platformFee, amount)));
+    else {
+      const feeAt = async (amount: bigint) => {
+        try {
+          return (await deps.bridge.quote(stage.route, amount)).fee;
+        } catch {
+          return requestedQuote?.fee ?? 0n;
+        }
+      };
+      required = max(requestedQuote?.minAmount ?? 0n, await leastInput(required, feeAt));
+    }
+  }
+  return required;
+}
+
+/** The least x with x - fee(x) >= required, for a fee non-decreasing in x. */
+async function leastInput(required: bigint, fee: (amount: bigint) => Promise<bigint>): Promise<bigint> {
+  let x = required;
+  for (let round = 0; round < 64; round += 1) {
+    const next = required + (await fee(x));
+    if (next <= x) return x;
+    x = next;
+  }
+  return x;
+}
+
+async function gasOf(deps: EstimateDeps, step: Exclude<PlannedStep, { action: 'withdrawal' }>, amount: bigint, ethPrice: bigint) {
+  const holding = step.action === 'bridge' ? step.from : step.holding;
+  const chain = holding.chain;
+  const leg: GasLeg =
+    step.action === 'bridge'
+      ? { action: 'bridge', chain, token: holding.token, amount, bridge: { from: step.from, to: step.to } }
+      : { action: 'deposit', chain, token: holding.token, amount, venue: step.venue };
+  const [gasUnits, gasPrice] = await Promise.all([deps.gas.estimateGas(leg), deps.gas.gasPrice(chain)]);
+  const coin = NATIVE[chain];
+  const price = await deps.prices.usdPrice(coin);
+  const gasNative = gasUnits * gasPrice;
+  const value = step.action === 'deposit' ? (VENUE_RULES[step.venue].depositNativeValue ?? 0n) : 0n;
+  return {
+    chain,
+    coin,
+    gasUnits,
+    gasPrice,
+    gasNative,
+    value,
+    gasUsd: toUsd(gasNative, coin, price),
+    gasEth: toEth(gasNative, coin, price, ethPrice),
+    valueUsd: toUsd(value, coin, price),
+    valueEth: toEth(value, coin, price, ethPrice),
+  };
+}
+
+/** Native base units to USD base units (6 decimals), rounded up. */
+export function toUsd(native: bigint, coin: NativeCoin, usdPerCoin: bigint): bigint {
+  return ceilDiv(native * usdPerCoin, 10n ** BigInt(NATIVE_DECIMALS[coin]));
+}
+
+/** Native base units to wei of ETH at the two USD prices, rounded up; ETH itself unchanged. */
+export function toEth(native: bigint, coin: NativeCoin, usdPerCoin: bigint, usdPerEth: bigint): bigint {
+  if (coin === 'ETH') return native;
+  return ceilDiv(native * usdPerCoin * 10n ** BigInt(ETH_DECIMALS), 10n ** BigInt(NATIVE_DECIMALS[coin]) * usdPerEth);
+}
+
+function routeStep(step: PlannedStep, provider: string) {
+  switch (step.action) {
+    case 'withdrawal':
+      return { action: step.action, dex: step.venue, chain: step.holding.chain, token: step.holding.token, gas_policy: step.gasPolicy };
+    case 'bridge':
+      return { action: step.action, dex: provider, from_chain: step.from.chain, from_token: step.from.token, to_chain: step.to.chain, to_token: step.to.token, gas_policy: step.gasPolicy };
+    case 'deposit':
+      return { action: step.action, dex: step.venue, chain: step.holding.chain, token: step.holding.token, gas_policy: step.gasPolicy };
+  }
+}
+
+const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
+const clampZero = (a: bigint) => (a < 0n ? 0n : a);
+const max = (a: bigint, b: bigint) => (a > b ? a : b);
+const usdc = (units: bigint) => formatAmount(units, USD_DECIMALS);
+const eth = (wei: bigint) => formatAmount(wei, ETH_DECIMALS);
