@@ -89,12 +89,33 @@ export interface BridgeQuote {
   readonly expiresAt: string;
 }
 
-/** Port: the bridge's quote. The lead connects it to shared/transfers/bridge.ts (BridgeClient). */
+/**
+ * Port: the bridge's quote (connected to shared/transfers/bridge.ts's BridgeClient). A bridge that
+ * refuses the amount itself (below its minimum, not above its fee, above its maximum) throws
+ * BridgeAmountRefused with the route's limits; any other failure throws anything, and only a
+ * BridgeQuoteError's or DomainError's message is shown to the caller.
+ */
 export interface BridgeQuoter {
   /** The provider id shown as the bridge step's `dex`. */
   readonly provider: string;
   quote(route: BridgeRoute, amount: bigint): Promise<BridgeQuote>;
 }
+
+/** The bridge refused the amount (Across `isAmountTooLow` / above `maxDeposit`; the sandbox bridge's AMOUNT_TOO_LOW / AMOUNT_TOO_HIGH). */
+export class BridgeAmountRefused extends Error {
+  readonly reason: 'too_low' | 'too_high';
+  readonly minAmount: bigint;
+  readonly maxAmount: bigint;
+  constructor(reason: 'too_low' | 'too_high', limits: { minAmount: bigint; maxAmount: bigint }) {
+    super(`the bridge refused the amount (${reason === 'too_low' ? 'too low' : 'too high'})`);
+    this.reason = reason;
+    this.minAmount = limits.minAmount;
+    this.maxAmount = limits.maxAmount;
+  }
+}
+
+/** A quote failure whose message is safe to show (no URL, no host). */
+export class BridgeQuoteError extends Error {}
 
 /**
  * The platform fee: `fixed + ceil(amount × bps / 10,000)` in USDC base units, charged once per
@@ -139,12 +160,12 @@ interface StepMoney {
 export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPlan) {
   const bridgeStep = plan.steps.find((step) => step.action === 'bridge');
   const money = await flowMoney(deps, plan);
-  const effectiveMinimum = await effectiveMinimumDeposit(deps, plan, money.bridgeQuote);
+  const effectiveMinimum = await effectiveMinimumDeposit(deps, plan, money.bridgeLimits, money.bridgeQuote?.fee);
 
-  if (money.bridgeQuote && money.bridgeInput !== undefined && money.bridgeInput > money.bridgeQuote.maxAmount) {
+  if (money.bridgeLimits && money.bridgeInput !== undefined && money.bridgeInput > money.bridgeLimits.maxAmount && bridgeStep?.action === 'bridge') {
     throw new UnprocessableError(
       'AMOUNT_ABOVE_BRIDGE_MAXIMUM',
-      `body.amount: the bridge takes at most ${formatAmount(money.bridgeQuote.maxAmount, TRANSFER_DECIMALS)} ${bridgeStep!.action === 'bridge' ? bridgeStep!.from.token : ''} on this route`,
+      `body.amount: the bridge takes at most ${formatAmount(money.bridgeLimits.maxAmount, TRANSFER_DECIMALS)} ${bridgeStep.from.token} on this route`,
     );
   }
   if (plan.amount < effectiveMinimum) throw new AmountBelowMinimumError(effectiveMinimum, money.shortfall ?? 'fees and minimums along the route');
@@ -244,6 +265,7 @@ async function flowMoney(deps: EstimateDeps, plan: TransferPlan) {
   let bridgeQuote: BridgeQuote | undefined;
   let bridgeError: string | undefined;
   let bridgeInput: bigint | undefined;
+  let bridgeLimits: { minAmount: bigint; maxAmount: bigint } | undefined;
   let platformCharged = false;
   const short = (why: string) => (shortfall ??= why);
   for (const step of plan.steps) {
@@ -266,10 +288,12 @@ async function flowMoney(deps: EstimateDeps, plan: TransferPlan) {
       try {
         bridgeQuote = await deps.bridge.quote({ from: step.from, to: step.to }, bridgeInput);
         bridgeFee = bridgeQuote.fee;
-        if (bridgeInput < bridgeQuote.minAmount) short(`the bridge takes at least ${usdc(bridgeQuote.minAmount)}`);
+        bridgeLimits = bridgeQuote;
       } catch (error) {
-        bridgeError = error instanceof DomainError ? error.message : 'the bridge did not answer with a quote';
+        if (error instanceof BridgeAmountRefused) bridgeLimits = error;
+        else bridgeError = error instanceof DomainError || error instanceof BridgeQuoteError ? error.message : 'the bridge did not answer with a quote';
       }
+      if (bridgeLimits && bridgeInput < bridgeLimits.minAmount) short(`the bridge takes at least ${usdc(bridgeLimits.minAmount)}`);
     }
     if (step.action === 'deposit') {
       const rule = VENUE_RULES[step.venue].deposit;
@@ -282,7 +306,7 @@ async function flowMoney(deps: EstimateDeps, plan: TransferPlan) {
     amount = clampZero(out);
     steps.push({ amountIn, amountOut: amount, venueFee, platformFee: platform, bridgeFee });
   }
-  return { steps, received: amount, shortfall, bridgeQuote, bridgeError, bridgeInput };
+  return { steps, received: amount, shortfall, bridgeQuote, bridgeError, bridgeInput, bridgeLimits };
 }
 
 /**
@@ -290,9 +314,16 @@ async function flowMoney(deps: EstimateDeps, plan: TransferPlan) {
  * minimum, or one base unit for self). A fee that depends on the amount is solved by iterating
  * x = required + fee(x) upward from `required` (fees are non-decreasing in the amount, so the
  * first x with x - fee(x) >= required is the least). The bridge's fee is asked of the bridge at
- * each candidate; when that fails, the quote of the requested amount stands in.
+ * each candidate from its minimum up (it refuses less); when that fails, `fallbackFee` (the
+ * requested amount's) stands in. Without the bridge's limits (its quote failed), its minimum is
+ * taken as 0 and its fee as `fallbackFee` or 0: the result is then a lower bound.
  */
-export async function effectiveMinimumDeposit(deps: EstimateDeps, plan: TransferPlan, requestedQuote?: BridgeQuote): Promise<bigint> {
+export async function effectiveMinimumDeposit(
+  deps: EstimateDeps,
+  plan: TransferPlan,
+  bridgeLimits?: { readonly minAmount: bigint },
+  fallbackFee?: bigint,
+): Promise<bigint> {
   // The fee stages in the order flowMoney applies them: a source venue's withdrawal, then the
   // platform fee once the money is in the user's wallet, then the bridge and the deposit.
   type Stage = { kind: 'fixed'; minimum: bigint; fee: bigint } | { kind: 'platform' } | { kind: 'bridge'; route: BridgeRoute };
@@ -318,18 +349,18 @@ export async function effectiveMinimumDeposit(deps: EstimateDeps, plan: Transfer
         try {
           return (await deps.bridge.quote(stage.route, amount)).fee;
         } catch {
-          return requestedQuote?.fee ?? 0n;
+          return fallbackFee ?? 0n;
         }
       };
-      required = max(requestedQuote?.minAmount ?? 0n, await leastInput(required, feeAt));
+      required = await leastInput(required, feeAt, bridgeLimits?.minAmount ?? 0n);
     }
   }
   return required;
 }
 
-/** The least x with x - fee(x) >= required, for a fee non-decreasing in x. */
-async function leastInput(required: bigint, fee: (amount: bigint) => Promise<bigint>): Promise<bigint> {
-  let x = required;
+/** The least x >= floor with x - fee(x) >= required, for a fee non-decreasing in x. */
+async function leastInput(required: bigint, fee: (amount: bigint) => Promise<bigint>, floor = 0n): Promise<bigint> {
+  let x = max(required, floor);
   for (let round = 0; round < 64; round += 1) {
     const next = required + (await fee(x));
     if (next <= x) return x;

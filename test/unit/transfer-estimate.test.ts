@@ -3,6 +3,8 @@ import { UpstreamError } from '../../shared/errors.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import {
   AmountBelowMinimumError,
+  BridgeAmountRefused,
+  BridgeQuoteError,
   type BridgeQuote,
   type BridgeQuoter,
   type BridgeRoute,
@@ -52,13 +54,21 @@ class TableGasEstimator implements GasEstimator {
   }
 }
 
-/** Test double: an Across-like quote, fee = 0.5 USDC + ceil(amount × 4 / 10,000), min 1 USDC, max 1,000,000 USDC. */
+/**
+ * Test double: an Across-like quote, fee = 0.5 USDC + ceil(amount × 4 / 10,000), min 1 USDC, max
+ * 1,000,000 USDC; like the sandbox bridge it refuses to quote an amount outside the limits.
+ */
 class FormulaBridgeQuoter implements BridgeQuoter {
   readonly provider = 'test_bridge';
   readonly asked: { route: BridgeRoute; amount: bigint }[] = [];
+  static readonly LIMITS = { minAmount: 1_000_000n, maxAmount: 1_000_000_000_000n };
   quote(route: BridgeRoute, amount: bigint): Promise<BridgeQuote> {
     this.asked.push({ route, amount });
-    return Promise.resolve({ fee: 500_000n + (amount * 4n + 9_999n) / 10_000n, minAmount: 1_000_000n, maxAmount: 1_000_000_000_000n, expiresAt: '2026-11-22T12:05:00.000Z' });
+    const fee = 500_000n + (amount * 4n + 9_999n) / 10_000n;
+    const { minAmount, maxAmount } = FormulaBridgeQuoter.LIMITS;
+    if (amount < minAmount || amount <= fee) return Promise.reject(new BridgeAmountRefused('too_low', FormulaBridgeQuoter.LIMITS));
+    if (amount > maxAmount) return Promise.reject(new BridgeAmountRefused('too_high', FormulaBridgeQuoter.LIMITS));
+    return Promise.resolve({ fee, minAmount, maxAmount, expiresAt: '2026-11-22T12:05:00.000Z' });
   }
 }
 
@@ -274,6 +284,22 @@ describe('transfer cost estimate: the bridge quote failing', () => {
     const broken: BridgeQuoter = { provider: 'test_bridge', quote: () => Promise.reject(new Error('connect ECONNREFUSED 10.0.0.7:4100')) };
     const result = await estimate({ source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', amount: '10' }, deps({ bridge: broken }));
     expect(result.route.bridge_estimation_error).toBe('the bridge did not answer with a quote');
+  });
+
+  it('shows a BridgeQuoteError\'s own message', async () => {
+    const closed: BridgeQuoter = { provider: 'test_bridge', quote: () => Promise.reject(new BridgeQuoteError('the route ARB.USDC->SOL.USDC is paused')) };
+    const result = await estimate({ source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', amount: '10' }, deps({ bridge: closed }));
+    expect(result.route.bridge_estimation_error).toBe('the route ARB.USDC->SOL.USDC is paused');
+  });
+
+  it('a bridge refusing the amount is not an estimation error but the 422 of the effective minimum', async () => {
+    const bridge = new FormulaBridgeQuoter();
+    // 1.000999 − platform 0.001001 = 0.999998 reaches the bridge: below its 1 USDC minimum.
+    const error = await refusal({ source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', amount: '1.000999' }, deps({ bridge }));
+    expect(error.code).toBe('AMOUNT_BELOW_EFFECTIVE_MINIMUM');
+    expect(error.message).toMatch(/effective minimum of 1\.001002 .*bridge takes at least 1\)/);
+    // The fee search never asks below the bridge's minimum.
+    expect(bridge.asked.slice(1).every(({ amount }) => amount >= 1_000_000n)).toBe(true);
   });
 
   it('a route without a bridge never asks for a quote', async () => {
