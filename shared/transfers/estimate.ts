@@ -45,7 +45,9 @@ export interface GasEstimator {
   /**
    * Gas units of the leg's transaction(s): EVM, eth_estimateGas summed over the calls (a venue
    * deposit's approve + deposit, a bridge's approve + send); Solana, the signatures the fee is
-   * charged on.
+   * charged on. The user may not hold the amount yet (an estimate comes before funding), so an
+   * adapter must not let a balance revert fail it: estimate with a state override of the token
+   * balance, or from a funded address, as the sandbox and the chain allow.
    */
   estimateGas(leg: GasLeg): Promise<bigint>;
   /** Native base units per gas unit: EVM maxFeePerGas (wei); Solana lamports per signature (getFeeForMessage / signatures). */
@@ -229,7 +231,7 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
     success: true as const,
     source: plan.source,
     destination: plan.destination,
-    amount: usdc(plan.amount),
+    amount: plan.requestedAmount,
     steps,
     total_cost_eth: eth(totalEth),
     total_cost_usdc: usdc(totalUsdc),

@@ -57,6 +57,8 @@ export interface TransferPlan {
   readonly destination: TransferLocation;
   /** What leaves the source, in base units (6 decimals). */
   readonly amount: bigint;
+  /** The body's amount as sent (the estimate echoes it). */
+  readonly requestedAmount: string;
   /** The user's wallet holding the money first enters (a self source's chain/token, or the source venue's payout). */
   readonly origin: Holding;
   /** The holding the money ends in (a self destination's chain/token, or the destination venue's). */
@@ -176,6 +178,7 @@ export function planTransfer(body: TransferInput): TransferPlan {
     source,
     destination,
     amount,
+    requestedAmount: body.amount,
     origin,
     target,
     steps,

@@ -38,3 +38,75 @@ export const TransferRequest = v.object({
   gas_sponsored: v.optional(v.pipe(v.boolean('must be true or false'), v.description('Gas-sponsored execution of the EVM legs; never for Solana legs (ignored there and reported).')), false),
 });
 export type TransferInput = v.InferOutput<typeof TransferRequest>;
+
+const Decimal = v.pipe(v.string(), v.description('Decimal string.'));
+const Integer = v.pipe(v.string(), v.regex(/^[0-9]+$/), v.description('Integer as a decimal string (gas units, wei or lamports per unit).'));
+const GasPolicy = v.picklist(['venue', 'sponsored', 'user']);
+
+const EstimateStep = v.object({
+  action: v.picklist(['deposit', 'withdrawal', 'bridge']),
+  dex: v.pipe(v.string(), v.description('The venue id, or the bridge provider id for a bridge step.')),
+  cost_eth: v.pipe(Decimal, v.description('What the user pays in native gas (and any native value the call sends), as ETH; POL and SOL converted at the price source.')),
+  cost_usdc: v.pipe(Decimal, v.description('All of the step\'s cost in USD (USDC): the user\'s gas converted, plus bridge, platform and venue fees.')),
+  breakdown: v.object({
+    gas_cost_eth: Decimal,
+    bridge_fee_usdc: Decimal,
+    platform_fee_usdc: v.pipe(Decimal, v.description('Charged once per transfer, on the first step.')),
+    venue_fee_usdc: v.pipe(Decimal, v.description('The venue\'s own withdrawal or deposit fee (transfer_rules).')),
+  }),
+  estimated_gas: v.pipe(v.nullable(v.number()), v.description('Gas units (EVM: eth_estimateGas; Solana: signatures). Null for a venue withdrawal: the venue sends its payout.')),
+  gas_breakdown: v.nullable(
+    v.object({
+      chain: v.picklist(CHAIN_CODES),
+      native_token: v.picklist(['ETH', 'POL', 'SOL']),
+      gas_units: Integer,
+      gas_price: v.pipe(Integer, v.description('Native base units per gas unit (wei; lamports per signature on Solana).')),
+      gas_cost_native: Decimal,
+      native_value: v.pipe(Decimal, v.description('Native coin the call itself sends (venue_c\'s L1 message fee).')),
+      gas_cost_usdc: Decimal,
+      paid_by: GasPolicy,
+    }),
+  ),
+  amount_in: Decimal,
+  amount_out: Decimal,
+});
+
+const RouteStep = v.object({
+  action: v.picklist(['deposit', 'withdrawal', 'bridge']),
+  dex: v.string(),
+  chain: v.optional(v.picklist(CHAIN_CODES)),
+  token: v.optional(Token),
+  from_chain: v.optional(v.picklist(CHAIN_CODES)),
+  from_token: v.optional(Token),
+  to_chain: v.optional(v.picklist(CHAIN_CODES)),
+  to_token: v.optional(Token),
+  gas_policy: GasPolicy,
+});
+
+/** Spec, "Transfer cost estimate" (+ step fields); the fields beyond the spec's are described. */
+export const TransferCostEstimateResponse = v.object({
+  success: v.literal(true),
+  source: Location,
+  destination: Location,
+  amount: Decimal,
+  steps: v.array(EstimateStep),
+  total_cost_eth: Decimal,
+  total_cost_usdc: Decimal,
+  gas_sponsored: v.pipe(v.boolean(), v.description('True when at least one step runs gas-sponsored (EVM only).')),
+  message: v.nullable(v.string()),
+  route: v.object({
+    route_id: v.pipe(v.string(), v.description('The locations and holdings passed through, e.g. venue_b>ARB.USDC>INK.USDC>venue_d.')),
+    reason: v.string(),
+    hops: v.pipe(v.number(), v.description('Number of steps.')),
+    steps: v.array(RouteStep),
+    gas_policy: v.picklist(['user', 'sponsored', 'mixed']),
+    chain_estimates: v.record(
+      v.string(),
+      v.object({ native_token: v.picklist(['ETH', 'POL', 'SOL']), gas_units: Integer, gas_price: Integer, native_cost: Decimal, cost_usdc: Decimal }),
+    ),
+    bridge_estimation_error: v.optional(v.pipe(v.string(), v.description('The bridge quote failed; the bridge fee is not included.'))),
+    bridge_quote_expires_at: v.optional(v.string()),
+    amount_received: v.pipe(Decimal, v.description('What reaches the destination after every fee.')),
+    effective_minimum_deposit: v.pipe(Decimal, v.description('The least amount that survives the route\'s fees and minimums; less is a 422.')),
+  }),
+});

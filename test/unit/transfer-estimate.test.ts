@@ -1,3 +1,4 @@
+import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { UpstreamError } from '../../shared/errors.ts';
 import { parseInput } from '../../shared/http/validate.ts';
@@ -19,7 +20,7 @@ import {
   toUsd,
 } from '../../shared/transfers/estimate.ts';
 import { planTransfer } from '../../shared/transfers/planner.ts';
-import { TransferRequest } from '../../shared/transfers/schemas.ts';
+import { TransferCostEstimateResponse, TransferRequest } from '../../shared/transfers/schemas.ts';
 import type { ChainCode } from '../../shared/wallets/networks.ts';
 
 /** Test double: gas units per `action:chain` and a gas price per chain; records what it was asked. */
@@ -322,5 +323,32 @@ describe('unit conversions round up, against the user', () => {
 
   it('configured prices refuse a non-positive price', () => {
     expect(() => new ConfiguredPrices({ ETH: 0n, POL: 1n, SOL: 1n })).toThrow(/ETH must be positive/);
+  });
+});
+
+describe('the estimate matches its response schema (the OpenAPI source)', () => {
+  it.each([
+    { source: 'venue_c', destination: 'venue_e', gas_sponsored: true },
+    { source: 'self', destination: 'venue_d', chain: 'SOL' },
+    { source: 'venue_a', destination: 'self' },
+  ])('%j', async (body) => {
+    const result = await estimate({ ...body, amount: '250' });
+    expect(v.parse(TransferCostEstimateResponse, result)).toEqual(result);
+  });
+
+  it('with a failed bridge quote', async () => {
+    const result = await estimate({ source: 'self', destination: 'venue_c', amount: '250' }, deps({ bridge: new RefusingBridgeQuoter() }));
+    expect(v.safeParse(TransferCostEstimateResponse, result).success).toBe(true);
+    expect(v.safeParse(TransferCostEstimateResponse, { ...result, total_cost_usdc: 1 }).success).toBe(false);
+  });
+});
+
+describe('the estimate echoes the request', () => {
+  it('amount as sent, source and destination', async () => {
+    const result = await estimate({ source: 'self', destination: 'venue_b', amount: '25.50' });
+    expect(result).toMatchObject({ source: 'self', destination: 'venue_b', amount: '25.50' });
+    expect(result.route.amount_received).toBe('25.4745'); // 25.5 − 0.0255 platform fee
+    // One base unit more rounds the platform fee up: ceil(25,500,001 × 10 / 10,000) = 25,501.
+    expect((await estimate({ source: 'self', destination: 'venue_b', amount: '25.500001' })).route.amount_received).toBe('25.4745');
   });
 });
