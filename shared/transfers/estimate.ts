@@ -158,11 +158,26 @@ interface StepMoney {
   readonly bridgeFee: bigint;
 }
 
+export interface EstimateOptions {
+  /**
+   * The destination venue has not been funded yet: its first-deposit minimum applies (venue_d
+   * opens a subaccount only from 5 USDC; rules.firstDepositMinimum) instead of the deposit
+   * minimum. The caller knows this from the account; default false.
+   */
+  readonly firstDeposit?: boolean;
+}
+
+/** The deposit minimum that applies at the destination venue. */
+function depositMinimum(venue: VenueId, options: EstimateOptions): bigint {
+  const rules = VENUE_RULES[venue];
+  return options.firstDeposit ? max(rules.deposit.minimum, rules.firstDepositMinimum) : rules.deposit.minimum;
+}
+
 /** The estimate for a planned route, in the spec's wire shape. */
-export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPlan) {
+export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPlan, options: EstimateOptions = {}) {
   const bridgeStep = plan.steps.find((step) => step.action === 'bridge');
-  const money = await flowMoney(deps, plan);
-  const effectiveMinimum = await effectiveMinimumDeposit(deps, plan, money.bridgeLimits, money.bridgeQuote?.fee);
+  const money = await flowMoney(deps, plan, options);
+  const effectiveMinimum = await effectiveMinimumDeposit(deps, plan, money.bridgeLimits, money.bridgeQuote?.fee, options);
 
   if (money.bridgeLimits && money.bridgeInput !== undefined && money.bridgeInput > money.bridgeLimits.maxAmount && bridgeStep?.action === 'bridge') {
     throw new UnprocessableError(
@@ -260,7 +275,7 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
 export type TransferCostEstimate = Awaited<ReturnType<typeof estimateTransferCost>>;
 
 /** The amounts in and out of each step for the requested amount, and the first rule it breaks. */
-async function flowMoney(deps: EstimateDeps, plan: TransferPlan) {
+async function flowMoney(deps: EstimateDeps, plan: TransferPlan, options: EstimateOptions) {
   const steps: StepMoney[] = [];
   let amount = plan.amount;
   let shortfall: string | undefined;
@@ -300,7 +315,8 @@ async function flowMoney(deps: EstimateDeps, plan: TransferPlan) {
     if (step.action === 'deposit') {
       const rule = VENUE_RULES[step.venue].deposit;
       const reaching = amountIn - platform;
-      if (reaching < rule.minimum) short(`${step.venue} takes deposits of at least ${usdc(rule.minimum)}`);
+      const minimum = depositMinimum(step.venue, options);
+      if (reaching < minimum) short(`${step.venue} takes ${options.firstDeposit ? 'a first deposit' : 'deposits'} of at least ${usdc(minimum)}`);
       venueFee = rule.fee.amount;
     }
     const out = amountIn - venueFee - platform - bridgeFee;
@@ -325,6 +341,7 @@ export async function effectiveMinimumDeposit(
   plan: TransferPlan,
   bridgeLimits?: { readonly minAmount: bigint },
   fallbackFee?: bigint,
+  options: EstimateOptions = {},
 ): Promise<bigint> {
   // The fee stages in the order flowMoney applies them: a source venue's withdrawal, then the
   // platform fee once the money is in the user's wallet, then the bridge and the deposit.
@@ -338,8 +355,7 @@ export async function effectiveMinimumDeposit(
     if (!stages.some((stage) => stage.kind === 'platform')) stages.push({ kind: 'platform' });
     if (step.action === 'bridge') stages.push({ kind: 'bridge', route: { from: step.from, to: step.to } });
     if (step.action === 'deposit') {
-      const rule = VENUE_RULES[step.venue].deposit;
-      stages.push({ kind: 'fixed', minimum: rule.minimum, fee: rule.fee.amount });
+      stages.push({ kind: 'fixed', minimum: depositMinimum(step.venue, options), fee: VENUE_RULES[step.venue].deposit.fee.amount });
     }
   }
   let required = 1n; // self receives at least one base unit; a venue's minimum comes from its stage

@@ -1,5 +1,5 @@
 import { UnprocessableError, ValidationError } from '../errors.ts';
-import { MAX_SOLANA_UNITS, parseAmount } from '../money.ts';
+import { formatAmount, MAX_SOLANA_UNITS, parseAmount } from '../money.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import { VENUE_RULES } from '../venues/rules.ts';
 import type { ChainCode } from '../wallets/networks.ts';
@@ -221,4 +221,24 @@ function stepReason(step: PlannedStep): string {
     case 'deposit':
       return `Your wallet deposits ${describeHolding(step.holding)} into ${step.venue}.`;
   }
+}
+
+/**
+ * The plan as JSON (amounts as decimal strings), for a task's `metadata.route`; the same fields
+ * as TransferPlan, nothing secret.
+ */
+export function planToJson(plan: TransferPlan) {
+  return {
+    source: plan.source,
+    destination: plan.destination,
+    amount: formatAmount(plan.amount, TRANSFER_DECIMALS),
+    origin: plan.origin,
+    target: plan.target,
+    steps: plan.steps,
+    gas_sponsored_requested: plan.gasSponsoredRequested,
+    gas_sponsored: plan.gasSponsored,
+    route_id: plan.routeId,
+    reason: plan.reason,
+    notes: plan.notes,
+  };
 }

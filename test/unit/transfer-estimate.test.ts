@@ -352,3 +352,17 @@ describe('the estimate echoes the request', () => {
     expect((await estimate({ source: 'self', destination: 'venue_b', amount: '25.500001' })).route.amount_received).toBe('25.4745');
   });
 });
+
+describe('a first deposit', () => {
+  it('applies the venue\'s first-deposit minimum (venue_d: 5 USDC, not 1)', async () => {
+    const d = deps();
+    const body = { source: 'self', destination: 'venue_d', chain: 'INK', amount: '3' };
+    const p = planTransfer(parseInput(TransferRequest, body, 'body'));
+    expect((await estimateTransferCost(d, p)).route.effective_minimum_deposit).toBe('1.001002');
+    const error = await estimateTransferCost(d, p, { firstDeposit: true }).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(error?.message).toMatch(/effective minimum of 5\.005006 .*venue_d takes a first deposit of at least 5\)/);
+  });
+});

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError, ValidationError } from '../../shared/errors.ts';
 import { parseInput } from '../../shared/http/validate.ts';
-import { planTransfer, type PlannedStep } from '../../shared/transfers/planner.ts';
+import { planToJson, planTransfer, type PlannedStep } from '../../shared/transfers/planner.ts';
 import { TransferRequest } from '../../shared/transfers/schemas.ts';
 
 /** The body as the handler sees it: through the valibot schema, then the planner. */
@@ -184,5 +184,14 @@ describe('route planner: gas sponsorship is EVM only', () => {
 
   it('defaults to unsponsored', () => {
     expect(plan({ source: 'self', destination: 'venue_b' }).steps.every((step) => step.gasPolicy === 'user')).toBe(true);
+  });
+});
+
+describe('planToJson', () => {
+  it('is plain JSON with the amount as a decimal string', () => {
+    const json = planToJson(plan({ source: 'venue_b', destination: 'venue_d', amount: '12.5' }));
+    expect(JSON.parse(JSON.stringify(json))).toEqual(json);
+    expect(json).toMatchObject({ amount: '12.5', route_id: 'venue_b>ARB.USDC>INK.USDC>venue_d', origin: { chain: 'ARB', token: 'USDC' } });
+    expect(json.steps).toHaveLength(3);
   });
 });
