@@ -257,7 +257,7 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
       reason: plan.reason,
       hops: plan.steps.length,
       steps: plan.steps.map((step) => routeStep(step, deps.bridge.provider)),
-      gas_policy: plan.steps.some((s) => s.gasPolicy === 'sponsored') ? (plan.steps.some((s) => s.gasPolicy === 'user') ? 'mixed' : 'sponsored') : 'user',
+      gas_policy: routeGasPolicy(plan.steps),
       chain_estimates: Object.fromEntries(
         Object.entries(chainEstimates).map(([chain, e]) => [
           chain,
@@ -422,6 +422,14 @@ export function toUsd(native: bigint, coin: NativeCoin, usdPerCoin: bigint): big
 export function toEth(native: bigint, coin: NativeCoin, usdPerCoin: bigint, usdPerEth: bigint): bigint {
   if (coin === 'ETH') return native;
   return ceilDiv(native * usdPerCoin * 10n ** BigInt(ETH_DECIMALS), 10n ** BigInt(NATIVE_DECIMALS[coin]) * usdPerEth);
+}
+
+/** `venue` when the user sends nothing (a venue payout only), else who pays the user's legs. */
+function routeGasPolicy(steps: readonly PlannedStep[]): 'venue' | 'user' | 'sponsored' | 'mixed' {
+  const own = steps.filter((step) => step.gasPolicy !== 'venue').map((step) => step.gasPolicy);
+  if (own.length === 0) return 'venue';
+  if (own.every((policy) => policy === 'sponsored')) return 'sponsored';
+  return own.includes('sponsored') ? 'mixed' : 'user';
 }
 
 function routeStep(step: PlannedStep, provider: string) {

@@ -99,7 +99,7 @@ export const TransferCostEstimateResponse = v.object({
     reason: v.string(),
     hops: v.pipe(v.number(), v.description('Number of steps.')),
     steps: v.array(RouteStep),
-    gas_policy: v.picklist(['user', 'sponsored', 'mixed']),
+    gas_policy: v.pipe(v.picklist(['venue', 'user', 'sponsored', 'mixed']), v.description('Who pays the gas of the user\'s legs; `venue` when the route is a venue payout only.')),
     chain_estimates: v.record(
       v.string(),
       v.object({ native_token: v.picklist(['ETH', 'POL', 'SOL']), gas_units: Integer, gas_price: Integer, native_cost: Decimal, cost_usdc: Decimal }),

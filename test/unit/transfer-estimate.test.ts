@@ -328,12 +328,13 @@ describe('unit conversions round up, against the user', () => {
 
 describe('the estimate matches its response schema (the OpenAPI source)', () => {
   it.each([
-    { source: 'venue_c', destination: 'venue_e', gas_sponsored: true },
-    { source: 'self', destination: 'venue_d', chain: 'SOL' },
-    { source: 'venue_a', destination: 'self' },
-  ])('%j', async (body) => {
+    [{ source: 'venue_c', destination: 'venue_e', gas_sponsored: true }, 'sponsored'],
+    [{ source: 'self', destination: 'venue_d', chain: 'SOL' }, 'user'],
+    [{ source: 'venue_a', destination: 'self' }, 'venue'],
+  ] as const)('%j', async (body, expected) => {
     const result = await estimate({ ...body, amount: '250' });
     expect(v.parse(TransferCostEstimateResponse, result)).toEqual(result);
+    expect(result.route.gas_policy).toBe(expected);
   });
 
   it('with a failed bridge quote', async () => {
