@@ -135,6 +135,8 @@ export interface SandboxBridgeOptions {
   readonly routes?: readonly BridgeRoute[];
   /** Milliseconds between the watcher's and the filler's rounds (200 by default). */
   readonly pollMs?: number;
+  /** How long the payer waits for a payout's receipt before it tries again (30 s by default). */
+  readonly receiptTimeoutMs?: number;
 }
 
 export interface SandboxBridgeListing {
@@ -453,7 +455,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     } catch {
       // Already known or mined (a resumed payout): the receipt decides.
     }
-    const receipt = await client.waitForTransactionReceipt({ hash: hash as Hex, pollingInterval: 50, timeout: 30_000 });
+    const receipt = await client.waitForTransactionReceipt({ hash: hash as Hex, pollingInterval: 50, timeout: options.receiptTimeoutMs ?? 30_000 });
     await settle(payout.id, receipt.status === 'success', `payout transaction ${hash} reverted`);
   };
 
@@ -474,7 +476,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     } catch {
       // Already processed (a resumed payout) or its blockhash expired: the status decides.
     }
-    const confirmed = await solana.waitForConfirmation(hash!, 15_000);
+    const confirmed = await solana.waitForConfirmation(hash!, options.receiptTimeoutMs ?? 15_000);
     if (confirmed) return settle(payout.id, confirmed.err === null, `payout transaction ${hash} failed`);
     // Not landed: once its blockhash is past, it never can; sign a new one.
     const height = BigInt((await solRpc(options.sol.chain.rpc_url, 'getBlockHeight', [{ commitment: 'confirmed' }])) as number);
