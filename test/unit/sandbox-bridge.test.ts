@@ -66,7 +66,8 @@ const usdcOf = (code: EvmChainCode, owner: Address, token: 'USDC' | 'USDC.E' = '
 
 /** A fresh EVM user with gas and `usdc` on `code`; `send` executes a quote's deposit calls. */
 async function evmUser(code: EvmChainCode, usdc: bigint) {
-  const account = privateKeyToAccount(generatePrivateKey());
+  const key = generatePrivateKey();
+  const account = privateKeyToAccount(key);
   await evm.faucet(code, account.address, evm.chains[code].native, ETHER);
   if (usdc > 0n) await evm.faucet(code, account.address, 'USDC', usdc);
   const { chain, public: reader } = evmClients(code);
@@ -80,7 +81,7 @@ async function evmUser(code: EvmChainCode, usdc: bigint) {
     }
     return hash!;
   };
-  return { address: account.address, send };
+  return { key, address: account.address, send };
 }
 
 function solUser() {
@@ -188,6 +189,33 @@ describe('deposits and fills on chain', () => {
     expect(status.receiving).toBeUndefined();
     expect(await usdcOf('ETH', user.address)).toBe(10n * USDC);
     expect(await usdcOf('ARB', recipient)).toBe(0n);
+  });
+});
+
+describe('what is not a quoted deposit', () => {
+  it('a transfer to the vault without a quote id is refunded to its sender (FAILED/NOT_PROCESSABLE_REFUND_NEEDED)', async () => {
+    const user = await evmUser('ARB', 3n * USDC);
+    const { chain, public: reader } = evmClients('ARB');
+    const hash = await createWalletClient({ chain, transport: http(evm.chains.ARB.rpc_url), account: privateKeyToAccount(user.key) }).writeContract({
+      address: evm.chains.ARB.tokens.USDC!.address as Address,
+      abi: erc20Abi,
+      functionName: 'transfer',
+      args: [bridge.listing.vaults.evm, 3n * USDC],
+    });
+    await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    expect(await waitFinal('ARB', hash)).toMatchObject({ status: 'FAILED', substatus: 'NOT_PROCESSABLE_REFUND_NEEDED', refund: { chain: 'ARB', amount: 3n * USDC } });
+    expect(await usdcOf('ARB', user.address)).toBe(3n * USDC);
+  });
+
+  it('a mint to the vault (the faucet topping it up) is nobody\'s deposit: nothing is refunded', async () => {
+    const stateFile = join(dataDir, 'bridge', 'bridge.json');
+    const payouts = async () => Object.keys((JSON.parse(await readFile(stateFile, 'utf8')) as { payouts: object }).payouts).length;
+    const before = await payouts();
+    const vaultBefore = await usdcOf('ARB', bridge.listing.vaults.evm);
+    await evm.faucet('ARB', bridge.listing.vaults.evm, 'USDC', 5n * USDC);
+    await new Promise((wake) => setTimeout(wake, 500));
+    expect(await payouts()).toBe(before);
+    expect(await usdcOf('ARB', bridge.listing.vaults.evm)).toBe(vaultBefore + 5n * USDC);
   });
 });
 

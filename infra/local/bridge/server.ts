@@ -19,6 +19,7 @@ import {
   isAddress,
   keccak256,
   parseAbiItem,
+  zeroAddress,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { EvmChainCode } from '../../../shared/chains/chain-config.ts';
@@ -343,6 +344,8 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
         continue;
       }
       if (getAddress(decoded.args.to) !== vault.address) continue;
+      // A mint (the sandbox faucet topping the vault up) is nobody's deposit.
+      if (decoded.args.from === zeroAddress) continue;
       deposits.push({ chain, tx: hash, sender: getAddress(decoded.args.from), amount: decoded.args.value, token, quoteId, timeMs: Number(block.timestamp) * 1000 });
     }
     return deposits.length ? deposits : undefined;
