@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { getAddressDecoder, getBase58Encoder } from '@solana/kit';
+import { getAddressDecoder, getBase58Decoder, getBase58Encoder } from '@solana/kit';
 import {
   type Address,
   type Hex,
@@ -24,7 +24,6 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { EvmChainCode } from '../../../shared/chains/chain-config.ts';
 import { SolanaChain } from '../../../shared/chains/solana-chain.ts';
-import { signSolanaMessage } from '../../../shared/enclave/solana-message.ts';
 import {
   BRIDGE_CHAINS,
   BRIDGE_ROUTES,
@@ -466,7 +465,8 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     let { raw, hash } = payout;
     if (payout.state === 'queued') {
       const built = await solana.transferMessage(solVault, payout.to, 'USDC', BigInt(payout.amount), payout.id.slice(0, 64));
-      const { signature } = signSolanaMessage(solSecret, built.messageBytes);
+      // The vault is the message's only signer (its fee payer): an ed25519 signature of the message bytes.
+      const signature = getBase58Decoder().decode(ed25519.sign(built.messageBytes, solSecret));
       raw = Buffer.from(SolanaChain.assemble(built.messageBytes, signature)).toString('base64');
       hash = signature;
       const signed = { raw, hash, last_valid_block_height: built.lastValidBlockHeight.toString() };
