@@ -24,6 +24,7 @@ import { startEvmSandbox } from './evm-sandbox.ts';
 import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
 import { startSolanaSandbox } from './solana-sandbox.ts';
 import { type SandboxVenueListing, startSandboxVenues } from './venues/framework.ts';
+import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
 import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
@@ -68,6 +69,8 @@ export interface LocalRuntime {
   readonly chains: ReturnType<typeof chainsListing>;
   /** The sandbox venues (`GET /sandbox/venues`). */
   readonly venues: SandboxVenueListing;
+  /** The sandbox bridge (`GET /sandbox/bridge`). */
+  readonly bridge: SandboxBridgeListing;
   readonly apps: readonly AppFileEntry[];
   readonly dynamodbEndpoint: string;
   stop(): Promise<void>;
@@ -112,7 +115,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   // Sandbox venues: each its own server and state under DATA_DIR/venues, watching the chains.
   const venues = await startSandboxVenues({ dataDir, host, evm });
   closers.splice(closers.indexOf(stopEvm), 0, () => venues.stop()); // before the chains: a payout may await its receipt
-  const chains: SandboxChains = { config: { ...evm.chains, SOL: sol.chain, sandbox: true }, evm, sol, venues };
+  // The sandbox bridge: its own server and state under DATA_DIR/bridge, vaults on every chain.
+  const bridge = await startSandboxBridge({ dataDir, host, evm, sol });
+  closers.splice(closers.indexOf(stopEvm), 0, () => bridge.stop()); // before the chains, as the venues
+  const chains: SandboxChains = { config: { ...evm.chains, SOL: sol.chain, sandbox: true }, evm, sol, venues, bridge };
   const rpcGateway = await startRpcGateway(chains.config, options.rpcCredential ?? `rpc-key-${randomBytes(16).toString('hex')}`, host);
   closers.push(() => close(rpcGateway.server));
 
@@ -141,6 +147,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     TEE_URL: urls.enclave,
     CHAINS_CONFIG: JSON.stringify(rpcGateway.config),
     VENUE_URLS: JSON.stringify(venues.urls),
+    BRIDGE_URL: bridge.url,
     VENUE_NETWORK: 'sandbox',
     ALLOWED_7702_DELEGATES: [...new Set(Object.values(evm.chains).map((chain) => chain.delegate).filter(Boolean))].join(','),
   });
@@ -176,6 +183,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     apps,
     chains: chainsListing(chains.config),
     venues: venues.listing,
+    bridge: bridge.listing,
     dynamodbEndpoint,
     stop: async () => {
       for (const closeOne of closers) await closeOne();

@@ -13,11 +13,12 @@ import type { EvmSandbox } from './evm-sandbox.ts';
 import { FaucetRefusedError, MAX_UNITS } from './faucet-refused.ts';
 import type { SolanaSandbox } from './solana-sandbox.ts';
 import { type SandboxVenues, VenueNotRunningError } from './venues/framework.ts';
+import type { SandboxBridge } from './bridge/server.ts';
 
 /**
  * Sandbox-only endpoints of the account service (never deployed to AWS; marked so in the
- * OpenAPI document): `GET /sandbox/chains`, `POST /sandbox/faucet`, `GET /sandbox/venues` and
- * `POST /sandbox/faults`. They need no credentials: the sandbox listens on 127.0.0.1 only.
+ * OpenAPI document): `GET /sandbox/chains`, `POST /sandbox/faucet`, `GET /sandbox/venues`,
+ * `GET /sandbox/bridge` and `POST /sandbox/faults`. They need no credentials: the sandbox listens on 127.0.0.1 only.
  */
 export interface SandboxChains {
   readonly config: ChainsConfig;
@@ -25,9 +26,11 @@ export interface SandboxChains {
   readonly sol: SolanaSandbox;
   /** The sandbox venues (infra/local/venues/), when running. */
   readonly venues?: SandboxVenues;
+  /** The sandbox bridge (infra/local/bridge/), when running. */
+  readonly bridge?: SandboxBridge;
 }
 
-const SANDBOX_ROUTES = new Set(['GET /sandbox/chains', 'POST /sandbox/faucet', 'GET /sandbox/venues', 'POST /sandbox/faults']);
+const SANDBOX_ROUTES = new Set(['GET /sandbox/chains', 'POST /sandbox/faucet', 'GET /sandbox/venues', 'GET /sandbox/bridge', 'POST /sandbox/faults']);
 
 function parseJsonBody(event: APIGatewayProxyEvent): unknown {
   try {
@@ -37,11 +40,15 @@ function parseJsonBody(event: APIGatewayProxyEvent): unknown {
   }
 }
 
-/** `POST /sandbox/faults`: sets or clears a sandbox venue's fault (the bridge's comes with the bridge). */
-async function setFault(venues: SandboxVenues | undefined, json: unknown) {
+/** `POST /sandbox/faults`: sets or clears a sandbox venue's or the sandbox bridge's fault. */
+async function setFault(venues: SandboxVenues | undefined, bridge: SandboxBridge | undefined, json: unknown) {
   const body = parseInput(FaultRequest, json, 'body');
   if (body.target === 'bridge') {
-    throw new ValidationError('body.target: the sandbox bridge does not exist yet (it comes with the transfer issue); venue faults work now', 'TARGET_NOT_AVAILABLE');
+    if (body.operation !== 'bridge') throw new ValidationError('body.operation: the bridge takes "bridge"', 'INVALID_OPERATION');
+    if (body.mode !== 'clear' && body.count === undefined) throw new ValidationError('body.count: is required unless mode is "clear"');
+    if (!bridge) throw new ValidationError('body.target: the sandbox bridge is not running', 'TARGET_NOT_AVAILABLE');
+    const fault = await bridge.setFault({ mode: body.mode, count: body.count ?? 0 });
+    return { success: true, sandbox: true, target: body.target, operation: body.operation, fault: fault ? { mode: fault.mode, remaining: fault.remaining } : null };
   }
   if (body.operation === 'bridge') throw new ValidationError('body.operation: a venue takes "deposit" or "withdrawal"; "bridge" is for the bridge target', 'INVALID_OPERATION');
   if (body.mode !== 'clear' && body.count === undefined) throw new ValidationError('body.count: is required unless mode is "clear"');
@@ -88,8 +95,9 @@ export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxy
   try {
     if (route === 'GET /sandbox/chains') return jsonResponse(200, chainsListing(chains.config));
     if (route === 'GET /sandbox/venues') return jsonResponse(200, { sandbox: true, ...(chains.venues?.listing ?? { venues: [] }) });
+    if (route === 'GET /sandbox/bridge') return jsonResponse(200, { sandbox: true, bridge: chains.bridge?.listing ?? null });
     const json = parseJsonBody(event);
-    if (route === 'POST /sandbox/faults') return jsonResponse(200, await setFault(chains.venues, json));
+    if (route === 'POST /sandbox/faults') return jsonResponse(200, await setFault(chains.venues, chains.bridge, json));
     const body = parseInput(FaucetRequest, json, 'body');
     const decimals = decimalsOf(chains.config, body.chain, body.token);
     const family = body.chain === 'SOL' ? 'sol' : 'evm';

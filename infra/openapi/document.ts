@@ -67,12 +67,22 @@ function sandboxPaths() {
         responses: { 200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } } },
       },
     },
+    '/sandbox/bridge': {
+      get: {
+        operationId: 'SandboxBridge',
+        'x-sandbox-only': true,
+        summary: 'Sandbox bridge: base URL (BRIDGE_URL), vault addresses, routes with fees, limits and sources',
+        description: `${note} \`{ "bridge": { "url", "vaults": { "evm", "sol" }, "routes": [...] } }\`; the bridge's own API is in docs/bridge.md.`,
+        security: [],
+        responses: { 200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } } },
+      },
+    },
     '/sandbox/faults': {
       post: {
         operationId: 'SandboxFaults',
         'x-sandbox-only': true,
-        summary: 'Make a sandbox venue\'s next operations fail, stall or refund',
-        description: `${note} The target's next \`count\` operations of the kind fail, stall (held until \`clear\`) or refund (a deposit is sent back on chain, a withdrawal returned to the venue balance); \`clear\` ends the fault and releases what a stall held. 400 TARGET_NOT_AVAILABLE for \`bridge\` (no sandbox bridge yet), 400 VENUE_NOT_RUNNING for a venue that is not running.`,
+        summary: 'Make a sandbox venue\'s or the sandbox bridge\'s next operations fail, stall or refund',
+        description: `${note} The target's next \`count\` operations of the kind fail, stall (held until \`clear\`) or refund (a deposit is sent back on chain, a withdrawal returned to the venue balance); \`clear\` ends the fault and releases what a stall held. The \`bridge\` target takes operation \`bridge\`: its next deposits fail (refunded, FAILED/REFUNDED), stall (held until \`clear\` or the fill deadline, then refunded) or refund (DONE/REFUNDED). 400 VENUE_NOT_RUNNING for a venue that is not running.`,
         security: [],
         requestBody: { required: true, content: { 'application/json': { schema: schema(FaultRequest) } } },
         responses: { 200: { description: 'The fault now in force (null after clear)', content: { 'application/json': { schema: { type: 'object' } } } }, 400: { description: 'Invalid input', ...error } },

@@ -4,8 +4,9 @@ import { VENUE_IDS } from '../venues/default-status.ts';
 /**
  * `POST /sandbox/faults` (local sandbox only): the target's next `count` operations of a kind
  * fail, stall or (refund) are given back; `clear` ends the fault and releases what a stall held.
- * Venues take `deposit` and `withdrawal`; the `bridge` target is refused until the sandbox bridge
- * exists (the transfer issue).
+ * Venues take `deposit` and `withdrawal`; the `bridge` target (the sandbox bridge,
+ * infra/local/bridge/) takes `bridge`: its next deposits fail (refunded, FAILED/REFUNDED), stall
+ * (held until `clear` or the fill deadline) or are refunded (DONE/REFUNDED).
  */
 export const FaultRequest = v.object({
   target: v.picklist([...VENUE_IDS, 'bridge'], `must be one of ${[...VENUE_IDS, 'bridge'].join(', ')}`),

@@ -87,7 +87,8 @@ describe.runIf(isSandbox)('POST /sandbox/faults', () => {
     ['count fractional', { target: 'venue_b', operation: 'deposit', mode: 'stall', count: 1.5 }, 'INVALID_REQUEST'],
     ['count as a string', { target: 'venue_b', operation: 'deposit', mode: 'stall', count: '1' }, 'INVALID_REQUEST'],
     ['bridge operation on a venue', { target: 'venue_b', operation: 'bridge', mode: 'fail', count: 1 }, 'INVALID_OPERATION'],
-    ['the bridge (not built yet)', { target: 'bridge', operation: 'bridge', mode: 'refund', count: 1 }, 'TARGET_NOT_AVAILABLE'],
+    ['a venue operation on the bridge', { target: 'bridge', operation: 'deposit', mode: 'refund', count: 1 }, 'INVALID_OPERATION'],
+    ['bridge count missing', { target: 'bridge', operation: 'bridge', mode: 'stall' }, 'INVALID_REQUEST'],
   ])('%s is 400 %s', async (_what, json, code) => {
     const response = await faults(json);
     expect(response.status, JSON.stringify(response.body)).toBe(400);
@@ -106,6 +107,30 @@ describe.runIf(isSandbox)('POST /sandbox/faults', () => {
     expect(set.status).toBe(200);
     expect(set.body).toEqual({ success: true, sandbox: true, target: 'venue_b', operation: 'withdrawal', fault: { mode: 'fail', remaining: 2 } });
     const cleared = await faults({ target: 'venue_b', operation: 'withdrawal', mode: 'clear' });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body).toMatchObject({ fault: null });
+  });
+});
+
+describe.runIf(isSandbox)('the sandbox bridge', () => {
+  it('GET /sandbox/bridge lists its URL, its vaults and the routes with fees, limits and sources', async () => {
+    const response = await call('account', 'GET', '/sandbox/bridge');
+    expect(response.status).toBe(200);
+    const bridge = response.body.bridge as { url: string; vaults: { evm: string; sol: string }; routes: { id: string; fee_fixed: string; fee_bps: string; min: string; sources: Record<string, string> }[] };
+    expect(bridge.url).toMatch(/^http:\/\//);
+    expect(bridge.vaults.evm).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    const route = bridge.routes.find((r) => r.id === 'across:ARB.USDC->ETH.USDC');
+    expect(route).toMatchObject({ fee_fixed: '1500000', fee_bps: '4', min: '5000000' });
+    expect(route!.sources.fee_fixed).toContain('sandbox choice');
+    expect(bridge.routes.some((r) => r.id === 'cctp:SOL.USDC->ARB.USDC')).toBe(true);
+  });
+
+  it('sets a bridge fault and clears it', async () => {
+    // Stall only, then clear at once: other API tests may bridge through the sandbox.
+    const set = await faults({ target: 'bridge', operation: 'bridge', mode: 'stall', count: 1 });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body).toEqual({ success: true, sandbox: true, target: 'bridge', operation: 'bridge', fault: { mode: 'stall', remaining: 1 } });
+    const cleared = await faults({ target: 'bridge', operation: 'bridge', mode: 'clear' });
     expect(cleared.status).toBe(200);
     expect(cleared.body).toMatchObject({ fault: null });
   });

@@ -1,0 +1,771 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { getAddressDecoder, getBase58Decoder, getBase58Encoder } from '@solana/kit';
+import {
+  type Address,
+  type Hex,
+  type PublicClient,
+  createPublicClient,
+  createWalletClient,
+  decodeEventLog,
+  defineChain,
+  encodeFunctionData,
+  erc20Abi,
+  getAddress,
+  http,
+  isAddress,
+  keccak256,
+  parseAbiItem,
+  zeroAddress,
+} from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { EvmChainCode } from '../../../shared/chains/chain-config.ts';
+import { SolanaChain } from '../../../shared/chains/solana-chain.ts';
+import {
+  BRIDGE_CHAINS,
+  BRIDGE_ROUTES,
+  type BridgeChain,
+  type BridgeRoute,
+  type BridgeToken,
+  bridgeFee,
+  bridgeRouteJson,
+  findBridgeRoute,
+} from '../../../shared/transfers/bridge-routes.ts';
+import type { EvmSandbox } from '../evm-sandbox.ts';
+import type { SolanaSandbox } from '../solana-sandbox.ts';
+import { DurableState } from '../venues/durable-state.ts';
+
+/**
+ * The sandbox bridge (issue 11 §2): a separate component like the sandbox venues, with its own
+ * HTTP server, its state in DATA_DIR/bridge/bridge.json (DurableState) and vaults holding USDC
+ * (and USDC.E) on every sandbox chain, SOL included. Modelled on Across / CCTP as research C.6
+ * recommends; the API is documented in docs/bridge.md.
+ *
+ * - Quote (`GET /v1/quote`): fee = fixed + bps of the route (shared/transfers/bridge-routes.ts),
+ *   min / max, an expiry, and the deposit call(s): EVM, the token's `transfer(vault, amount)`
+ *   with the quote id appended to the calldata (ERC-20 ignores the suffix, the bridge reads it
+ *   from the transaction); SOL, an SPL transfer to the vault with the quote id as memo.
+ * - Deposits are credited only from the chain: the EVM watcher reads Transfer logs to the vault on
+ *   every EVM chain; a Solana deposit (and any EVM one not yet seen) is read from the chain when
+ *   its status is asked (`GET /v1/status?fromChain&txHash`). Each is recorded once, keyed
+ *   `chain:tx`; a quote is used once.
+ * - Fill after the route's latency: a payout from the destination vault of amount − fee, signed
+ *   and recorded before broadcast, rebroadcast (not re-signed) after a restart: paid once.
+ * - Refund on the source chain, to the sender: when the deposit does not match its quote (expired,
+ *   unknown, used, wrong amount: FAILED/…), when a fault says `fail` (FAILED/REFUNDED), or when
+ *   the fill expires (past the route's fill deadline, or a `refund` fault: DONE/REFUNDED).
+ * - Faults (`setFault('bridge', …)`): the next n deposits fail, stall (held until `clear`, or
+ *   until the fill deadline passes, then refunded) or are refunded.
+ */
+export type BridgeFaultMode = 'fail' | 'stall' | 'refund';
+
+export interface BridgeFaultSetting {
+  readonly mode: BridgeFaultMode;
+  readonly remaining: number;
+}
+
+interface QuoteRecord {
+  readonly id: string;
+  readonly route_id: string;
+  readonly amount: string;
+  readonly fee: string;
+  readonly sender: string;
+  readonly recipient: string;
+  readonly created_ms: number;
+  readonly expires_ms: number;
+  used_by?: string;
+}
+
+type TransferState = 'waiting' | 'held' | 'filling' | 'refunding' | 'completed' | 'refunded';
+
+interface TransferRecord {
+  readonly key: string;
+  readonly chain: BridgeChain;
+  readonly tx: string;
+  readonly sender: string;
+  readonly amount: string;
+  readonly token: BridgeToken;
+  readonly quote_id: string | null;
+  readonly seen_ms: number;
+  state: TransferState;
+  fill_at_ms: number;
+  deadline_ms: number;
+  /** Why a refund: the final status it ends in. */
+  refund_as?: { status: 'DONE' | 'FAILED'; substatus: 'REFUNDED' | 'EXPIRED' | 'NOT_PROCESSABLE_REFUND_NEEDED'; message: string };
+  fill_payout?: string;
+  refund_payout?: string;
+}
+
+interface PayoutRecord {
+  readonly id: string;
+  readonly chain: BridgeChain;
+  readonly to: string;
+  readonly token: BridgeToken;
+  readonly amount: string;
+  state: 'queued' | 'sent' | 'completed' | 'failed';
+  /** EVM: the signed raw transaction; SOL: the base64 wire transaction. */
+  raw?: string;
+  hash?: string;
+  last_valid_block_height?: string;
+  reason?: string;
+}
+
+interface BridgeState {
+  readonly version: 1;
+  port: number | null;
+  readonly evm_vault: { readonly private_key: Hex };
+  /** The Solana vault's 32-byte ed25519 secret, hex. */
+  readonly sol_vault: { readonly secret: string };
+  cursors: Partial<Record<EvmChainCode, string>>;
+  quotes: Record<string, QuoteRecord>;
+  transfers: Record<string, TransferRecord>;
+  payouts: Record<string, PayoutRecord>;
+  fault?: BridgeFaultSetting;
+}
+
+export interface SandboxBridgeOptions {
+  readonly dataDir: string;
+  readonly host?: string;
+  readonly evm: Pick<EvmSandbox, 'chains' | 'faucet'>;
+  readonly sol: Pick<SolanaSandbox, 'chain' | 'faucet'>;
+  /** Per-route overrides (tests: a fill latency, a short fill deadline or quote TTL). */
+  readonly routes?: readonly BridgeRoute[];
+  /** Milliseconds between the watcher's and the filler's rounds (200 by default). */
+  readonly pollMs?: number;
+  /** How long the payer waits for a payout's receipt before it tries again (30 s by default). */
+  readonly receiptTimeoutMs?: number;
+}
+
+export interface SandboxBridgeListing {
+  readonly url: string;
+  readonly vaults: { readonly evm: Address; readonly sol: string };
+  readonly routes: ReturnType<typeof bridgeRouteJson>[];
+}
+
+export interface SandboxBridge {
+  readonly url: string;
+  readonly listing: SandboxBridgeListing;
+  /** Sets (or with `clear`, ends) the bridge's fault; `clear` releases held deposits. */
+  setFault(input: { mode: BridgeFaultMode | 'clear'; count: number }): Promise<BridgeFaultSetting | null>;
+  stop(): Promise<void>;
+}
+
+const EVM_CHAINS: readonly EvmChainCode[] = ['ETH', 'ARB', 'POL', 'INK'];
+const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+const MEMO_PROGRAM = 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr';
+const QUOTE_SUFFIX_BYTES = 16;
+const LOG_RANGE = 2_000n;
+const NATIVE_MINIMUM = 10n ** 18n;
+const NATIVE_FUNDING = 100n * 10n ** 18n;
+const TOKEN_MINIMUM = 100_000n * 10n ** 6n;
+const TOKEN_FUNDING = 2_000_000n * 10n ** 6n;
+const SOL_LAMPORTS_FUNDING = 100n * 10n ** 9n;
+const BODY_LIMIT = 64 * 1024;
+
+class BridgeHttpError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export async function startSandboxBridge(options: SandboxBridgeOptions): Promise<SandboxBridge> {
+  const routes = options.routes ?? BRIDGE_ROUTES;
+  const pollMs = options.pollMs ?? 200;
+  const store = await DurableState.open<BridgeState>(join(resolve(options.dataDir), 'bridge', 'bridge.json'), () => ({
+    version: 1,
+    port: null,
+    evm_vault: { private_key: generatePrivateKey() },
+    sol_vault: { secret: Buffer.from(ed25519.utils.randomSecretKey()).toString('hex') },
+    cursors: {},
+    quotes: {},
+    transfers: {},
+    payouts: {},
+  }));
+  const vault = privateKeyToAccount(store.read().evm_vault.private_key);
+  const solSecret = Uint8Array.from(Buffer.from(store.read().sol_vault.secret, 'hex'));
+  const solVault = getAddressDecoder().decode(ed25519.getPublicKey(solSecret)) as string;
+  const solana = new SolanaChain(options.sol.chain);
+
+  // --- the chains and the vaults --------------------------------------------------------------
+  const evm = Object.fromEntries(
+    EVM_CHAINS.map((code) => {
+      const config = options.evm.chains[code];
+      const chain = defineChain({
+        id: config.chain_id,
+        name: `sandbox ${code}`,
+        nativeCurrency: { name: config.native, symbol: config.native, decimals: 18 },
+        rpcUrls: { default: { http: [config.rpc_url] } },
+      });
+      const transport = http(config.rpc_url, { retryCount: 0 });
+      return [
+        code,
+        {
+          config,
+          client: createPublicClient({ chain, transport, pollingInterval: 50 }) as PublicClient,
+          wallet: createWalletClient({ chain, transport, account: vault }),
+        },
+      ];
+    }),
+  ) as unknown as Record<EvmChainCode, { config: EvmSandbox['chains'][EvmChainCode]; client: PublicClient; wallet: ReturnType<typeof createWalletClient> }>;
+
+  const tokenAddress = (chain: EvmChainCode, token: BridgeToken): Address | undefined =>
+    (evm[chain].config.tokens as Partial<Record<BridgeToken, { address: string }>>)[token]?.address as Address | undefined;
+
+  for (const code of EVM_CHAINS) {
+    const { client, config } = evm[code];
+    if ((await client.getBalance({ address: vault.address })) < NATIVE_MINIMUM) await options.evm.faucet(code, vault.address, config.native, NATIVE_FUNDING);
+    for (const token of ['USDC', 'USDC.E'] as const) {
+      const address = tokenAddress(code, token);
+      if (!address) continue;
+      const held = await client.readContract({ address, abi: erc20Abi, functionName: 'balanceOf', args: [vault.address] });
+      if (held < TOKEN_MINIMUM) await options.evm.faucet(code, vault.address, token, TOKEN_FUNDING);
+    }
+    // The bridge's life on a chain starts at its first start.
+    if (store.read().cursors[code] === undefined) {
+      const head = await client.getBlockNumber();
+      await store.transact((draft) => {
+        draft.cursors[code] = head.toString();
+      });
+    }
+  }
+  if ((await solana.balance(solVault, 'SOL')) < SOL_LAMPORTS_FUNDING / 10n) await options.sol.faucet(solVault, 'SOL', SOL_LAMPORTS_FUNDING);
+  if ((await solana.balance(solVault, 'USDC')) < TOKEN_MINIMUM) await options.sol.faucet(solVault, 'USDC', TOKEN_FUNDING);
+
+  let stopped = false;
+  let wake: () => void = () => undefined;
+  const transact = async <R>(change: (draft: BridgeState) => R): Promise<R> => {
+    const result = await store.transact(change);
+    wake();
+    return result;
+  };
+
+  const routeById = new Map(routes.map((route) => [route.id, route]));
+
+  // --- deposits: read from the chain, recorded once ------------------------------------------
+  interface ChainDeposit {
+    chain: BridgeChain;
+    tx: string;
+    sender: string;
+    amount: bigint;
+    token: BridgeToken;
+    quoteId: string | null;
+    timeMs: number;
+  }
+
+  /** Records a deposit seen on chain and decides its fate, in one write. */
+  const record = (deposit: ChainDeposit) =>
+    transact((draft) => {
+      const key = `${deposit.chain}:${deposit.tx}`;
+      if (draft.transfers[key]) return;
+      const now = Date.now();
+      const quote = deposit.quoteId ? draft.quotes[deposit.quoteId] : undefined;
+      const route = quote ? routeById.get(quote.route_id) : undefined;
+      const transfer: TransferRecord = {
+        key,
+        chain: deposit.chain,
+        tx: deposit.tx,
+        sender: deposit.sender,
+        amount: deposit.amount.toString(),
+        token: deposit.token,
+        quote_id: quote ? quote.id : null,
+        seen_ms: now,
+        state: 'waiting',
+        fill_at_ms: now + (route?.fill_latency_ms ?? 0),
+        deadline_ms: now + (route?.fill_deadline_s ?? 0) * 1000,
+      };
+      draft.transfers[key] = transfer;
+      const refuse = (substatus: NonNullable<TransferRecord['refund_as']>['substatus'], message: string) => {
+        transfer.refund_as = { status: 'FAILED', substatus, message };
+        startRefund(draft, transfer);
+      };
+      if (!quote || !route) return refuse('NOT_PROCESSABLE_REFUND_NEEDED', 'the deposit names no quote of this bridge');
+      if (quote.used_by) return refuse('NOT_PROCESSABLE_REFUND_NEEDED', `quote ${quote.id} was already used by ${quote.used_by}`);
+      quote.used_by = key;
+      if (route.from.chain !== deposit.chain || route.from.token !== deposit.token) return refuse('NOT_PROCESSABLE_REFUND_NEEDED', `quote ${quote.id} is for ${route.from.chain} ${route.from.token}`);
+      if (deposit.amount !== BigInt(quote.amount)) return refuse('NOT_PROCESSABLE_REFUND_NEEDED', `deposit of ${deposit.amount} does not match the quoted ${quote.amount}`);
+      if (deposit.timeMs > quote.expires_ms) return refuse('EXPIRED', `the deposit landed after quote ${quote.id} expired`);
+      const fault = takeFault(draft);
+      if (fault === 'fail') {
+        transfer.refund_as = { status: 'FAILED', substatus: 'REFUNDED', message: 'sandbox fault: the bridge failed this deposit and refunds it' };
+        startRefund(draft, transfer);
+      } else if (fault === 'refund') {
+        transfer.refund_as = { status: 'DONE', substatus: 'REFUNDED', message: 'sandbox fault: the fill expired; refunded on the source chain' };
+        startRefund(draft, transfer);
+      } else if (fault === 'stall') {
+        transfer.state = 'held';
+      }
+    });
+
+  const startRefund = (draft: BridgeState, transfer: TransferRecord) => {
+    const id = `refund:${transfer.key}`;
+    draft.payouts[id] = { id, chain: transfer.chain, to: transfer.sender, token: transfer.token, amount: transfer.amount, state: 'queued' };
+    transfer.refund_payout = id;
+    transfer.state = 'refunding';
+  };
+
+  const takeFault = (draft: BridgeState): BridgeFaultMode | undefined => {
+    const fault = draft.fault;
+    if (!fault || fault.remaining <= 0) return undefined;
+    if (fault.remaining === 1) delete draft.fault;
+    else draft.fault = { mode: fault.mode, remaining: fault.remaining - 1 };
+    return fault.mode;
+  };
+
+  /** Reads one EVM transaction: the Transfer logs to the vault and the quote id in the calldata suffix. */
+  const readEvmDeposit = async (chain: EvmChainCode, hash: Hex): Promise<ChainDeposit[] | undefined> => {
+    const { client } = evm[chain];
+    const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (!receipt || receipt.status !== 'success') return undefined;
+    const tokens = new Map<string, BridgeToken>();
+    for (const token of ['USDC', 'USDC.E'] as const) {
+      const address = tokenAddress(chain, token);
+      if (address) tokens.set(address.toLowerCase(), token);
+    }
+    const tx = await client.getTransaction({ hash });
+    const input = tx.input;
+    const quoteId = input.length >= 2 + 2 * (68 + QUOTE_SUFFIX_BYTES) ? uuidFromHex(input.slice(-2 * QUOTE_SUFFIX_BYTES)) : null;
+    const block = await client.getBlock({ blockNumber: receipt.blockNumber });
+    const deposits: ChainDeposit[] = [];
+    for (const log of receipt.logs) {
+      const token = tokens.get(log.address.toLowerCase());
+      if (!token) continue;
+      let decoded;
+      try {
+        decoded = decodeEventLog({ abi: [TRANSFER_EVENT], data: log.data, topics: log.topics });
+      } catch {
+        continue;
+      }
+      if (getAddress(decoded.args.to) !== vault.address) continue;
+      // A mint (the sandbox faucet topping the vault up) is nobody's deposit.
+      if (decoded.args.from === zeroAddress) continue;
+      deposits.push({ chain, tx: hash, sender: getAddress(decoded.args.from), amount: decoded.args.value, token, quoteId, timeMs: Number(block.timestamp) * 1000 });
+    }
+    return deposits.length ? deposits : undefined;
+  };
+
+  /** Reads one Solana transaction: the vault's USDC balance change, the sender's, and the memo. */
+  const readSolDeposit = async (signature: string): Promise<ChainDeposit[] | undefined> => {
+    const tx = (await solRpc(options.sol.chain.rpc_url, 'getTransaction', [signature, { encoding: 'json', commitment: 'confirmed', maxSupportedTransactionVersion: 0 }])) as SolTransactionJson | null;
+    if (!tx || tx.meta.err !== null) return undefined;
+    const mint = options.sol.chain.tokens.USDC.mint;
+    const delta = (owner: string) => {
+      const sum = (list: SolTokenBalance[]) => list.filter((b) => b.owner === owner && b.mint === mint).reduce((total, b) => total + BigInt(b.uiTokenAmount.amount), 0n);
+      return sum(tx.meta.postTokenBalances) - sum(tx.meta.preTokenBalances);
+    };
+    const received = delta(solVault);
+    if (received <= 0n) return undefined;
+    const owners = new Set(tx.meta.preTokenBalances.filter((b) => b.mint === mint).map((b) => b.owner));
+    const sender = [...owners].find((owner) => owner !== solVault && delta(owner) < 0n);
+    if (!sender) return undefined;
+    const keys = tx.transaction.message.accountKeys;
+    const memo = tx.transaction.message.instructions.find((ix) => keys[ix.programIdIndex] === MEMO_PROGRAM);
+    const quoteId = memo ? new TextDecoder().decode(Uint8Array.from(getBase58Encoder().encode(memo.data))) : null;
+    return [{ chain: 'SOL', tx: signature, sender, amount: received, token: 'USDC', quoteId, timeMs: (tx.blockTime ?? 0) * 1000 }];
+  };
+
+  /** Looks a deposit up on its chain when the bridge has not recorded it yet; false when the chain does not show one. */
+  const discover = async (chain: BridgeChain, tx: string): Promise<boolean> => {
+    if (store.read().transfers[`${chain}:${tx}`]) return true;
+    const deposits = chain === 'SOL' ? await readSolDeposit(tx) : await readEvmDeposit(chain, tx as Hex);
+    if (!deposits) return false;
+    // One record per transaction (a transaction with two transfers to the vault is credited as their sum).
+    const total = deposits.reduce((sum, d) => sum + d.amount, 0n);
+    await record({ ...deposits[0]!, amount: total });
+    return true;
+  };
+
+  // --- the EVM watcher -----------------------------------------------------------------------
+  const watchEvm = async () => {
+    for (const code of EVM_CHAINS) {
+      const { client } = evm[code];
+      const head = await client.getBlockNumber();
+      let from = BigInt(store.read().cursors[code] ?? head.toString()) + 1n;
+      if (head < from - 1n) {
+        await transact((draft) => {
+          draft.cursors[code] = head.toString();
+        });
+        continue;
+      }
+      const addresses = (['USDC', 'USDC.E'] as const).map((t) => tokenAddress(code, t)).filter((a): a is Address => a !== undefined);
+      while (from <= head) {
+        const to = from + LOG_RANGE - 1n < head ? from + LOG_RANGE - 1n : head;
+        const logs = await client.getLogs({ address: addresses, event: TRANSFER_EVENT, args: { to: vault.address }, fromBlock: from, toBlock: to });
+        for (const hash of new Set(logs.map((log) => log.transactionHash))) await discover(code, hash);
+        await transact((draft) => {
+          draft.cursors[code] = to.toString();
+        });
+        from = to + 1n;
+      }
+    }
+  };
+
+  // --- the filler: fills due, expired fills refunded, payouts settled --------------------------
+  const advance = async () => {
+    const now = Date.now();
+    await transact((draft) => {
+      for (const transfer of Object.values(draft.transfers)) {
+        if (transfer.state !== 'waiting' && transfer.state !== 'held') continue;
+        if (now > transfer.deadline_ms) {
+          transfer.refund_as = { status: 'DONE', substatus: 'REFUNDED', message: 'no fill before the fill deadline; refunded on the source chain' };
+          startRefund(draft, transfer);
+          continue;
+        }
+        if (transfer.state === 'held' || now < transfer.fill_at_ms) continue;
+        const quote = draft.quotes[transfer.quote_id!]!;
+        const route = routeById.get(quote.route_id)!;
+        const id = `fill:${transfer.key}`;
+        draft.payouts[id] = { id, chain: route.to.chain, to: quote.recipient, token: route.to.token, amount: (BigInt(quote.amount) - BigInt(quote.fee)).toString(), state: 'queued' };
+        transfer.fill_payout = id;
+        transfer.state = 'filling';
+      }
+      for (const transfer of Object.values(draft.transfers)) {
+        if (transfer.state === 'filling' && draft.payouts[transfer.fill_payout!]!.state === 'completed') transfer.state = 'completed';
+        if (transfer.state === 'refunding' && draft.payouts[transfer.refund_payout!]!.state === 'completed') transfer.state = 'refunded';
+      }
+    });
+  };
+
+  const payOne = async (payout: PayoutRecord) => {
+    if (payout.chain === 'SOL') return paySol(payout);
+    const chain = payout.chain as EvmChainCode;
+    const { client, wallet } = evm[chain];
+    let { raw, hash } = payout;
+    if (payout.state === 'queued') {
+      const request = await wallet.prepareTransactionRequest({
+        account: vault,
+        chain: wallet.chain,
+        to: tokenAddress(chain, payout.token)!,
+        data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [payout.to as Address, BigInt(payout.amount)] }),
+        nonce: await client.getTransactionCount({ address: vault.address, blockTag: 'pending' }),
+      });
+      raw = await wallet.signTransaction(request as never);
+      hash = keccak256(raw as Hex);
+      const signed = { raw, hash };
+      await store.transact((draft) => {
+        Object.assign(draft.payouts[payout.id]!, signed, { state: 'sent' });
+      });
+    }
+    try {
+      await client.sendRawTransaction({ serializedTransaction: raw as Hex });
+    } catch {
+      // Already known or mined (a resumed payout): the receipt decides.
+    }
+    const receipt = await client.waitForTransactionReceipt({ hash: hash as Hex, pollingInterval: 50, timeout: options.receiptTimeoutMs ?? 30_000 });
+    await settle(payout.id, receipt.status === 'success', `payout transaction ${hash} reverted`);
+  };
+
+  const paySol = async (payout: PayoutRecord) => {
+    let { raw, hash } = payout;
+    if (payout.state === 'queued') {
+      const built = await solana.transferMessage(solVault, payout.to, 'USDC', BigInt(payout.amount), payout.id.slice(0, 64));
+      // The vault is the message's only signer (its fee payer): an ed25519 signature of the message bytes.
+      const signature = getBase58Decoder().decode(ed25519.sign(built.messageBytes, solSecret));
+      raw = Buffer.from(SolanaChain.assemble(built.messageBytes, signature)).toString('base64');
+      hash = signature;
+      const signed = { raw, hash, last_valid_block_height: built.lastValidBlockHeight.toString() };
+      await store.transact((draft) => {
+        Object.assign(draft.payouts[payout.id]!, signed, { state: 'sent' });
+      });
+    }
+    try {
+      await solana.broadcast(Buffer.from(raw!, 'base64'));
+    } catch {
+      // Already processed (a resumed payout) or its blockhash expired: the status decides.
+    }
+    const confirmed = await solana.waitForConfirmation(hash!, options.receiptTimeoutMs ?? 15_000);
+    if (confirmed) return settle(payout.id, confirmed.err === null, `payout transaction ${hash} failed`);
+    // Not landed: once its blockhash is past, it never can; sign a new one.
+    const height = BigInt((await solRpc(options.sol.chain.rpc_url, 'getBlockHeight', [{ commitment: 'confirmed' }])) as number);
+    if (height > BigInt(store.read().payouts[payout.id]!.last_valid_block_height ?? '0')) {
+      await store.transact((draft) => {
+        draft.payouts[payout.id]!.state = 'queued';
+      });
+    }
+  };
+
+  const settle = (id: string, ok: boolean, reason: string) =>
+    transact((draft) => {
+      const entry = draft.payouts[id]!;
+      entry.state = ok ? 'completed' : 'failed';
+      if (!ok) entry.reason = reason;
+    });
+
+  const payPending = async () => {
+    for (;;) {
+      const pending = Object.values(store.read().payouts).filter((p) => p.state === 'queued' || p.state === 'sent');
+      const payout = pending.find((p) => p.state === 'sent') ?? pending[0];
+      if (!payout) return;
+      await payOne(payout);
+    }
+  };
+
+  const loop = (name: string, round: () => Promise<void>, wakeable: boolean) =>
+    (async () => {
+      while (!stopped) {
+        try {
+          await round();
+        } catch (error) {
+          if (!stopped) process.stderr.write(`sandbox bridge: ${name}: ${(error as Error).message.split('\n')[0]}\n`);
+        }
+        if (!wakeable) {
+          await sleep(pollMs);
+          continue;
+        }
+        const signal = Promise.withResolvers<void>();
+        wake = () => signal.resolve();
+        await Promise.race([signal.promise, sleep(pollMs)]);
+      }
+    })();
+  const loops = [
+    loop('watcher', watchEvm, false),
+    loop(
+      'filler',
+      async () => {
+        await advance();
+        await payPending();
+        await advance();
+      },
+      true,
+    ),
+  ];
+
+  // --- the HTTP API ----------------------------------------------------------------------------
+  const quote = (query: Record<string, string>) => {
+    const from = endpoint(query, 'fromChain', 'fromToken');
+    const to = endpoint(query, 'toChain', 'toToken');
+    const route = findBridgeRoute(from, to, routes);
+    if (!route) throw new BridgeHttpError(404, 'NO_ROUTE', `no route from ${from.chain} ${from.token} to ${to.chain} ${to.token}`);
+    const amountText = query.fromAmount ?? '';
+    if (!/^[1-9][0-9]{0,30}$/.test(amountText)) throw new BridgeHttpError(400, 'INVALID_AMOUNT', 'fromAmount: must be a positive integer of base units');
+    const amount = BigInt(amountText);
+    const fee = bridgeFee(route, amount);
+    if (amount < route.min || amount <= fee) throw new BridgeHttpError(422, 'AMOUNT_TOO_LOW', `fromAmount: the route's minimum is ${route.min} and its fee for ${amount} is ${fee}`);
+    if (amount > route.max) throw new BridgeHttpError(422, 'AMOUNT_TOO_HIGH', `fromAmount: the route's maximum is ${route.max}`);
+    const sender = chainAddress(from.chain, query.fromAddress, 'fromAddress');
+    const recipient = chainAddress(to.chain, query.toAddress, 'toAddress');
+    const id = randomUUID();
+    const now = Date.now();
+    const record: QuoteRecord = { id, route_id: route.id, amount: amount.toString(), fee: fee.toString(), sender, recipient, created_ms: now, expires_ms: now + route.quote_ttl_s * 1000 };
+    const deposit =
+      from.chain === 'SOL'
+        ? [{ kind: 'spl_transfer', chain: 'SOL', token: 'USDC', mint: options.sol.chain.tokens.USDC.mint, to: solVault, amount: amount.toString(), memo: id }]
+        : [
+            {
+              kind: 'evm_transaction',
+              chain: from.chain,
+              to: tokenAddress(from.chain, from.token),
+              data: `${encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [vault.address, amount] })}${id.replaceAll('-', '')}`,
+              value: '0',
+            },
+          ];
+    return {
+      record,
+      body: {
+        quote_id: id,
+        route_id: route.id,
+        amount: amount.toString(),
+        fee: fee.toString(),
+        fee_breakdown: { fixed: route.fee_fixed.toString(), bps: route.fee_bps.toString() },
+        to_amount: (amount - fee).toString(),
+        min: route.min.toString(),
+        max: route.max.toString(),
+        quoted_at: new Date(now).toISOString(),
+        expires_at: new Date(record.expires_ms).toISOString(),
+        estimated_fill_ms: route.fill_latency_ms,
+        deposit,
+      },
+    };
+  };
+
+  const status = async (query: Record<string, string>) => {
+    const chain = query.fromChain as BridgeChain;
+    if (!BRIDGE_CHAINS.includes(chain)) throw new BridgeHttpError(400, 'INVALID_CHAIN', `fromChain: must be one of ${BRIDGE_CHAINS.join(', ')}`);
+    const tx = query.txHash ?? '';
+    const valid = chain === 'SOL' ? /^[1-9A-HJ-NP-Za-km-z]{64,88}$/.test(tx) : /^0x[0-9a-fA-F]{64}$/.test(tx);
+    if (!valid) throw new BridgeHttpError(400, 'INVALID_TX', `txHash: must be ${chain === 'SOL' ? 'a base58 signature' : 'a 0x-prefixed 32-byte hash'}`);
+    const key = `${chain}:${chain === 'SOL' ? tx : tx.toLowerCase()}`;
+    if (!(await discover(chain, chain === 'SOL' ? tx : tx.toLowerCase()))) return { status: 'NOT_FOUND', message: 'no deposit into the bridge in this transaction (yet)' };
+    const state = store.read();
+    const transfer = state.transfers[key]!;
+    const leg = (payoutId: string | undefined) => {
+      const payout = payoutId ? state.payouts[payoutId] : undefined;
+      return payout?.hash ? { chain: payout.chain, tx_hash: payout.hash, amount: payout.amount } : undefined;
+    };
+    const base = {
+      quote_id: transfer.quote_id,
+      sending: { chain: transfer.chain, tx_hash: transfer.tx, amount: transfer.amount },
+      ...(leg(transfer.fill_payout) ? { receiving: leg(transfer.fill_payout) } : {}),
+      ...(leg(transfer.refund_payout) ? { refund: leg(transfer.refund_payout) } : {}),
+    };
+    switch (transfer.state) {
+      case 'waiting':
+      case 'held':
+      case 'filling':
+        return { status: 'PENDING', substatus: 'WAIT_DESTINATION_TRANSACTION', ...base };
+      case 'completed':
+        return { status: 'DONE', substatus: 'COMPLETED', ...base };
+      case 'refunding':
+        return { status: 'PENDING', substatus: 'REFUND_IN_PROGRESS', message: transfer.refund_as?.message, ...base };
+      case 'refunded':
+        return { status: transfer.refund_as!.status, substatus: transfer.refund_as!.substatus, message: transfer.refund_as!.message, ...base };
+    }
+  };
+
+  const handle = async (req: IncomingMessage): Promise<{ status: number; body: unknown }> => {
+    const target = req.url ?? '/';
+    const mark = target.indexOf('?');
+    const path = mark === -1 ? target : target.slice(0, mark);
+    const query = mark === -1 ? {} : Object.fromEntries(new URLSearchParams(target.slice(mark + 1)));
+    if (req.method !== 'GET') throw new BridgeHttpError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed`);
+    if (path === '/v1/routes') return { status: 200, body: listing() };
+    if (path === '/v1/quote') {
+      const { record, body } = quote(query);
+      await transact((draft) => {
+        draft.quotes[record.id] = record;
+      });
+      return { status: 200, body };
+    }
+    if (path === '/v1/status') return { status: 200, body: await status(query) };
+    throw new BridgeHttpError(404, 'NOT_FOUND', `no route ${path}`);
+  };
+
+  const server = createServer((req, res) => {
+    drain(req)
+      .then(() => handle(req))
+      .catch((error: unknown) => {
+        if (error instanceof BridgeHttpError) return { status: error.status, body: { success: false, error: { code: error.code, message: error.message } } };
+        process.stderr.write(`sandbox bridge: ${(error as Error).message.split('\n')[0]}\n`);
+        return { status: 500, body: { success: false, error: { code: 'INTERNAL', message: 'Internal error' } } };
+      })
+      .then((answer) => {
+        res.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body));
+      });
+  });
+  const bindHost = options.host ?? '127.0.0.1';
+  const port = await listenPreferring(server, store.read().port, bindHost);
+  if (store.read().port !== port) {
+    await store.transact((draft) => {
+      draft.port = port;
+    });
+  }
+  const urlHost = bindHost === '0.0.0.0' || bindHost === '::' ? '127.0.0.1' : bindHost.includes(':') ? `[${bindHost}]` : bindHost;
+  const url = `http://${urlHost}:${port}`;
+  const listing = (): SandboxBridgeListing => ({ url, vaults: { evm: vault.address, sol: solVault }, routes: routes.map(bridgeRouteJson) });
+
+  return {
+    url,
+    listing: listing(),
+    setFault: async (input) => {
+      const setting = await transact((draft) => {
+        if (input.mode !== 'clear') {
+          draft.fault = { mode: input.mode, remaining: input.count };
+          return draft.fault;
+        }
+        delete draft.fault;
+        // `clear` releases what a stall held: filled from now (or refunded if past the deadline).
+        const now = Date.now();
+        for (const transfer of Object.values(draft.transfers)) {
+          if (transfer.state !== 'held') continue;
+          transfer.state = 'waiting';
+          transfer.fill_at_ms = Math.min(transfer.fill_at_ms, now);
+        }
+        return null;
+      });
+      return setting;
+    },
+    stop: async () => {
+      stopped = true;
+      wake();
+      await new Promise<void>((done) => {
+        server.close(() => done());
+        server.closeAllConnections();
+      });
+      await Promise.all(loops);
+    },
+  };
+
+  function endpoint(query: Record<string, string>, chainField: string, tokenField: string) {
+    const chain = query[chainField] as BridgeChain;
+    if (!BRIDGE_CHAINS.includes(chain)) throw new BridgeHttpError(400, 'INVALID_CHAIN', `${chainField}: must be one of ${BRIDGE_CHAINS.join(', ')}`);
+    const token = (query[tokenField] ?? 'USDC') as BridgeToken;
+    if (token !== 'USDC' && token !== 'USDC.E') throw new BridgeHttpError(400, 'INVALID_TOKEN', `${tokenField}: must be USDC or USDC.E`);
+    return { chain, token };
+  }
+}
+
+function chainAddress(chain: BridgeChain, value: string | undefined, field: string): string {
+  if (chain === 'SOL') {
+    try {
+      if (value && getBase58Encoder().encode(value).length === 32) return value;
+    } catch {
+      // falls through to the refusal
+    }
+    throw new BridgeHttpError(400, 'INVALID_ADDRESS', `${field}: must be a base58 Solana address`);
+  }
+  if (!value || !isAddress(value, { strict: false })) throw new BridgeHttpError(400, 'INVALID_ADDRESS', `${field}: must be a 0x-prefixed 20-byte address`);
+  return getAddress(value);
+}
+
+function uuidFromHex(hex: string): string | null {
+  if (!/^[0-9a-f]{32}$/i.test(hex)) return null;
+  const h = hex.toLowerCase();
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+interface SolTokenBalance {
+  owner: string;
+  mint: string;
+  uiTokenAmount: { amount: string };
+}
+
+interface SolTransactionJson {
+  blockTime: number | null;
+  meta: { err: unknown; preTokenBalances: SolTokenBalance[]; postTokenBalances: SolTokenBalance[] };
+  transaction: { message: { accountKeys: string[]; instructions: { programIdIndex: number; data: string }[] } };
+}
+
+async function solRpc(url: string, method: string, params: unknown[]): Promise<unknown> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+async function drain(req: IncomingMessage): Promise<void> {
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > BODY_LIMIT) throw new BridgeHttpError(413, 'BODY_TOO_LARGE', 'Request body too large');
+  }
+}
+
+async function listenPreferring(server: Server, preferred: number | null, host: string): Promise<number> {
+  const attempt = (port: number) =>
+    new Promise<number>((done, fail) => {
+      server.once('error', fail);
+      server.listen(port, host, () => {
+        server.off('error', fail);
+        done((server.address() as AddressInfo).port);
+      });
+    });
+  if (preferred) {
+    try {
+      return await attempt(preferred);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    }
+  }
+  return attempt(0);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((wake) => setTimeout(wake, ms));
+}
+
