@@ -3,6 +3,7 @@ import { formatAmount, MAX_SOLANA_UNITS, parseAmount } from '../money.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import { VENUE_RULES } from '../venues/rules.ts';
 import type { ChainCode } from '../wallets/networks.ts';
+import { findBridgeRoute } from './bridge-routes.ts';
 import type { TransferInput, TransferLocation } from './schemas.ts';
 
 /**
@@ -102,7 +103,7 @@ function selfHolding(chain: string, token: string, chainField: string, tokenFiel
  * naming the field of a bad combination, UnprocessableError (422) when a venue does not support
  * the direction at all.
  */
-export function planTransfer(body: TransferInput): TransferPlan {
+export function planTransfer(body: TransferInput, hasBridgeRoute: (from: Holding, to: Holding) => boolean = (from, to) => findBridgeRoute(from, to) !== undefined): TransferPlan {
   const { source, destination } = body;
   const notes: string[] = [];
   if (source === destination && source !== 'self') {
@@ -154,6 +155,12 @@ export function planTransfer(body: TransferInput): TransferPlan {
     if (body.token !== undefined && body.token !== origin.token && body.token !== target.token) {
       throw new ValidationError(`body.token: a ${source} to ${destination} route moves ${[...new Set([origin.token, target.token])].join(' and ')}; leave token out`, 'INVALID_ROUTE');
     }
+  }
+
+  if (!sameHolding(origin, target) && !hasBridgeRoute(origin, target)) {
+    // The bridge's route table (bridge-routes.ts) has no direct route (e.g. SOL USDC to or from USDC.E): name the self-side field.
+    const field = source === 'self' && destination !== 'self' ? 'body.chain' : body.destination_chain !== undefined ? 'body.destination_chain' : 'body.chain';
+    throw new ValidationError(`${field}: no bridge route from ${describeHolding(origin)} to ${describeHolding(target)}`, 'NO_BRIDGE_ROUTE');
   }
 
   const sponsorOn = (chain: ChainCode): 'sponsored' | 'user' => (body.gas_sponsored && chain !== 'SOL' ? 'sponsored' : 'user');

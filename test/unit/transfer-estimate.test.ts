@@ -216,7 +216,7 @@ describe('transfer cost estimate: what is charged plus what arrives is the amoun
     { source: 'self', destination: 'venue_e' },
     { source: 'venue_b', destination: 'venue_d' },
     { source: 'venue_d', destination: 'self', chain: 'SOL' },
-    { source: 'self', destination: 'self', chain: 'SOL', destination_chain: 'POL', destination_token: 'USDC.E' },
+    { source: 'self', destination: 'self', chain: 'SOL', destination_chain: 'POL', destination_token: 'USDC' },
   ])('%j', async (body) => {
     const result = await estimate({ ...body, amount: '1234.567891' });
     const fees = result.steps.reduce(
@@ -249,7 +249,7 @@ describe('transfer cost estimate: the effective minimum', () => {
     { source: 'venue_a', destination: 'venue_b' },
     { source: 'venue_e', destination: 'venue_b', gas_sponsored: true },
     { source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC' },
-    { source: 'self', destination: 'self', chain: 'SOL', destination_chain: 'POL', destination_token: 'USDC.E' },
+    { source: 'self', destination: 'self', chain: 'SOL', destination_chain: 'POL', destination_token: 'USDC' },
   ])('is exact for %j: accepted at it, 422 one base unit below', async (body) => {
     const probe = await estimate({ ...body, amount: '1000' });
     const minimum = probe.route.effective_minimum_deposit;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError, ValidationError } from '../../shared/errors.ts';
 import { parseInput } from '../../shared/http/validate.ts';
+import { findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
 import { planToJson, planTransfer, type PlannedStep } from '../../shared/transfers/planner.ts';
 import { TransferRequest } from '../../shared/transfers/schemas.ts';
 
@@ -108,7 +109,7 @@ describe('route planner: route shapes', () => {
 
   it.each([
     [{ chain: 'ARB', destination_chain: 'SOL', destination_token: 'USDC' }, ['bridge ARB.USDC>SOL.USDC (user)'], 'self>ARB.USDC>SOL.USDC>self'],
-    [{ chain: 'SOL', destination_chain: 'POL', destination_token: 'USDC.E' }, ['bridge SOL.USDC>POL.USDC.E (user)'], 'self>SOL.USDC>POL.USDC.E>self'],
+    [{ chain: 'SOL', destination_chain: 'POL', destination_token: 'USDC' }, ['bridge SOL.USDC>POL.USDC (user)'], 'self>SOL.USDC>POL.USDC>self'],
     [{ chain: 'ETH', destination_chain: 'INK', destination_token: 'USDC' }, ['bridge ETH.USDC>INK.USDC (user)'], 'self>ETH.USDC>INK.USDC>self'],
     [{ destination_chain: 'ARB', destination_token: 'USDC.E' }, ['bridge ARB.USDC>ARB.USDC.E (user)'], 'self>ARB.USDC>ARB.USDC.E>self'],
   ])('self to self %j', (extra, expected, id) => {
@@ -138,6 +139,12 @@ describe('route planner: bad combinations are a 400 naming the field', () => {
     [{ source: 'venue_b', destination: 'self', token: 'USDC.E', destination_chain: 'POL', destination_token: 'USDC' }, 'body.token', /contradicts destination_token/],
     [{ source: 'venue_b', destination: 'venue_d', chain: 'SOL' }, 'body.chain', /runs on ARB and INK/],
     [{ source: 'venue_a', destination: 'venue_b', token: 'USDC.E' }, 'body.token', /moves USDC; leave token out/],
+    // No direct bridge route in shared/transfers/bridge-routes.ts: SOL USDC to or from USDC.E, USDC.E to USDC.E.
+    [{ source: 'self', destination: 'self', chain: 'SOL', destination_chain: 'POL', destination_token: 'USDC.E' }, 'body.destination_chain', /no bridge route from USDC on SOL to USDC\.E on POL/],
+    [{ source: 'self', destination: 'venue_e', chain: 'SOL' }, 'body.chain', /no bridge route from USDC on SOL to USDC\.E on POL/],
+    [{ source: 'venue_e', destination: 'self', chain: 'SOL' }, 'body.chain', /no bridge route from USDC\.E on POL to USDC on SOL/],
+    [{ source: 'venue_e', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC' }, 'body.destination_chain', /no bridge route/],
+    [{ source: 'self', destination: 'venue_e', chain: 'ARB', token: 'USDC.E' }, 'body.chain', /no bridge route from USDC\.E on ARB to USDC\.E on POL/],
   ])('%j', (body, field, message) => {
     const error = refusal(body);
     expect(error).toBeInstanceOf(ValidationError);
@@ -193,5 +200,38 @@ describe('planToJson', () => {
     expect(JSON.parse(JSON.stringify(json))).toEqual(json);
     expect(json).toMatchObject({ amount: '12.5', route_id: 'venue_b>ARB.USDC>INK.USDC>venue_d', origin: { chain: 'ARB', token: 'USDC' } });
     expect(json.steps).toHaveLength(3);
+  });
+});
+
+describe('route planner: every bridge step it plans is a route of the bridge', () => {
+  it('over every body shape', () => {
+    const locations = ['self', 'venue_a', 'venue_b', 'venue_c', 'venue_d', 'venue_e'];
+    const chains = ['ETH', 'ARB', 'POL', 'INK', 'SOL'];
+    const tokens = ['USDC', 'USDC.E'];
+    let planned = 0;
+    for (const source of locations)
+      for (const destination of locations)
+        for (const chain of chains)
+          for (const token of tokens)
+            for (const destinationChain of [undefined, ...chains])
+              for (const destinationToken of destinationChain ? tokens : [undefined]) {
+                const body = { source, destination, chain, token, destination_chain: destinationChain, destination_token: destinationToken };
+                let p;
+                try {
+                  p = plan(body);
+                } catch (error) {
+                  expect(error).toBeInstanceOf(ValidationError);
+                  continue;
+                }
+                planned += 1;
+                for (const step of p.steps) if (step.action === 'bridge') expect(findBridgeRoute(step.from, step.to), JSON.stringify(step)).toBeDefined();
+              }
+    expect(planned).toBeGreaterThan(100);
+  });
+
+  it('a route the given table lacks is refused', () => {
+    const body = parseInput(TransferRequest, { source: 'self', destination: 'venue_c', amount: '10' }, 'body');
+    expect(planTransfer(body).steps).toHaveLength(2);
+    expect(() => planTransfer(body, () => false)).toThrow(/body\.chain: no bridge route from USDC on ARB to USDC on ETH/);
   });
 });
