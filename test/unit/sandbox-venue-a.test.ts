@@ -1,18 +1,18 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Address, type Hex, createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, http } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { type Address, type Hex, encodeFunctionData, erc20Abi } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { VENUE_A_SANDBOX_BRIDGE, venueAModule } from '../../infra/local/venues/venue-a.ts';
-import { VenueRuleError, type VenueWallet } from '../../shared/venues/driver.ts';
+import { VenueRuleError } from '../../shared/venues/driver.ts';
 import { feltToHex, parseFelt, starkPublicKey } from '../../shared/venues/stark.ts';
 import { ARBITRUM_USDC, VENUE_A_SANDBOX_PROFILE, VenueARefusedError } from '../../shared/venues/venue-a/api.ts';
 import { VenueADriver, saltFromKey } from '../../shared/venues/venue-a/driver.ts';
 import { RHINO_BRIDGE_ABI, accountCreationTypedData, buildOnboardingPayload, deriveExtendedKeyPair, signApiRequest } from '../../shared/venues/venue-a/signing.ts';
 import { EXTENDED_COLLATERAL_ID, signWithdrawal } from '../../shared/venues/venue-a/withdrawal.ts';
+import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
 /**
  * The venue_a sandbox (Extended) on the real ARB sandbox chain, driven by the production adapter
@@ -22,7 +22,6 @@ import { EXTENDED_COLLATERAL_ID, signWithdrawal } from '../../shared/venues/venu
  */
 const USDC = 1_000_000n;
 const FEE = 10_000n; // the sandbox's 0.01 USDC quote fee (rules.ts)
-const ETHER = 10n ** 18n;
 
 let dataDir: string;
 let evm: EvmSandbox;
@@ -42,30 +41,11 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 }, 60_000);
 
-function arbitrum() {
-  const config = evm.chains.ARB;
-  const chain = defineChain({ id: config.chain_id, name: 'ARB', nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [config.rpc_url] } } });
-  return { chain, client: createPublicClient({ chain, transport: http(config.rpc_url), pollingInterval: 50 }) };
-}
+const arbitrum = () => sandboxChainClient(evm, 'ARB');
 
 /** A fresh wallet with gas and `usdc` base units on ARB; `onboard` creates its venue account through the driver. */
 async function newWallet(usdc: bigint) {
-  const account = privateKeyToAccount(generatePrivateKey());
-  await evm.faucet('ARB', account.address, 'ETH', ETHER);
-  if (usdc > 0n) await evm.faucet('ARB', account.address, 'USDC', usdc);
-  const { chain, client } = arbitrum();
-  const sender = createWalletClient({ chain, transport: http(evm.chains.ARB.rpc_url), account, pollingInterval: 50 });
-  const wallet: VenueWallet = {
-    address: account.address,
-    signTypedData: (typedData) => account.signTypedData(typedData as never),
-    signMessage: (message) => account.signMessage({ message }),
-  };
-  const send = async (to: Address, data: Hex) => {
-    const hash = await sender.sendTransaction({ to, data });
-    const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-    expect(receipt.status).toBe('success');
-    return receipt;
-  };
+  const { account, wallet, send } = await fundedTestWallet(evm, 'ARB', 'USDC', usdc);
   return { account, wallet, send };
 }
 
@@ -76,29 +56,10 @@ async function newUser(usdc: bigint) {
 
 type User = Awaited<ReturnType<typeof newUser>>;
 
-async function usdcOnChain(owner: Address): Promise<bigint> {
-  return arbitrum().client.readContract({ address: ARBITRUM_USDC, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
-}
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((wake) => setTimeout(wake, 50));
-  }
-}
+const usdcOnChain = (owner: Address) => tokenBalance(evm, 'ARB', ARBITRUM_USDC, owner);
 
 /** Deposits through the driver's plan and waits for the credit; returns the ms from the last receipt to the credit. */
-async function deposit(user: User, amount: bigint): Promise<number> {
-  const before = (await driver.balances(user.wallet, user.fields)).balance;
-  const plan = await driver.prepareDeposit(user.wallet, user.fields, amount);
-  for (const call of plan.calls) await user.send(call.to, call.data);
-  const sent = performance.now();
-  const after = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance !== before);
-  expect(after.balance - before).toBe(plan.expectedCredit);
-  return performance.now() - sent;
-}
+const deposit = (user: User, amount: bigint) => depositThroughPlan(driver, user, amount);
 
 async function api(method: string, path: string, options: { headers?: Record<string, string>; body?: unknown; query?: Record<string, string> } = {}) {
   const query = options.query ? `?${new URLSearchParams(options.query)}` : '';

@@ -1,16 +1,17 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Address, type Hex, createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, http } from 'viem';
+import { type Address, type Hex, encodeFunctionData, erc20Abi } from 'viem';
 import { ExchangeClient, HttpTransport, InfoClient } from '@nktkas/hyperliquid';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
-import { VenueRuleError, type VenueWallet } from '../../shared/venues/driver.ts';
+import { VenueRuleError } from '../../shared/venues/driver.ts';
 import { ARBITRUM_USDC, VENUE_B_BRIDGE, toWireSignature, userSignedTypedData } from '../../shared/venues/venue-b/actions.ts';
 import { VenueBDriver, VenueBRefusedError } from '../../shared/venues/venue-b/driver.ts';
+import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
 /**
  * The venue_b sandbox on real sandbox chains (anvil), driven by the production adapter
@@ -19,7 +20,6 @@ import { VenueBDriver, VenueBRefusedError } from '../../shared/venues/venue-b/dr
  * across a restart, and faults.
  */
 const USDC = 1_000_000n;
-const ETHER = 10n ** 18n;
 
 let dataDir: string;
 let evm: EvmSandbox;
@@ -39,57 +39,18 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 }, 60_000);
 
-function arbitrum() {
-  const config = evm.chains.ARB;
-  const chain = defineChain({ id: config.chain_id, name: 'ARB', nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [config.rpc_url] } } });
-  return { chain, client: createPublicClient({ chain, transport: http(config.rpc_url), pollingInterval: 50 }) };
-}
+const arbitrum = () => sandboxChainClient(evm, 'ARB');
 
 /** A fresh user with gas and `usdc` base units on ARB, as the venue driver sees it. */
 async function newUser(usdc: bigint) {
-  const key = generatePrivateKey();
-  const account = privateKeyToAccount(key);
-  await evm.faucet('ARB', account.address, 'ETH', ETHER);
-  if (usdc > 0n) await evm.faucet('ARB', account.address, 'USDC', usdc);
-  const { chain, client } = arbitrum();
-  const sender = createWalletClient({ chain, transport: http(evm.chains.ARB.rpc_url), account, pollingInterval: 50 });
-  const wallet: VenueWallet = {
-    address: account.address,
-    signTypedData: (typedData) => account.signTypedData(typedData as never),
-    signMessage: (message) => account.signMessage({ message }),
-  };
-  const send = async (to: Address, data: Hex) => {
-    const hash = await sender.sendTransaction({ to, data });
-    const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-    expect(receipt.status).toBe('success');
-    return receipt;
-  };
-  return { key, account, wallet, send, fields: await driver.initAccount(wallet) };
+  const user = await fundedTestWallet(evm, 'ARB', 'USDC', usdc);
+  return { ...user, fields: await driver.initAccount(user.wallet) };
 }
 
-async function usdcOnChain(owner: Address): Promise<bigint> {
-  return arbitrum().client.readContract({ address: ARBITRUM_USDC, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
-}
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((wake) => setTimeout(wake, 50));
-  }
-}
+const usdcOnChain = (owner: Address) => tokenBalance(evm, 'ARB', ARBITRUM_USDC, owner);
 
 /** Deposits through the driver's plan and waits for the credit; returns the ms from receipt to credit. */
-async function deposit(user: Awaited<ReturnType<typeof newUser>>, amount: bigint): Promise<number> {
-  const before = (await driver.balances(user.wallet, user.fields)).balance;
-  const plan = await driver.prepareDeposit(user.wallet, user.fields, amount);
-  for (const call of plan.calls) await user.send(call.to, call.data);
-  const sent = performance.now();
-  const after = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance !== before);
-  expect(after.balance - before).toBe(plan.expectedCredit);
-  return performance.now() - sent;
-}
+const deposit = (user: Awaited<ReturnType<typeof newUser>>, amount: bigint) => depositThroughPlan(driver, user, amount);
 
 async function postExchange(body: unknown) {
   const response = await fetch(`${venues.urls.venue_b}/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

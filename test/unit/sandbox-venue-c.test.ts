@@ -3,19 +3,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deriveFromEthSigner } from '@paradex/sdk/dist/account.js';
 import { buildConfig } from '@paradex/sdk/dist/config.js';
-import { type Address, type Hex, createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, http } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { type Address, type Hex, encodeFunctionData, erc20Abi } from 'viem';
+import { generatePrivateKey } from 'viem/accounts';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxStarkgateBridgeArtifact } from '../../infra/local/contracts/sandbox-starkgate-bridge.artifact.ts';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { VENUE_C_BRIDGE, venueCModule } from '../../infra/local/venues/venue-c.ts';
-import { VenueRuleError, type VenueFields, type VenueWallet } from '../../shared/venues/driver.ts';
+import { VenueRuleError, type VenueFields } from '../../shared/venues/driver.ts';
 import { feltToHex, parseFelt, starkPublicKey, starkSign, starknetTypedDataHash } from '../../shared/venues/stark.ts';
 import { STARKGATE_BRIDGE_ABI, authHeaders, deriveParadexKeyPair, onboardingHeaders, paradexAccountAddress, starkKeyTypedData } from '../../shared/venues/venue-c/signing.ts';
 import { STARKGATE_DEPOSIT_FEE_WEI, VenueCDriver, VenueCRefusedError } from '../../shared/venues/venue-c/driver.ts';
 import { formatWithdrawalSignature, withdrawalTypedData } from '../../shared/venues/venue-c/withdrawal.ts';
+import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance, keyWallet as walletOf } from './support/venue-test-wallets.ts';
 
 /**
  * The venue_c sandbox (Paradex) on the real ETH sandbox chain (anvil), driven by the production
@@ -25,7 +26,6 @@ import { formatWithdrawalSignature, withdrawalTypedData } from '../../shared/ven
  * durable state across a restart.
  */
 const USDC = 1_000_000n;
-const ETHER = 10n ** 18n;
 const ETHEREUM_USDC: Address = '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48';
 
 let dataDir: string;
@@ -48,58 +48,19 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 }, 60_000);
 
-function ethereum() {
-  const config = evm.chains.ETH;
-  const chain = defineChain({ id: config.chain_id, name: 'ETH', nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [config.rpc_url] } } });
-  return { chain, client: createPublicClient({ chain, transport: http(config.rpc_url), pollingInterval: 50 }) };
-}
-
-function walletOf(key: Hex): VenueWallet & { account: ReturnType<typeof privateKeyToAccount> } {
-  const account = privateKeyToAccount(key);
-  return { account, address: account.address, signTypedData: (typedData) => account.signTypedData(typedData as never), signMessage: (message) => account.signMessage({ message }) };
-}
+const ethereum = () => sandboxChainClient(evm, 'ETH');
 
 /** A fresh user with gas and `usdc` base units on ETH, onboarded through the driver. */
 async function newUser(usdc: bigint) {
-  const key = generatePrivateKey();
-  const wallet = walletOf(key);
-  await evm.faucet('ETH', wallet.address, 'ETH', ETHER);
-  if (usdc > 0n) await evm.faucet('ETH', wallet.address, 'USDC', usdc);
-  const { chain, client } = ethereum();
-  const sender = createWalletClient({ chain, transport: http(evm.chains.ETH.rpc_url), account: wallet.account, pollingInterval: 50 });
-  const send = async (to: Address, data: Hex, value?: bigint) => {
-    const hash = await sender.sendTransaction({ to, data, value });
-    const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-    expect(receipt.status).toBe('success');
-    return receipt;
-  };
+  const { key, wallet, send } = await fundedTestWallet(evm, 'ETH', 'USDC', usdc);
   return { key, wallet, send, fields: await driver.initAccount(wallet) };
 }
 type User = Awaited<ReturnType<typeof newUser>>;
 
-async function usdcOnChain(owner: Address): Promise<bigint> {
-  return ethereum().client.readContract({ address: ETHEREUM_USDC, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
-}
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((wake) => setTimeout(wake, 50));
-  }
-}
+const usdcOnChain = (owner: Address) => tokenBalance(evm, 'ETH', ETHEREUM_USDC, owner);
 
 /** Deposits through the driver's plan (approve + bridge deposit) and waits for the credit. */
-async function deposit(user: User, amount: bigint): Promise<number> {
-  const before = (await driver.balances(user.wallet, user.fields)).balance;
-  const plan = await driver.prepareDeposit(user.wallet, user.fields, amount);
-  for (const call of plan.calls) await user.send(call.to, call.data, call.value);
-  const sent = performance.now();
-  const after = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance !== before);
-  expect(after.balance - before).toBe(plan.expectedCredit);
-  return performance.now() - sent;
-}
+const deposit = (user: User, amount: bigint) => depositThroughPlan(driver, user, amount);
 
 async function api(method: string, path: string, init: { headers?: Record<string, string>; jwt?: string; body?: unknown } = {}) {
   const headers: Record<string, string> = { ...init.headers, ...(init.jwt ? { authorization: `Bearer ${init.jwt}` } : {}), 'content-type': 'application/json' };

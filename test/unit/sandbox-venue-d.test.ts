@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EngineClient } from '@nadohq/engine-client';
 import { subaccountToHex } from '@nadohq/shared';
-import { type Address, type Hex, createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, http, zeroAddress } from 'viem';
+import { type Address, type Hex, encodeFunctionData, erc20Abi, zeroAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { venueDModule } from '../../infra/local/venues/venue-d.ts';
-import { VenueRuleError, type VenueWallet } from '../../shared/venues/driver.ts';
+import { VenueRuleError } from '../../shared/venues/driver.ts';
 import { VenueDDriver, VenueDRefusedError } from '../../shared/venues/venue-d/driver.ts';
 import {
   NADO_ENDPOINT_ABI,
@@ -21,6 +21,7 @@ import {
   withdrawCollateralExecuteBody,
   withdrawCollateralTypedData,
 } from '../../shared/venues/venue-d/signing.ts';
+import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
 /**
  * The venue_d sandbox (Nado) on the real INK sandbox chain (anvil), driven by the production
@@ -30,7 +31,6 @@ import {
  * fee charged once, faults, and durable state across a restart.
  */
 const USDC = 1_000_000n;
-const ETHER = 10n ** 18n;
 const ENDPOINT = NADO_INK_MAINNET.endpoint;
 const CONFIG = { chainId: NADO_INK_MAINNET.chainId, endpoint: ENDPOINT };
 
@@ -57,47 +57,16 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 }, 60_000);
 
-function ink() {
-  const config = evm.chains.INK;
-  const chain = defineChain({ id: config.chain_id, name: 'INK', nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [config.rpc_url] } } });
-  return { chain, client: createPublicClient({ chain, transport: http(config.rpc_url), pollingInterval: 50 }) };
-}
+const ink = () => sandboxChainClient(evm, 'INK');
 
 /** A fresh user with gas and `usdc` base units on INK, as the venue driver sees it. */
 async function newUser(usdc: bigint) {
-  const key = generatePrivateKey();
-  const account = privateKeyToAccount(key);
-  await evm.faucet('INK', account.address, 'ETH', ETHER);
-  if (usdc > 0n) await evm.faucet('INK', account.address, 'USDC', usdc);
-  const { chain, client } = ink();
-  const walletClient = createWalletClient({ chain, transport: http(evm.chains.INK.rpc_url), account, pollingInterval: 50 });
-  const wallet: VenueWallet = {
-    address: account.address,
-    signTypedData: (typedData) => account.signTypedData(typedData as never),
-    signMessage: (message) => account.signMessage({ message }),
-  };
-  const send = async (to: Address, data: Hex) => {
-    const hash = await walletClient.sendTransaction({ to, data });
-    const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-    expect(receipt.status).toBe('success');
-    return receipt;
-  };
+  const { key, account, wallet, walletClient, send } = await fundedTestWallet(evm, 'INK', 'USDC', usdc);
   return { key, account, wallet, walletClient, send, fields: await driver.initAccount(wallet) };
 }
 type User = Awaited<ReturnType<typeof newUser>>;
 
-async function usdcOnChain(owner: Address): Promise<bigint> {
-  return ink().client.readContract({ address: inkUsdc, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
-}
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((wake) => setTimeout(wake, 50));
-  }
-}
+const usdcOnChain = (owner: Address) => tokenBalance(evm, 'INK', inkUsdc, owner);
 
 /** Sends the deposit by hand (approve + depositCollateral), bypassing the driver's minimum. */
 async function depositByHand(user: User, amount: bigint, name = 'default') {
@@ -106,15 +75,7 @@ async function depositByHand(user: User, amount: bigint, name = 'default') {
 }
 
 /** Deposits through the driver's plan and waits for the credit; returns the ms from the last receipt to the credit. */
-async function deposit(user: User, amount: bigint): Promise<number> {
-  const before = (await driver.balances(user.wallet, user.fields)).balance;
-  const plan = await driver.prepareDeposit(user.wallet, user.fields, amount);
-  for (const call of plan.calls) await user.send(call.to, call.data);
-  const sent = performance.now();
-  const after = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance !== before);
-  expect(after.balance - before).toBe(plan.expectedCredit);
-  return performance.now() - sent;
-}
+const deposit = (user: User, amount: bigint) => depositThroughPlan(driver, user, amount);
 
 async function gateway(path: '/v1/execute' | '/v1/query', body: unknown) {
   const response = await fetch(`${venues.urls.venue_d}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -2,17 +2,18 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AssetType, ClobClient } from '@polymarket/clob-client';
-import { type Address, type Hex, createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, http } from 'viem';
+import { type Address, type Hex, createPublicClient, encodeFunctionData, erc20Abi, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { venueEModule } from '../../infra/local/venues/venue-e.ts';
-import { VenueRuleError, type VenueFields, type VenueWallet } from '../../shared/venues/driver.ts';
+import { VenueRuleError, type VenueFields } from '../../shared/venues/driver.ts';
 import { POLYGON_USDC_E, PUSD, withdrawTypedData, withdrawalIdOf } from '../../shared/venues/venue-e/bridge.ts';
 import { VenueEDriver, VenueERefusedError } from '../../shared/venues/venue-e/driver.ts';
 import { PROXY_WALLET_FACTORY, createL1Headers, createL2Headers, proxyWalletAddress } from '../../shared/venues/venue-e/signing.ts';
+import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
 /**
  * The venue_e sandbox (Polymarket) on the real POL sandbox chain (anvil), driven by the production
@@ -21,7 +22,6 @@ import { PROXY_WALLET_FACTORY, createL1Headers, createL2Headers, proxyWalletAddr
  * accepted), withdrawals paid on chain as USDC.e without a fee, faults, durable state.
  */
 const USDC = 1_000_000n;
-const ETHER = 10n ** 18n;
 
 let dataDir: string;
 let evm: EvmSandbox;
@@ -47,59 +47,20 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 }, 60_000);
 
-function polygon() {
-  const config = evm.chains.POL;
-  const chain = defineChain({ id: config.chain_id, name: 'POL', nativeCurrency: { name: 'POL', symbol: 'POL', decimals: 18 }, rpcUrls: { default: { http: [config.rpc_url] } } });
-  return { chain, client: createPublicClient({ chain, transport: http(config.rpc_url), pollingInterval: 50 }) };
-}
+const polygon = () => sandboxChainClient(evm, 'POL');
 
 /** A fresh user with gas and `usdcE` base units on POL, as the venue driver sees it. */
 async function newUser(usdcE: bigint) {
-  const key = generatePrivateKey();
-  const account = privateKeyToAccount(key);
-  await evm.faucet('POL', account.address, 'POL', ETHER);
-  if (usdcE > 0n) await evm.faucet('POL', account.address, 'USDC.E', usdcE);
-  const { chain, client } = polygon();
-  const sender = createWalletClient({ chain, transport: http(evm.chains.POL.rpc_url), account, pollingInterval: 50 });
-  const wallet: VenueWallet = {
-    address: account.address,
-    signTypedData: (typedData) => account.signTypedData(typedData as never),
-    signMessage: (message) => account.signMessage({ message }),
-  };
-  const send = async (to: Address, data: Hex) => {
-    const hash = await sender.sendTransaction({ to, data });
-    const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-    expect(receipt.status).toBe('success');
-    return receipt;
-  };
+  const { key, account, wallet, send, walletClient: sender } = await fundedTestWallet(evm, 'POL', 'USDC.E', usdcE);
   const fields: Record<string, VenueFields[string]> = { ...(await driver.initAccount(wallet)) };
   return { key, account, wallet, send, sender, fields, proxy: proxyWalletAddress(account.address) };
 }
 type User = Awaited<ReturnType<typeof newUser>>;
 
-async function onChain(token: Address, owner: Address): Promise<bigint> {
-  return polygon().client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
-}
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((wake) => setTimeout(wake, 50));
-  }
-}
+const onChain = (token: Address, owner: Address) => tokenBalance(evm, 'POL', token, owner);
 
 /** Deposits through the driver's plan and waits until the pUSD is in the proxy; returns ms from receipt to credit. */
-async function deposit(user: User, amount: bigint): Promise<number> {
-  const before = (await driver.balances(user.wallet, user.fields)).balance;
-  const plan = await driver.prepareDeposit(user.wallet, user.fields, amount);
-  for (const call of plan.calls) await user.send(call.to, call.data);
-  const sent = performance.now();
-  const after = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance !== before);
-  expect(after.balance - before).toBe(plan.expectedCredit);
-  return performance.now() - sent;
-}
+const deposit = (user: User, amount: bigint) => depositThroughPlan(driver, user, amount);
 
 async function stateFile() {
   return JSON.parse(await readFile(join(dataDir, 'venues', 'venue_e.json'), 'utf8'));
