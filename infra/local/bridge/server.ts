@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage } from 'node:http';
 import { join, resolve } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { getAddressDecoder, getBase58Decoder, getBase58Encoder } from '@solana/kit';
@@ -37,6 +36,7 @@ import {
 import type { EvmSandbox } from '../evm-sandbox.ts';
 import type { SolanaSandbox } from '../solana-sandbox.ts';
 import { DurableState } from '../venues/durable-state.ts';
+import { listenPreferring } from '../listen-preferring.ts';
 
 /**
  * The sandbox bridge (issue 11 §2): a separate component like the sandbox venues, with its own
@@ -744,25 +744,6 @@ async function drain(req: IncomingMessage): Promise<void> {
     size += (chunk as Buffer).length;
     if (size > BODY_LIMIT) throw new BridgeHttpError(413, 'BODY_TOO_LARGE', 'Request body too large');
   }
-}
-
-async function listenPreferring(server: Server, preferred: number | null, host: string): Promise<number> {
-  const attempt = (port: number) =>
-    new Promise<number>((done, fail) => {
-      server.once('error', fail);
-      server.listen(port, host, () => {
-        server.off('error', fail);
-        done((server.address() as AddressInfo).port);
-      });
-    });
-  if (preferred) {
-    try {
-      return await attempt(preferred);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
-    }
-  }
-  return attempt(0);
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,5 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage } from 'node:http';
 import { join, resolve } from 'node:path';
 import {
   type AbiEvent,
@@ -22,6 +21,7 @@ import type { VenueRules } from '../../../shared/venues/driver.ts';
 import { venueRulesJson } from '../../../shared/venues/rules.ts';
 import type { EvmSandbox } from '../evm-sandbox.ts';
 import { DurableState } from './durable-state.ts';
+import { listenPreferring } from '../listen-preferring.ts';
 
 /**
  * The sandbox-venue framework (issue 10). Each sandbox venue is a separate component, as anvil is:
@@ -533,26 +533,6 @@ async function readBody(req: IncomingMessage): Promise<string> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/** The port the venue had before (stable URLs across restarts), or any free one when it is taken. */
-async function listenPreferring(server: Server, preferred: number | null, host: string): Promise<number> {
-  const attempt = (port: number) =>
-    new Promise<number>((done, fail) => {
-      server.once('error', fail);
-      server.listen(port, host, () => {
-        server.off('error', fail);
-        done((server.address() as AddressInfo).port);
-      });
-    });
-  if (preferred) {
-    try {
-      return await attempt(preferred);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
-    }
-  }
-  return attempt(0);
 }
 
 function sleep(ms: number): Promise<void> {
