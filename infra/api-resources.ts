@@ -92,8 +92,7 @@ export interface ResourceMatch {
  * rest). A path that matches nothing this way (`//x`, `/account/`, `*`) is the root's `{proxy+}`.
  */
 export function matchResource(tree: ResourceTree, method: string, path: string): ResourceMatch {
-  const byPath = new Map(tree.resources.map((resource) => [resource.path, resource]));
-  const children = childrenOf(tree);
+  const { byPath, children } = indexOf(tree);
   const pathParameters: Record<string, string> = {};
   let current = byPath.get('/')!;
   let found: ApiResource | undefined = path === '/' ? current : undefined;
@@ -131,20 +130,27 @@ export function allowedMethods(resource: ApiResource): string[] {
   return [...resource.methods.keys()].sort();
 }
 
-const childCache = new WeakMap<ResourceTree, Map<string, ApiResource[]>>();
+interface TreeIndex {
+  readonly byPath: ReadonlyMap<string, ApiResource>;
+  readonly children: ReadonlyMap<string, readonly ApiResource[]>;
+}
 
-function childrenOf(tree: ResourceTree): Map<string, ApiResource[]> {
-  let children = childCache.get(tree);
-  if (!children) {
-    children = new Map();
+/** Built once per tree (the local runtime matches every request against the same tree). */
+const indexes = new WeakMap<ResourceTree, TreeIndex>();
+
+function indexOf(tree: ResourceTree): TreeIndex {
+  let index = indexes.get(tree);
+  if (!index) {
+    const children = new Map<string, ApiResource[]>();
     for (const resource of tree.resources) {
       if (resource.path === '/') continue;
       const parent = parentOf(resource.path);
       children.set(parent, [...(children.get(parent) ?? []), resource]);
     }
-    childCache.set(tree, children);
+    index = { byPath: new Map(tree.resources.map((resource) => [resource.path, resource])), children };
+    indexes.set(tree, index);
   }
-  return children;
+  return index;
 }
 
 function parentOf(path: string): string {
