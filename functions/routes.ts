@@ -36,6 +36,9 @@ export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
  * | `chains`           | CHAINS_CONFIG (no rpc_url), RPC_URLS_SECRET  | secretsmanager:GetSecretValue, DescribeSecret on that secret |
  * | `delegates`        | ALLOWED_7702_DELEGATES                       | none                                             |
  * | `venues`           | VENUE_URLS (JSON: venue id to API base URL)  | none (the venues' public HTTPS APIs)             |
+ * | `bridge`           | BRIDGE_URL (the bridge API's base URL)       | none (the bridge's public HTTPS API)             |
+ * | `platformFee`      | PLATFORM_FEE (JSON; shared/transfers/platform-fee.ts) | none                                    |
+ * | `transfers`        | TRANSFER_STATE_MACHINE_ARN, TRANSFER_STEP_FUNCTIONS | states:StartExecution on the transfer machine, states:DescribeExecution on its executions |
  *
  * Every function also gets NODE_OPTIONS and the POWERTOOLS_* / LOG_LEVEL variables.
  */
@@ -55,6 +58,12 @@ export interface RouteNeeds {
   readonly delegates?: true;
   /** Calls the venues' APIs (shared/venues: VenueDriver per venue, base URLs from VENUE_URLS). */
   readonly venues?: true;
+  /** Calls the bridge's API (shared/transfers/bridge.ts, BRIDGE_URL). */
+  readonly bridge?: true;
+  /** Reads the platform fee and its recipients (PLATFORM_FEE). */
+  readonly platformFee?: true;
+  /** Starts and describes executions of the transfer state machine (statemachines/transfer.asl.json). */
+  readonly transfers?: true;
 }
 
 export interface RouteDefinition {
