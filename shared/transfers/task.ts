@@ -63,6 +63,13 @@ export interface StepRecord {
   /** Public outcome hashes: venue payout tx, bridge fill/refund tx. */
   result_tx_hashes?: Record<string, string>;
   error?: { readonly code: string; readonly message: string };
+  /**
+   * Records of earlier tries of this step, moved here by a resume (POST /task/{id}/resume) when it
+   * resets a failed step to `pending` with `try + 1`. A new try must first look at them: a venue
+   * withdrawal or bridge deposit of an earlier try that is not finally failed is adopted (polled),
+   * never requested again.
+   */
+  previous_tries?: { readonly try: number; readonly sends?: Record<string, RecordedSend>; readonly idempotency_key?: string; readonly reference?: string; readonly baseline?: string; readonly expected_credit?: string; readonly amount_in?: string; readonly error?: { readonly code: string; readonly message: string } }[];
   started_at?: string;
   completed_at?: string;
 }
@@ -153,6 +160,9 @@ export interface SettleInvocation {
 
 /** Error name a step throws after recording a final failure (not retried by the ASL). */
 export const STEP_FAILED_ERROR = 'TransferStepFailed';
+
+/** Error name a step throws for transient trouble while submitting (an upstream 5xx, a lease held): the ASL retries it. */
+export const STEP_RETRYABLE_ERROR = 'TransferStepRetryable';
 
 /** Execution name for an attempt (≤ 80 characters, no reserved characters: research B). */
 export const executionName = (taskId: string, attempt: number) => `${taskId}-a${attempt}`;
