@@ -22,6 +22,12 @@ export const TRANSFER_ASL_FILE = 'statemachines/transfer.asl.json';
  */
 export const STEP_FUNCTION_TIMEOUT = Duration.seconds(60);
 
+/** The settle Lambda's timeout: one conditional update of the task item. */
+export const SETTLE_FUNCTION_TIMEOUT = Duration.seconds(30);
+
+/** The timeout of a step kind's Lambda. */
+export const stepFunctionTimeout = (kind: TransferStepKind): Duration => (kind === 'settle' ? SETTLE_FUNCTION_TIMEOUT : STEP_FUNCTION_TIMEOUT);
+
 /** The only Task integration the machine's role can serve (lambda:InvokeFunction on the step functions). */
 const LAMBDA_INVOKE = 'arn:aws:states:::lambda:invoke';
 
@@ -97,7 +103,7 @@ export class TransferMachine extends Construct {
         entry: step.entry,
         service: 'account',
         description: `account: transfer step ${step.kind} (Step Functions)`,
-        timeout: STEP_FUNCTION_TIMEOUT,
+        timeout: stepFunctionTimeout(step.kind),
       }).bindNeeds(step.needs, props.resources);
       stepFunctions.set(step.kind, fn);
     }

@@ -8,7 +8,7 @@ import { AccessLogField, RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { parseRouteKey, resourceTree } from '../../infra/api-resources.ts';
 import { API_FUNCTION_TIMEOUT, type ServiceFunction } from '../../infra/constructs/service-function.ts';
-import { STEP_FUNCTION_TIMEOUT } from '../../infra/constructs/transfer-machine.ts';
+import { stepFunctionTimeout } from '../../infra/constructs/transfer-machine.ts';
 import { API_INTEGRATION_TIMEOUT, API_STAGE_NAME, DEFAULT_API_THROTTLE, ServicesStack } from '../../infra/services-stack.ts';
 import { DEFAULT_RPC_URLS_SECRET_NAME, StatefulStack } from '../../infra/stateful-stack.ts';
 import { buildStacks, TEST_TRANSFER_STEPS } from './support/stacks.ts';
@@ -131,9 +131,9 @@ describe('services stack: functions', () => {
   });
 
   it('runs every function on nodejs24.x, arm64, traced, with source maps; the API timeout for routes, the step timeout for steps', () => {
-    const steps = new Set(TEST_TRANSFER_STEPS.map((step) => functionLogicalId(step.id)));
+    const steps = new Map(TEST_TRANSFER_STEPS.map((step) => [functionLogicalId(step.id), stepFunctionTimeout(step.kind).toSeconds()]));
     for (const [id, fn] of Object.entries(servicesTemplate.findResources('AWS::Lambda::Function') as Resources)) {
-      expect(fn.Properties?.Timeout, id).toBe(steps.has(id) ? STEP_FUNCTION_TIMEOUT.toSeconds() : API_FUNCTION_TIMEOUT.toSeconds());
+      expect(fn.Properties?.Timeout, id).toBe(steps.get(id) ?? API_FUNCTION_TIMEOUT.toSeconds());
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs24.x',
         Architectures: ['arm64'],

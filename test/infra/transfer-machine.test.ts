@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, type RouteNeeds } from '../../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import { ServiceFunction } from '../../infra/constructs/service-function.ts';
-import { checkTransferDefinition, STEP_FUNCTION_TIMEOUT, TRANSFER_ASL_FILE } from '../../infra/constructs/transfer-machine.ts';
+import { checkTransferDefinition, SETTLE_FUNCTION_TIMEOUT, STEP_FUNCTION_TIMEOUT, TRANSFER_ASL_FILE } from '../../infra/constructs/transfer-machine.ts';
 import type { ServicesStack } from '../../infra/services-stack.ts';
 import type { StatefulStack } from '../../infra/stateful-stack.ts';
 import { buildStacks, TEST_TRANSFER_STEPS } from './support/stacks.ts';
@@ -145,11 +145,13 @@ describe('the step functions', () => {
       const fn = stepFn(step.kind);
       expect(fn.node.id).toBe(step.id);
       expect(fn.entry).toBe(step.entry);
-      expect(resources[id(fn.lambda)]!.Properties).toMatchObject({ Timeout: STEP_FUNCTION_TIMEOUT.toSeconds(), Runtime: 'nodejs24.x', TracingConfig: { Mode: 'Active' } });
+      const timeout = step.kind === 'settle' ? SETTLE_FUNCTION_TIMEOUT : STEP_FUNCTION_TIMEOUT;
+      expect(resources[id(fn.lambda)]!.Properties).toMatchObject({ Timeout: timeout.toSeconds(), Runtime: 'nodejs24.x', TracingConfig: { Mode: 'Active' } });
       const permissions = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Permission' && JSON.stringify(r.Properties!.FunctionName).includes(`"${id(fn.lambda)}"`));
       expect(permissions, step.id).toEqual([]);
     }
     expect(STEP_FUNCTION_TIMEOUT.toSeconds()).toBeGreaterThan(Duration.seconds(27).toSeconds());
+    expect(SETTLE_FUNCTION_TIMEOUT.toSeconds()).toBeLessThanOrEqual(STEP_FUNCTION_TIMEOUT.toSeconds());
   });
 
   it('gives each step exactly the environment of its needs (the bridge step no VENUE_URLS, settle only the table)', () => {
