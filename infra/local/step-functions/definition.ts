@@ -13,7 +13,7 @@ export class UnsupportedDefinitionError extends Error {
 /** The optimised Lambda integration: the only Task resource the local runner serves. */
 export const LAMBDA_INVOKE = 'arn:aws:states:::lambda:invoke';
 
-const JSONATA_FIELDS = ['QueryLanguage', 'Arguments', 'Output', 'Assign'] as const;
+const JSONATA_FIELDS = ['Arguments', 'Output', 'Assign'] as const;
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type States = Record<string, Record<string, Json>>;
@@ -23,18 +23,20 @@ export function loadLocalDefinition(definition: unknown): StateMachineDefinition
   const problems: string[] = [];
   if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) throw new UnsupportedDefinitionError('the definition is not a JSON object');
   const top = definition as Record<string, Json>;
-  if ('QueryLanguage' in top) problems.push(`QueryLanguage ${JSON.stringify(top.QueryLanguage)}: only JSONPath runs locally`);
+  if ('QueryLanguage' in top && top.QueryLanguage !== 'JSONPath') problems.push(`QueryLanguage ${JSON.stringify(top.QueryLanguage)}: only JSONPath runs locally`);
   if (typeof top.TimeoutSeconds !== 'number') problems.push('the machine has no TimeoutSeconds');
   visit(top.States as States | undefined, '', problems);
   if (problems.length) throw new UnsupportedDefinitionError(`The state machine cannot run locally as it would on AWS: ${problems.join('; ')}`);
-  // Throws "State machine definition is invalid" with asl-validator's errors.
-  new StateMachine(definition as StateMachineDefinition);
-  return definition as StateMachineDefinition;
+  // Throws "State machine definition is invalid" with asl-validator's errors. The validator writes
+  // `QueryLanguage: "JSONPath"` into every state it checks, so it gets a copy.
+  new StateMachine(structuredClone(definition) as StateMachineDefinition);
+  return structuredClone(definition) as StateMachineDefinition;
 }
 
 function visit(states: States | undefined, prefix: string, problems: string[]) {
   for (const [name, state] of Object.entries(states ?? {})) {
     const where = `${prefix}${name}`;
+    if ('QueryLanguage' in state && state.QueryLanguage !== 'JSONPath') problems.push(`${where}: QueryLanguage ${JSON.stringify(state.QueryLanguage)}: only JSONPath runs locally`);
     for (const field of JSONATA_FIELDS) if (field in state) problems.push(`${where}: ${field} is JSONata`);
     if (JSON.stringify(state).includes('{%')) problems.push(`${where}: a {% %} JSONata expression`);
     if (state.Type === 'Task') {
