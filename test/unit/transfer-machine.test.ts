@@ -238,6 +238,13 @@ describe('the transfer machine with fake step handlers', () => {
     expect(counts.transitions).toBe(11);
   });
 
+  it('fails a step whose StepResult or first_wait_seconds a Wait could not use (as AWS would)', async () => {
+    const bad = fakes({ Fakedeposit: (payload) => (payload.phase === 'submit' ? { settled: false, wait_seconds: 1 } : { settled: true, wait_seconds: 1.5 }), FakeSettle: settle });
+    expect((await run(inputOf(['deposit']), bad.resolver)).outcome).toMatchObject({ status: 'FAILED', error: 'States.Runtime' });
+    const badFirstWait = fakes({ Fakedeposit: onePoll(), FakeSettle: settle });
+    expect((await run({ ...inputOf(['deposit']), steps: [{ ...inputOf(['deposit']).steps[0]!, first_wait_seconds: -1 }] }, badFirstWait.resolver)).outcome).toMatchObject({ status: 'FAILED', error: 'States.Runtime' });
+  });
+
   it('an unknown function fails the step (Lambda.ResourceNotFoundException) and settles', async () => {
     const { calls, resolver } = fakes({ FakeSettle: settle });
     const { outcome } = await run(inputOf(['deposit']), resolver);

@@ -123,6 +123,7 @@ export function runLocalExecution(options: RunOptions): LocalRun {
       throw functionError(error);
     }
     const payload = result === undefined ? null : JSON.parse(JSON.stringify(result));
+    if (position !== undefined && position >= 0) checkWaits(step?.phase === 'poll' ? payload : undefined, (steps as { first_wait_seconds?: unknown }[])[position]?.first_wait_seconds);
     if (position !== undefined && position >= 0 && step?.phase === 'poll' && payload?.settled === true) settled.add(position);
     return { ExecutedVersion: '$LATEST', StatusCode: 200, Payload: payload };
   };
@@ -183,6 +184,21 @@ export function runLocalExecution(options: RunOptions): LocalRun {
       execution.abort();
     },
   };
+}
+
+const isWaitSeconds = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
+
+/**
+ * Locally the Waits are shortened, so the interpreter never reads the seconds a Wait would use; on
+ * AWS a missing or non-integer value there is a States.Runtime failure of the whole execution. The
+ * adapter checks them instead (first_wait_seconds of the step, and each poll's StepResult, which the
+ * machine reads; a submit's result is discarded), so a bad value fails the sandbox run too.
+ */
+function checkWaits(poll: { settled?: unknown; wait_seconds?: unknown } | null | undefined, firstWaitSeconds: unknown) {
+  if (!isWaitSeconds(firstWaitSeconds)) throw named('States.Runtime', `first_wait_seconds ${JSON.stringify(firstWaitSeconds)} is not an integer >= 0 (the Wait's SecondsPath)`);
+  if (poll !== undefined && (typeof poll?.settled !== 'boolean' || !isWaitSeconds(poll.wait_seconds))) {
+    throw named('States.Runtime', `a poll returned ${JSON.stringify(poll)}: a StepResult needs settled (boolean) and wait_seconds (integer >= 0)`);
+  }
 }
 
 function named(name: string, message: string): Error {
