@@ -252,6 +252,14 @@ describe('the transfer machine with fake step handlers', () => {
     expect(calls.map((call) => call.fn)).toEqual(['FakeSettle']);
   });
 
+  it('a step module that fails to load fails the step as Runtime.ImportModuleError', async () => {
+    const { calls, resolver } = fakes({ FakeSettle: settle });
+    const failingImport = async (name: string) => (name === 'Fakedeposit' ? Promise.reject(new Error('Cannot find module functions/transfers/deposit-step.ts')) : resolver(name));
+    const { outcome } = await run(inputOf(['deposit']), failingImport);
+    expect(outcome).toMatchObject({ status: 'FAILED', error: 'Runtime.ImportModuleError' });
+    expect(JSON.parse((calls[0]!.payload.error as { Cause: string }).Cause)).toMatchObject({ errorType: 'Runtime.ImportModuleError', errorMessage: expect.stringContaining('Cannot find module') });
+  });
+
   it('a Task past its TimeoutSeconds fails with States.Timeout into settle', async () => {
     const asl = structuredClone(readTransferMachine()) as Record<string, any>;
     asl.States.Steps.ItemProcessor.States.Submit.TimeoutSeconds = 1;

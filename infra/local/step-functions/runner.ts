@@ -113,7 +113,8 @@ export function runLocalExecution(options: RunOptions): LocalRun {
       handler = await options.functions(FunctionName);
     } catch (error) {
       if (error instanceof FunctionNotFoundError) throw named('Lambda.ResourceNotFoundException', `Function not found: ${FunctionName}`);
-      throw functionError(error); // a module that fails to load: the runtime's init error
+      // A module that fails to load: what the Node.js Lambda runtime reports for an init failure.
+      throw functionError(named('Runtime.ImportModuleError', error instanceof Error ? error.message : String(error)));
     }
     invocations++;
     let result: unknown;
