@@ -7,6 +7,7 @@ import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cd
 import { Construct } from 'constructs';
 import type { TransferStepFunction, TransferStepKind } from '../../functions/transfer-steps.ts';
 import { type NeedsResources, REPO_ROOT, ServiceFunction, STAR_RESOURCE_REASON } from './service-function.ts';
+import { TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS, TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS } from '../transfer-machine.ts';
 
 /** The transfer state machine's definition (JSONPath), the same file the local interpreter runs. */
 export const TRANSFER_ASL_FILE = 'statemachines/transfer.asl.json';
@@ -20,10 +21,10 @@ export const TRANSFER_ASL_FILE = 'statemachines/transfer.asl.json';
  * timed out while its Lambda still ran would be retried or caught while the first invocation may
  * still be broadcasting.
  */
-export const STEP_FUNCTION_TIMEOUT = Duration.seconds(60);
+export const STEP_FUNCTION_TIMEOUT = Duration.seconds(TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS);
 
-/** The settle Lambda's timeout: one conditional update of the task item. */
-export const SETTLE_FUNCTION_TIMEOUT = Duration.seconds(30);
+/** The settle Lambda's timeout: one conditional update of the task item (infra/transfer-machine.ts, statemachines/README.md). */
+export const SETTLE_FUNCTION_TIMEOUT = Duration.seconds(TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS);
 
 /** The timeout of a step kind's Lambda. */
 export const stepFunctionTimeout = (kind: TransferStepKind): Duration => (kind === 'settle' ? SETTLE_FUNCTION_TIMEOUT : STEP_FUNCTION_TIMEOUT);
