@@ -374,3 +374,94 @@ describe('guards and settle', () => {
     expect((await loadTask(table, ref))!.failure!.code).toBe('States.Timeout');
   });
 });
+
+/** What POST /task/{id}/resume does to the item (the API's part): the failed step's try is moved to previous_tries, a new attempt starts. */
+async function resume(ref: TaskRef): Promise<number> {
+  const task = (await loadTask(table, ref))!;
+  const index = task.failure!.step;
+  const step = task.steps[index]!;
+  const { sends, idempotency_key, reference, baseline, expected_credit, amount_in, error } = step;
+  const previous = { try: step.try, sends, idempotency_key, reference, baseline, expected_credit, amount_in, error };
+  const reset: StepRecord = {
+    index,
+    action: step.action,
+    ...(step.venue ? { venue: step.venue } : {}),
+    ...(step.holding ? { holding: step.holding } : {}),
+    ...(step.from ? { from: step.from, to: step.to } : {}),
+    gas_policy: step.gas_policy,
+    status: 'pending',
+    try: step.try + 1,
+    previous_tries: [...(step.previous_tries ?? []), JSON.parse(JSON.stringify(previous))],
+  };
+  const { failure: _failure, ...rest } = task;
+  const attempt = task.attempt + 1;
+  const item = { ...rest, status: 'pending', attempt, execution_name: `${task.task_id}-a${attempt}`, steps: task.steps.map((s, i) => (i === index ? reset : s)) };
+  await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.task(ref.app_id, ref.app_user_id, ref.task_id), ...item } }));
+  return attempt;
+}
+
+describe('resumed tries', () => {
+  it('after a refund, a resume bridges again and the platform fee of the first try is adopted, not charged twice', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    const feeBefore = await usdcOn('ARB', feeRecipient);
+    await bridge.setFault({ mode: 'refund', count: 1 });
+    await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const attempt = await resume(ref);
+    // The stale execution of attempt 0 can no longer act.
+    await expect(runStep(deps, invocation(ref, 0, 'submit', 0))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = await drive(ref, 0, { attempt });
+    expect(task).toMatchObject({ status: 'completed', attempt: 1 });
+    const step = task.steps[0]!;
+    expect(step.try).toBe(1);
+    expect(step.sends!.platform_fee!.tx_hash).toBe(step.previous_tries![0]!.sends!.platform_fee!.tx_hash);
+    expect(step.sends!.bridge!.tx_hash).not.toBe(step.previous_tries![0]!.sends!.bridge!.tx_hash);
+    expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(10_000n);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC);
+    expect(await usdcOn('INK', user.evmAddress)).toBe(BigInt(step.amount_out!));
+  });
+
+  it('a bridge deposit still in flight when the step timed out is adopted by the resume, never sent again', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    await bridge.setFault({ mode: 'stall', count: 1 });
+    try {
+      expect(await runStep(deps, invocation(ref, 0, 'submit'))).toMatchObject({ settled: false });
+      expect(await runStep(deps, invocation(ref, 0, 'poll'))).toMatchObject({ settled: false });
+      await expect(runStep({ ...deps, deadlineSeconds: 0 }, invocation(ref, 0, 'poll'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+      expect((await loadTask(table, ref))!.failure).toMatchObject({ step: 0, code: 'STEP_TIMED_OUT' });
+      const attempt = await resume(ref);
+      expect(await runStep(deps, invocation(ref, 0, 'submit', attempt))).toMatchObject({ settled: false });
+      const adopted = (await loadTask(table, ref))!.steps[0]!;
+      expect(adopted.sends!.bridge!.tx_hash).toBe(adopted.previous_tries![0]!.sends!.bridge!.tx_hash);
+      await bridge.setFault({ mode: 'clear', count: 0 });
+      const task = await drive(ref, 0, { attempt });
+      expect(task.status).toBe('completed');
+    } finally {
+      await bridge.setFault({ mode: 'clear', count: 0 });
+    }
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC);
+    expect(await usdcOn('INK', user.evmAddress)).toBeGreaterThan(9n * USDC);
+  });
+});
+
+describe('two steps (POL → ARB bridge, then venue_b deposit)', () => {
+  it('step 1 takes what step 0 delivered, and the platform fee only once', async () => {
+    const user = await newUser(0n);
+    await evm.faucet('POL', user.evmAddress, 'POL', ETHER);
+    await evm.faucet('POL', user.evmAddress, 'USDC', 30n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '30', [
+      { action: 'bridge', from: { chain: 'POL', token: 'USDC' }, to: ARB_USDC, gas_policy: 'user' },
+      { action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' },
+    ]);
+    const first = await drive(ref, 0);
+    expect(first).toMatchObject({ status: 'in_progress', current_step: 1 });
+    const bridged = BigInt(first.steps[0]!.amount_out!);
+    const task = await drive(ref, 1);
+    expect(task).toMatchObject({ status: 'completed', current_step: 2 });
+    expect(task.steps[1]).toMatchObject({ amount_in: bridged.toString(), platform_fee: '0', amount_out: bridged.toString() });
+    expect(Object.keys(task.steps[1]!.sends!)).toEqual(['deposit_0']);
+    expect((await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance).toBe(bridged);
+    expect(await usdcOn('POL', user.evmAddress)).toBe(0n);
+  });
+});

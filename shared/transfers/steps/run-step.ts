@@ -288,6 +288,14 @@ function sendSolana(ctx: Ctx, label: string, to: string, token: string, amount: 
 async function takePlatformFee(ctx: Ctx, chain: string, token: string): Promise<bigint> {
   const fee = BigInt(ctx.step.platform_fee ?? '0');
   if (fee === 0n) return 0n;
+  if (!ctx.step.sends?.platform_fee) {
+    // A resumed try: the fee an earlier try recorded is adopted (awaited), never charged again.
+    const earlier = (ctx.step.previous_tries ?? []).map((previous) => previous.sends?.platform_fee).find((send) => send !== undefined);
+    if (earlier) {
+      await writeStep(ctx.deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, stepStatusIn: ['submitted'], sends: { platform_fee: earlier }, now: ctx.deps.now().toISOString() });
+      await refresh(ctx);
+    }
+  }
   const recipient = platformFeeFor(ctx.deps.platformFee, chain).recipient!;
   if (chain === 'SOL') await sendSolana(ctx, 'platform_fee', recipient, token, fee, `platform-fee:${ctx.inv.task.task_id}`);
   else {
@@ -394,7 +402,7 @@ async function bridgeStep(ctx: Ctx): Promise<Outcome> {
     waitSeconds = Math.min(30, Math.max(1, Math.ceil(quote.estimated_fill_ms / 1000)));
     const call = quote.deposit[0];
     if (!call || quote.deposit.length !== 1) throw new StepFailure('BRIDGE_FAILED', 'The bridge quote carries no single deposit call');
-    await sendBridgeDeposit(ctx, call, from.token);
+    await sendBridgeDeposit(ctx, call, from.token, quote.amount);
     await refresh(ctx);
   } else {
     const recorded = ctx.step.sends.bridge;
@@ -416,11 +424,11 @@ async function bridgeStep(ctx: Ctx): Promise<Outcome> {
   return { done: false, waitSeconds };
 }
 
-async function sendBridgeDeposit(ctx: Ctx, call: BridgeDepositCall, token: string): Promise<void> {
+async function sendBridgeDeposit(ctx: Ctx, call: BridgeDepositCall, token: string, amount: bigint): Promise<void> {
   if (call.kind === 'spl_transfer') {
     await sendSolana(ctx, 'bridge', call.to, call.token, call.amount, call.memo);
   } else {
-    await sendEvm(ctx, 'bridge', call.chain, { to: call.to, data: call.data, value: call.value }, { token, amount: BigInt(ctx.step.amount_in!) });
+    await sendEvm(ctx, 'bridge', call.chain, { to: call.to, data: call.data, value: call.value }, { token, amount });
   }
 }
 
