@@ -376,7 +376,7 @@ describe('guards and settle', () => {
 });
 
 /** What POST /task/{id}/resume does to the item (the API's part): the failed step's try is moved to previous_tries, a new attempt starts. */
-async function resume(ref: TaskRef): Promise<number> {
+async function resume(ref: TaskRef, mode: 'reset to pending' | 'left failed' = 'reset to pending'): Promise<number> {
   const task = (await loadTask(table, ref))!;
   const index = task.failure!.step;
   const step = task.steps[index]!;
@@ -395,7 +395,8 @@ async function resume(ref: TaskRef): Promise<number> {
   };
   const { failure: _failure, ...rest } = task;
   const attempt = task.attempt + 1;
-  const item = { ...rest, status: 'pending', attempt, execution_name: `${task.task_id}-a${attempt}`, steps: task.steps.map((s, i) => (i === index ? reset : s)) };
+  // Either way works: the new attempt's first step write reopens a task left failed (and clears its failure).
+  const item = { ...(mode === 'left failed' ? task : { ...rest, status: 'pending' }), attempt, execution_name: `${task.task_id}-a${attempt}`, steps: task.steps.map((s, i) => (i === index ? reset : s)) };
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.task(ref.app_id, ref.app_user_id, ref.task_id), ...item } }));
   return attempt;
 }
@@ -407,11 +408,12 @@ describe('resumed tries', () => {
     const feeBefore = await usdcOn('ARB', feeRecipient);
     await bridge.setFault({ mode: 'refund', count: 1 });
     await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
-    const attempt = await resume(ref);
+    const attempt = await resume(ref, 'left failed');
     // The stale execution of attempt 0 can no longer act.
     await expect(runStep(deps, invocation(ref, 0, 'submit', 0))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
     const task = await drive(ref, 0, { attempt });
     expect(task).toMatchObject({ status: 'completed', attempt: 1 });
+    expect(task.failure).toBeUndefined();
     const step = task.steps[0]!;
     expect(step.try).toBe(1);
     expect(step.sends!.platform_fee!.tx_hash).toBe(step.previous_tries![0]!.sends!.platform_fee!.tx_hash);

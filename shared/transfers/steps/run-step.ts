@@ -115,7 +115,10 @@ async function guard(deps: StepDeps, inv: StepInvocation): Promise<{ result: Ste
   const step = task.steps[inv.index];
   if (!step) throw stepFailedError(`the task has no step ${inv.index}`);
   if (step.status === 'completed') return { result: { settled: true, wait_seconds: 0 } };
-  if (task.status === 'completed' || task.failure || task.cancel_reason || step.status === 'failed') throw stepFailedError(`the task is ${task.status}`);
+  if (task.status === 'completed' || step.status === 'failed') throw stepFailedError(`the task is ${task.status}, step ${inv.index} ${step.status}`);
+  // failed / cancelled with this step under way: this attempt ended. With the step pending, it is a
+  // resumed attempt (a resume resets the step and bumps the attempt): its first write reopens the task.
+  if ((task.status === 'failed' || task.status === 'cancelled') && step.status !== 'pending') throw stepFailedError(`the task is ${task.status}`);
   if (inv.index > 0 && task.steps[inv.index - 1]?.status !== 'completed') throw stepFailedError(`step ${inv.index - 1} is not completed`);
   return { task, step };
 }
@@ -169,6 +172,7 @@ async function start(deps: StepDeps, inv: StepInvocation, task: TaskRecord, step
     index: inv.index,
     tryNumber: step.try,
     stepStatusIn: ['pending'],
+    starting: true,
     step: { status: 'submitted', amount_in: amount.toString(), platform_fee: fee.toString(), started_at: now, sends: {} },
     task: { status: 'in_progress' },
     now,

@@ -7,7 +7,8 @@ import type { RecordedSend, StepRecord, TaskRecord, TaskRef } from '../task.ts';
  * The task item as the step Lambdas write it: every write is ONE conditional UpdateItem on the
  * task, guarded in the store (never trusted from the payload):
  * - the attempt is the invocation's (a stale execution cannot write);
- * - the task is open: not completed, and no failure or cancellation recorded (a resume clears them);
+ * - the task is running (in_progress); a step's first write also accepts pending, or failed /
+ *   cancelled on a resumed attempt, and clears that attempt's failure;
  * - the step is on the try the caller read (a resume that reset it in between wins).
  * `false` = the condition failed: someone else decided first; the caller reloads and re-reads.
  */
@@ -29,16 +30,34 @@ export interface StepWrite {
   readonly absent?: readonly string[];
   /** The step's status must be one of these. */
   readonly stepStatusIn?: readonly StepRecord['status'][];
+  /** The step's first write (pending → submitted): see writeStep. */
+  readonly starting?: boolean;
   /** Top-level task fields to set. */
   readonly task?: Readonly<Record<string, unknown>>;
   readonly now: string;
 }
 
 export async function writeStep(table: Table, write: StepWrite): Promise<boolean> {
-  const names: Record<string, string> = { '#steps': 'steps', '#attempt': 'attempt', '#status': 'status', '#updated': 'updated_at', '#current': 'current_step', '#try': 'try', '#failure': 'failure', '#cancel': 'cancel_reason' };
-  const values: Record<string, unknown> = { ':attempt': write.attempt, ':completed': 'completed', ':now': write.now, ':current': write.task?.current_step ?? write.index, ':try': write.tryNumber };
+  const names: Record<string, string> = { '#steps': 'steps', '#attempt': 'attempt', '#status': 'status', '#updated': 'updated_at', '#current': 'current_step', '#try': 'try' };
+  const values: Record<string, unknown> = { ':attempt': write.attempt, ':now': write.now, ':current': write.task?.current_step ?? write.index, ':try': write.tryNumber };
   const at = `#steps[${write.index}]`;
   const sets = ['#updated = :now', '#current = :current'];
+  const conditions = ['#attempt = :attempt', `${at}.#try = :try`];
+  let remove = '';
+  if (write.starting) {
+    // The first write of a step: from pending (a new task), in_progress (a later step) or failed /
+    // cancelled (a resumed attempt: the attempt matches, the reset step is pending). It clears the
+    // previous attempt's failure; whatever is recorded after it belongs to this attempt.
+    values[':completed'] = 'completed';
+    conditions.push('#status <> :completed');
+    names['#failure'] = 'failure';
+    names['#cancel'] = 'cancel_reason';
+    remove = ' REMOVE #failure, #cancel';
+  } else {
+    // Every later write: only while this attempt runs (a recorded failure or a cancellation stops it).
+    values[':running'] = 'in_progress';
+    conditions.push('#status = :running');
+  }
   let n = 0;
   for (const [field, value] of Object.entries(write.step ?? {})) {
     names[`#s${n}`] = field;
@@ -46,7 +65,6 @@ export async function writeStep(table: Table, write: StepWrite): Promise<boolean
     sets.push(`${at}.#s${n} = :s${n}`);
     n++;
   }
-  const conditions = ['#attempt = :attempt', '#status <> :completed', 'attribute_not_exists(#failure)', 'attribute_not_exists(#cancel)', `${at}.#try = :try`];
   if (write.sends && Object.keys(write.sends).length > 0) {
     names['#sends'] = 'sends';
     for (const [label, send] of Object.entries(write.sends)) {
@@ -81,7 +99,7 @@ export async function writeStep(table: Table, write: StepWrite): Promise<boolean
       new UpdateCommand({
         TableName: table.name,
         Key: keys.task(write.ref.app_id, write.ref.app_user_id, write.ref.task_id),
-        UpdateExpression: `SET ${sets.join(', ')}`,
+        UpdateExpression: `SET ${sets.join(', ')}${remove}`,
         ConditionExpression: conditions.join(' AND '),
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
@@ -109,7 +127,9 @@ export async function recordFailure(
   const names: Record<string, string> = { '#attempt': 'attempt', '#status': 'status', '#failure': 'failure', '#updated': 'updated_at', '#current': 'current_step' };
   const values: Record<string, unknown> = { ':attempt': attempt, ':completed': 'completed', ':failed': 'failed', ':failure': failure, ':now': now, ':current': failure.step };
   const sets = ['#status = :failed', '#failure = :failure', '#updated = :now', '#current = :current'];
-  const conditions = ['#attempt = :attempt', '#status <> :completed', 'attribute_not_exists(#failure)'];
+  // Once per attempt: a failure already recorded on a failed task stays (settle is idempotent);
+  // a resumed attempt's first step clears the previous one (writeStep `starting`).
+  const conditions = ['#attempt = :attempt', '#status <> :completed', '(#status <> :failed OR attribute_not_exists(#failure))'];
   if (stepTry !== undefined) {
     names['#steps'] = 'steps';
     names['#error'] = 'error';
