@@ -14,6 +14,7 @@ import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.
 import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { venueBModule } from '../../infra/local/venues/venue-b.ts';
+import { venueDModule } from '../../infra/local/venues/venue-d.ts';
 import type { AccountRecord } from '../../shared/accounts/account-record.ts';
 import { Chains } from '../../shared/chains/chains.ts';
 import type { EvmSigner, GasPayer, SolanaSigner } from '../../shared/chains/sender/ports.ts';
@@ -97,7 +98,7 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'transfer-steps-'));
   [evm, sol, { table, stop: stopTable }] = await Promise.all([startEvmSandbox({ dataDir }), startSolanaSandbox({ dataDir }), startDynaliteTable('transfer-steps')]);
   [venues, bridge] = await Promise.all([
-    startSandboxVenues({ dataDir, evm, modules: [venueBModule()], pollMs: 50 }),
+    startSandboxVenues({ dataDir, evm, modules: [venueBModule(), venueDModule()], pollMs: 50 }),
     startSandboxBridge({ dataDir, evm, sol, pollMs: 50, receiptTimeoutMs: 2_000 }),
   ]);
   chains = new Chains({ ...evm.chains, SOL: sol.chain, sandbox: true } as never);
@@ -111,7 +112,7 @@ beforeAll(async () => {
     senders,
     wallets: localWallets,
     platformFee: FEE,
-    venues: new VenueRegistry({ venue_b: venues.urls.venue_b }, venueDriverFactories(chains, 'sandbox')),
+    venues: new VenueRegistry({ venue_b: venues.urls.venue_b, venue_d: venues.urls.venue_d }, venueDriverFactories(chains, 'sandbox')),
     bridge: new HttpBridgeClient({ baseUrl: bridge.url }),
     now: () => new Date(),
     pollSeconds: 1,
@@ -125,6 +126,7 @@ afterAll(async () => {
 }, 60_000);
 
 const venueB = () => deps.venues!.driver('venue_b') as VenueBDriver;
+const venueD = () => deps.venues!.driver('venue_d');
 const usdcOn = (code: 'ARB' | 'POL' | 'INK', owner: Address) => tokenBalance(evm, code, evm.chains[code].tokens.USDC!.address as Address, owner);
 
 /** A fresh user: an account item (venue_b initialised), gas and `usdc` on ARB. */
@@ -272,7 +274,7 @@ describe('deposit step (self → venue_b, ARB USDC)', () => {
 
   it('a venue the user has not initialised fails DEX_NOT_INITIALIZED before anything is sent', async () => {
     const user = await newUser(10n * USDC);
-    const ref = await newTask(user, 'self', 'venue_d', '10', [{ action: 'deposit', venue: 'venue_d', holding: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }]);
+    const ref = await newTask(user, 'self', 'venue_a', '10', [{ action: 'deposit', venue: 'venue_a', holding: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }]);
     await expect(runStep(deps, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
     const task = (await loadTask(table, ref))!;
     expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'DEX_NOT_INITIALIZED' } });
@@ -331,6 +333,22 @@ describe('bridge step', () => {
     const received = await solana.balance(user.sol.publicKey.toBase58(), 'USDC');
     expect(received).toBe(BigInt(task.steps[0]!.amount_out!));
     expect(received).toBeGreaterThan(9n * USDC);
+  });
+
+  it('SOL → ARB: the platform fee and the deposit (an SPL transfer with the quote id as memo) from the Solana wallet', async () => {
+    const user = await newUser(0n);
+    const owner = user.sol.publicKey.toBase58();
+    await sol.faucet(owner, 'SOL', 1_000_000_000n);
+    await sol.faucet(owner, 'USDC', 20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: { chain: 'SOL', token: 'USDC' }, to: ARB_USDC, gas_policy: 'user' }], { chain: 'SOL', destination_chain: 'ARB', destination_token: 'USDC' });
+    const task = await drive(ref, 0);
+    expect(task.status).toBe('completed');
+    const step = task.steps[0]!;
+    expect(step.sends!.bridge!.chain).toBe('SOL');
+    expect(await solana.balance(solFeeRecipient, 'USDC')).toBe(10_000n);
+    expect(await solana.balance(owner, 'USDC')).toBe(10n * USDC);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(BigInt(step.amount_out!));
+    expect(BigInt(step.amount_out!)).toBeGreaterThan(9n * USDC);
   });
 
   it('a refund fault: the step fails BRIDGE_REFUNDED, the task fails, the bridged amount is back in the wallet', async () => {
@@ -465,5 +483,46 @@ describe('two steps (POL → ARB bridge, then venue_b deposit)', () => {
     expect(Object.keys(task.steps[1]!.sends!)).toEqual(['deposit_0']);
     expect((await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance).toBe(bridged);
     expect(await usdcOn('POL', user.evmAddress)).toBe(0n);
+  });
+});
+
+describe('venue_d (INK): a two-call deposit, and a crash between the withdrawal request and its reference', () => {
+  it('never withdraws twice: a fresh process finds the key without a reference and the venue balance debited', async () => {
+    const user = await newUser(0n);
+    await evm.faucet('INK', user.evmAddress, 'ETH', ETHER);
+    await evm.faucet('INK', user.evmAddress, 'USDC', 20n * USDC);
+    const fields = await venueD().initAccount(keyWallet(user.evmKey), {});
+    const perp = { ...user.account.perp_dex_status, venue_d: { ...user.account.perp_dex_status.venue_d, ...fields, initialized: true } };
+    await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.account(APP_ID, user.appUserId), ...user.account, perp_dex_status: perp } }));
+    const INK_USDC = { chain: 'INK', token: 'USDC' } as const;
+    const depositRef = await newTask(user, 'self', 'venue_d', '10', [{ action: 'deposit', venue: 'venue_d', holding: INK_USDC, gas_policy: 'user' }], { chain: 'INK' });
+    const deposited = await drive(depositRef, 0);
+    expect(deposited.status).toBe('completed');
+    expect(Object.keys(deposited.steps[0]!.sends!).sort()).toEqual(['deposit_0', 'deposit_1', 'platform_fee']);
+    expect((await venueD().balances(keyWallet(user.evmKey), fields)).balance).toBe(9_990_000n);
+
+    // The process dies after the venue accepted the request and before the reference was recorded.
+    const crashingRegistry = new VenueRegistry({ venue_d: venues.urls.venue_d }, {
+      venue_d: (options) => {
+        const real = venueDriverFactories(chains, 'sandbox').venue_d!(options);
+        return Object.assign(Object.create(Object.getPrototypeOf(real)), real, {
+          withdraw: async (...args: Parameters<typeof real.withdraw>) => {
+            await real.withdraw(...args);
+            throw new Error('crash after the venue accepted');
+          },
+        });
+      },
+    });
+    const ref = await newTask(user, 'venue_d', 'self', '5', [{ action: 'withdrawal', venue: 'venue_d', holding: INK_USDC, gas_policy: 'venue' }], { chain: 'INK' });
+    await expect(runStep({ ...deps, venues: crashingRegistry }, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_RETRYABLE_ERROR });
+    const crashed = (await loadTask(table, ref))!.steps[0]!;
+    expect(crashed.idempotency_key).toBeDefined();
+    expect(crashed.reference).toBeUndefined();
+    expect(crashed.baseline).toBe('9990000');
+    // A fresh process (a new driver: no memory of the signed request) must not sign a second one.
+    const fresh = { ...deps, venues: new VenueRegistry({ venue_d: venues.urls.venue_d }, venueDriverFactories(chains, 'sandbox')) };
+    await expect(runStep(fresh, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    expect((await loadTask(table, ref))!.failure).toMatchObject({ code: 'WITHDRAWAL_UNRECONCILED' });
+    expect((await venueD().balances(keyWallet(user.evmKey), fields)).balance).toBe(4_990_000n);
   });
 });

@@ -17,7 +17,7 @@ import { type BridgeClient, type BridgeDepositCall, BridgeRefusedError } from '.
 import { platformFee } from '../estimate.ts';
 import { type PlatformFeeSettings, platformFeeFor } from '../platform-fee.ts';
 import { TRANSFER_DECIMALS } from '../planner.ts';
-import type { RecordedSend, SettleInvocation, StepInvocation, StepRecord, StepResult, TaskRecord } from '../task.ts';
+import { type RecordedSend, type SettleInvocation, STEP_FAILED_ERROR, type StepInvocation, type StepRecord, type StepResult, type TaskRecord } from '../task.ts';
 import { StepFailure, stepFailedError, stepRetryableError, StepTransient } from './outcomes.ts';
 import { loadTask, recordFailure, writeStep } from './store.ts';
 import type { StepWallet, StepWallets } from './wallets.ts';
@@ -94,7 +94,7 @@ export async function runStep(deps: StepDeps, inv: StepInvocation): Promise<Step
       logger.warn('transfer step failed', { task_id: inv.task.task_id, index: inv.index, code: failure.code });
       throw stepFailedError(`step ${inv.index} failed: ${failure.code}`);
     }
-    if (error instanceof Error && error.name === stepFailedError('').name) throw error;
+    if (error instanceof Error && error.name === STEP_FAILED_ERROR) throw error;
     logger.info('transfer step transient trouble', { task_id: inv.task.task_id, index: inv.index, phase: inv.phase, error });
     if (inv.phase === 'poll') return { settled: false, wait_seconds: wait };
     throw stepRetryableError(`step ${inv.index}: transient trouble, retry`);
@@ -351,8 +351,9 @@ async function withdrawal(ctx: Ctx): Promise<Outcome> {
   const amount = BigInt(ctx.step.amount_in!);
   if (!ctx.step.idempotency_key) {
     const adopted = await adoptWithdrawal(ctx, driver, fields);
-    const baseline = (await driver.balances(wallet, fields)).balance;
-    await recordIntent(ctx, { idempotency_key: adopted?.key ?? uuidv7(), baseline: baseline.toString(), ...(adopted?.reference ? { reference: adopted.reference } : {}) }, 'idempotency_key');
+    // An adopted request keeps its own baseline: the venue_d check below must compare with the balance before IT.
+    const baseline = adopted?.baseline ?? (await driver.balances(wallet, fields)).balance.toString();
+    await recordIntent(ctx, { idempotency_key: adopted?.key ?? uuidv7(), baseline, ...(adopted?.reference ? { reference: adopted.reference } : {}) }, 'idempotency_key');
   }
   if (!ctx.step.reference) {
     if (driver.id === 'venue_d' && ctx.step.baseline !== undefined) {
@@ -374,12 +375,13 @@ async function withdrawal(ctx: Ctx): Promise<Outcome> {
 }
 
 /** A previous try's withdrawal that is not finally failed is adopted (same key and reference), never requested again. */
-async function adoptWithdrawal(ctx: Ctx, driver: VenueDriver, fields: VenueFields): Promise<{ key: string; reference?: string } | undefined> {
+async function adoptWithdrawal(ctx: Ctx, driver: VenueDriver, fields: VenueFields): Promise<{ key: string; reference?: string; baseline?: string } | undefined> {
   for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
     if (!previous.idempotency_key) continue;
-    if (!previous.reference) return { key: previous.idempotency_key };
+    const baseline = previous.baseline !== undefined ? { baseline: previous.baseline } : {};
+    if (!previous.reference) return { key: previous.idempotency_key, ...baseline };
     const status = await driver.withdrawalStatus(ctx.wallet.venue, fields, previous.reference);
-    if (status.state !== 'failed') return { key: previous.idempotency_key, reference: previous.reference };
+    if (status.state !== 'failed') return { key: previous.idempotency_key, reference: previous.reference, ...baseline };
   }
   return undefined;
 }
