@@ -272,6 +272,16 @@ describe('deposit step (self → venue_b, ARB USDC)', () => {
     expect((await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance).toBe(9_990_000n);
   });
 
+  it('an amount the venue refuses (5 USDC less the fee is below its minimum) fails before the fee is taken', async () => {
+    const user = await newUser(10n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '5', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
+    await expect(runStep(deps, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = (await loadTask(table, ref))!;
+    expect(task.failure).toMatchObject({ step: 0, code: 'BELOW_MINIMUM_DEPOSIT' });
+    expect(task.steps[0]!.sends).toEqual({});
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC);
+  });
+
   it('a venue the user has not initialised fails DEX_NOT_INITIALIZED before anything is sent', async () => {
     const user = await newUser(10n * USDC);
     const ref = await newTask(user, 'self', 'venue_a', '10', [{ action: 'deposit', venue: 'venue_a', holding: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }]);

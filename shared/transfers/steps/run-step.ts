@@ -396,14 +396,16 @@ async function bridgeStep(ctx: Ctx): Promise<Outcome> {
   if (!deps.bridge) throw new StepFailure('BRIDGE_NOT_CONFIGURED', 'No bridge is configured on this deployment');
   const from = ctx.step.from!;
   const to = ctx.step.to!;
-  const fee = await takePlatformFee(ctx, from.chain, from.token);
+  const fee = BigInt(ctx.step.platform_fee ?? '0');
   const addressOn = (chain: string) => (chain === 'SOL' ? ctx.wallet.solAddress : ctx.wallet.evmAddress);
   let waitSeconds: number | undefined;
   if (!ctx.step.sends?.bridge) await adoptBridgeDeposit(ctx);
   if (!ctx.step.sends?.bridge) {
     const amount = BigInt(ctx.step.amount_in!) - fee;
+    // Quoted first: a route or amount the bridge refuses fails the step before the fee is taken.
     const quote = await deps.bridge.quote({ route: { from, to }, amount, sender: addressOn(from.chain), recipient: addressOn(to.chain) });
-    if (Date.parse(quote.expires_at) <= deps.now().getTime()) throw new StepTransient('the bridge quote expired on arrival');
+    await takePlatformFee(ctx, from.chain, from.token);
+    if (Date.parse(quote.expires_at) <= deps.now().getTime()) throw new StepTransient('the bridge quote expired before the deposit');
     await writeStep(deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, stepStatusIn: ['submitted'], step: { reference: quote.quote_id }, now: deps.now().toISOString() });
     waitSeconds = Math.min(30, Math.max(1, Math.ceil(quote.estimated_fill_ms / 1000)));
     const call = quote.deposit[0];
@@ -411,6 +413,7 @@ async function bridgeStep(ctx: Ctx): Promise<Outcome> {
     await sendBridgeDeposit(ctx, call, from.token, quote.amount);
     await refresh(ctx);
   } else {
+    await takePlatformFee(ctx, from.chain, from.token);
     const recorded = ctx.step.sends.bridge;
     // Resume (or finish) the recorded deposit: re-broadcast and await it, never a new one.
     if (recorded.chain === 'SOL') await sendSolana(ctx, 'bridge', '', from.token, 0n);
@@ -468,14 +471,16 @@ async function adoptBridgeDeposit(ctx: Ctx): Promise<void> {
 async function depositStep(ctx: Ctx): Promise<Outcome> {
   const { driver, fields } = venueDriver(ctx);
   const holding = ctx.step.holding!;
-  const fee = await takePlatformFee(ctx, holding.chain, holding.token);
-  const amount = BigInt(ctx.step.amount_in!) - fee;
+  const amount = BigInt(ctx.step.amount_in!) - BigInt(ctx.step.platform_fee ?? '0');
   if (ctx.step.baseline === undefined) await adoptDeposit(ctx);
   if (ctx.step.baseline === undefined) {
+    // Prepared first: an amount the venue refuses (below its minimum) fails the step before the fee is taken.
     const plan = await driver.prepareDeposit(ctx.wallet.venue, fields, amount);
+    await takePlatformFee(ctx, holding.chain, holding.token);
     const baseline = (await driver.balances(ctx.wallet.venue, fields)).balance;
     await recordIntent(ctx, { baseline: baseline.toString(), expected_credit: plan.expectedCredit.toString(), deposit_calls: plan.calls.length }, 'baseline');
   }
+  await takePlatformFee(ctx, holding.chain, holding.token);
   const sends = ctx.step.sends ?? {};
   const callCount = ctx.step.deposit_calls ?? 0;
   const missing = Array.from({ length: callCount }, (_, k) => `deposit_${k}`).some((label) => !sends[label]);
