@@ -2,6 +2,7 @@ import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { importJWK, type JWK, SignJWT } from 'jose';
 import { type Address, getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -13,7 +14,7 @@ import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.
 import { createDocumentClient, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
-import type { SettleInvocation, StepInvocation, StepResult, TaskRecord, TaskRef } from '../../shared/transfers/task.ts';
+import { type ExecutionInput, executionName, type SettleInvocation, type StepInvocation, type StepResult, type TaskRecord, type TaskRef } from '../../shared/transfers/task.ts';
 import { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
 import { freePort } from '../support/free-port.ts';
 
@@ -149,5 +150,50 @@ describe('step handlers through the enclave (no user JWT)', () => {
     expect(await usdcOn('POL', evmAddress)).toBe(BigInt(task.steps[0]!.amount_out!));
     expect(await usdcOn('ARB', feeRecipient)).toBe(20_000n);
     expect(await settleHandler({ task: ref, attempt: 0, error: { Error: 'States.TaskFailed' } }, lambdaContext('settle', 10_000))).toEqual({ recorded: false });
+  });
+});
+
+describe('the transfer machine runs the step handlers (local Step Functions, same ASL)', () => {
+  const names = () => JSON.parse(process.env.TRANSFER_STEP_FUNCTIONS!) as Record<'withdrawal' | 'bridge' | 'deposit' | 'settle', string>;
+  const start = async (ref: TaskRef, steps: ExecutionInput['steps']) => {
+    const input: ExecutionInput = { task: ref, attempt: 0, steps, settle_function: names().settle };
+    const name = executionName(ref.task_id, 0);
+    const sfn = new SFNClient({ endpoint: process.env.SFN_ENDPOINT, region: 'us-east-1', credentials: { accessKeyId: 'sandbox', secretAccessKey: 'sandbox' } });
+    await sfn.send(new StartExecutionCommand({ stateMachineArn: process.env.TRANSFER_STATE_MACHINE_ARN, name, input: JSON.stringify(input) }));
+    return runtime.stepFunctions.closed(name);
+  };
+
+  it('POL → venue_b: bridge then deposit, one execution, SUCCEEDED; the task completed with the fee once', async () => {
+    const polBefore = await usdcOn('POL', evmAddress); // the earlier bridge test's fill
+    expect((await faucet('POL', 'POL', '1')).status).toBe(200);
+    expect((await faucet('POL', 'USDC', '20')).status).toBe(200);
+    const feeBefore = await usdcOn('POL', feeRecipient);
+    const ref = await newTask([
+      { index: 0, action: 'bridge', from: { chain: 'POL', token: 'USDC' }, to: { chain: 'ARB', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 },
+      { index: 1, action: 'deposit', venue: 'venue_b', holding: { chain: 'ARB', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 },
+    ], { chain: 'POL', amount: '20' });
+    const started = performance.now();
+    const execution = await start(ref, [
+      { index: 0, action: 'bridge', function: names().bridge, first_wait_seconds: 1 },
+      { index: 1, action: 'deposit', function: names().deposit, first_wait_seconds: 1 },
+    ]);
+    const elapsed = performance.now() - started;
+    expect(execution.status).toBe('SUCCEEDED');
+    const task = (await loadTask(table, ref))!;
+    expect(task).toMatchObject({ status: 'completed', current_step: 2 });
+    expect(task.steps[1]!.amount_in).toBe(task.steps[0]!.amount_out);
+    expect((await usdcOn('POL', feeRecipient)) - feeBefore).toBe(20_000n);
+    expect(await usdcOn('POL', evmAddress)).toBe(polBefore);
+    console.info(`two-step transfer through the machine: ${elapsed.toFixed(0)} ms, ${execution.counts.transitions} transitions, ${execution.counts.lambda_invocations} Lambda invocations`);
+  });
+
+  it('a bridge refund: the execution FAILS with TransferStepFailed, the task records BRIDGE_REFUNDED once (settle adds nothing)', async () => {
+    expect((await api('/sandbox/faults', { target: 'bridge', operation: 'bridge', mode: 'refund', count: 1 })).status).toBe(200);
+    const ref = await newTask([{ index: 0, action: 'bridge', from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 }], { destination: 'self', amount: '5' });
+    const execution = await start(ref, [{ index: 0, action: 'bridge', function: names().bridge, first_wait_seconds: 1 }]);
+    expect(execution).toMatchObject({ status: 'FAILED', error: 'TransferStepFailed' });
+    const task = (await loadTask(table, ref))!;
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_REFUNDED' } });
+    expect(task.steps[0]).toMatchObject({ status: 'failed', error: { code: 'BRIDGE_REFUNDED' } });
   });
 });
