@@ -88,13 +88,15 @@ export async function runStep(deps: StepDeps, inv: StepInvocation): Promise<Step
     await complete(ctx, outcome.amountOut, outcome.results);
     return { settled: true, wait_seconds: 0 };
   } catch (error) {
-    const failure = asFailure(error);
+    const failure = asFailure(error) ?? (inv.phase === 'poll' && !isStepFailed(error) && timedOut(deps, step) ? new StepFailure('STEP_TIMED_OUT', `The ${step.action} met only trouble past its deadline; a resume adopts it if it still lands`) : undefined);
     if (failure) {
-      await recordFailure(deps.table, inv.task, inv.attempt, { step: inv.index, code: failure.code, message: failure.message }, deps.now().toISOString(), step.try);
+      const recorded = await recordFailure(deps.table, inv.task, inv.attempt, { step: inv.index, code: failure.code, message: failure.message }, deps.now().toISOString(), step.try);
+      // A concurrent duplicate of this step may have completed it meanwhile: then nothing failed.
+      if (!recorded && (await loadTask(deps.table, inv.task))?.steps[inv.index]?.status === 'completed') return { settled: true, wait_seconds: 0 };
       logger.warn('transfer step failed', { task_id: inv.task.task_id, index: inv.index, code: failure.code });
       throw stepFailedError(`step ${inv.index} failed: ${failure.code}`);
     }
-    if (error instanceof Error && error.name === STEP_FAILED_ERROR) throw error;
+    if (isStepFailed(error)) throw error;
     logger.info('transfer step transient trouble', { task_id: inv.task.task_id, index: inv.index, phase: inv.phase, error });
     if (inv.phase === 'poll') return { settled: false, wait_seconds: wait };
     throw stepRetryableError(`step ${inv.index}: transient trouble, retry`);
@@ -198,6 +200,8 @@ async function complete(ctx: Ctx, amountOut: bigint, results?: Record<string, st
     if (ctx.step.status !== 'completed') throw new StepTransient('the completion write lost a race');
   }
 }
+
+const isStepFailed = (error: unknown) => error instanceof Error && error.name === STEP_FAILED_ERROR;
 
 function timedOut(deps: StepDeps, step: StepRecord): boolean {
   if (!step.started_at) return false;
