@@ -21,17 +21,35 @@ export interface WalletSignerDeps {
   readonly enclave: WalletEnclave;
 }
 
-export async function walletSigner(deps: WalletSignerDeps, user: AuthenticatedUser, account: AccountRecord, family: 'evm' | 'sol'): Promise<WalletSigner> {
+/**
+ * Who signs, without a request: the op_jwt's claims and the enclave credentials. A request has an
+ * AuthenticatedUser (the app's secret key); a transfer step has none and uses a platform service
+ * token for the app (shared/express/express-wallets.ts does the same), with iss and app_user_id
+ * from the stored task.
+ */
+export interface SigningIdentity {
+  readonly iss: string;
+  readonly sub: string;
+  readonly audience: string | undefined;
+  credentials(): Promise<EnclaveCredentials>;
+}
+
+/** The signing identity of an authenticated request. */
+export function signingIdentityOf(user: AuthenticatedUser): SigningIdentity {
+  return { iss: user.identity.iss, sub: user.identity.sub, audience: user.app.oidc.audience, credentials: async () => ({ secretKey: user.secretKey }) };
+}
+
+export async function walletSigner(deps: WalletSignerDeps, user: AuthenticatedUser | SigningIdentity, account: AccountRecord, family: 'evm' | 'sol'): Promise<WalletSigner> {
+  const identity = 'credentials' in user ? user : signingIdentityOf(user);
   const name = family === 'evm' ? 'evm_access_key' : 'sol_access_key';
   const secrets = await openSecrets(deps.keyWrapper, accountEncryptionContext(account), account.sealed, [name]);
   const accessKey = secrets[name].toString('utf8');
   const walletId = account.wallets[family].wallet_id;
-  const credentials: EnclaveCredentials = { secretKey: user.secretKey };
   return {
     walletId,
     sign: async (operation, fields) => {
-      const opJwt = await deps.opJwtSigner.sign({ iss: user.identity.iss, sub: user.identity.sub, aud: user.app.oidc.audience });
-      return deps.enclave.sign(credentials, operation, { ...fields, op_jwt: opJwt, access_key: accessKey, wallet_id: walletId });
+      const opJwt = await deps.opJwtSigner.sign({ iss: identity.iss, sub: identity.sub, aud: identity.audience });
+      return deps.enclave.sign(await identity.credentials(), operation, { ...fields, op_jwt: opJwt, access_key: accessKey, wallet_id: walletId });
     },
   };
 }

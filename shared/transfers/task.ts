@@ -60,6 +60,8 @@ export interface StepRecord {
   reference?: string;
   baseline?: string;
   expected_credit?: string;
+  /** deposit: how many calls the venue's plan has (`sends.deposit_0` … `deposit_<n-1>`), recorded with the baseline. */
+  deposit_calls?: number;
   /** Public outcome hashes: venue payout tx, bridge fill/refund tx. */
   result_tx_hashes?: Record<string, string>;
   error?: { readonly code: string; readonly message: string };

@@ -1,6 +1,6 @@
 import { type Address, getAddress, type Hex, hashMessage, hashTypedData, type TypedDataDefinition } from 'viem';
 import type { AccountRecord } from '../accounts/account-record.ts';
-import { walletSigner, type WalletSigner, type WalletSignerDeps } from '../accounts/wallet-signer.ts';
+import { type SigningIdentity, walletSigner, type WalletSigner, type WalletSignerDeps } from '../accounts/wallet-signer.ts';
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import { UpstreamError } from '../errors.ts';
 import type { VenueWallet } from './driver.ts';
@@ -14,7 +14,7 @@ import type { VenueWallet } from './driver.ts';
  * The access key is opened on the first signature only: a driver that merely reads (balances
  * of a venue that needs no signed request) costs no KMS call.
  */
-export function venueWallet(deps: WalletSignerDeps, user: AuthenticatedUser, account: AccountRecord): VenueWallet {
+export function venueWallet(deps: WalletSignerDeps, user: AuthenticatedUser | SigningIdentity, account: AccountRecord): VenueWallet {
   let signer: Promise<WalletSigner> | undefined;
   const signHash = async (hash: Hex): Promise<Hex> => {
     signer ??= walletSigner(deps, user, account, 'evm');

@@ -1,0 +1,538 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { Keypair } from '@solana/web3.js';
+import bs58 from 'bs58';
+import { type Address, type Hex, getAddress } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { v7 as uuidv7 } from 'uuid';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type SandboxBridge, startSandboxBridge } from '../../infra/local/bridge/server.ts';
+import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
+import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox.ts';
+import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
+import { venueBModule } from '../../infra/local/venues/venue-b.ts';
+import { venueDModule } from '../../infra/local/venues/venue-d.ts';
+import type { AccountRecord } from '../../shared/accounts/account-record.ts';
+import { Chains } from '../../shared/chains/chains.ts';
+import type { EvmSigner, GasPayer, SolanaSigner } from '../../shared/chains/sender/ports.ts';
+import { createSenders, type Senders } from '../../shared/chains/sender/senders.ts';
+import { SolanaChain } from '../../shared/chains/solana-chain.ts';
+import type { Table } from '../../shared/db/client.ts';
+import { keys } from '../../shared/db/keys.ts';
+import { venueDriverFactories } from '../../shared/deps/venues.ts';
+import { HttpBridgeClient } from '../../shared/transfers/bridge.ts';
+import { platformFee } from '../../shared/transfers/estimate.ts';
+import type { PlatformFeeSettings } from '../../shared/transfers/platform-fee.ts';
+import { runStep, settle, type StepDeps } from '../../shared/transfers/steps/run-step.ts';
+import { loadTask } from '../../shared/transfers/steps/store.ts';
+import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
+import { STEP_FAILED_ERROR, STEP_RETRYABLE_ERROR, type StepInvocation, type StepRecord, type TaskRecord, type TaskRef } from '../../shared/transfers/task.ts';
+import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
+import { VenueRegistry } from '../../shared/venues/registry.ts';
+import { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
+import { startDynaliteTable } from './support/dynalite-table.ts';
+import { depositThroughPlan, keyWallet, tokenBalance } from './support/venue-test-wallets.ts';
+
+/**
+ * The transfer step use case (shared/transfers/steps/run-step.ts) on real sandbox pieces: anvil
+ * chains, the LiteSVM Solana RPC, the venue_b sandbox, the sandbox bridge, dynalite, and the
+ * production exactly-once senders. The signer ports are local keys (as in exactly-once-sender.test.ts;
+ * the enclave adapter, enclaveStepWallets, goes through the same walletSigner as /withdraw).
+ * The task item is written as POST /transfer would; each step is driven submit, then poll until settled.
+ */
+const USDC = 1_000_000n;
+const ETHER = 10n ** 18n;
+const APP_ID = 'app-transfer-steps';
+
+let dataDir: string;
+let evm: EvmSandbox;
+let sol: SolanaSandbox;
+let venues: SandboxVenues;
+let bridge: SandboxBridge;
+let table: Table;
+let stopTable: () => Promise<void>;
+let chains: Chains;
+let senders: Senders;
+let deps: StepDeps;
+let solana: SolanaChain;
+
+const feeRecipient = privateKeyToAccount(generatePrivateKey()).address;
+const solFeeRecipient = Keypair.generate().publicKey.toBase58();
+const FEE: PlatformFeeSettings = { bps: 10n, fixed: 0n, recipients: { EVM: feeRecipient, SOL: solFeeRecipient } };
+
+interface TestUser {
+  readonly appUserId: string;
+  readonly evmKey: Hex;
+  readonly evmAddress: Address;
+  readonly sol: Keypair;
+  readonly account: AccountRecord;
+}
+const users = new Map<string, TestUser>();
+
+function localEvmSigner(privateKey: Hex): EvmSigner {
+  const account = privateKeyToAccount(privateKey);
+  return {
+    signTransaction: (transaction) => account.signTransaction({ ...transaction } as never),
+    signAuthorization: async (request) => {
+      const signed = await account.signAuthorization(request);
+      return { address: signed.address, chainId: signed.chainId, nonce: signed.nonce, r: signed.r, s: signed.s, yParity: signed.yParity! };
+    },
+    signDigest: (digest) => account.sign({ hash: digest }),
+  };
+}
+
+const localSolanaSigner = (keypair: Keypair): SolanaSigner => ({ signMessage: async (bytes) => bs58.encode(ed25519.sign(bytes, keypair.secretKey.slice(0, 32))) });
+
+/** The user's wallets with local keys (the port the enclave implements in production). */
+const localWallets: StepWallets = {
+  async open(_task, account) {
+    const user = users.get(account.app_user_id)!;
+    return { evmAddress: user.evmAddress, solAddress: user.sol.publicKey.toBase58(), evm: localEvmSigner(user.evmKey), sol: localSolanaSigner(user.sol), venue: keyWallet(user.evmKey) };
+  },
+};
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'transfer-steps-'));
+  [evm, sol, { table, stop: stopTable }] = await Promise.all([startEvmSandbox({ dataDir }), startSolanaSandbox({ dataDir }), startDynaliteTable('transfer-steps')]);
+  [venues, bridge] = await Promise.all([
+    startSandboxVenues({ dataDir, evm, modules: [venueBModule(), venueDModule()], pollMs: 50 }),
+    startSandboxBridge({ dataDir, evm, sol, pollMs: 50, receiptTimeoutMs: 2_000 }),
+  ]);
+  chains = new Chains({ ...evm.chains, SOL: sol.chain, sandbox: true } as never);
+  solana = new SolanaChain(sol.chain);
+  const sponsorAccount = privateKeyToAccount(evm.sponsor.privateKey);
+  const sponsor: GasPayer = { address: async () => sponsorAccount.address, signTransaction: (transaction) => sponsorAccount.signTransaction({ ...transaction } as never) };
+  senders = createSenders({ table, sponsor, inclusionTimeoutMs: 10_000 });
+  deps = {
+    table,
+    chains,
+    senders,
+    wallets: localWallets,
+    platformFee: FEE,
+    venues: new VenueRegistry({ venue_b: venues.urls.venue_b, venue_d: venues.urls.venue_d }, venueDriverFactories(chains, 'sandbox')),
+    bridge: new HttpBridgeClient({ baseUrl: bridge.url }),
+    now: () => new Date(),
+    pollSeconds: 1,
+  };
+}, 180_000);
+
+afterAll(async () => {
+  await Promise.all([venues?.stop(), bridge?.stop()]);
+  await Promise.all([evm?.stop(), sol?.stop(), stopTable?.()]);
+  await rm(dataDir, { recursive: true, force: true });
+}, 60_000);
+
+const venueB = () => deps.venues!.driver('venue_b') as VenueBDriver;
+const venueD = () => deps.venues!.driver('venue_d');
+const usdcOn = (code: 'ARB' | 'POL' | 'INK', owner: Address) => tokenBalance(evm, code, evm.chains[code].tokens.USDC!.address as Address, owner);
+
+/** A fresh user: an account item (venue_b initialised), gas and `usdc` on ARB. */
+async function newUser(usdc: bigint): Promise<TestUser> {
+  const evmKey = generatePrivateKey();
+  const evmAddress = privateKeyToAccount(evmKey).address;
+  const solKeys = Keypair.generate();
+  const appUserId = `user-${uuidv7()}`;
+  await evm.faucet('ARB', evmAddress, 'ETH', ETHER);
+  if (usdc > 0n) await evm.faucet('ARB', evmAddress, 'USDC', usdc);
+  const fields = await venueB().initAccount(keyWallet(evmKey));
+  const perp = defaultPerpDexStatus();
+  perp.venue_b = { ...perp.venue_b, ...fields, initialized: true };
+  const account = {
+    app_id: APP_ID,
+    app_user_id: appUserId,
+    user_id: uuidv7(),
+    public_address: { ETH: getAddress(evmAddress), SOL: solKeys.publicKey.toBase58() },
+    perp_dex_status: perp,
+    wallets: { evm: { wallet_id: 'w-evm' }, sol: { wallet_id: 'w-sol' } },
+    sealed: {},
+    created_at: new Date().toISOString(),
+  } as unknown as AccountRecord;
+  await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.account(APP_ID, appUserId), ...account } }));
+  const user = { appUserId, evmKey, evmAddress, sol: solKeys, account };
+  users.set(appUserId, user);
+  return user;
+}
+
+type PlannedStep = Pick<StepRecord, 'action' | 'venue' | 'holding' | 'from' | 'to' | 'gas_policy'>;
+
+/** The task item as POST /transfer writes it. */
+async function newTask(user: TestUser, source: string, destination: string, amount: string, steps: PlannedStep[], extra: Partial<TaskRecord> = {}): Promise<TaskRef> {
+  const task_id = uuidv7();
+  const now = new Date().toISOString();
+  const item: TaskRecord = {
+    entity: 'task',
+    task_id,
+    user_id: user.account.user_id,
+    app_id: APP_ID,
+    app_user_id: user.appUserId,
+    iss: 'https://issuer.example',
+    source: source as never,
+    destination: destination as never,
+    amount,
+    chain: 'ARB',
+    token: 'USDC',
+    gas_sponsored: false,
+    status: 'pending',
+    created_at: now,
+    updated_at: now,
+    attempt: 0,
+    execution_name: `${task_id}-a0`,
+    route: {},
+    steps: steps.map((step, index) => ({ ...step, index, status: 'pending', try: 0 })),
+    current_step: 0,
+    ...extra,
+  };
+  await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.task(APP_ID, user.appUserId, task_id), ...item } }));
+  return { app_id: APP_ID, app_user_id: user.appUserId, task_id };
+}
+
+const ARB_USDC = { chain: 'ARB', token: 'USDC' } as const;
+const invocation = (task: TaskRef, index: number, phase: StepInvocation['phase'], attempt = 0): StepInvocation => ({ task, attempt, index, phase });
+
+/** Submit, then poll every 100 ms until settled (the ASL's Wait shortened). */
+async function drive(task: TaskRef, index: number, options: { attempt?: number; stepDeps?: StepDeps } = {}) {
+  const stepDeps = options.stepDeps ?? deps;
+  const deadline = Date.now() + 30_000;
+  let result;
+  for (;;) {
+    try {
+      result = await runStep(stepDeps, invocation(task, index, 'submit', options.attempt));
+      break;
+    } catch (error) {
+      // The ASL's Retry on TransferStepRetryable (a sender lease held by a concurrent duplicate).
+      if ((error as Error).name !== STEP_RETRYABLE_ERROR || Date.now() > deadline) throw error;
+      await new Promise((wake) => setTimeout(wake, 200));
+    }
+  }
+  while (!result.settled) {
+    if (Date.now() > deadline) throw new Error('the step did not settle within 30 s');
+    expect(result.wait_seconds).toBeGreaterThanOrEqual(1);
+    await new Promise((wake) => setTimeout(wake, 100));
+    result = await runStep(stepDeps, invocation(task, index, 'poll', options.attempt));
+  }
+  return (await loadTask(table, task))!;
+}
+
+describe('deposit step (self → venue_b, ARB USDC)', () => {
+  it('takes the platform fee once, deposits the rest, completes with amount_out = the credit, to the base unit', async () => {
+    const user = await newUser(50n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '20', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
+    const feeBefore = await usdcOn('ARB', feeRecipient);
+    const task = await drive(ref, 0);
+    const fee = platformFee({ bps: 10n, fixed: 0n }, 20n * USDC);
+    expect(fee).toBe(20_000n);
+    expect(task.status).toBe('completed');
+    expect(task.current_step).toBe(1);
+    const step = task.steps[0]!;
+    expect(step).toMatchObject({ status: 'completed', amount_in: '20000000', platform_fee: '20000', expected_credit: '19980000', amount_out: '19980000', baseline: '0' });
+    expect(Object.keys(step.sends!).sort()).toEqual(['deposit_0', 'platform_fee']);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(30n * USDC);
+    expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(fee);
+    expect((await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance).toBe(19_980_000n);
+    // Submitting again changes nothing.
+    expect(await runStep(deps, invocation(ref, 0, 'submit'))).toEqual({ settled: true, wait_seconds: 0 });
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(30n * USDC);
+  });
+
+  it('a crash after the record and before the broadcast, then two concurrent re-runs: one fee, one deposit', async () => {
+    const user = await newUser(30n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
+    // A sender that "crashes" right after the journal record (the process dies before broadcasting).
+    const crashing: Senders = {
+      ...senders,
+      evm: {
+        send: (request: Parameters<Senders['evm']['send']>[0]) =>
+          senders.evm.send({
+            ...request,
+            journal: request.journal && {
+              ...(request.journal.previous ? { previous: request.journal.previous } : {}),
+              record: async (broadcast) => {
+                await request.journal!.record(broadcast);
+                throw new Error('crash after the record');
+              },
+            },
+          }),
+      } as Senders['evm'],
+    };
+    const crashDeps = { ...deps, senders: crashing };
+    await expect(runStep(crashDeps, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_RETRYABLE_ERROR });
+    const crashed = (await loadTask(table, ref))!;
+    expect(crashed.status).toBe('in_progress');
+    const feeSend = crashed.steps[0]!.sends!.platform_fee!;
+    expect(feeSend.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(30n * USDC); // nothing broadcast yet
+    // The retries (the ASL's Retry) re-broadcast the recorded fee transfer, then deposit, concurrently.
+    const [a, b] = await Promise.all([drive(ref, 0), drive(ref, 0)]);
+    expect(a.status).toBe('completed');
+    expect(b.steps[0]!.sends!.platform_fee!.tx_hash).toBe(feeSend.tx_hash);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+    expect((await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance).toBe(9_990_000n);
+  });
+
+  it('an amount the venue refuses (5 USDC less the fee is below its minimum) fails before the fee is taken', async () => {
+    const user = await newUser(10n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '5', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
+    await expect(runStep(deps, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = (await loadTask(table, ref))!;
+    expect(task.failure).toMatchObject({ step: 0, code: 'BELOW_MINIMUM_DEPOSIT' });
+    expect(task.steps[0]!.sends).toEqual({});
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC);
+  });
+
+  it('a venue the user has not initialised fails DEX_NOT_INITIALIZED before anything is sent', async () => {
+    const user = await newUser(10n * USDC);
+    const ref = await newTask(user, 'self', 'venue_a', '10', [{ action: 'deposit', venue: 'venue_a', holding: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }]);
+    await expect(runStep(deps, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = (await loadTask(table, ref))!;
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'DEX_NOT_INITIALIZED' } });
+    expect(task.steps[0]).toMatchObject({ status: 'failed', error: { code: 'DEX_NOT_INITIALIZED' } });
+    expect(task.steps[0]!.sends).toEqual({});
+  });
+});
+
+describe('withdrawal step (venue_b → self)', () => {
+  it('the venue pays out minus its 1 USDC fee; the platform fee is taken from the payout; amount_out to the base unit', async () => {
+    const user = await newUser(20n * USDC);
+    const wallet = keyWallet(user.evmKey);
+    const fields = { account_address: user.evmAddress };
+    const send = async (to: Address, data: Hex) => {
+      const signer = localEvmSigner(user.evmKey);
+      const evmChain = await chains.evm('ARB');
+      return senders.evm.send({ chain: evmChain, from: user.evmAddress, call: { to, data, value: 0n }, spends: { token: 'USDC', amount: 0n }, signer });
+    };
+    await depositThroughPlan(venueB(), { wallet, fields, send }, 20n * USDC);
+    const ref = await newTask(user, 'venue_b', 'self', '10', [{ action: 'withdrawal', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'venue' }]);
+    const feeBefore = await usdcOn('ARB', feeRecipient);
+    const task = await drive(ref, 0);
+    const fee = platformFee({ bps: 10n, fixed: 0n }, 9n * USDC);
+    expect(task.status).toBe('completed');
+    expect(task.steps[0]).toMatchObject({ status: 'completed', amount_in: '10000000', platform_fee: fee.toString(), amount_out: (9n * USDC - fee).toString() });
+    expect(task.steps[0]!.idempotency_key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
+    expect(task.steps[0]!.result_tx_hashes!.payout).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(9n * USDC - fee);
+    expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(fee);
+    expect((await venueB().balances(wallet, fields)).balance).toBe(10n * USDC);
+  });
+});
+
+describe('bridge step', () => {
+  it('ARB → POL: fee, one deposit, the fill is amount_out', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'POL', destination_token: 'USDC' });
+    const task = await drive(ref, 0);
+    const step = task.steps[0]!;
+    expect(task.status).toBe('completed');
+    expect(step.platform_fee).toBe('10000');
+    expect(step.reference).toMatch(/./);
+    expect(Object.keys(step.sends!).sort()).toEqual(['bridge', 'platform_fee']);
+    const received = await usdcOn('POL', user.evmAddress);
+    expect(received).toBe(BigInt(step.amount_out!));
+    // across: 0.05 USDC + 4 bps of what was bridged (10 − 0.01).
+    expect(received).toBe(9_990_000n - 50_000n - 3_996n);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC);
+  });
+
+  it('ARB → SOL: the fill lands in the user\'s Solana wallet', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'SOL', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'SOL', destination_token: 'USDC' });
+    const task = await drive(ref, 0);
+    expect(task.status).toBe('completed');
+    const received = await solana.balance(user.sol.publicKey.toBase58(), 'USDC');
+    expect(received).toBe(BigInt(task.steps[0]!.amount_out!));
+    expect(received).toBeGreaterThan(9n * USDC);
+  });
+
+  it('SOL → ARB: the platform fee and the deposit (an SPL transfer with the quote id as memo) from the Solana wallet', async () => {
+    const user = await newUser(0n);
+    const owner = user.sol.publicKey.toBase58();
+    await sol.faucet(owner, 'SOL', 1_000_000_000n);
+    await sol.faucet(owner, 'USDC', 20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: { chain: 'SOL', token: 'USDC' }, to: ARB_USDC, gas_policy: 'user' }], { chain: 'SOL', destination_chain: 'ARB', destination_token: 'USDC' });
+    const task = await drive(ref, 0);
+    expect(task.status).toBe('completed');
+    const step = task.steps[0]!;
+    expect(step.sends!.bridge!.chain).toBe('SOL');
+    expect(await solana.balance(solFeeRecipient, 'USDC')).toBe(10_000n);
+    expect(await solana.balance(owner, 'USDC')).toBe(10n * USDC);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(BigInt(step.amount_out!));
+    expect(BigInt(step.amount_out!)).toBeGreaterThan(9n * USDC);
+  });
+
+  it('a refund fault: the step fails BRIDGE_REFUNDED, the task fails, the bridged amount is back in the wallet', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    await bridge.setFault({ mode: 'refund', count: 1 });
+    await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = (await loadTask(table, ref))!;
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_REFUNDED' } });
+    expect(task.steps[0]!.result_tx_hashes!.refund).toMatch(/^0x/);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC - 10_000n);
+    expect(await usdcOn('INK', user.evmAddress)).toBe(0n);
+  });
+});
+
+describe('guards and settle', () => {
+  it('refuses a step whose previous step is not completed, and a stale attempt, without any effect', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '10', [
+      { action: 'bridge', from: { chain: 'POL', token: 'USDC' }, to: ARB_USDC, gas_policy: 'user' },
+      { action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' },
+    ]);
+    const before = (await loadTask(table, ref))!;
+    await expect(runStep(deps, invocation(ref, 1, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    await expect(runStep(deps, invocation(ref, 0, 'submit', 1))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    expect(await loadTask(table, ref)).toEqual(before);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+  });
+
+  it('settle records the failure once with a safe message, and never over a recorded one', async () => {
+    const user = await newUser(0n);
+    const ref = await newTask(user, 'venue_b', 'self', '10', [{ action: 'withdrawal', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'venue' }], { status: 'in_progress' });
+    const error = { Error: 'States.Timeout', Cause: 'op_jwt=eyJsecret access_key=abc' };
+    expect(await settle(deps, { task: ref, attempt: 1, error })).toEqual({ recorded: false }); // stale attempt
+    expect(await settle(deps, { task: ref, attempt: 0, error })).toEqual({ recorded: true });
+    const task = (await loadTask(table, ref))!;
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'States.Timeout' } });
+    expect(JSON.stringify(task)).not.toContain('secret');
+    expect(task.steps[0]).toMatchObject({ status: 'failed', error: { code: 'States.Timeout' } });
+    expect(await settle(deps, { task: ref, attempt: 0, error: { Error: 'Other' } })).toEqual({ recorded: false });
+    expect((await loadTask(table, ref))!.failure!.code).toBe('States.Timeout');
+  });
+});
+
+/** What POST /task/{id}/resume does to the item (the API's part): the failed step's try is moved to previous_tries, a new attempt starts. */
+async function resume(ref: TaskRef, mode: 'reset to pending' | 'left failed' = 'reset to pending'): Promise<number> {
+  const task = (await loadTask(table, ref))!;
+  const index = task.failure!.step;
+  const step = task.steps[index]!;
+  const { sends, idempotency_key, reference, baseline, expected_credit, amount_in, error } = step;
+  const previous = { try: step.try, sends, idempotency_key, reference, baseline, expected_credit, amount_in, error };
+  const reset: StepRecord = {
+    index,
+    action: step.action,
+    ...(step.venue ? { venue: step.venue } : {}),
+    ...(step.holding ? { holding: step.holding } : {}),
+    ...(step.from ? { from: step.from, to: step.to } : {}),
+    gas_policy: step.gas_policy,
+    status: 'pending',
+    try: step.try + 1,
+    previous_tries: [...(step.previous_tries ?? []), JSON.parse(JSON.stringify(previous))],
+  };
+  const { failure: _failure, ...rest } = task;
+  const attempt = task.attempt + 1;
+  // Either way works: the new attempt's first step write reopens a task left failed (and clears its failure).
+  const item = { ...(mode === 'left failed' ? task : { ...rest, status: 'pending' }), attempt, execution_name: `${task.task_id}-a${attempt}`, steps: task.steps.map((s, i) => (i === index ? reset : s)) };
+  await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.task(ref.app_id, ref.app_user_id, ref.task_id), ...item } }));
+  return attempt;
+}
+
+describe('resumed tries', () => {
+  it('after a refund, a resume bridges again and the platform fee of the first try is adopted, not charged twice', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    const feeBefore = await usdcOn('ARB', feeRecipient);
+    await bridge.setFault({ mode: 'refund', count: 1 });
+    await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const attempt = await resume(ref, 'left failed');
+    // The stale execution of attempt 0 can no longer act.
+    await expect(runStep(deps, invocation(ref, 0, 'submit', 0))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = await drive(ref, 0, { attempt });
+    expect(task).toMatchObject({ status: 'completed', attempt: 1 });
+    expect(task.failure).toBeUndefined();
+    const step = task.steps[0]!;
+    expect(step.try).toBe(1);
+    expect(step.sends!.platform_fee!.tx_hash).toBe(step.previous_tries![0]!.sends!.platform_fee!.tx_hash);
+    expect(step.sends!.bridge!.tx_hash).not.toBe(step.previous_tries![0]!.sends!.bridge!.tx_hash);
+    expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(10_000n);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC);
+    expect(await usdcOn('INK', user.evmAddress)).toBe(BigInt(step.amount_out!));
+  });
+
+  it('a bridge deposit still in flight when the step timed out is adopted by the resume, never sent again', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    await bridge.setFault({ mode: 'stall', count: 1 });
+    try {
+      expect(await runStep(deps, invocation(ref, 0, 'submit'))).toMatchObject({ settled: false });
+      expect(await runStep(deps, invocation(ref, 0, 'poll'))).toMatchObject({ settled: false });
+      await expect(runStep({ ...deps, deadlineSeconds: 0 }, invocation(ref, 0, 'poll'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+      expect((await loadTask(table, ref))!.failure).toMatchObject({ step: 0, code: 'STEP_TIMED_OUT' });
+      const attempt = await resume(ref);
+      expect(await runStep(deps, invocation(ref, 0, 'submit', attempt))).toMatchObject({ settled: false });
+      const adopted = (await loadTask(table, ref))!.steps[0]!;
+      expect(adopted.sends!.bridge!.tx_hash).toBe(adopted.previous_tries![0]!.sends!.bridge!.tx_hash);
+      await bridge.setFault({ mode: 'clear', count: 0 });
+      const task = await drive(ref, 0, { attempt });
+      expect(task.status).toBe('completed');
+    } finally {
+      await bridge.setFault({ mode: 'clear', count: 0 });
+    }
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC);
+    expect(await usdcOn('INK', user.evmAddress)).toBeGreaterThan(9n * USDC);
+  });
+});
+
+describe('two steps (POL → ARB bridge, then venue_b deposit)', () => {
+  it('step 1 takes what step 0 delivered, and the platform fee only once', async () => {
+    const user = await newUser(0n);
+    await evm.faucet('POL', user.evmAddress, 'POL', ETHER);
+    await evm.faucet('POL', user.evmAddress, 'USDC', 30n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '30', [
+      { action: 'bridge', from: { chain: 'POL', token: 'USDC' }, to: ARB_USDC, gas_policy: 'user' },
+      { action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' },
+    ]);
+    const first = await drive(ref, 0);
+    expect(first).toMatchObject({ status: 'in_progress', current_step: 1 });
+    const bridged = BigInt(first.steps[0]!.amount_out!);
+    const task = await drive(ref, 1);
+    expect(task).toMatchObject({ status: 'completed', current_step: 2 });
+    expect(task.steps[1]).toMatchObject({ amount_in: bridged.toString(), platform_fee: '0', amount_out: bridged.toString() });
+    expect(Object.keys(task.steps[1]!.sends!)).toEqual(['deposit_0']);
+    expect((await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance).toBe(bridged);
+    expect(await usdcOn('POL', user.evmAddress)).toBe(0n);
+  });
+});
+
+describe('venue_d (INK): a two-call deposit, and a crash between the withdrawal request and its reference', () => {
+  it('never withdraws twice: a fresh process finds the key without a reference and the venue balance debited', async () => {
+    const user = await newUser(0n);
+    await evm.faucet('INK', user.evmAddress, 'ETH', ETHER);
+    await evm.faucet('INK', user.evmAddress, 'USDC', 20n * USDC);
+    const fields = await venueD().initAccount(keyWallet(user.evmKey), {});
+    const perp = { ...user.account.perp_dex_status, venue_d: { ...user.account.perp_dex_status.venue_d, ...fields, initialized: true } };
+    await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.account(APP_ID, user.appUserId), ...user.account, perp_dex_status: perp } }));
+    const INK_USDC = { chain: 'INK', token: 'USDC' } as const;
+    const depositRef = await newTask(user, 'self', 'venue_d', '10', [{ action: 'deposit', venue: 'venue_d', holding: INK_USDC, gas_policy: 'user' }], { chain: 'INK' });
+    const deposited = await drive(depositRef, 0);
+    expect(deposited.status).toBe('completed');
+    expect(Object.keys(deposited.steps[0]!.sends!).sort()).toEqual(['deposit_0', 'deposit_1', 'platform_fee']);
+    expect((await venueD().balances(keyWallet(user.evmKey), fields)).balance).toBe(9_990_000n);
+
+    // The process dies after the venue accepted the request and before the reference was recorded.
+    const crashingRegistry = new VenueRegistry({ venue_d: venues.urls.venue_d }, {
+      venue_d: (options) => {
+        const real = venueDriverFactories(chains, 'sandbox').venue_d!(options);
+        return Object.assign(Object.create(Object.getPrototypeOf(real)), real, {
+          withdraw: async (...args: Parameters<typeof real.withdraw>) => {
+            await real.withdraw(...args);
+            throw new Error('crash after the venue accepted');
+          },
+        });
+      },
+    });
+    const ref = await newTask(user, 'venue_d', 'self', '5', [{ action: 'withdrawal', venue: 'venue_d', holding: INK_USDC, gas_policy: 'venue' }], { chain: 'INK' });
+    await expect(runStep({ ...deps, venues: crashingRegistry }, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_RETRYABLE_ERROR });
+    const crashed = (await loadTask(table, ref))!.steps[0]!;
+    expect(crashed.idempotency_key).toBeDefined();
+    expect(crashed.reference).toBeUndefined();
+    expect(crashed.baseline).toBe('9990000');
+    // A fresh process (a new driver: no memory of the signed request) must not sign a second one.
+    const fresh = { ...deps, venues: new VenueRegistry({ venue_d: venues.urls.venue_d }, venueDriverFactories(chains, 'sandbox')) };
+    await expect(runStep(fresh, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    expect((await loadTask(table, ref))!.failure).toMatchObject({ code: 'WITHDRAWAL_UNRECONCILED' });
+    expect((await venueD().balances(keyWallet(user.evmKey), fields)).balance).toBe(4_990_000n);
+  });
+});
