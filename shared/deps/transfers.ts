@@ -1,0 +1,54 @@
+import type { AppRegistry } from '../apps/app-registry.ts';
+import { ConfigError } from '../config.ts';
+import { HttpBridgeClient } from '../transfers/bridge.ts';
+import { BridgeClientQuoter } from '../transfers/bridge-quoter.ts';
+import { ConfiguredPrices, type EstimateDeps } from '../transfers/estimate.ts';
+import { SfnTransferExecutor } from '../transfers/executor.ts';
+import { ChainGasEstimator } from '../transfers/gas-estimator.ts';
+import { loadPlatformFee, platformFeeFor } from '../transfers/platform-fee.ts';
+import type { EstimateRouteDeps, TaskDeps, TransferServiceDeps } from '../transfers/service.ts';
+import { chainsFromEnv } from './chains.ts';
+import { appsFromEnv, systemClock } from './table.ts';
+
+type WithApps<T> = T & { readonly apps: AppRegistry };
+
+/** Need `bridge`: BRIDGE_URL. */
+export function loadBridgeUrl(env = process.env): string {
+  const url = env.BRIDGE_URL;
+  if (!url || !/^https?:\/\/\S+$/.test(url)) throw new ConfigError('Invalid configuration: BRIDGE_URL: must be an http(s) URL');
+  return url;
+}
+
+/**
+ * The estimate's ports (needs: chains, bridge, platformFee): gas from the chains, configured
+ * prices, the bridge's quotes, the platform fee for the route's first wallet chain.
+ */
+function estimatePortsFromEnv(): Pick<TransferServiceDeps, 'estimateDeps'> {
+  const chains = chainsFromEnv();
+  const bridge = new HttpBridgeClient({ baseUrl: loadBridgeUrl() });
+  const fees = loadPlatformFee();
+  const prices = new ConfiguredPrices();
+  return {
+    estimateDeps: (wallet, feeChain): EstimateDeps => ({
+      gas: new ChainGasEstimator(chains, wallet, bridge),
+      prices,
+      bridge: new BridgeClientQuoter(bridge, wallet),
+      platformFee: platformFeeFor(fees, feeChain),
+    }),
+  };
+}
+
+/** POST /transfer/estimate-transfer-cost (needs: table read, chains, bridge, platformFee). */
+export function estimateDepsFromEnv(): WithApps<EstimateRouteDeps> {
+  return { ...appsFromEnv(), ...estimatePortsFromEnv() };
+}
+
+/** The task routes (needs: table, transfers): GET /tasks only reads; GET /task and resume also start and describe executions. */
+export function taskDepsFromEnv(): WithApps<TaskDeps> {
+  return { ...appsFromEnv(), executor: new SfnTransferExecutor(), now: systemClock };
+}
+
+/** POST /transfer (needs: table read-write, chains, bridge, platformFee, transfers). */
+export function transferDepsFromEnv(): WithApps<TransferServiceDeps> {
+  return { ...taskDepsFromEnv(), ...estimatePortsFromEnv() };
+}
