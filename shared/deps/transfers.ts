@@ -3,7 +3,7 @@ import { ConfigError } from '../config.ts';
 import { HttpBridgeClient } from '../transfers/bridge.ts';
 import { BridgeClientQuoter } from '../transfers/bridge-quoter.ts';
 import { ConfiguredPrices, type EstimateDeps } from '../transfers/estimate.ts';
-import { SfnTransferExecutor } from '../transfers/executor.ts';
+import { loadTransfersConfig, SfnTransferExecutor } from '../transfers/executor.ts';
 import { ChainGasEstimator } from '../transfers/gas-estimator.ts';
 import { loadPlatformFee, platformFeeFor } from '../transfers/platform-fee.ts';
 import type { EstimateRouteDeps, TaskDeps, TransferServiceDeps } from '../transfers/service.ts';
@@ -43,9 +43,9 @@ export function estimateDepsFromEnv(): WithApps<EstimateRouteDeps> {
   return { ...appsFromEnv(), ...estimatePortsFromEnv() };
 }
 
-/** The task routes (needs: table, transfers): GET /tasks only reads; GET /task and resume also start and describe executions. */
+/** GET /task and resume (needs: table read-write, transfers): they start and describe executions. */
 export function taskDepsFromEnv(): WithApps<TaskDeps> {
-  return { ...appsFromEnv(), executor: new SfnTransferExecutor(), now: systemClock };
+  return { ...appsFromEnv(), executor: new SfnTransferExecutor(loadTransfersConfig()), now: systemClock };
 }
 
 /** POST /transfer (needs: table read-write, chains, bridge, platformFee, transfers). */

@@ -71,26 +71,20 @@ export function loadTransfersConfig(env = process.env): TransfersConfig {
 }
 
 /**
- * The executor over AWS Step Functions (@aws-sdk/client-sfn), locally the same calls to the
- * local endpoint (SFN_ENDPOINT). The configuration is read on first use, so a route that cannot
- * start (no machine configured) still answers; the start failing leaves the task pending.
+ * The executor over AWS Step Functions (@aws-sdk/client-sfn); locally the same calls go to the
+ * local endpoint (SFN_ENDPOINT).
  */
 export class SfnTransferExecutor implements TransferExecutor {
-  readonly #config: () => TransfersConfig;
-  readonly #client: (config: TransfersConfig) => SFNClient;
-  #resolved: { config: TransfersConfig; client: SFNClient } | undefined;
+  readonly #config: TransfersConfig;
+  readonly #client: SFNClient;
 
-  constructor(config: () => TransfersConfig = loadTransfersConfig, client: (config: TransfersConfig) => SFNClient = (c) => new SFNClient(c.endpoint ? { endpoint: c.endpoint } : {})) {
+  constructor(config: TransfersConfig, client: SFNClient = new SFNClient(config.endpoint ? { endpoint: config.endpoint } : {})) {
     this.#config = config;
     this.#client = client;
   }
 
   #get() {
-    if (!this.#resolved) {
-      const config = this.#config();
-      this.#resolved = { config, client: this.#client(config) };
-    }
-    return this.#resolved;
+    return { config: this.#config, client: this.#client };
   }
 
   functions(): StepFunctions {

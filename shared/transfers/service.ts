@@ -49,10 +49,6 @@ export interface TransferServiceDeps extends TaskDeps {
 /** The estimate route: the table (the account) and the estimate's ports. */
 export type EstimateRouteDeps = Pick<TransferServiceDeps, 'table' | 'estimateDeps'>;
 
-/** GET /tasks: default and maximum `limit` (the spec's default; the maximum is our choice, documented). */
-export const TASKS_DEFAULT_LIMIT = 5;
-export const TASKS_MAX_LIMIT = 50;
-
 const walletOf = (account: AccountRecord) => ({ evm: account.public_address.ETH as Address, sol: account.public_address.SOL });
 
 /**
