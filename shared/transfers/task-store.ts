@@ -98,7 +98,7 @@ export function settleClosed(table: Table, task: TaskKey, attempt: number, outco
  * passes the condition; the others get false.
  */
 export async function resumeTask(table: Table, seen: TaskRecord, k: number, now: Date): Promise<boolean> {
-  const names: Record<string, string> = { '#status': 'status', '#steps': 'steps' };
+  const names: Record<string, string> = { '#status': 'status' };
   const values: Record<string, unknown> = {
     ':failed': 'failed',
     ':cancelled': 'cancelled',
@@ -115,6 +115,7 @@ export async function resumeTask(table: Table, seen: TaskRecord, k: number, now:
   const step: StepRecord | undefined = seen.steps[k];
   if (step?.status === 'failed') {
     const path = `#steps[${k}]`;
+    names['#steps'] = 'steps';
     names['#try'] = 'try';
     names['#stepStatus'] = 'status';
     const record: Record<string, unknown> = { try: step.try };
