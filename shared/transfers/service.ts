@@ -27,8 +27,9 @@ import { executionName, type StepRecord, type TaskRecord, toTaskResource } from 
  * - `cancelled` when the attempt's execution stopped without finishing: ABORTED (an operator's
  *   StopExecution) or TIMED_OUT (the machine's TimeoutSeconds). GET records it when it sees the
  *   closed execution; `cancel_reason` says which.
- * - `failed` when a step recorded a final failure, or when the execution ended (FAILED, or even
- *   SUCCEEDED) while the task was still pending or in progress: code EXECUTION_FAILED.
+ * - `failed` when a step recorded a final failure, or when the execution ended (FAILED, or
+ *   SUCCEEDED with a step not completed) while the task was still pending or in progress: code
+ *   EXECUTION_FAILED. SUCCEEDED with every step completed makes it `completed`.
  * - `failed` and `cancelled` can be resumed; a resume is a new attempt from the first unfinished step.
  */
 /** What the task routes (list, get, resume) use. */
@@ -218,8 +219,11 @@ export function closedOutcome(task: TaskRecord, status: ExecutionStatus | undefi
       return { status: 'cancelled', cancel_reason: `execution ${task.execution_name} was stopped (aborted) before the transfer finished` };
     case 'TIMED_OUT':
       return { status: 'cancelled', cancel_reason: `execution ${task.execution_name} timed out before the transfer finished` };
-    case 'FAILED':
     case 'SUCCEEDED':
+      // Every step recorded completed: the transfer is done, only the task's end was not recorded.
+      if (task.steps.every((step) => step.status === 'completed')) return { status: 'completed', current_step: task.steps.length };
+    // falls through: it ended without the steps' outcome
+    case 'FAILED':
       return {
         status: 'failed',
         failure: { step: task.current_step, code: 'EXECUTION_FAILED', message: `execution ${task.execution_name} ended (${status}) without recording the outcome of step ${task.current_step + 1}` },

@@ -76,12 +76,18 @@ export function claimRekick(table: Table, task: TaskKey, attempt: number, now: D
 }
 
 export type ClosedOutcome =
+  | { readonly status: 'completed'; readonly current_step: number }
   | { readonly status: 'cancelled'; readonly cancel_reason: string }
   | { readonly status: 'failed'; readonly failure: { readonly step: number; readonly code: string; readonly message: string } };
 
 /** The attempt's execution closed without recording an outcome: records it, if the task is still pending or in progress at that attempt. */
 export function settleClosed(table: Table, task: TaskKey, attempt: number, outcome: ClosedOutcome, now: Date): Promise<boolean> {
-  const detail = outcome.status === 'cancelled' ? { field: 'cancel_reason', value: outcome.cancel_reason } : { field: 'failure', value: outcome.failure };
+  const detail =
+    outcome.status === 'completed'
+      ? { field: 'current_step', value: outcome.current_step }
+      : outcome.status === 'cancelled'
+        ? { field: 'cancel_reason', value: outcome.cancel_reason }
+        : { field: 'failure', value: outcome.failure };
   return conditional(table, task, {
     UpdateExpression: `SET #status = :status, #detail = :detail, updated_at = :now`,
     ConditionExpression: '#status IN (:pending, :running) AND attempt = :attempt',

@@ -1,5 +1,6 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setLogLevel } from '../../shared/logger.ts';
 import { putAccountIfAbsent } from '../../shared/accounts/account-record.ts';
 import type { AuthenticatedUser } from '../../shared/auth/authenticate.ts';
 import type { Table } from '../../shared/db/client.ts';
@@ -51,6 +52,9 @@ const bridge: BridgeQuoter = {
   quote: async () => ({ fee: 250_000n, minAmount: 1_000_000n, maxAmount: 1_000_000_000_000n, expiresAt: '2026-11-22T13:00:00.000Z' }),
 };
 const estimateDeps = (): EstimateDeps => ({ gas, prices: new ConfiguredPrices(), bridge, platformFee: { fixed: 0n, bps: 10n } });
+beforeAll(() => setLogLevel('silent'));
+afterAll(() => setLogLevel('info'));
+
 const JWT = 'eyJhbGciOiJFUzI1NiJ9.secret-user-jwt.signature';
 
 async function failure(promise: Promise<unknown>): Promise<DomainError> {
@@ -226,6 +230,18 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     if (expected === 'failed') expect(task.metadata.failure).toMatchObject({ step: 0, code: 'EXECUTION_FAILED' });
   });
 
+  it('reconciles a SUCCEEDED execution whose steps all completed to completed', async () => {
+    const { deps, user, executor, sub } = await newUser();
+    const { body: created } = await createTransfer(deps, user, body());
+    await table.doc.send(
+      new UpdateCommand({ TableName: table.name, Key: keys.task('app-t', sub, created.task_id), UpdateExpression: 'SET steps[0].#s = :c', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':c': 'completed' } }),
+    );
+    executor.status = 'SUCCEEDED';
+    const task = await getUserTask(deps, user, created.task_id);
+    expect(task).toMatchObject({ status: 'completed', progress: { current_step: 1, total_steps: 1 } });
+    expect(task.metadata.failure).toBeUndefined();
+  });
+
   /** Marks step 0 completed and step 1 failed with per-try records, the task failed (as the step Lambdas would). */
   async function failAtBridge(sub: string, taskId: string) {
     await table.doc.send(
@@ -282,6 +298,9 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
       input: expect.objectContaining({ attempt: 1, steps: [expect.objectContaining({ index: 1, action: 'bridge' }), expect.objectContaining({ index: 2, action: 'deposit' })] }),
     });
     expect((await failure(resumeUserTask(deps, user, created.task_id))).message).toContain('pending');
+    const view = await getUserTask(deps, user, created.task_id);
+    expect(view.metadata.checkpoints[1]).toMatchObject({ status: 'pending', try: 1, previous_tries: [{ try: 0, tx_hashes: ['0xabc'], error: { code: 'BRIDGE_REFUNDED' } }] });
+    expect(JSON.stringify(view)).not.toContain('SIGNED-RAW');
   });
 
   it('50 concurrent resumes of one task make exactly one new attempt and one execution; the others are 409', async () => {
