@@ -18,8 +18,8 @@ describe('SfnTransferExecutor', () => {
   it('starts the named execution of the configured machine with the input as JSON', async () => {
     sfn.on(StartExecutionCommand).resolves({ executionArn: executionArn(ARN, 't-a0'), startDate: new Date() });
     await new SfnTransferExecutor(config, new SFNClient({ region: 'us-east-1' })).start('t-a0', input);
-    const calls = sfn.commandCalls(StartExecutionCommand);
-    expect(calls.map((c) => c.args[0].input)).toEqual([{ stateMachineArn: ARN, name: 't-a0', input: JSON.stringify(input) }]);
+    expect(sfn).toReceiveCommandTimes(StartExecutionCommand, 1);
+    expect(sfn).toReceiveCommandWith(StartExecutionCommand, { stateMachineArn: ARN, name: 't-a0', input: JSON.stringify(input) });
   });
 
   it('treats ExecutionAlreadyExists as started (the same attempt), after describing it', async () => {
