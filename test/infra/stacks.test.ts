@@ -586,7 +586,7 @@ describe('least privilege per route', () => {
 
   it('lets only the routes that read chains read the RPC URLs secret, and nothing else of Secrets Manager or SSM', () => {
     const chainRoutes = rolesOf(ROUTES.filter((route) => route.needs.chains));
-    expect(chainRoutes).toEqual(rolesOf(ROUTES.filter((route) => ['Withdraw', 'GetDemoBalance', 'CheckPerpDexRequirements', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp'].includes(route.id))));
+    expect(chainRoutes).toEqual(rolesOf(ROUTES.filter((route) => ['Withdraw', 'GetDemoBalance', 'CheckPerpDexRequirements', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp', 'EstimateTransferCost', 'CreateTransfer'].includes(route.id))));
     const secretArn = importedArn(stateful.rpcUrlsSecret, 'Ref');
     expect(rolesAllowed('secretsmanager:GetSecretValue', secretArn)).toEqual(chainRoutes);
     const secretStatements = roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('secretsmanager:')));
