@@ -188,7 +188,12 @@ async function startAttempt(deps: TaskDeps, task: TaskRecord): Promise<boolean> 
     logger.warn('transfer execution not started; the task stays pending', { task_id: task.task_id, attempt: task.attempt, error });
     return false;
   }
-  await markStarted(deps.table, task, task.attempt, deps.now());
+  try {
+    await markStarted(deps.table, task, task.attempt, deps.now());
+  } catch (error) {
+    // Started but not recorded: GET's re-kick starts the same name again (ExecutionAlreadyExists = started) and records it.
+    logger.warn('transfer execution started but not recorded', { task_id: task.task_id, attempt: task.attempt, error });
+  }
   return true;
 }
 
