@@ -25,6 +25,8 @@ import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-route
 import { startSolanaSandbox } from './solana-sandbox.ts';
 import { type SandboxVenueListing, startSandboxVenues } from './venues/framework.ts';
 import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.ts';
+import { type LocalStepFunctions, startLocalStepFunctions } from './step-functions/server.ts';
+import { localStepFunctionNames, sandboxPlatformFee, transferStepResolver } from './step-functions/transfer-functions.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
 import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
@@ -50,6 +52,8 @@ export interface LocalRuntimeOptions {
   readonly rpcCredential?: string;
   /** Called once per request, after the response, with its access-log record. */
   readonly onRequest?: (line: AccessLogRecord) => void;
+  /** How long each Wait of the transfer machine takes locally, ms (default: SANDBOX_STEP_WAIT_MS, else 200). */
+  readonly stepWaitMs?: number;
 }
 
 /** One access-log line (JSON): like API Gateway's, never with query values, headers or bodies. */
@@ -71,6 +75,8 @@ export interface LocalRuntime {
   readonly venues: SandboxVenueListing;
   /** The sandbox bridge (`GET /sandbox/bridge`). */
   readonly bridge: SandboxBridgeListing;
+  /** The local Step Functions running the transfer machine (SFN_ENDPOINT; `GET {endpoint}/executions/{name}` has the counts). */
+  readonly stepFunctions: Pick<LocalStepFunctions, 'endpoint' | 'stateMachineArn' | 'execution' | 'closed'>;
   readonly apps: readonly AppFileEntry[];
   readonly dynamodbEndpoint: string;
   stop(): Promise<void>;
@@ -130,6 +136,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const table = { doc: createDocumentClient(dynamodbEndpoint), name: tableName };
   await seedApplications(table, [...apps.map((entry) => toApplication(entry, [trustedKey])), platformApplication(trustedKey)]);
 
+  // The transfer machine (statemachines/transfer.asl.json) behind a local Step Functions endpoint;
+  // its step Lambdas run in this process with the handlers' environment set below. Executions a
+  // killed process left RUNNING are re-driven at the end, once everything is up.
+  const stepFunctions = await startLocalStepFunctions({ dataDir, host, functions: transferStepResolver(), waitMs: options.stepWaitMs ?? stepWaitFromEnv() });
+  closers.unshift(() => stepFunctions.stop());
+
   // Listen first (ports may be 0), then configure the handlers' environment, then serve.
   const servers = Object.fromEntries(SERVICES.map((service) => [service, createServer()])) as Record<ServiceName, Server>;
   const urls = {} as Record<ServiceName, string>;
@@ -150,6 +162,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     BRIDGE_URL: bridge.url,
     VENUE_NETWORK: 'sandbox',
     ALLOWED_7702_DELEGATES: [...new Set(Object.values(evm.chains).map((chain) => chain.delegate).filter(Boolean))].join(','),
+    SFN_ENDPOINT: stepFunctions.endpoint,
+    TRANSFER_STATE_MACHINE_ARN: stepFunctions.stateMachineArn,
+    TRANSFER_STEP_FUNCTIONS: JSON.stringify(localStepFunctionNames()),
+    // A sandbox choice (README "Transfers"): 10 bps to recipients generated once under DATA_DIR.
+    PLATFORM_FEE: process.env.PLATFORM_FEE ?? (await sandboxPlatformFee(dataDir)),
   });
   for (const service of SERVICES) {
     const routes = resourceTree(ROUTES.filter((route) => route.service === service));
@@ -177,6 +194,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   }
 
   await fundGasSponsor(chains, new EnclaveGasSponsor(new HttpWalletEnclave(urls.enclave), signer, new AppRegistry(table)));
+  await stepFunctions.redriveRunning();
 
   return {
     urls,
@@ -184,11 +202,20 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     chains: chainsListing(chains.config),
     venues: venues.listing,
     bridge: bridge.listing,
+    stepFunctions,
     dynamodbEndpoint,
     stop: async () => {
       for (const closeOne of closers) await closeOne();
     },
   };
+}
+
+function stepWaitFromEnv(): number {
+  const raw = process.env.SANDBOX_STEP_WAIT_MS;
+  if (raw === undefined || raw === '') return 200;
+  const ms = Number(raw);
+  if (!Number.isSafeInteger(ms) || ms < 0) throw new LocalRuntimeError(`SANDBOX_STEP_WAIT_MS must be a whole number of milliseconds, not ${JSON.stringify(raw)}`);
+  return ms;
 }
 
 type Handler = (event: unknown, context: unknown) => Promise<unknown>;
