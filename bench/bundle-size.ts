@@ -3,7 +3,7 @@
  * (BENCH_RUNS=n sets the import-time runs per bundle, default 7).
  *
  * Each handler is bundled exactly as CDK bundles it (ESBUILD_OPTIONS mirrors the NodejsFunction
- * bundling of infra/bundling.ts). Per route it prints:
+ * bundling of infra/bundling.ts). Per route (and per transfer step function) it prints:
  * - min / gzip: the minified bundle's bytes, and gzip -9 of it;
  * - libs / x libs: the bundle's size over a bundle of just the libraries its code calls. That
  *   twin (bench/bundles/library-entry.ts) imports exactly the package symbols the function's own
@@ -34,6 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
 import { ROUTES, type RouteDefinition } from '../functions/routes.ts';
+import { TRANSFER_STEP_FUNCTIONS } from '../functions/transfer-steps.ts';
 import { ESBUILD_OPTIONS } from '../infra/bundling.ts';
 import { importMs, median } from './bundles/import-time.ts';
 import { libraryEntrySource, libraryUse, ownInputs } from './bundles/library-entry.ts';
@@ -72,6 +73,10 @@ const IMPORT_ENV: Record<string, string> = {
   RPC_URLS_SECRET: 'bench/rpc-urls',
   ALLOWED_7702_DELEGATES: '',
   VENUE_URLS: '{}',
+  BRIDGE_URL: 'https://bridge.example.com',
+  PLATFORM_FEE: '{"bps":10,"recipients":{}}',
+  TRANSFER_STATE_MACHINE_ARN: 'arn:aws:states:us-east-1:123456789012:stateMachine:bench',
+  TRANSFER_STEP_FUNCTIONS: JSON.stringify(Object.fromEntries(TRANSFER_STEP_FUNCTIONS.map((step) => [step.kind, `arn:aws:lambda:us-east-1:123456789012:function:bench-${step.kind}`]))),
   POWERTOOLS_SERVICE_NAME: 'bench',
   LOG_LEVEL: 'ERROR',
 };
@@ -158,10 +163,16 @@ interface EntryResult {
   importError?: string;
 }
 
+/** Every Lambda: one per route, and the transfer step functions (invoked by Step Functions; the account service's). */
+const FUNCTIONS: readonly RouteDefinition[] = [
+  ...ROUTES,
+  ...TRANSFER_STEP_FUNCTIONS.map((step) => ({ id: step.id, service: 'account' as const, routeKey: `(Step Functions) ${step.kind}`, entry: step.entry, needs: step.needs })),
+];
+
 const outDir = await mkdtemp(path.join(tmpdir(), 'bundle-size-'));
 try {
   // One build per handler module; routes sharing a module share its numbers.
-  const entries = [...new Set(ROUTES.map((route) => route.entry))];
+  const entries = [...new Set(FUNCTIONS.map((route) => route.entry))];
   const results = new Map<string, EntryResult>();
   const floorFile = path.join(outDir, 'floor', 'index.cjs');
   const [floor] = await Promise.all([
@@ -199,7 +210,7 @@ try {
   const header = ['route', 'min KB', 'gzip KB', 'libs KB', 'x libs', 'own KB', 'import ms', 'x floor'];
   const rows: string[][] = [];
   const perRoute: { route: RouteDefinition; bytes: number; ratio?: number; packages: ReadonlySet<string>; slowBuiltins: readonly string[] }[] = [];
-  for (const route of ROUTES) {
+  for (const route of FUNCTIONS) {
     const result = results.get(route.entry)!;
     if (!result.built) {
       rows.push([route.id, 'FAILED', '-', '-', '-', '-', '-', '-']);

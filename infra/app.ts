@@ -26,6 +26,16 @@ function venueUrlsContext(app: App): Record<string, string> | undefined {
   return parsed as Record<string, string>;
 }
 
+/**
+ * `-c platformFee='{"bps":10,"recipients":{"EVM":"0x…"}}'` (a JSON string on the command line, an
+ * object in cdk.json): PLATFORM_FEE, checked by the stack. Absent: no fee.
+ */
+function platformFeeContext(app: App): unknown {
+  const value: unknown = app.node.tryGetContext('platformFee');
+  if (value === undefined || value === '') return undefined;
+  return typeof value === 'string' ? JSON.parse(value) : value;
+}
+
 const app = new App();
 // `-c chainsConfig=path/to/chains.json`: chain ids, tokens and delegates (once deployed). Validated
 // here; its rpc_url fields never reach the template (they go to the RPC URLs secret, docs/deploy.md).
@@ -58,6 +68,10 @@ new ServicesStack(app, 'PerpWallet-Services', {
   apiGatewayCloudWatchRole: booleanContext(app, 'apiGatewayCloudWatchRole', true),
   // Checked by the stack (venue ids, http(s) URLs).
   venueUrls: venueUrlsContext(app),
+  // `-c bridgeUrl=https://…`: the bridge API (BRIDGE_URL). Absent: the transfer routes answer 503.
+  bridgeUrl: (app.node.tryGetContext('bridgeUrl') as string | undefined) || undefined,
+  // `-c platformFee='{…}'` (docs/deploy.md, "Transfers in AWS"). Absent: no platform fee.
+  platformFee: platformFeeContext(app),
 });
 
 app.synth();

@@ -19,6 +19,9 @@ import type { Construct } from 'constructs';
 import { ROUTES, type ServiceName } from '../functions/routes.ts';
 import { API_INTEGRATION_TIMEOUT_SECONDS, resourceTree } from './api-resources.ts';
 import { type NeedsResources, ServiceFunction } from './constructs/service-function.ts';
+import { TransferMachine } from './constructs/transfer-machine.ts';
+import { TRANSFER_STEP_FUNCTIONS, type TransferStepFunction } from '../functions/transfer-steps.ts';
+import { loadPlatformFee, type PlatformFeeSettings } from '../shared/transfers/platform-fee.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 import type { ChainsConfig } from '../shared/chains/chain-config.ts';
 import { loadVenueUrls, type VenueUrls } from '../shared/config.ts';
@@ -57,6 +60,19 @@ export interface ServicesStackProps extends StackProps, StatefulResources {
    * @default {} (no venue configured)
    */
   readonly venueUrls?: VenueUrls;
+  /**
+   * The bridge API's base URL (BRIDGE_URL of the routes and steps that need `bridge`; an http(s)
+   * URL, trailing slashes dropped). @default none: BRIDGE_URL is not set and the transfer routes
+   * answer 503 (no bridge configured)
+   */
+  readonly bridgeUrl?: string;
+  /**
+   * The platform fee as PLATFORM_FEE's JSON (shared/transfers/platform-fee.ts: `{ bps, fixed?,
+   * recipients: { EVM?, SOL? } }`), checked as the functions check it. @default none: no fee
+   */
+  readonly platformFee?: unknown;
+  /** The transfer step Lambdas. @default TRANSFER_STEP_FUNCTIONS (functions/transfer-steps.ts) */
+  readonly transferSteps?: readonly TransferStepFunction[];
 }
 
 /** Well under the account-wide 10,000 rps: a runaway client should hit this, not the bill. */
@@ -109,6 +125,10 @@ export class ServicesStack extends Stack {
   readonly apis: Readonly<Record<ServiceName, RestApi>>;
   /** Keyed by route id (ROUTES[].id). */
   readonly functions: ReadonlyMap<string, ServiceFunction>;
+  /** The transfer state machine and its step functions. */
+  readonly transfers: TransferMachine;
+  /** What a `needs` may refer to in this stack (the transfer machine included). */
+  readonly needsResources: NeedsResources;
   /** API Gateway's account-level CloudWatch Logs setting, when this stack manages it. */
   readonly apiGatewayAccount?: CfnAccount;
 
@@ -138,7 +158,20 @@ export class ServicesStack extends Stack {
       delegates: allowedDelegates(props.chainsConfig),
       // Parsed as the functions parse it: a bad URL or venue id stops the synth, not a cold start.
       venueUrls: JSON.stringify(loadVenueUrls({ VENUE_URLS: JSON.stringify(props.venueUrls ?? {}) })),
+      ...(props.bridgeUrl !== undefined ? { bridgeUrl: checkedBridgeUrl(props.bridgeUrl) } : {}),
+      ...(props.platformFee !== undefined ? { platformFee: checkedPlatformFee(props.platformFee) } : {}),
     };
+
+    // The step functions and the machine first: the routes that start transfers refer to both.
+    this.transfers = new TransferMachine(this, 'Transfers', { steps: props.transferSteps ?? TRANSFER_STEP_FUNCTIONS, resources });
+    const withTransfers: NeedsResources = (this.needsResources = {
+      ...resources,
+      transfers: {
+        stateMachine: this.transfers.stateMachine,
+        executionsArn: this.transfers.executionsArn,
+        stepFunctionArns: this.transfers.stepFunctionArns(),
+      },
+    });
 
     const functions = new Map<string, ServiceFunction>();
     for (const route of ROUTES) {
@@ -146,12 +179,13 @@ export class ServicesStack extends Stack {
         entry: route.entry,
         service: route.service,
         description: `${route.service}: ${route.routeKey}`,
-      }).bindNeeds(route.needs, resources);
+      }).bindNeeds(route.needs, withTransfers);
       functions.set(route.id, fn);
     }
     this.functions = functions;
     for (const service of Object.keys(API_IDS) as ServiceName[]) this.addRoutes(service);
 
+    new CfnOutput(this, 'TransferStateMachineArn', { value: this.transfers.stateMachine.stateMachineArn, description: 'Transfer state machine (redrive, stop: docs/deploy.md)' });
     for (const service of Object.keys(API_IDS) as ServiceName[]) {
       new CfnOutput(this, `${API_IDS[service]}Url`, { value: this.stageUrl(service), description: `${service} API: its stage URL, no trailing slash` });
     }
@@ -288,6 +322,25 @@ function lambdaProxyIntegration(fn: IFunction): Integration {
     path: `2015-03-31/functions/${fn.functionArn}/invocations`,
     options: { timeout: API_INTEGRATION_TIMEOUT },
   });
+}
+
+/** BRIDGE_URL as the stack sets it: an http(s) URL without trailing slashes; anything else stops the synth. */
+export function checkedBridgeUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`bridgeUrl must be an http(s) URL, got ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new Error(`bridgeUrl must be an http(s) URL, got ${JSON.stringify(url)}`);
+  return url.replace(/\/+$/, '');
+}
+
+/** PLATFORM_FEE as the stack sets it: the JSON the functions parse (loadPlatformFee), refused at synth when they would refuse it. */
+export function checkedPlatformFee(fee: unknown): string {
+  const json = typeof fee === 'string' ? fee : JSON.stringify(fee);
+  const settings: PlatformFeeSettings = loadPlatformFee({ PLATFORM_FEE: json });
+  return JSON.stringify({ bps: Number(settings.bps), fixed: settings.fixed.toString(), recipients: settings.recipients });
 }
 
 /** A web ACL for API Gateway must be REGIONAL (a CLOUDFRONT one cannot be associated with a stage). */

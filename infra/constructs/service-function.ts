@@ -8,6 +8,7 @@ import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import type { RouteNeeds, ServiceName, SigningKeyOperation, TableAccess, WrappingKeyOperation } from '../../functions/routes.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS } from '../api-resources.ts';
@@ -52,7 +53,29 @@ export interface NeedsResources {
   readonly delegates: string;
   /** VENUE_URLS: JSON of venue id to the venue API's base URL (`{}`: no venue configured). */
   readonly venueUrls: string;
+  /** BRIDGE_URL: the bridge API's base URL. Absent: BRIDGE_URL is not set and the transfer routes answer 503. */
+  readonly bridgeUrl?: string;
+  /** PLATFORM_FEE: JSON (shared/transfers/platform-fee.ts). Absent: not set, no fee. */
+  readonly platformFee?: string;
+  /** The transfer state machine and TRANSFER_STEP_FUNCTIONS; absent while the step functions themselves are built. */
+  readonly transfers?: TransferResources;
 }
+
+/** What the `transfers` need binds (infra/constructs/transfer-machine.ts). */
+export interface TransferResources {
+  readonly stateMachine: IStateMachine;
+  /** `arn:…:execution:<machine name>:*`: DescribeExecution is granted on this only. */
+  readonly executionsArn: string;
+  /** TRANSFER_STEP_FUNCTIONS: JSON `{ withdrawal, bridge, deposit, settle }` of function ARNs. */
+  readonly stepFunctionArns: string;
+}
+
+/**
+ * The reason for the one Resource "*" acknowledgement (cdk-nag AwsSolutions-IAM5), shared by every
+ * role that has such a statement so the reasons stay one text.
+ */
+export const STAR_RESOURCE_REASON =
+  'Only for actions that support no resource-level permissions, so Resource must be "*": X-Ray PutTraceSegments and PutTelemetryRecords (Tracing.ACTIVE on every function; the transfer state machine\'s tracing adds GetSamplingRules and GetSamplingTargets) and, on the transfer state machine\'s role only, the CloudWatch Logs log-delivery actions Step Functions logging requires (CreateLogDelivery, GetLogDelivery, UpdateLogDelivery, DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, DescribeResourcePolicies, DescribeLogGroups). These are the only "*" statements (asserted in test/infra).';
 
 /** Ends before the REST API's 29 s integration timeout (infra/api-resources.ts says why 27 s). */
 export const API_FUNCTION_TIMEOUT = Duration.seconds(API_FUNCTION_TIMEOUT_SECONDS);
@@ -83,9 +106,12 @@ export class ServiceFunction extends Construct {
   readonly lambda: NodejsFunction;
   readonly logGroup: LogGroup;
   readonly role: IRole;
+  /** Handler module relative to the repository root. */
+  readonly entry: string;
 
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
     super(scope, id);
+    this.entry = props.entry;
 
     // Logs belong to the stateless stack and expire after a month anyway: delete them with it.
     this.logGroup = new LogGroup(this, 'Logs', {
@@ -105,10 +131,7 @@ export class ServiceFunction extends Construct {
     this.role = role;
 
     // Tracing.ACTIVE adds xray:PutTraceSegments and xray:PutTelemetryRecords on Resource '*'.
-    Validations.of(role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions: Resource must be "*" (added by Tracing.ACTIVE; the only "*" statement of these roles, asserted in test/infra).',
-    });
+    Validations.of(role).acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: STAR_RESOURCE_REASON });
 
     this.lambda = new NodejsFunction(this, 'Function', {
       entry: path.join(REPO_ROOT, props.entry),
@@ -144,6 +167,25 @@ export class ServiceFunction extends Construct {
     if (needs.chains) this.bindChains(resources.publicChainsConfig, resources.rpcUrlsSecret);
     if (needs.delegates) this.lambda.addEnvironment('ALLOWED_7702_DELEGATES', resources.delegates);
     if (needs.venues) this.bindVenues(resources.venueUrls);
+    if (needs.bridge && resources.bridgeUrl !== undefined) this.lambda.addEnvironment('BRIDGE_URL', resources.bridgeUrl);
+    if (needs.platformFee && resources.platformFee !== undefined) this.lambda.addEnvironment('PLATFORM_FEE', resources.platformFee);
+    if (needs.transfers) {
+      if (!resources.transfers) throw new Error(`${this.node.path}: needs transfers, but the transfer state machine is not built yet (a step function cannot start transfers)`);
+      this.bindTransfers(resources.transfers);
+    }
+    return this;
+  }
+
+  /**
+   * Starts and describes executions of the transfer machine: states:StartExecution on that
+   * machine's ARN and states:DescribeExecution on its executions, nothing else of Step Functions
+   * (no Stop, Redrive or history: those are the operator's, docs/deploy.md).
+   */
+  bindTransfers(transfers: TransferResources): this {
+    this.lambda.addEnvironment('TRANSFER_STATE_MACHINE_ARN', transfers.stateMachine.stateMachineArn);
+    this.lambda.addEnvironment('TRANSFER_STEP_FUNCTIONS', transfers.stepFunctionArns);
+    this.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['states:StartExecution'], resources: [transfers.stateMachine.stateMachineArn] }));
+    this.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['states:DescribeExecution'], resources: [transfers.executionsArn] }));
     return this;
   }
 

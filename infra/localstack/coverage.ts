@@ -137,13 +137,14 @@ const ASL_SDK_SERVICES: Record<string, string> = { sfn: 'stepfunctions', cloudwa
 /**
  * The AWS operations a state machine's Task states call, from the Resource ARNs in a synthesized
  * template (or an ASL file): `arn:<partition>:states:::<service>:<action>[.sync|.waitForTaskToken]`,
- * also when CloudFormation splits the ARN with Fn::Join around the partition. Optimized
+ * also when CloudFormation splits the ARN with Fn::Join around the partition or the definition is
+ * a JSON string inside the template (DefinitionString: `\"Resource\":\"arn:…\"`). Optimized
  * integrations (lambda:invoke, dynamodb:putItem, states:startExecution) and AWS SDK integrations
  * (aws-sdk:kms:sign) are mapped; any other integration comes back in `unknown`.
  */
 export function stateMachineOperations(text: string, label: string, found: Found = new Map(), unknown: string[] = []): { found: Found; unknown: string[] } {
   const pascal = (action: string) => action[0]!.toUpperCase() + action.slice(1);
-  for (const match of text.matchAll(/:states:::([a-z0-9-]+):([A-Za-z0-9:]+?)(?:\.sync(?::2)?|\.waitForTaskToken)?(?=["'\s,\]}]|$)/g)) {
+  for (const match of text.matchAll(/:states:::([a-z0-9-]+):([A-Za-z0-9:]+?)(?:\.sync(?::2)?|\.waitForTaskToken)?(?=\\?["'\s,\]}]|$)/g)) {
     const [integration, rest] = [match[1]!, match[2]!];
     if (integration === 'aws-sdk') {
       const [service, action] = rest.split(':') as [string, string | undefined];

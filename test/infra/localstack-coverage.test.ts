@@ -15,7 +15,7 @@ import {
   templateResourceTypes,
   yamlResourceTypes,
 } from '../../infra/localstack/coverage.ts';
-import { buildStacks } from './support/stacks.ts';
+import { buildStacks, TEST_TRANSFER_STEPS } from './support/stacks.ts';
 
 /**
  * LocalStack's free edition (issue 9), checked statically because LocalStack cannot run here (no
@@ -138,6 +138,9 @@ describe('the check (synthetic input)', () => {
     expect([...found.keys()].sort()).toEqual(['dynamodb PutItem', 'kms Sign', 'lambda Invoke', 'stepfunctions StartExecution', 'xray PutTraceSegments']);
     expect(unknown).toEqual(['Machine: state machine integration sqs:sendMessage has no mapping (coverage.ts, stateMachineOperations)']);
     expect(outsideFreeCoverage({ operations: found })).toEqual(["operation xray PutTraceSegments: xray needs LocalStack's Ultimate plan (Machine)"]);
+    // A definition inlined as a string (DefinitionString) keeps its quotes escaped.
+    const inlined = JSON.stringify({ DefinitionString: JSON.stringify({ States: { Run: { Resource: 'arn:aws:states:::lambda:invoke' } } }) });
+    expect([...stateMachineOperations(inlined, 'Inlined').found.keys()]).toEqual(['lambda Invoke']);
   });
 
   it('reads resource types out of a YAML template', () => {
@@ -153,6 +156,7 @@ describe("the project on LocalStack's free edition", () => {
   it('the stacks hold only resource types the free edition creates', () => {
     expect(stackTypes.size, 'no resource types found: the synthesis read nothing').toBeGreaterThan(5);
     expect(stackTypes.has('AWS::Lambda::Function')).toBe(true);
+    expect(stackTypes.get('AWS::StepFunctions::StateMachine')?.size, 'the transfer state machine').toBe(1);
     expect(outsideFreeCoverage({ resourceTypes: stackTypes })).toEqual([]);
   });
 
@@ -167,8 +171,8 @@ describe("the project on LocalStack's free edition", () => {
     expect(outsideFreeCoverage({ resourceTypes: types })).toEqual([]);
   });
 
-  it('the functions call only operations the free edition serves (from the route entries, following imports)', () => {
-    const files = reachableFiles([...new Set(ROUTES.map((route) => route.entry))]);
+  it('the functions call only operations the free edition serves (from the route and transfer-step entries, following imports)', () => {
+    const files = reachableFiles([...new Set([...ROUTES, ...TEST_TRANSFER_STEPS].map((fn) => fn.entry))]);
     const operations: Found = new Map();
     const unknown: string[] = [];
     for (const file of files.filter((f) => f.endsWith('.ts'))) sdkOperations(readFileSync(join(ROOT, file), 'utf8'), file, operations, unknown);
@@ -176,6 +180,8 @@ describe("the project on LocalStack's free edition", () => {
     // The scan must have seen the calls we know of, or an empty result would prove nothing.
     expect([...operations.keys()]).toEqual(expect.arrayContaining(['dynamodb GetItem', 'dynamodb PutItem', 'kms Sign', 'kms Decrypt', 'secretsmanager GetSecretValue']));
     expect(outsideFreeCoverage({ operations })).toEqual([]);
+    // Step Functions: only what the `transfers` need grants (infra/constructs/service-function.ts, bindTransfers).
+    for (const key of operations.keys()) if (key.startsWith('stepfunctions ')) expect(['stepfunctions StartExecution', 'stepfunctions DescribeExecution'], key).toContain(key);
   });
 
   it('the state machines (templates and statemachines/*.asl.json) call only free operations', () => {
@@ -184,8 +190,9 @@ describe("the project on LocalStack's free edition", () => {
     const aslDir = join(ROOT, 'statemachines');
     const asl = existsSync(aslDir) ? readdirSync(aslDir).filter((f) => f.endsWith('.asl.json')).map((f) => ({ label: `statemachines/${f}`, text: readFileSync(join(aslDir, f), 'utf8') })) : [];
     for (const { label, text } of [...templates, ...asl]) stateMachineOperations(text, label, operations, unknown);
-    // A state machine resource without one recognised Task integration would mean the scan missed it.
-    if (stackTypes.has('AWS::StepFunctions::StateMachine')) expect(operations.size).toBeGreaterThan(0);
+    // The transfer machine invokes its step functions (lambda:invoke), in the template and in the file.
+    expect([...(operations.get('lambda Invoke') ?? [])].sort()).toEqual(expect.arrayContaining(['Services', 'statemachines/transfer.asl.json']));
+    expect([...operations.keys()]).toEqual(['lambda Invoke']);
     expect(unknown).toEqual([]);
     expect(outsideFreeCoverage({ operations })).toEqual([]);
   });

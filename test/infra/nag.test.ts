@@ -1,6 +1,7 @@
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { DefinitionBody, Pass, StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -85,7 +86,10 @@ describe('cdk-nag AwsSolutions', () => {
     new Role(stack, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') }).addToPrincipalPolicy(
       new PolicyStatement({ actions: ['kms:Decrypt'], resources: ['*'] }),
     );
+    // A state machine without logging or tracing (the transfer machine has both: infra/constructs/transfer-machine.ts).
+    new StateMachine(stack, 'Machine', { definitionBody: DefinitionBody.fromChainable(new Pass(stack, 'Nothing')) });
     const rules = findings(stack).map((finding) => finding.rule);
+    expect(rules).toEqual(expect.arrayContaining(['AwsSolutions-SF1', 'AwsSolutions-SF2']));
     expect(rules).toEqual(expect.arrayContaining(['AwsSolutions-APIG1', 'AwsSolutions-APIG2', 'AwsSolutions-APIG3', 'AwsSolutions-APIG4', 'AwsSolutions-APIG6', 'AwsSolutions-COG4', 'AwsSolutions-IAM5[Resource::*]']));
   });
 });

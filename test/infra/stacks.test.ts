@@ -2,15 +2,16 @@ import { App, Stack, type CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES, type RouteDefinition, type ServiceName } from '../../functions/routes.ts';
+import { ROUTES, type RouteDefinition, type RouteNeeds, type ServiceName } from '../../functions/routes.ts';
 import { keyUseTag } from '../../infra/constructs/key-use.ts';
 import { AccessLogField, RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { parseRouteKey, resourceTree } from '../../infra/api-resources.ts';
-import { API_FUNCTION_TIMEOUT } from '../../infra/constructs/service-function.ts';
+import { API_FUNCTION_TIMEOUT, type ServiceFunction } from '../../infra/constructs/service-function.ts';
+import { stepFunctionTimeout } from '../../infra/constructs/transfer-machine.ts';
 import { API_INTEGRATION_TIMEOUT, API_STAGE_NAME, DEFAULT_API_THROTTLE, ServicesStack } from '../../infra/services-stack.ts';
 import { DEFAULT_RPC_URLS_SECRET_NAME, StatefulStack } from '../../infra/stateful-stack.ts';
-import { buildStacks } from './support/stacks.ts';
+import { buildStacks, TEST_TRANSFER_STEPS } from './support/stacks.ts';
 import { TABLE_KEY_SCHEMA } from '../../shared/db/table-definition.ts';
 import { RPC_URLS_PLACEHOLDER_KEY } from '../../shared/chains/rpc-urls.ts';
 
@@ -21,6 +22,9 @@ const KEY_NEED = { enclaveKey: 'enclaveWalletKey', accountKey: 'accountAccessKey
 const KEY_PURPOSE = { enclaveKey: 'enclave-wallet', accountKey: 'account-access-keys', opJwtKey: 'op-jwt' } as const;
 
 const SERVICES: readonly ServiceName[] = ['account', 'enclave', 'express'];
+
+/** Every function of the services stack and its needs: one per route, one per transfer step (functions/transfer-steps.ts). */
+const FUNCTIONS: readonly { id: string; needs: RouteNeeds }[] = [...ROUTES, ...TEST_TRANSFER_STEPS];
 
 // Synthesising bundles every handler with esbuild: do it once for the whole file.
 let stateful: StatefulStack;
@@ -39,16 +43,19 @@ function logicalId(construct: IConstruct): string {
   return Stack.of(construct).getLogicalId(construct.node.defaultChild as CfnResource);
 }
 
-function functionLogicalId(routeId: string): string {
-  const fn = services.functions.get(routeId);
-  if (!fn) throw new Error(`no function for route ${routeId}`);
-  return logicalId(fn.lambda);
+/** A route's function (by route id) or a transfer step's (by step id). */
+function functionOf(id: string): ServiceFunction {
+  const fn = services.functions.get(id) ?? [...services.transfers.stepFunctions.values()].find((step) => step.node.id === id);
+  if (!fn) throw new Error(`no function for ${id}`);
+  return fn;
 }
 
-function roleLogicalId(routeId: string): string {
-  const role = services.functions.get(routeId)?.lambda.role;
-  if (!role) throw new Error(`no role for route ${routeId}`);
-  return logicalId(role);
+function functionLogicalId(id: string): string {
+  return logicalId(functionOf(id).lambda);
+}
+
+function roleLogicalId(id: string): string {
+  return logicalId(functionOf(id).role);
 }
 
 /**
@@ -103,11 +110,11 @@ function rolesAllowed(action: string, resource?: unknown): Set<string> {
   return new Set(roleStatements().filter(({ statement }) => allows(statement, action, resource)).map(({ role }) => role));
 }
 
-const rolesOf = (routes: readonly RouteDefinition[]) => new Set(routes.map((route) => roleLogicalId(route.id)));
+const rolesOf = (functions: readonly { id: string }[]) => new Set(functions.map((fn) => roleLogicalId(fn.id)));
 
 /** Roles of the routes whose `needs` list `operation` for `key`. */
 function rolesNeedingKey(key: KeyName, operation: string): Set<string> {
-  return rolesOf(ROUTES.filter((route) => (route.needs[KEY_NEED[key]] as readonly string[] | undefined)?.includes(operation)));
+  return rolesOf(FUNCTIONS.filter((fn) => (fn.needs[KEY_NEED[key]] as readonly string[] | undefined)?.includes(operation)));
 }
 
 const HEALTH_AND_NOT_FOUND = ROUTES.filter((route) => route.routeKey === 'GET /health' || route.routeKey === '$default');
@@ -117,19 +124,21 @@ function environmentOf(routeId: string): Record<string, unknown> {
 }
 
 describe('services stack: functions', () => {
-  it('makes one function per route and nothing else', () => {
+  it('makes one function per route and per transfer step, and nothing else', () => {
     const functions = servicesTemplate.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions).sort()).toEqual(ROUTES.map((route) => functionLogicalId(route.id)).sort());
+    expect(TEST_TRANSFER_STEPS).toHaveLength(4);
+    expect(Object.keys(functions).sort()).toEqual(FUNCTIONS.map((fn) => functionLogicalId(fn.id)).sort());
   });
 
-  it('runs every function on nodejs24.x, arm64, traced, with source maps and the API timeout', () => {
-    for (const fn of Object.values(servicesTemplate.findResources('AWS::Lambda::Function') as Resources)) {
+  it('runs every function on nodejs24.x, arm64, traced, with source maps; the API timeout for routes, the step timeout for steps', () => {
+    const steps = new Map(TEST_TRANSFER_STEPS.map((step) => [functionLogicalId(step.id), stepFunctionTimeout(step.kind).toSeconds()]));
+    for (const [id, fn] of Object.entries(servicesTemplate.findResources('AWS::Lambda::Function') as Resources)) {
+      expect(fn.Properties?.Timeout, id).toBe(steps.get(id) ?? API_FUNCTION_TIMEOUT.toSeconds());
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs24.x',
         Architectures: ['arm64'],
         Handler: 'index.handler',
         MemorySize: 512,
-        Timeout: API_FUNCTION_TIMEOUT.toSeconds(),
         TracingConfig: { Mode: 'Active' },
         Environment: { Variables: { NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_METRICS_NAMESPACE: 'PerpWallet', LOG_LEVEL: 'INFO' } },
       });
@@ -137,11 +146,11 @@ describe('services stack: functions', () => {
   });
 
   it('keeps each function\'s logs for one month in its own log group', () => {
-    // One per function, one access log per API.
-    servicesTemplate.resourceCountIs('AWS::Logs::LogGroup', ROUTES.length + 3);
+    // One per function, one access log per API, one for the transfer state machine.
+    servicesTemplate.resourceCountIs('AWS::Logs::LogGroup', FUNCTIONS.length + 3 + 1);
     servicesTemplate.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
-    for (const route of ROUTES) {
-      const logGroupId = logicalId(services.functions.get(route.id)!.logGroup);
+    for (const route of FUNCTIONS) {
+      const logGroupId = logicalId(functionOf(route.id).logGroup);
       expect(servicesTemplate.toJSON().Resources[functionLogicalId(route.id)].Properties.LoggingConfig).toEqual({ LogGroup: { Ref: logGroupId } });
     }
   });
@@ -152,7 +161,7 @@ describe('services stack: functions', () => {
 
   it('gives each function exactly the environment its needs imply', () => {
     const enclaveUrl = services.resolve(services.stageUrl('enclave'));
-    for (const route of ROUTES) {
+    for (const route of FUNCTIONS) {
       const { needs } = route;
       const expected = ['NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'POWERTOOLS_METRICS_NAMESPACE', 'LOG_LEVEL'];
       if (needs.table) expected.push('TABLE_NAME');
@@ -164,6 +173,8 @@ describe('services stack: functions', () => {
       if (needs.chains) expected.push('CHAINS_CONFIG', 'RPC_URLS_SECRET');
       if (needs.delegates) expected.push('ALLOWED_7702_DELEGATES');
       if (needs.venues) expected.push('VENUE_URLS');
+      // No -c bridgeUrl / platformFee here: BRIDGE_URL and PLATFORM_FEE stay unset (test/infra/transfer-machine.test.ts sets them).
+      if (needs.transfers) expected.push('TRANSFER_STATE_MACHINE_ARN', 'TRANSFER_STEP_FUNCTIONS');
       const variables = environmentOf(route.id);
       expect(Object.keys(variables).sort(), route.id).toEqual(expected.sort());
       if (needs.enclaveUrl) expect(variables.TEE_URL).toEqual(enclaveUrl);
@@ -173,7 +184,7 @@ describe('services stack: functions', () => {
   });
 
   it('keeps RPC URLs out of the templates: no URL in any environment, CHAINS_CONFIG without rpc_url, the secret\'s ARN instead', () => {
-    for (const route of ROUTES) {
+    for (const route of FUNCTIONS) {
       const variables = environmentOf(route.id);
       for (const [name, value] of Object.entries(variables)) {
         if (typeof value === 'string') expect(value, `${route.id} ${name}`).not.toMatch(/https?:|wss?:|rpc_url/i);
@@ -438,7 +449,7 @@ describe('services stack: REST APIs', () => {
 
   it('outputs the three stage URLs (with the stage name, without a trailing slash) and gives the enclave\'s to TEE_URL', () => {
     const outputs = servicesTemplate.toJSON().Outputs as Record<string, { Value: unknown }>;
-    expect(Object.keys(outputs).sort()).toEqual(['AccountApiUrl', 'EnclaveApiUrl', 'ExpressApiUrl']);
+    expect(Object.keys(outputs).sort()).toEqual(['AccountApiUrl', 'EnclaveApiUrl', 'ExpressApiUrl', 'TransferStateMachineArn']);
     for (const service of SERVICES) {
       const id = `${service[0]!.toUpperCase()}${service.slice(1)}ApiUrl`;
       const parts = joinParts(outputs[id]!.Value);
@@ -446,7 +457,7 @@ describe('services stack: REST APIs', () => {
     }
     const teeUrl = services.resolve(services.stageUrl('enclave'));
     expect(JSON.stringify(teeUrl)).toMatch(/"\/prod"\]\]\}$/);
-    for (const route of ROUTES.filter((r) => r.needs.enclaveUrl)) expect(environmentOf(route.id).TEE_URL, route.id).toEqual(teeUrl);
+    for (const route of FUNCTIONS.filter((r) => r.needs.enclaveUrl)) expect(environmentOf(route.id).TEE_URL, route.id).toEqual(teeUrl);
   });
 
   it('sets API Gateway\'s account-level CloudWatch Logs role once, retained, with the AWS-managed push policy, before any stage', () => {
@@ -472,7 +483,8 @@ describe('services stack: REST APIs', () => {
     const { services: stack } = buildStacks(app, { ids: ['NoRoleStateful', 'NoRoleServices'], services: { apiGatewayCloudWatchRole: false } });
     const template = Template.fromStack(stack);
     template.resourceCountIs('AWS::ApiGateway::Account', 0);
-    template.resourceCountIs('AWS::IAM::Role', ROUTES.length);
+    // One per function and the transfer state machine's.
+    template.resourceCountIs('AWS::IAM::Role', FUNCTIONS.length + 1);
   });
 
   it('associates no web ACL by default, and the given one with each stage when webAclArn is set', () => {
@@ -533,7 +545,10 @@ describe('least privilege per route', () => {
     }
     // Spot checks against the code paths (functions/routes.ts explains each).
     expect(rolesNeedingKey('accountKey', 'GenerateDataKey')).toEqual(rolesOf(ROUTES.filter((r) => r.id === 'CreateAccount')));
-    expect(rolesNeedingKey('accountKey', 'Decrypt')).toEqual(rolesOf(ROUTES.filter((r) => ['SignWithWallet', 'Withdraw', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp'].includes(r.id))));
+    expect(rolesNeedingKey('accountKey', 'Decrypt')).toEqual(
+      rolesOf(FUNCTIONS.filter((r) => ['SignWithWallet', 'Withdraw', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp', 'TransferWithdrawalStep', 'TransferBridgeStep', 'TransferDepositStep'].includes(r.id))),
+    );
+    expect(rolesNeedingKey('accountKey', 'Decrypt').has(roleLogicalId('TransferSettle'))).toBe(false);
     expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleLogicalId('CreateAccount'))).toBe(false);
     expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleLogicalId('ExpressSignData'))).toBe(true);
   });
@@ -558,7 +573,7 @@ describe('least privilege per route', () => {
 
   it('tags each role for exactly the key operations its route needs (what the key policies check)', () => {
     const roles = servicesTemplate.toJSON().Resources as Resources;
-    for (const route of ROUTES) {
+    for (const route of FUNCTIONS) {
       const expected = (['enclaveKey', 'accountKey', 'opJwtKey'] as const).flatMap((key) =>
         ((route.needs[KEY_NEED[key]] ?? []) as readonly string[]).map((operation) => keyUseTag(KEY_PURPOSE[key], operation as never)),
       );
@@ -570,8 +585,8 @@ describe('least privilege per route', () => {
 
   it('grants table reads to the routes that read, writes only to those that write, and Scan to none', () => {
     const tableArn = importedArn(stateful.table);
-    const readers = rolesOf(ROUTES.filter((route) => route.needs.table));
-    const writers = rolesOf(ROUTES.filter((route) => route.needs.table === 'read-write'));
+    const readers = rolesOf(FUNCTIONS.filter((route) => route.needs.table));
+    const writers = rolesOf(FUNCTIONS.filter((route) => route.needs.table === 'read-write'));
     for (const action of ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query']) expect(rolesAllowed(action, tableArn), action).toEqual(readers);
     for (const action of ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem']) {
       expect(rolesAllowed(action, tableArn), action).toEqual(writers);
@@ -584,9 +599,16 @@ describe('least privilege per route', () => {
     expect(rolesAllowed('dynamodb:DeleteTable')).toEqual(new Set());
   });
 
-  it('lets only the routes that read chains read the RPC URLs secret, and nothing else of Secrets Manager or SSM', () => {
-    const chainRoutes = rolesOf(ROUTES.filter((route) => route.needs.chains));
-    expect(chainRoutes).toEqual(rolesOf(ROUTES.filter((route) => ['Withdraw', 'GetDemoBalance', 'CheckPerpDexRequirements', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp', 'EstimateTransferCost', 'CreateTransfer'].includes(route.id))));
+  it('lets only the routes and steps that read chains read the RPC URLs secret, and nothing else of Secrets Manager or SSM', () => {
+    const chainRoutes = rolesOf(FUNCTIONS.filter((route) => route.needs.chains));
+    expect(chainRoutes).toEqual(
+      rolesOf(
+        FUNCTIONS.filter((route) =>
+          ['Withdraw', 'GetDemoBalance', 'CheckPerpDexRequirements', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp', 'TransferWithdrawalStep', 'TransferBridgeStep', 'TransferDepositStep', 'EstimateTransferCost', 'CreateTransfer'].includes(route.id),
+        ),
+      ),
+    );
+    expect(chainRoutes.has(roleLogicalId('TransferSettle'))).toBe(false);
     const secretArn = importedArn(stateful.rpcUrlsSecret, 'Ref');
     expect(rolesAllowed('secretsmanager:GetSecretValue', secretArn)).toEqual(chainRoutes);
     const secretStatements = roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('secretsmanager:')));
@@ -600,10 +622,29 @@ describe('least privilege per route', () => {
     expect(roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('kms:')) && JSON.stringify(statement.Resource).includes('key/*'))).toEqual([]);
   });
 
-  it('uses Resource "*" only for X-Ray, which has no resource-level permissions', () => {
+  it('uses Resource "*" only for X-Ray and, on the state machine\'s role, Step Functions log delivery (no resource-level permissions)', () => {
+    const machineRole = logicalId(services.transfers.role);
     const wildcards = roleStatements().filter(({ statement }) => asArray(statement.Resource).includes('*'));
-    expect(wildcards).toHaveLength(ROUTES.length);
-    for (const { statement } of wildcards) expect(asArray(statement.Action).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+    const functionWildcards = wildcards.filter(({ role }) => role !== machineRole);
+    expect(functionWildcards).toHaveLength(FUNCTIONS.length);
+    for (const { statement } of functionWildcards) expect(asArray(statement.Action).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+    const machine = wildcards.filter(({ role }) => role === machineRole).flatMap(({ statement }) => asArray(statement.Action) as string[]);
+    expect(machine.sort()).toEqual(
+      [
+        'logs:CreateLogDelivery',
+        'logs:DeleteLogDelivery',
+        'logs:DescribeLogGroups',
+        'logs:DescribeResourcePolicies',
+        'logs:GetLogDelivery',
+        'logs:ListLogDeliveries',
+        'logs:PutResourcePolicy',
+        'logs:UpdateLogDelivery',
+        'xray:GetSamplingRules',
+        'xray:GetSamplingTargets',
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
+      ].sort(),
+    );
   });
 
   it('names the secret as given in rpcUrlsSecretName, and points the chain functions at it', () => {
@@ -617,16 +658,16 @@ describe('least privilege per route', () => {
   });
 
   it('writes each function\'s logs only to its own log group, with no managed policy', () => {
-    for (const route of ROUTES) {
+    for (const route of FUNCTIONS) {
       const role = roleLogicalId(route.id);
       const logs = roleStatements().filter((entry) => entry.role === role && asArray(entry.statement.Action).some((a) => String(a).startsWith('logs:')));
-      expect(logs.map(({ statement }) => statement.Resource), route.id).toEqual([{ 'Fn::GetAtt': [logicalId(services.functions.get(route.id)!.logGroup), 'Arn'] }]);
+      expect(logs.map(({ statement }) => statement.Resource), route.id).toEqual([{ 'Fn::GetAtt': [logicalId(functionOf(route.id).logGroup), 'Arn'] }]);
     }
     // The one managed policy is API Gateway's account-level logging role's (asserted in the REST APIs block).
     const withManagedPolicy = Object.entries(servicesTemplate.findResources('AWS::IAM::Role') as Resources).filter(([, role]) => role.Properties?.ManagedPolicyArns !== undefined);
     const account = (servicesTemplate.toJSON().Resources as Resources)[services.getLogicalId(services.apiGatewayAccount!)]!;
     expect(withManagedPolicy.map(([id]) => id)).toEqual([(account.Properties?.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]]);
-    for (const route of ROUTES) expect(servicesTemplate.toJSON().Resources[roleLogicalId(route.id)].Properties.ManagedPolicyArns, route.id).toBeUndefined();
+    for (const route of FUNCTIONS) expect(servicesTemplate.toJSON().Resources[roleLogicalId(route.id)].Properties.ManagedPolicyArns, route.id).toBeUndefined();
   });
 });
 
@@ -807,16 +848,25 @@ describe('services stack: function configuration', () => {
     const { ESBUILD_OPTIONS } = await import('../../infra/bundling.ts');
     const run = promisify(execFile);
     const outDir = await mkdtemp(join(tmpdir(), 'bundles-'));
-    const placeholder = (value: unknown) =>
-      typeof value === 'string' ? value : JSON.stringify(value).includes('.execute-api.') ? `https://enclave.example.com/${API_STAGE_NAME}` : 'placeholder-id';
+    const fakeArn = (kind: string) => `arn:aws:lambda:us-east-1:123456789012:function:placeholder-${kind}`;
+    const placeholder = (name: string, value: unknown) =>
+      typeof value === 'string'
+        ? value
+        : name === 'TRANSFER_STEP_FUNCTIONS'
+          ? JSON.stringify(Object.fromEntries(['withdrawal', 'bridge', 'deposit', 'settle'].map((kind) => [kind, fakeArn(kind)])))
+          : name === 'TRANSFER_STATE_MACHINE_ARN'
+            ? 'arn:aws:states:us-east-1:123456789012:stateMachine:placeholder'
+            : JSON.stringify(value).includes('.execute-api.')
+              ? `https://enclave.example.com/${API_STAGE_NAME}`
+              : 'placeholder-id';
     const failures: string[] = [];
     try {
       await Promise.all(
-        ROUTES.map(async (route) => {
+        [...ROUTES, ...TEST_TRANSFER_STEPS].map(async (route) => {
           const outfile = join(outDir, route.id, 'index.cjs');
           await build({ ...ESBUILD_OPTIONS, absWorkingDir: new URL('../..', import.meta.url).pathname, entryPoints: [route.entry], outfile, logLevel: 'silent' });
           const variables = environmentOf(route.id);
-          const env = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, placeholder(value)]));
+          const env = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, placeholder(name, value)]));
           const script = `const m = await import(${JSON.stringify(outfile)}); if (typeof m.handler !== 'function') process.exit(3);`;
           try {
             await run(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1', ...env } });

@@ -1,0 +1,153 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import type { TransferStepFunction, TransferStepKind } from '../../functions/transfer-steps.ts';
+import { type NeedsResources, REPO_ROOT, ServiceFunction, STAR_RESOURCE_REASON } from './service-function.ts';
+import { TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS, TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS } from '../transfer-machine.ts';
+
+/** The transfer state machine's definition (JSONPath), the same file the local interpreter runs. */
+export const TRANSFER_ASL_FILE = 'statemachines/transfer.asl.json';
+
+/**
+ * Each step Lambda's timeout. A step does one submit or one poll per invocation (an enclave
+ * signature, a broadcast, a few table writes, one venue/bridge/chain read; each HTTP call has its
+ * own shorter timeout), so a minute is ample, and it is not the API functions' 27 s (those answer
+ * API Gateway; these answer Step Functions, which waits as long as the Task's TimeoutSeconds).
+ * Every Task of the definition must allow at least this long (checked at synth): a Task that
+ * timed out while its Lambda still ran would be retried or caught while the first invocation may
+ * still be broadcasting.
+ */
+export const STEP_FUNCTION_TIMEOUT = Duration.seconds(TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS);
+
+/** The settle Lambda's timeout: one conditional update of the task item (infra/transfer-machine.ts, statemachines/README.md). */
+export const SETTLE_FUNCTION_TIMEOUT = Duration.seconds(TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS);
+
+/** The timeout of a step kind's Lambda. */
+export const stepFunctionTimeout = (kind: TransferStepKind): Duration => (kind === 'settle' ? SETTLE_FUNCTION_TIMEOUT : STEP_FUNCTION_TIMEOUT);
+
+/** The only Task integration the machine's role can serve (lambda:InvokeFunction on the step functions). */
+const LAMBDA_INVOKE = 'arn:aws:states:::lambda:invoke';
+
+export interface TransferMachineProps {
+  /** The step Lambdas (functions/transfer-steps.ts): one per kind. */
+  readonly steps: readonly TransferStepFunction[];
+  /** What the steps' `needs` refer to (the services stack's resources). */
+  readonly resources: NeedsResources;
+  /** ASL file relative to the repository root. @default TRANSFER_ASL_FILE */
+  readonly definitionFile?: string;
+}
+
+type AslState = { Type?: string; Resource?: unknown; TimeoutSeconds?: unknown; ItemProcessor?: AslMachine; Iterator?: AslMachine; Branches?: AslMachine[] };
+type AslMachine = { States?: Record<string, AslState>; TimeoutSeconds?: unknown; QueryLanguage?: unknown };
+
+/**
+ * Checks what the deployment relies on in the ASL: JSONPath only (the local interpreter ignores
+ * JSONata silently), a machine TimeoutSeconds, and every Task (nested in Map/Parallel too) a
+ * `lambda:invoke` with a TimeoutSeconds no shorter than the step Lambdas' timeout.
+ */
+export function checkTransferDefinition(definition: string, stepTimeout: Duration = STEP_FUNCTION_TIMEOUT): void {
+  const machine = JSON.parse(definition) as AslMachine;
+  const problems: string[] = [];
+  if (machine.QueryLanguage !== undefined && machine.QueryLanguage !== 'JSONPath') problems.push('QueryLanguage must be JSONPath');
+  if (typeof machine.TimeoutSeconds !== 'number') problems.push('the machine has no TimeoutSeconds');
+  let tasks = 0;
+  const walk = (states: Record<string, AslState> | undefined, where: string) => {
+    for (const [name, state] of Object.entries(states ?? {})) {
+      if ((state as { QueryLanguage?: unknown }).QueryLanguage === 'JSONata') problems.push(`${where}${name}: JSONata`);
+      if (state.Type === 'Task') {
+        tasks++;
+        if (state.Resource !== LAMBDA_INVOKE) problems.push(`${where}${name}: Resource ${JSON.stringify(state.Resource)} (the role may only invoke the step functions: ${LAMBDA_INVOKE})`);
+        if (typeof state.TimeoutSeconds !== 'number') problems.push(`${where}${name}: no TimeoutSeconds`);
+        else if (state.TimeoutSeconds < stepTimeout.toSeconds()) problems.push(`${where}${name}: TimeoutSeconds ${state.TimeoutSeconds} < the step functions' ${stepTimeout.toSeconds()} s timeout`);
+      }
+      for (const inner of [state.ItemProcessor, state.Iterator, ...(state.Branches ?? [])]) if (inner) walk(inner.States, `${where}${name}/`);
+    }
+  };
+  walk(machine.States, '');
+  if (tasks === 0) problems.push('no Task state');
+  if (problems.length) throw new Error(`${TRANSFER_ASL_FILE}: ${problems.join('; ')}`);
+}
+
+/**
+ * The AWS side of transfers: one Lambda per step kind (functions/transfer-steps.ts, each granted
+ * exactly its `needs`, not behind API Gateway) and the Standard state machine of
+ * statemachines/transfer.asl.json. The definition picks each step's Lambda from the execution
+ * input (`"FunctionName.$"`), so the machine's role is granted lambda:InvokeFunction on exactly
+ * these functions (and their versions and aliases), nothing else; the API functions that start
+ * executions pass the ARNs from TRANSFER_STEP_FUNCTIONS (`stepFunctionArns`).
+ * Logging: ALL events to its own log group, without execution data (inputs and outputs are task
+ * references, not secrets, but the task's history lives in the table); X-Ray tracing on.
+ */
+export class TransferMachine extends Construct {
+  readonly stateMachine: StateMachine;
+  readonly role: Role;
+  readonly logGroup: LogGroup;
+  readonly stepFunctions: ReadonlyMap<TransferStepKind, ServiceFunction>;
+  /** `arn:…:states:<region>:<account>:execution:<machine name>:*`: the executions of this machine only. */
+  readonly executionsArn: string;
+
+  constructor(scope: Construct, id: string, props: TransferMachineProps) {
+    super(scope, id);
+    const definition = readFileSync(path.join(REPO_ROOT, props.definitionFile ?? TRANSFER_ASL_FILE), 'utf8');
+    checkTransferDefinition(definition);
+
+    const kinds = props.steps.map((step) => step.kind);
+    if (new Set(kinds).size !== kinds.length) throw new Error(`transfer steps: one function per kind, got ${kinds.join(', ')}`);
+    const stepFunctions = new Map<TransferStepKind, ServiceFunction>();
+    for (const step of props.steps) {
+      if (step.needs.transfers) throw new Error(`${step.id}: a step function cannot start transfers`);
+      const fn = new ServiceFunction(scope, step.id, {
+        entry: step.entry,
+        service: 'account',
+        description: `account: transfer step ${step.kind} (Step Functions)`,
+        timeout: stepFunctionTimeout(step.kind),
+      }).bindNeeds(step.needs, props.resources);
+      stepFunctions.set(step.kind, fn);
+    }
+    this.stepFunctions = stepFunctions;
+
+    this.logGroup = new LogGroup(this, 'Logs', {
+      // Step Functions' vended-logs prefix: the log-delivery resource policy then covers it with one entry.
+      logGroupName: `/aws/vendedlogs/states/${Stack.of(this).stackName}-Transfers`,
+      retention: RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    this.role = new Role(this, 'Role', {
+      assumedBy: new ServicePrincipal('states.amazonaws.com'),
+      description: 'Transfer state machine: invoke the transfer step functions',
+    });
+    // The unqualified ARNs only: the execution input names them so (TRANSFER_STEP_FUNCTIONS), and
+    // no version or alias is ever invoked, so no `<arn>:*`.
+    this.role.addToPrincipalPolicy(
+      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [...stepFunctions.values()].map((fn) => fn.lambda.functionArn) }),
+    );
+
+    this.stateMachine = new StateMachine(this, 'Machine', {
+      stateMachineType: StateMachineType.STANDARD,
+      definitionBody: DefinitionBody.fromString(definition),
+      role: this.role,
+      logs: { destination: this.logGroup, level: LogLevel.ALL, includeExecutionData: false },
+      tracingEnabled: true,
+      comment: 'Transfers: one Lambda per withdrawal, bridge or deposit step (statemachines/transfer.asl.json)',
+    });
+    // Logging and tracing add the log-delivery and X-Ray actions, which take Resource "*" only.
+    Validations.of(this.role).acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: STAR_RESOURCE_REASON });
+
+    this.executionsArn = `${Stack.of(this).formatArn({
+      service: 'states',
+      resource: 'execution',
+      resourceName: this.stateMachine.stateMachineName,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    })}:*`;
+  }
+
+  /** TRANSFER_STEP_FUNCTIONS: `{ "withdrawal": <function ARN>, "bridge": …, "deposit": …, "settle": … }`. */
+  stepFunctionArns(): string {
+    return Stack.of(this).toJsonString(Object.fromEntries([...this.stepFunctions].map(([kind, fn]) => [kind, fn.lambda.functionArn])));
+  }
+}
