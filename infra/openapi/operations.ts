@@ -143,21 +143,21 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   EstimateTransferCost: {
     summary: 'The route of a transfer and its computed costs (gas, bridge, platform and venue fees)',
     description:
-      'Body: the transfer body. Each step\'s gas comes from eth_estimateGas on the chain (a state override of the token balance, so an unfunded wallet can estimate; Solana: the fee per signature) times the chain\'s gas price, converted with the configured prices; bridge_fee_usdc from the bridge\'s quote (route.bridge_estimation_error when it fails); platform_fee_usdc from PLATFORM_FEE. 400 names the field of a bad combination (INVALID_ROUTE, UNSUPPORTED_CHAIN, UNSUPPORTED_TOKEN, NO_BRIDGE_ROUTE); 422 AMOUNT_BELOW_EFFECTIVE_MINIMUM with the effective minimum, 422 AMOUNT_ABOVE_BRIDGE_MAXIMUM, 422 UNSUPPORTED_ROUTE; 502 CHAIN_UNAVAILABLE when a chain cannot be read. Writes nothing.',
+      'Body: the transfer body. Each step\'s gas comes from eth_estimateGas on the chain (a state override of the token balance, so an unfunded wallet can estimate; Solana: the fee per signature) times the chain\'s gas price, converted with the configured prices; bridge_fee_usdc from the bridge\'s quote (route.bridge_estimation_error when it fails); platform_fee_usdc from PLATFORM_FEE. 400 names the field of a bad combination (INVALID_ROUTE, UNSUPPORTED_CHAIN, UNSUPPORTED_TOKEN, NO_BRIDGE_ROUTE); 422 AMOUNT_BELOW_EFFECTIVE_MINIMUM with the effective minimum, 422 AMOUNT_ABOVE_BRIDGE_MAXIMUM, 422 UNSUPPORTED_ROUTE; 502 CHAIN_UNAVAILABLE when a chain cannot be read; 503 BRIDGE_NOT_CONFIGURED for a route with a bridge step on a deployment without a bridge (BRIDGE_URL). Writes nothing.',
     security: ['userJwt', 'secretKey'],
     body: TransferRequest,
     response: TransferCostEstimateResponse,
-    errors: [400, 401, 404, 415, 422, 502],
+    errors: [400, 401, 404, 415, 422, 502, 503],
   },
   CreateTransfer: {
     summary: 'Start a transfer: answers 202 with the task id; execution is asynchronous',
     description:
-      'Same body, validation and estimate as estimate-transfer-cost (its 400 and 422 apply; the estimate is kept in the task\'s metadata.route). 409 DEX_NOT_INITIALIZED when the source or destination venue is not initialized for the user. 202 `{success, task_id, message}` with header X-Task-ID; the task is `pending` and its Step Functions execution is started (should the start be lost, the first GET /task/{task_id} starts it, once). Header `Idempotency-Key` (8-128 chars) as on POST /withdraw: a retry with the same key and body returns the same task (`Idempotent-Replayed: true`); another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS with Retry-After.',
+      'Same body, validation and estimate as estimate-transfer-cost (its 400 and 422 apply; the estimate is kept in the task\'s metadata.route). 409 DEX_NOT_INITIALIZED when the source or destination venue is not initialized for the user. 202 `{success, task_id, message}` with header X-Task-ID; the task is `pending` and its Step Functions execution is started (should the start be lost, the first GET /task/{task_id} starts it, once). Header `Idempotency-Key` (8-128 chars) as on POST /withdraw: a retry with the same key and body returns the same task (`Idempotent-Replayed: true`); another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS with Retry-After. 503 BRIDGE_NOT_CONFIGURED as the estimate; 503 BRIDGE_UNAVAILABLE when the bridge gives no quote (no task is made with an unknown fee).',
     security: ['userJwt', 'secretKey'],
     body: TransferRequest,
     response: TaskAccepted,
     status: 202,
-    errors: [400, 401, 404, 409, 415, 422, 502],
+    errors: [400, 401, 404, 409, 415, 422, 502, 503],
   },
   ListTasks: {
     summary: 'The user\'s transfer tasks, most recent first',

@@ -4,7 +4,7 @@ import { requireAccount } from '../accounts/account-service.ts';
 import type { AccountRecord } from '../accounts/account-record.ts';
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import type { Table } from '../db/client.ts';
-import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
+import { ConflictError, DomainError, NotFoundError, ValidationError } from '../errors.ts';
 import { logger } from '../logger.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import { claimIdempotencyKey, type IdempotencyRecord, requestHash, type StoredResponse } from '../withdrawals/idempotency.ts';
@@ -45,10 +45,19 @@ export interface TransferServiceDeps extends TaskDeps {
   readonly estimateDeps: (wallet: { readonly evm: Address; readonly sol: string }, feeChain: ChainCode) => EstimateDeps;
   /** How long an Idempotency-Key's claim keeps retries out (DEFAULT_CLAIM_LEASE_MS when unset). */
   readonly claimLeaseMs?: number;
+  /** False when this deployment has no bridge (BRIDGE_URL unset): routes with a bridge step answer 503. Default true. */
+  readonly bridgeConfigured?: boolean;
+}
+
+/** 503: the route needs the bridge and this deployment has none configured (BRIDGE_URL). */
+export class BridgeNotConfiguredError extends DomainError {
+  constructor() {
+    super(503, 'BRIDGE_NOT_CONFIGURED', 'This route needs a bridge, and none is configured on this deployment');
+  }
 }
 
 /** The estimate route: the table (the account) and the estimate's ports. */
-export type EstimateRouteDeps = Pick<TransferServiceDeps, 'table' | 'estimateDeps'>;
+export type EstimateRouteDeps = Pick<TransferServiceDeps, 'table' | 'estimateDeps' | 'bridgeConfigured'>;
 
 const walletOf = (account: AccountRecord) => ({ evm: account.public_address.ETH as Address, sol: account.public_address.SOL });
 
@@ -64,6 +73,7 @@ function isFirstDeposit(account: AccountRecord, plan: TransferPlan): boolean {
 }
 
 async function estimateFor(deps: EstimateRouteDeps, account: AccountRecord, plan: TransferPlan): Promise<TransferCostEstimate> {
+  if (deps.bridgeConfigured === false && plan.steps.some((step) => step.action === 'bridge')) throw new BridgeNotConfiguredError();
   return estimateTransferCost(deps.estimateDeps(walletOf(account), plan.origin.chain), plan, { firstDeposit: isFirstDeposit(account, plan) });
 }
 
@@ -111,6 +121,10 @@ export async function createTransfer(deps: TransferServiceDeps, user: Authentica
     if (plan.source !== 'self') requireInitialized(account, plan.source as VenueId, 'source');
     if (plan.destination !== 'self') requireInitialized(account, plan.destination as VenueId, 'destination');
     const estimate = await estimateFor(deps, account, plan);
+    // A bridge that gives no quote now would not take the deposit either: no task with an unknown fee.
+    if (estimate.route.bridge_estimation_error) {
+      throw new DomainError(503, 'BRIDGE_UNAVAILABLE', `The bridge gave no quote (${estimate.route.bridge_estimation_error}); try again later`);
+    }
     const task = newTask(deps, user, account, body, plan, estimate);
     await putTask(deps.table, task);
     await startAttempt(deps, task);

@@ -150,6 +150,24 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     expect(executor.starts).toEqual([]);
   });
 
+  it('without a bridge: routes with a bridge step answer 503, others work; a bridge without a quote makes no task', async () => {
+    const { deps, user, executor } = await newUser();
+    const noBridge = { ...deps, bridgeConfigured: false };
+    const refused = await failure(estimateTransfer(noBridge, user, body({ source: 'venue_b', destination: 'venue_d' })));
+    expect([refused.status, refused.code]).toEqual([503, 'BRIDGE_NOT_CONFIGURED']);
+    expect((await failure(createTransfer(noBridge, user, body({ source: 'venue_b', destination: 'venue_d' })))).code).toBe('BRIDGE_NOT_CONFIGURED');
+    expect((await estimateTransfer(noBridge, user, body())).route.route_id).toBe('self>ARB.USDC>venue_b');
+
+    const silent: BridgeQuoter = { provider: 'test_bridge', quote: () => Promise.reject(new Error('socket hang up')) };
+    const down = { ...deps, estimateDeps: () => ({ ...estimateDeps(), bridge: silent }) };
+    const estimate = await estimateTransfer(down, user, body({ source: 'venue_b', destination: 'venue_d' }));
+    expect(estimate.route.bridge_estimation_error).toBe('the bridge did not answer with a quote');
+    const unavailable = await failure(createTransfer(down, user, body({ source: 'venue_b', destination: 'venue_d' })));
+    expect([unavailable.status, unavailable.code]).toEqual([503, 'BRIDGE_UNAVAILABLE']);
+    expect((await listUserTasks(deps, user, 50)).tasks).toEqual([]);
+    expect(executor.starts).toEqual([]);
+  });
+
   it('honours Idempotency-Key: the same key and body return the same task, started once; another body is 422', async () => {
     const { deps, user, executor } = await newUser();
     const first = await createTransfer(deps, user, body(), 'transfer-key-0001');
