@@ -100,6 +100,19 @@ const SIGN_WITH_ACCOUNT_WALLET: RouteNeeds = { table: 'read', accountAccessKey: 
 const VENUE_WITH_WALLET: RouteNeeds = { ...SIGN_WITH_ACCOUNT_WALLET, chains: true, venues: true };
 
 /**
+ * Transfers and tasks (shared/transfers/service.ts). All authenticate (table read) and read the
+ * account. The estimate also prices the route: gas from the chains (eth_estimateGas, gas price,
+ * Solana fee), the bridge's quote, the platform fee (PLATFORM_FEE); it writes nothing. Create does
+ * the same, then writes the task (and an Idempotency-Key item) and starts the execution. GET /tasks
+ * only reads (a Query). GET /task writes (re-kick claim, reconciled status) and starts or
+ * describes executions; resume writes one conditional update and starts the new attempt. None of
+ * them signs, so no KMS and no enclave; no venue API is called (venue deposit gas is estimated
+ * from the mechanism's call shape, shared/transfers/gas-estimator.ts).
+ */
+const TRANSFER_PRICING: RouteNeeds = { chains: true, bridge: true, platformFee: true };
+const TASK_EXECUTION: RouteNeeds = { table: 'read-write', transfers: true };
+
+/**
  * Enclave. v2 create: get-or-create the wallet (seal: GenerateDataKey) and open its access key
  * (Decrypt). v2 sign: open the private key (Decrypt); a v1 wallet is migrated on its first v2
  * call, re-sealed under KMS (GenerateDataKey) and replaced conditionally (write). v1 create and
@@ -148,6 +161,17 @@ export const ROUTES: readonly RouteDefinition[] = [
   },
   { id: 'GetPerp', service: 'account', routeKey: 'GET /account/perp', entry: 'functions/account/get-perp.ts', needs: VENUE_WITH_WALLET },
   { id: 'GetPerpCredentials', service: 'account', routeKey: 'GET /account/perp-credentials', entry: 'functions/account/get-perp-credentials.ts', needs: { table: 'read' } },
+  {
+    id: 'EstimateTransferCost',
+    service: 'account',
+    routeKey: 'POST /transfer/estimate-transfer-cost',
+    entry: 'functions/account/estimate-transfer-cost.ts',
+    needs: { table: 'read', ...TRANSFER_PRICING },
+  },
+  { id: 'CreateTransfer', service: 'account', routeKey: 'POST /transfer', entry: 'functions/account/create-transfer.ts', needs: { ...TRANSFER_PRICING, ...TASK_EXECUTION } },
+  { id: 'ListTasks', service: 'account', routeKey: 'GET /tasks', entry: 'functions/account/list-tasks.ts', needs: { table: 'read' } },
+  { id: 'GetTask', service: 'account', routeKey: 'GET /task/{task_id}', entry: 'functions/account/get-task.ts', needs: TASK_EXECUTION },
+  { id: 'ResumeTask', service: 'account', routeKey: 'POST /task/{task_id}/resume', entry: 'functions/account/resume-task.ts', needs: TASK_EXECUTION },
 
   { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts', needs: NOTHING },
   { id: 'EnclaveNotFound', service: 'enclave', routeKey: '$default', entry: 'functions/common/not-found.ts', needs: NOTHING },

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Tags, Validations } from 'aws-cdk-lib';
+import { CfnElement, Duration, RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { type IRole, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
@@ -186,6 +186,12 @@ export class ServiceFunction extends Construct {
     this.lambda.addEnvironment('TRANSFER_STEP_FUNCTIONS', transfers.stepFunctionArns);
     this.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['states:StartExecution'], resources: [transfers.stateMachine.stateMachineArn] }));
     this.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['states:DescribeExecution'], resources: [transfers.executionsArn] }));
+    // The `:*` is the execution name, unknown until a task starts; the ARN is this machine's executions only.
+    const machine = Stack.of(this).getLogicalId(transfers.stateMachine.node.defaultChild as CfnElement);
+    Validations.of(this.role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<${machine}.Name>:*]`,
+      reason: 'DescribeExecution on the executions of the transfer machine only; the execution name (task id and attempt) is not known at deploy time',
+    });
     return this;
   }
 

@@ -117,7 +117,7 @@ export function openApiDocument(service: ServiceName) {
     const [method, path] = route.routeKey.split(' ') as [string, string];
     const responses: Record<string, unknown> = doc.redirect
       ? { 308: { description: 'Permanent redirect to the /v2/ path (method and body preserved)', headers: { Location: { schema: { type: 'string' } } }, content: { 'application/json': { schema: schema(doc.response) } } } }
-      : { 200: { description: 'OK', content: { 'application/json': { schema: schema(doc.response) } } } };
+      : { [doc.status ?? 200]: { description: doc.status === 202 ? 'Accepted: running asynchronously' : 'OK', content: { 'application/json': { schema: schema(doc.response) } } } };
     // Every body route refuses bodies over 256 KiB (shared/http/handler.ts MAX_BODY_BYTES).
     for (const status of [...doc.errors, ...(doc.body ? [413] : []), 500]) {
       responses[status] = { description: ERROR_TEXT[status] ?? 'Internal error (reveals nothing internal)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };

@@ -2,6 +2,8 @@ import * as v from 'valibot';
 import { CreateAccountResponse, Account, SignRequest, SignResponse } from '../../shared/accounts/schemas.ts';
 import { DemoBalanceQuery } from '../../shared/accounts/demo-balance.ts';
 import { WithdrawRequest } from '../../shared/withdrawals/withdraw-rules.ts';
+import { TransferCostEstimateResponse, TransferRequest } from '../../shared/transfers/schemas.ts';
+import { TaskAccepted, TaskResource, TasksQuery, TasksResponse } from '../../shared/transfers/task-schemas.ts';
 import {
   DexQuery,
   DexRequest,
@@ -57,6 +59,8 @@ export interface OperationDoc {
   readonly deprecated?: boolean;
   /** Documented non-200 success (the express v1 redirect). */
   readonly redirect?: boolean;
+  /** Success status other than 200 (202 for the asynchronous transfer routes). */
+  readonly status?: 202;
 }
 
 const V1_NOTE = 'Retired: answers 410 V1_RETIRED after the retirement instant (default end of 2026-07-31 UTC, V1_RETIREMENT_AT).';
@@ -135,6 +139,50 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     body: WithdrawRequest,
     response: WithdrawResponse,
     errors: [400, 401, 404, 409, 415, 422, 502, 504],
+  },
+  EstimateTransferCost: {
+    summary: 'The route of a transfer and its computed costs (gas, bridge, platform and venue fees)',
+    description:
+      'Body: the transfer body. Each step\'s gas comes from eth_estimateGas on the chain (a state override of the token balance, so an unfunded wallet can estimate; Solana: the fee per signature) times the chain\'s gas price, converted with the configured prices; bridge_fee_usdc from the bridge\'s quote (route.bridge_estimation_error when it fails); platform_fee_usdc from PLATFORM_FEE. 400 names the field of a bad combination (INVALID_ROUTE, UNSUPPORTED_CHAIN, UNSUPPORTED_TOKEN, NO_BRIDGE_ROUTE); 422 AMOUNT_BELOW_EFFECTIVE_MINIMUM with the effective minimum, 422 AMOUNT_ABOVE_BRIDGE_MAXIMUM, 422 UNSUPPORTED_ROUTE; 502 CHAIN_UNAVAILABLE when a chain cannot be read; 503 BRIDGE_NOT_CONFIGURED for a route with a bridge step on a deployment without a bridge (BRIDGE_URL). Writes nothing.',
+    security: ['userJwt', 'secretKey'],
+    body: TransferRequest,
+    response: TransferCostEstimateResponse,
+    errors: [400, 401, 404, 415, 422, 502, 503],
+  },
+  CreateTransfer: {
+    summary: 'Start a transfer: answers 202 with the task id; execution is asynchronous',
+    description:
+      'Same body, validation and estimate as estimate-transfer-cost (its 400 and 422 apply; the estimate is kept in the task\'s metadata.route). 409 DEX_NOT_INITIALIZED when the source or destination venue is not initialized for the user. 202 `{success, task_id, message}` with header X-Task-ID; the task is `pending` and its Step Functions execution is started (should the start be lost, the first GET /task/{task_id} starts it, once). Header `Idempotency-Key` (8-128 chars) as on POST /withdraw: a retry with the same key and body returns the same task (`Idempotent-Replayed: true`); another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS with Retry-After. 503 BRIDGE_NOT_CONFIGURED as the estimate; 503 BRIDGE_UNAVAILABLE when the bridge gives no quote (no task is made with an unknown fee).',
+    security: ['userJwt', 'secretKey'],
+    body: TransferRequest,
+    response: TaskAccepted,
+    status: 202,
+    errors: [400, 401, 404, 409, 415, 422, 502, 503],
+  },
+  ListTasks: {
+    summary: 'The user\'s transfer tasks, most recent first',
+    description: 'Query `limit`: default 5, at most 50 (400 otherwise). One Query on the user\'s task partition.',
+    security: ['userJwt', 'secretKey'],
+    query: TasksQuery,
+    response: TasksResponse,
+    errors: [400, 401, 404],
+  },
+  GetTask: {
+    summary: 'One transfer task of the caller',
+    description:
+      'Path task_id: a UUID (400 otherwise); 404 TASK_NOT_FOUND when the caller has no such task (another user\'s task is not found). A pending task whose execution start was lost is started again (once per attempt). A task whose execution closed without recording the outcome is settled here: ABORTED (stopped by an operator) or TIMED_OUT (the machine\'s timeout) makes it `cancelled` with metadata.cancel_reason; FAILED or SUCCEEDED makes it `failed` with metadata.failure.code EXECUTION_FAILED. metadata never carries auth_jwt, a signed transaction, an idempotency key or any secret.',
+    security: ['userJwt', 'secretKey'],
+    response: TaskResource,
+    errors: [400, 401, 404],
+  },
+  ResumeTask: {
+    summary: 'Resume a failed or cancelled task from its first unfinished step',
+    description:
+      'No body. Only a `failed` or `cancelled` task: otherwise 409 TASK_NOT_RESUMABLE naming its status. A new attempt (a new execution) runs the steps not completed; a failed step is tried again with its earlier try\'s records kept (metadata.checkpoints try). Concurrent resumes of one task make one new attempt; the others get 409. 202 like POST /transfer (X-Task-ID); message e.g. "Resuming from step 2 of 3 (bridge)".',
+    security: ['userJwt', 'secretKey'],
+    response: TaskAccepted,
+    status: 202,
+    errors: [400, 401, 404, 409],
   },
   CheckPerpDexRequirements: {
     summary: 'Whether the wallet can fund the venue\'s first deposit: token and gas',

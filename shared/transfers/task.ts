@@ -209,6 +209,10 @@ export function toTaskResource(task: TaskRecord) {
         ...(step.result_tx_hashes ? { results: step.result_tx_hashes } : {}),
         ...(step.error ? { error: step.error } : {}),
         ...(step.completed_at ? { completed_at: step.completed_at } : {}),
+        // Earlier tries of a resumed step: their public hashes and errors (never `raw` or keys).
+        ...(step.previous_tries?.length
+          ? { previous_tries: step.previous_tries.map((t) => ({ try: t.try, tx_hashes: Object.values(t.sends ?? {}).map((send) => send.tx_hash), ...(t.error ? { error: t.error } : {}) })) }
+          : {}),
       })),
       ...(task.failure ? { failure: task.failure } : {}),
       ...(task.cancel_reason ? { cancel_reason: task.cancel_reason } : {}),

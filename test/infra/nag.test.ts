@@ -64,6 +64,8 @@ describe('cdk-nag AwsSolutions', () => {
       'AwsSolutions-COG4',
       'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
       'AwsSolutions-IAM5[Resource::*]',
+      // The transfer routes' states:DescribeExecution on the machine's executions (`execution:<machine>:*`).
+      'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<TransfersMachine1148AE62.Name>:*]',
       'AwsSolutions-SMG4',
     ]);
     for (const [rule, reasons] of acknowledged) {

@@ -604,7 +604,7 @@ describe('least privilege per route', () => {
     expect(chainRoutes).toEqual(
       rolesOf(
         FUNCTIONS.filter((route) =>
-          ['Withdraw', 'GetDemoBalance', 'CheckPerpDexRequirements', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp', 'TransferWithdrawalStep', 'TransferBridgeStep', 'TransferDepositStep'].includes(route.id),
+          ['Withdraw', 'GetDemoBalance', 'CheckPerpDexRequirements', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp', 'TransferWithdrawalStep', 'TransferBridgeStep', 'TransferDepositStep', 'EstimateTransferCost', 'CreateTransfer'].includes(route.id),
         ),
       ),
     );

@@ -31,6 +31,12 @@ function environment(needs: RouteNeeds): { env: Record<string, string>; required
   if (needs.chains) add('CHAINS_CONFIG', CHAINS_CONFIG), add('RPC_URLS_SECRET', 'perp-wallet/unit-rpc-urls', false);
   if (needs.delegates) add('ALLOWED_7702_DELEGATES', '', false);
   if (needs.venues) add('VENUE_URLS', '{"venue_b":"https://venue-b.example.com"}');
+  if (needs.bridge) add('BRIDGE_URL', 'https://bridge.example.com', false);
+  if (needs.platformFee) add('PLATFORM_FEE', '{"bps":10,"recipients":{}}', false);
+  if (needs.transfers) {
+    add('TRANSFER_STATE_MACHINE_ARN', 'arn:aws:states:us-east-1:123456789012:stateMachine:Transfer');
+    add('TRANSFER_STEP_FUNCTIONS', '{"withdrawal":"w","bridge":"b","deposit":"d","settle":"s"}');
+  }
   return { env, required };
 }
 
