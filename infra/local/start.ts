@@ -55,6 +55,7 @@ for (const chain of runtime.chains.chains) {
   out.write(`  ${chain.chain.padEnd(4)} ${'chain_id' in chain ? `chain id ${String(chain.chain_id).padEnd(6)}` : 'litesvm        '} ${chain.rpc_url}  ${chain.tokens.map((t) => t.token).join(', ')}\n`);
 }
 out.write(`Sandbox venues (GET ${runtime.urls.account}/sandbox/venues; POST /sandbox/faults): ${runtime.venues.venues.map((v) => `${v.dex} ${v.url}`).join(', ') || 'none'}\n`);
+out.write(`Transfers: Step Functions (local, same ASL) ${runtime.stepFunctions.endpoint} (GET /executions lists them with transition counts); sandbox bridge GET ${runtime.urls.account}/sandbox/bridge\n`);
 out.write('\n');
 if (env.APPS_FILE) {
   out.write(`Applications from ${env.APPS_FILE}: ${runtime.apps.map((app) => app.app_id).join(', ')}\n`);
