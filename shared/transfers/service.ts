@@ -110,12 +110,22 @@ export async function createTransfer(deps: TransferServiceDeps, user: Authentica
   let record: IdempotencyRecord | undefined;
   if (idempotencyKey) {
     const hash = requestHash({ route: 'POST /transfer', ...body });
-    const claim = await claimIdempotencyKey(deps.table, { appId: user.app.app_id, sub: user.identity.sub, key: idempotencyKey }, hash, deps.now().getTime(), deps.claimLeaseMs);
+    const claim = await claimIdempotencyKey(deps.table, { appId: user.app.app_id, sub: user.identity.sub, key: idempotencyKey }, hash, deps.now().getTime(), deps.claimLeaseMs, 'transfer');
     if (claim.kind === 'replay') return { ...(claim.response as StoredResponse & Pick<AcceptedTask, 'body'>), replayed: true };
-    // 'resume': an earlier attempt with this key stopped before it answered; whether it stored a task
-    // is unknown, so this one creates the task (at most one answer is ever recorded for the key).
+    // 'resume': an earlier attempt with this key stopped before it answered. It bound its task id
+    // to the key before storing the task, so a stored task is found and started, never made twice.
     record = claim.record;
+    if (record.subject) {
+      const stored = await getTask(deps.table, user.app.app_id, user.identity.sub, record.subject);
+      if (stored) {
+        if (!stored.execution_started_at) await startAttempt(deps, stored);
+        const response = accepted(stored.task_id, stored.steps.length, String(stored.route.route_id));
+        await record.complete(response);
+        return { ...response, replayed: true };
+      }
+    }
   }
+  let stored = false;
   try {
     const account = await requireAccount(deps, user);
     if (plan.source !== 'self') requireInitialized(account, plan.source as VenueId, 'source');
@@ -125,27 +135,34 @@ export async function createTransfer(deps: TransferServiceDeps, user: Authentica
     if (estimate.route.bridge_estimation_error) {
       throw new DomainError(503, 'BRIDGE_UNAVAILABLE', `The bridge gave no quote (${estimate.route.bridge_estimation_error}); try again later`);
     }
-    const task = newTask(deps, user, account, body, plan, estimate);
+    const taskId = record?.subject ?? uuidv7();
+    if (record && !record.subject) await record.bindSubject(taskId);
+    const task = newTask(deps, user, account, body, plan, estimate, taskId);
     await putTask(deps.table, task);
+    stored = true;
     await startAttempt(deps, task);
-    const response = {
-      status: ACCEPTED,
-      body: {
-        success: true as const,
-        task_id: task.task_id,
-        message: `Transfer accepted: ${task.steps.length} step${task.steps.length === 1 ? '' : 's'} (${plan.routeId}); follow it with GET /task/${task.task_id}`,
-      },
-    };
+    const response = accepted(task.task_id, task.steps.length, plan.routeId);
     await record?.complete(response);
     return { ...response, replayed: false };
   } catch (error) {
-    await record?.abandon(); // nothing stored: the key may be used again
+    // Nothing stored: the key may be used again. Stored: a retry finds the task through the key.
+    await (stored ? record?.releaseLease() : record?.abandon());
     throw error;
   }
 }
 
-function newTask(deps: TransferServiceDeps, user: AuthenticatedUser, account: AccountRecord, body: TransferInput, plan: TransferPlan, estimate: TransferCostEstimate): TaskRecord {
-  const taskId = uuidv7();
+function accepted(taskId: string, steps: number, routeId: string) {
+  return {
+    status: ACCEPTED,
+    body: {
+      success: true as const,
+      task_id: taskId,
+      message: `Transfer accepted: ${steps} step${steps === 1 ? '' : 's'} (${routeId}); follow it with GET /task/${taskId}`,
+    },
+  };
+}
+
+function newTask(deps: TransferServiceDeps, user: AuthenticatedUser, account: AccountRecord, body: TransferInput, plan: TransferPlan, estimate: TransferCostEstimate, taskId: string): TaskRecord {
   const now = deps.now().toISOString();
   const steps: StepRecord[] = plan.steps.map((step, index) => ({
     index,

@@ -29,6 +29,8 @@ interface IdempotencyItem {
   readonly attempt: string;
   readonly response?: StoredResponse;
   readonly broadcast?: Broadcast;
+  /** What the request created, bound before it is stored (POST /transfer: the task id), so a retry after a crash finds it instead of creating another. */
+  readonly subject?: string;
   /** Epoch seconds; the table's TTL attribute (TABLE_TTL_ATTRIBUTE). */
   readonly ttl: number;
 }
@@ -57,8 +59,11 @@ export function requestHash(request: object): string {
 }
 
 /** 409 with `Retry-After`: when the holder's claim runs out (or 1 s when another attempt took over). */
-const inProgress = (retryAfterMs = 1_000) =>
-  new ConflictError('WITHDRAWAL_IN_PROGRESS', 'A withdrawal with this Idempotency-Key is still in progress; retry after Retry-After seconds', {
+/** What a key guards: its 409 says `WITHDRAWAL_IN_PROGRESS` or `TRANSFER_IN_PROGRESS`. */
+export type IdempotentOperation = 'withdrawal' | 'transfer';
+
+const inProgress = (operation: IdempotentOperation, retryAfterMs = 1_000) =>
+  new ConflictError(`${operation.toUpperCase()}_IN_PROGRESS`, `A ${operation} with this Idempotency-Key is still in progress; retry after Retry-After seconds`, {
     retryAfterSeconds: retryAfterMs / 1000,
   });
 
@@ -72,19 +77,34 @@ export class IdempotencyRecord implements SendJournal {
   readonly #key: { pk: string; sk: string };
   readonly #attempt: string;
   readonly previous: Broadcast | undefined;
+  /** The subject an earlier attempt of this key bound (bindSubject), if any. */
+  readonly subject: string | undefined;
   #recorded: boolean;
 
-  constructor(table: Table, key: { pk: string; sk: string }, attempt: string, previous?: Broadcast) {
+  readonly #operation: IdempotentOperation;
+
+  constructor(table: Table, key: { pk: string; sk: string }, attempt: string, previous?: Broadcast, subject?: string, operation: IdempotentOperation = 'withdrawal') {
+    this.#operation = operation;
     this.#table = table;
     this.#key = key;
     this.#attempt = attempt;
     this.previous = previous;
+    this.subject = subject;
     this.#recorded = previous !== undefined;
+  }
+
+  /**
+   * Binds what this request is about to create (e.g. a task id) before creating it: a retry after
+   * a crash gets it back as `subject` and finds the thing instead of making a second one.
+   * Throws 409 when the key was taken over.
+   */
+  async bindSubject(subject: string): Promise<void> {
+    if (!(await this.#update('SET subject = :subject', { ':subject': subject }))) throw inProgress(this.#operation);
   }
 
   /** Stored before broadcasting: what a retry after a crash re-sends. Throws 409 when the key was taken over. */
   async record(broadcast: Broadcast): Promise<void> {
-    if (!(await this.#update('SET broadcast = :b', { ':b': broadcast }))) throw inProgress();
+    if (!(await this.#update('SET broadcast = :b', { ':b': broadcast }))) throw inProgress(this.#operation);
     this.#recorded = true;
   }
 
@@ -147,17 +167,18 @@ export async function claimIdempotencyKey(
   hash: string,
   now = Date.now(),
   leaseMs = DEFAULT_CLAIM_LEASE_MS,
+  operation: IdempotentOperation = 'withdrawal',
 ): Promise<Claim> {
   const key = keys.idempotency(scope.appId, scope.sub, scope.key);
   const attempt = randomUUID();
   const fresh: IdempotencyItem = { request_hash: hash, status: 'in_progress', lease_until: now + leaseMs, attempt, ttl: Math.floor(now / 1000) + TTL_SECONDS };
   const { item, created } = await putIfAbsent(table, key, fresh);
-  if (created) return { kind: 'new', record: new IdempotencyRecord(table, key, attempt) };
+  if (created) return { kind: 'new', record: new IdempotencyRecord(table, key, attempt, undefined, undefined, operation) };
   if (item.request_hash !== hash) {
     throw new UnprocessableError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
   }
   if (item.status === 'completed' && item.response) return { kind: 'replay', response: item.response };
-  if (item.lease_until > now) throw inProgress(item.lease_until - now);
+  if (item.lease_until > now) throw inProgress(operation, item.lease_until - now);
   // The first attempt stopped (crash or timeout): take it over, exactly one retry at a time. One
   // conditional update returns the stored item, with the broadcast the first attempt recorded.
   try {
@@ -171,9 +192,10 @@ export async function claimIdempotencyKey(
         ReturnValues: 'ALL_NEW',
       }),
     );
-    return { kind: 'resume', record: new IdempotencyRecord(table, key, attempt, (out.Attributes as IdempotencyItem | undefined)?.broadcast) };
+    const stored = out.Attributes as IdempotencyItem | undefined;
+    return { kind: 'resume', record: new IdempotencyRecord(table, key, attempt, stored?.broadcast, stored?.subject, operation) };
   } catch (error) {
-    if (isConditionalCheckFailed(error)) throw inProgress(leaseMs); // another retry took it over just now
+    if (isConditionalCheckFailed(error)) throw inProgress(operation, leaseMs); // another retry took it over just now
     throw error;
   }
 }

@@ -182,6 +182,33 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     expect((await createTransfer(deps, user, body(), 'transfer-key-0002')).replayed).toBe(false);
   });
 
+  it('Idempotency-Key after a crash between storing the task and answering: the retry finds that task, never a second one', async () => {
+    const { deps, user, executor } = await newUser();
+    // The process "dies" once the task is stored and started: nothing more reaches the key's item.
+    const dying = {
+      ...table,
+      doc: {
+        send: (command: { input?: { Key?: { pk?: string } } }) => {
+          if (String(command.input?.Key?.pk).startsWith('IDEMP#') && command.constructor.name === 'UpdateCommand') {
+            const expression = String((command.input as { UpdateExpression?: string }).UpdateExpression);
+            if (!expression.includes('subject')) return Promise.reject(new Error('process killed'));
+          }
+          return table.doc.send(command as never);
+        },
+      },
+    } as unknown as Table;
+    await expect(createTransfer({ ...deps, table: dying, claimLeaseMs: 50 }, user, body(), 'transfer-key-crash')).rejects.toThrow('process killed');
+    const [stored] = (await listUserTasks(deps, user, 50)).tasks;
+    expect(stored).toBeDefined();
+    await new Promise((done) => setTimeout(done, 80)); // the dead attempt's claim runs out
+    const retry = await createTransfer({ ...deps, claimLeaseMs: 50 }, user, body(), 'transfer-key-crash');
+    expect(retry.body.task_id).toBe(stored!.task_id);
+    expect((await listUserTasks(deps, user, 50)).tasks).toHaveLength(1);
+    expect(executor.starts.map((start) => start.name)).toEqual([`${stored!.task_id}-a0`]);
+    // Answered now: a further retry is a plain replay.
+    expect((await createTransfer(deps, user, body(), 'transfer-key-crash')).body.task_id).toBe(stored!.task_id);
+  });
+
   it('lists the newest tasks first with a Query (never a Scan), limited', async () => {
     const { deps, user } = await newUser();
     const ids: string[] = [];
