@@ -410,6 +410,30 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
     expect((await loadTask(table, ref))!.status).toBe('completed');
   });
+
+  it('a poll that cannot settle looks again every 200 ms for pollWindowMs, then answers settled: false (one look with no window)', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    let looks = 0;
+    const counting = { quote: deps.bridge!.quote.bind(deps.bridge), status: (reference: Parameters<NonNullable<StepDeps['bridge']>['status']>[0]) => (looks++, deps.bridge!.status(reference)) };
+    const stepDeps = { ...deps, bridge: counting };
+    await bridge.setFault({ mode: 'stall', count: 1 });
+    try {
+      expect(await runStep(stepDeps, invocation(ref, 0, 'submit'))).toMatchObject({ settled: false });
+      looks = 0;
+      expect(await runStep(stepDeps, invocation(ref, 0, 'poll'))).toMatchObject({ settled: false });
+      expect(looks).toBe(1);
+      looks = 0;
+      const started = performance.now();
+      expect(await runStep({ ...stepDeps, pollWindowMs: 1_000 }, invocation(ref, 0, 'poll'))).toMatchObject({ settled: false, wait_seconds: expect.any(Number) });
+      const elapsed = performance.now() - started;
+      expect(looks).toBeGreaterThanOrEqual(4);
+      expect(elapsed).toBeGreaterThanOrEqual(800);
+      expect(elapsed).toBeLessThan(3_000);
+    } finally {
+      await bridge.setFault({ mode: 'clear', count: 0 });
+    }
+  });
 });
 
 describe('guards and settle', () => {
