@@ -1,56 +1,68 @@
-import { createSenders } from '../chains/sender/senders.ts';
+import type { AppRegistry } from '../apps/app-registry.ts';
+import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { ConfigError, loadInclusionTimeoutMs } from '../config.ts';
-import { HttpBridgeClient } from '../transfers/bridge.ts';
 import { loadPlatformFee } from '../transfers/platform-fee.ts';
-import { DEFAULT_STEP_DEADLINE_SECONDS, type StepDeps } from '../transfers/steps/run-step.ts';
+import { DEFAULT_STEP_DEADLINE_SECONDS, type StepCoreDeps } from '../transfers/steps/core.ts';
 import { enclaveStepWallets } from '../transfers/steps/wallets.ts';
+import type { WalletEnclave } from '../wallets/enclave-client.ts';
 import { EnclaveGasSponsor } from '../withdrawals/gas-sponsor.ts';
-import { chainsFromEnv } from './chains.ts';
 import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
 import { appsFromEnv, systemClock, tableFromEnv } from './table.ts';
-import { venueRegistryFromEnv } from './venues.ts';
 
 /**
- * Composition roots of the transfer step Lambdas (functions/transfer-steps.ts lists their needs).
- * Each builds only what its kind uses: the withdrawal and deposit steps the venues, the bridge
- * step the bridge client (BRIDGE_URL); all of them the table, the chains, the exactly-once
- * senders and the enclave signing path (a platform service token per app, no user JWT).
+ * What every transfer step Lambda builds (functions/transfer-steps.ts lists their needs): the
+ * table, the enclave signing path (a platform service token per app, no user JWT), the platform
+ * fee and the poll settings. No chain, sender, venue or bridge code: the per-kind roots add those
+ * (transfer-venue-steps.ts: withdrawal and deposit, EVM chains and venues; transfer-bridge-step.ts:
+ * EVM and Solana chains and the bridge), so each bundle carries its own kind only (bench:bundles).
  *
  * TRANSFER_POLL_SECONDS (default 1): the Wait between polls the steps ask for.
+ * TRANSFER_POLL_WINDOW_MS (default 5000, 0 to 20000): how long one poll invocation keeps
+ *   re-checking an unsettled step (every 200 ms) before it answers `settled: false`; the step
+ *   Lambdas time out at 60 s (statemachines/README.md, "Polling: long polls").
  * TRANSFER_STEP_DEADLINE_SECONDS (default 3600): a step unsettled that long fails STEP_TIMED_OUT.
  */
-export function transferStepDepsFromEnv(kind: 'withdrawal' | 'bridge' | 'deposit', env = process.env): StepDeps {
+export function stepCoreFromEnv(env = process.env): StepCoreParts {
   const { table, apps } = appsFromEnv();
   const enclave = enclaveClientFromEnv();
   const opJwtSigner = opJwtSignerFromEnv();
-  const chains = chainsFromEnv();
   return {
-    table,
-    chains,
-    senders: createSenders({ table, sponsor: new EnclaveGasSponsor(enclave, opJwtSigner, apps), inclusionTimeoutMs: loadInclusionTimeoutMs(env), now: systemClock }),
-    wallets: enclaveStepWallets({ apps, keyWrapper: accountKeyWrapperFromEnv(), opJwtSigner, enclave, now: systemClock }),
-    platformFee: loadPlatformFee(env),
-    ...(kind === 'bridge' ? { bridge: new HttpBridgeClient({ baseUrl: bridgeUrlFromEnv(env) }) } : { venues: venueRegistryFromEnv(chains) }),
-    now: systemClock,
-    pollSeconds: positiveInteger(env, 'TRANSFER_POLL_SECONDS', 1),
-    deadlineSeconds: positiveInteger(env, 'TRANSFER_STEP_DEADLINE_SECONDS', DEFAULT_STEP_DEADLINE_SECONDS),
+    core: {
+      table,
+      wallets: enclaveStepWallets({ apps, keyWrapper: accountKeyWrapperFromEnv(), opJwtSigner, enclave, now: systemClock }),
+      platformFee: loadPlatformFee(env),
+      now: systemClock,
+      pollSeconds: wholeNumber(env, 'TRANSFER_POLL_SECONDS', 1, { min: 1, max: 999_999, unit: 'seconds' }),
+      pollWindowMs: wholeNumber(env, 'TRANSFER_POLL_WINDOW_MS', DEFAULT_POLL_WINDOW_MS, { min: 0, max: 20_000, unit: 'milliseconds' }),
+      deadlineSeconds: wholeNumber(env, 'TRANSFER_STEP_DEADLINE_SECONDS', DEFAULT_STEP_DEADLINE_SECONDS, { min: 1, max: 999_999, unit: 'seconds' }),
+    },
+    signing: { apps, enclave, opJwtSigner },
+    inclusionTimeoutMs: loadInclusionTimeoutMs(env),
   };
 }
+
+export interface StepCoreParts {
+  readonly core: Omit<StepCoreDeps, 'chains' | 'senders'>;
+  /** For the gas sponsor of the kinds that sponsor (sponsoredGas). */
+  readonly signing: { readonly apps: AppRegistry; readonly enclave: WalletEnclave; readonly opJwtSigner: OpJwtSigner };
+  readonly inclusionTimeoutMs: number;
+}
+
+/** The gas payer of sponsored sends (the enclave's sponsor key), for the bridge and deposit steps. */
+export const gasSponsor = ({ signing }: StepCoreParts) => new EnclaveGasSponsor(signing.enclave, signing.opJwtSigner, signing.apps);
+
+export const DEFAULT_POLL_WINDOW_MS = 5_000;
 
 /** The settle Lambda: the table only. */
 export function settleDepsFromEnv() {
   return { table: tableFromEnv(), now: systemClock };
 }
 
-function bridgeUrlFromEnv(env: NodeJS.ProcessEnv): string {
-  const url = env.BRIDGE_URL;
-  if (!url || !/^https?:\/\/[^\s]+$/.test(url)) throw new ConfigError('Invalid configuration: BRIDGE_URL: must be the bridge API base URL (http or https)');
-  return url;
-}
-
-function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, range: { min: number; max: number; unit: string }): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!/^[0-9]{1,6}$/.test(raw) || Number(raw) < 1) throw new ConfigError(`Invalid configuration: ${name}: must be a whole number of seconds, at least 1`);
+  if (!/^[0-9]{1,6}$/.test(raw) || Number(raw) < range.min || Number(raw) > range.max) {
+    throw new ConfigError(`Invalid configuration: ${name}: must be a whole number of ${range.unit}, ${range.min} to ${range.max}`);
+  }
   return Number(raw);
 }

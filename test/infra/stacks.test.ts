@@ -11,7 +11,8 @@ import { API_FUNCTION_TIMEOUT, type ServiceFunction } from '../../infra/construc
 import { stepFunctionTimeout } from '../../infra/constructs/transfer-machine.ts';
 import { API_INTEGRATION_TIMEOUT, API_STAGE_NAME, DEFAULT_API_THROTTLE, ServicesStack } from '../../infra/services-stack.ts';
 import { DEFAULT_RPC_URLS_SECRET_NAME, StatefulStack } from '../../infra/stateful-stack.ts';
-import { buildStacks, TEST_TRANSFER_STEPS } from './support/stacks.ts';
+import { buildStacks } from './support/stacks.ts';
+import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import { TABLE_KEY_SCHEMA } from '../../shared/db/table-definition.ts';
 import { RPC_URLS_PLACEHOLDER_KEY } from '../../shared/chains/rpc-urls.ts';
 
@@ -24,7 +25,7 @@ const KEY_PURPOSE = { enclaveKey: 'enclave-wallet', accountKey: 'account-access-
 const SERVICES: readonly ServiceName[] = ['account', 'enclave', 'express'];
 
 /** Every function of the services stack and its needs: one per route, one per transfer step (functions/transfer-steps.ts). */
-const FUNCTIONS: readonly { id: string; needs: RouteNeeds }[] = [...ROUTES, ...TEST_TRANSFER_STEPS];
+const FUNCTIONS: readonly { id: string; needs: RouteNeeds }[] = [...ROUTES, ...TRANSFER_STEP_FUNCTIONS];
 
 // Synthesising bundles every handler with esbuild: do it once for the whole file.
 let stateful: StatefulStack;
@@ -126,12 +127,12 @@ function environmentOf(routeId: string): Record<string, unknown> {
 describe('services stack: functions', () => {
   it('makes one function per route and per transfer step, and nothing else', () => {
     const functions = servicesTemplate.findResources('AWS::Lambda::Function');
-    expect(TEST_TRANSFER_STEPS).toHaveLength(4);
+    expect(TRANSFER_STEP_FUNCTIONS).toHaveLength(4);
     expect(Object.keys(functions).sort()).toEqual(FUNCTIONS.map((fn) => functionLogicalId(fn.id)).sort());
   });
 
   it('runs every function on nodejs24.x, arm64, traced, with source maps; the API timeout for routes, the step timeout for steps', () => {
-    const steps = new Map(TEST_TRANSFER_STEPS.map((step) => [functionLogicalId(step.id), stepFunctionTimeout(step.kind).toSeconds()]));
+    const steps = new Map(TRANSFER_STEP_FUNCTIONS.map((step) => [functionLogicalId(step.id), stepFunctionTimeout(step.kind).toSeconds()]));
     for (const [id, fn] of Object.entries(servicesTemplate.findResources('AWS::Lambda::Function') as Resources)) {
       expect(fn.Properties?.Timeout, id).toBe(steps.get(id) ?? API_FUNCTION_TIMEOUT.toSeconds());
       expect(fn.Properties).toMatchObject({
@@ -862,7 +863,7 @@ describe('services stack: function configuration', () => {
     const failures: string[] = [];
     try {
       await Promise.all(
-        [...ROUTES, ...TEST_TRANSFER_STEPS].map(async (route) => {
+        [...ROUTES, ...TRANSFER_STEP_FUNCTIONS].map(async (route) => {
           const outfile = join(outDir, route.id, 'index.cjs');
           await build({ ...ESBUILD_OPTIONS, absWorkingDir: new URL('../..', import.meta.url).pathname, entryPoints: [route.entry], outfile, logLevel: 'silent' });
           const variables = environmentOf(route.id);

@@ -9,7 +9,7 @@ import { ServiceFunction } from '../../infra/constructs/service-function.ts';
 import { checkTransferDefinition, SETTLE_FUNCTION_TIMEOUT, STEP_FUNCTION_TIMEOUT, TRANSFER_ASL_FILE } from '../../infra/constructs/transfer-machine.ts';
 import type { ServicesStack } from '../../infra/services-stack.ts';
 import type { StatefulStack } from '../../infra/stateful-stack.ts';
-import { buildStacks, TEST_TRANSFER_STEPS } from './support/stacks.ts';
+import { buildStacks } from './support/stacks.ts';
 
 /**
  * The AWS side of transfers (issue 11): the Standard state machine of
@@ -141,7 +141,7 @@ describe('the transfer state machine', () => {
 describe('the step functions', () => {
   it('makes one function per TRANSFER_STEP_FUNCTIONS entry, with the step timeout, reachable by no API', () => {
     expect([...services.transfers.stepFunctions.keys()].sort()).toEqual(['bridge', 'deposit', 'settle', 'withdrawal']);
-    for (const step of TEST_TRANSFER_STEPS) {
+    for (const step of TRANSFER_STEP_FUNCTIONS) {
       const fn = stepFn(step.kind);
       expect(fn.node.id).toBe(step.id);
       expect(fn.entry).toBe(step.entry);
@@ -192,7 +192,7 @@ describe('the step functions', () => {
 
   it('refuses a step function that needs transfers (a step cannot start executions)', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const steps = TEST_TRANSFER_STEPS.map((step) => (step.kind === 'settle' ? { ...step, needs: { ...step.needs, transfers: true as const } } : step));
+    const steps = TRANSFER_STEP_FUNCTIONS.map((step) => (step.kind === 'settle' ? { ...step, needs: { ...step.needs, transfers: true as const } } : step));
     expect(() => buildStacks(app, { ids: ['LoopStateful', 'LoopServices'], services: { transferSteps: steps } })).toThrow(/TransferSettle: a step function cannot start transfers/);
   });
 });

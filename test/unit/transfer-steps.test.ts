@@ -26,6 +26,9 @@ import { venueDriverFactories } from '../../shared/deps/venues.ts';
 import { HttpBridgeClient } from '../../shared/transfers/bridge.ts';
 import { platformFee } from '../../shared/transfers/estimate.ts';
 import type { PlatformFeeSettings } from '../../shared/transfers/platform-fee.ts';
+import { bridgeClientFromEnv } from '../../shared/deps/transfer-bridge-step.ts';
+import { runStep as runKinds } from '../../shared/transfers/steps/core.ts';
+import { DEPOSIT_KIND } from '../../shared/transfers/steps/deposit.ts';
 import { runStep, settle, type StepDeps } from '../../shared/transfers/steps/run-step.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
 import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
@@ -371,6 +374,65 @@ describe('bridge step', () => {
     expect(task.steps[0]!.result_tx_hashes!.refund).toMatch(/^0x/);
     expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC - 10_000n);
     expect(await usdcOn('INK', user.evmAddress)).toBe(0n);
+  });
+});
+
+describe('per-kind Lambdas, no bridge configured, long polls', () => {
+  it('a bridge step where no BRIDGE_URL is configured fails BRIDGE_NOT_CONFIGURED, recorded, nothing sent; the root reads BRIDGE_URL without throwing', async () => {
+    expect(bridgeClientFromEnv({})).toBeUndefined();
+    expect(bridgeClientFromEnv({ BRIDGE_URL: 'ftp://bridge.example' })).toBeUndefined();
+    expect(bridgeClientFromEnv({ BRIDGE_URL: 'https://bridge.example' })).toBeInstanceOf(HttpBridgeClient);
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'POL', destination_token: 'USDC' });
+    const { bridge: _configured, ...withoutBridge } = deps;
+    await expect(runStep(withoutBridge, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = (await loadTask(table, ref))!;
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_NOT_CONFIGURED' } });
+    expect(task.steps[0]!.sends ?? {}).toEqual({});
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+  });
+
+  it('a Lambda refuses a step of another kind without any effect', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'POL', destination_token: 'USDC' });
+    const before = (await loadTask(table, ref))!;
+    await expect(runKinds(deps, { deposit: DEPOSIT_KIND }, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR, message: expect.stringContaining('runs deposit steps') });
+    expect(await loadTask(table, ref)).toEqual(before);
+  });
+
+  it('a poll long-polls within pollWindowMs: the first poll after the submit answers settled once the venue credits', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
+    const longPolling = { ...deps, pollWindowMs: 5_000 };
+    expect(await runStep(longPolling, invocation(ref, 0, 'submit'))).toMatchObject({ settled: false });
+    const started = performance.now();
+    expect(await runStep(longPolling, invocation(ref, 0, 'poll'))).toEqual({ settled: true, wait_seconds: 0 });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect((await loadTask(table, ref))!.status).toBe('completed');
+  });
+
+  it('a poll that cannot settle looks again every 200 ms for pollWindowMs, then answers settled: false (one look with no window)', async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    let looks = 0;
+    const counting = { quote: deps.bridge!.quote.bind(deps.bridge), status: (reference: Parameters<NonNullable<StepDeps['bridge']>['status']>[0]) => (looks++, deps.bridge!.status(reference)) };
+    const stepDeps = { ...deps, bridge: counting };
+    await bridge.setFault({ mode: 'stall', count: 1 });
+    try {
+      expect(await runStep(stepDeps, invocation(ref, 0, 'submit'))).toMatchObject({ settled: false });
+      looks = 0;
+      expect(await runStep(stepDeps, invocation(ref, 0, 'poll'))).toMatchObject({ settled: false });
+      expect(looks).toBe(1);
+      looks = 0;
+      const started = performance.now();
+      expect(await runStep({ ...stepDeps, pollWindowMs: 1_000 }, invocation(ref, 0, 'poll'))).toMatchObject({ settled: false, wait_seconds: expect.any(Number) });
+      const elapsed = performance.now() - started;
+      expect(looks).toBeGreaterThanOrEqual(4);
+      expect(elapsed).toBeGreaterThanOrEqual(800);
+      expect(elapsed).toBeLessThan(3_000);
+    } finally {
+      await bridge.setFault({ mode: 'clear', count: 0 });
+    }
   });
 });
 

@@ -1,25 +1,13 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { App } from 'aws-cdk-lib';
 import * as v from 'valibot';
-import { TRANSFER_STEP_FUNCTIONS, type TransferStepFunction } from '../../../functions/transfer-steps.ts';
-import { REPO_ROOT } from '../../../infra/constructs/service-function.ts';
+import { TRANSFER_STEP_FUNCTIONS } from '../../../functions/transfer-steps.ts';
 import { ServicesStack, type ServicesStackProps } from '../../../infra/services-stack.ts';
 import { StatefulStack, type StatefulStackProps } from '../../../infra/stateful-stack.ts';
 import { ChainsConfigSchema } from '../../../shared/chains/chain-config.ts';
 
 /** Optional ServicesStack props a test may set (the rest come from the stateful stack and the chains config). */
 type ServicesOptions = Pick<ServicesStackProps, 'throttle' | 'webAclArn' | 'apiGatewayCloudWatchRole' | 'venueUrls' | 'bridgeUrl' | 'platformFee' | 'transferSteps'>;
-
-/**
- * TEMPORARY (issue 11, CDK branch): the step handlers (functions/transfers/*.ts) are written on
- * another branch; until they are merged, a step whose entry does not exist yet is synthesised
- * with functions/common/health.ts as its code (same id, kind and needs, so every IAM and
- * environment assertion is about the real step). Delete this and use TRANSFER_STEP_FUNCTIONS
- * once the handlers exist.
- */
-export const TEST_TRANSFER_STEPS: readonly TransferStepFunction[] = TRANSFER_STEP_FUNCTIONS.map((step) =>
-  existsSync(new URL(step.entry, `file://${REPO_ROOT}`)) ? step : { ...step, entry: 'functions/common/health.ts' },
-);
 
 /** The two stacks as infra/app.ts wires them, with the default (mainnet) chains config. */
 export function buildStacks(app: App, options: { ids?: readonly [string, string]; stateful?: StatefulStackProps; services?: ServicesOptions } = {}) {
@@ -32,7 +20,7 @@ export function buildStacks(app: App, options: { ids?: readonly [string, string]
     opJwtKey: stateful.opJwtKey,
     rpcUrlsSecret: stateful.rpcUrlsSecret,
     chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
-    transferSteps: TEST_TRANSFER_STEPS,
+    transferSteps: TRANSFER_STEP_FUNCTIONS,
     ...options.services,
   });
   return { stateful, services };

@@ -1,0 +1,114 @@
+import type { Chains } from '../../chains/chains.ts';
+import type { Senders } from '../../chains/sender/senders.ts';
+import { type BridgeClient, type BridgeDepositCall, BridgeRefusedError } from '../bridge.ts';
+import { type Ctx, NO_ADDRESS, type Outcome, refresh, sendEvm, sendOnce, type SolanaSends, type StepCoreDeps, type StepKind, takePlatformFee } from './core.ts';
+import { StepFailure, StepTransient } from './outcomes.ts';
+import { writeStep } from './store.ts';
+
+/** What a bridge step adds: Solana (the chains and its sender) and the bridge client (none: the step fails BRIDGE_NOT_CONFIGURED). */
+export interface BridgeStepDeps extends StepCoreDeps {
+  readonly chains: Chains;
+  readonly senders: Senders;
+  readonly bridge?: BridgeClient;
+}
+
+function sendSolana(ctx: Ctx, label: string, to: string, token: string, amount: bigint, memo?: string): Promise<string> {
+  const { deps, wallet } = ctx as Ctx<BridgeStepDeps>;
+  return sendOnce(ctx, label, 'SOL', async (journal) => {
+    const chain = await deps.chains.sol();
+    return deps.senders.solana.send({ chain, from: wallet.solAddress, to, token, amount, ...(memo ? { reference: memo } : {}), signer: wallet.sol, journal });
+  });
+}
+
+const SOLANA: SolanaSends = {
+  send: sendSolana,
+  async landed(ctx, send) {
+    const status = await (await (ctx.deps as BridgeStepDeps).chains.sol()).waitForConfirmation(send.tx_hash, 1);
+    return status !== null && !status.err;
+  },
+};
+
+/**
+ * The user's wallet sends `from` into the bridge; the bridge fills `to` to the same user. A quote
+ * is asked for as long as no deposit is recorded (an expired one is simply replaced); once the
+ * deposit is recorded, only its status matters.
+ */
+async function bridgeStep(ctx: Ctx<BridgeStepDeps>): Promise<Outcome> {
+  const { deps } = ctx;
+  if (!deps.bridge) throw new StepFailure('BRIDGE_NOT_CONFIGURED', 'No bridge is configured on this deployment (BRIDGE_URL)');
+  const from = ctx.step.from!;
+  const to = ctx.step.to!;
+  const fee = BigInt(ctx.step.platform_fee ?? '0');
+  const addressOn = (chain: string) => (chain === 'SOL' ? ctx.wallet.solAddress : ctx.wallet.evmAddress);
+  let waitSeconds: number | undefined;
+  if (!ctx.step.sends?.bridge) await adoptBridgeDeposit(ctx);
+  if (!ctx.step.sends?.bridge) {
+    const amount = BigInt(ctx.step.amount_in!) - fee;
+    // Quoted first: a route or amount the bridge refuses fails the step before the fee is taken.
+    const quote = await deps.bridge.quote({ route: { from, to }, amount, sender: addressOn(from.chain), recipient: addressOn(to.chain) });
+    await takePlatformFee(ctx, from.chain, from.token);
+    if (Date.parse(quote.expires_at) <= deps.now().getTime()) throw new StepTransient('the bridge quote expired before the deposit');
+    await writeStep(deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, stepStatusIn: ['submitted'], step: { reference: quote.quote_id }, now: deps.now().toISOString() });
+    waitSeconds = Math.min(30, Math.max(1, Math.ceil(quote.estimated_fill_ms / 1000)));
+    const call = quote.deposit[0];
+    if (!call || quote.deposit.length !== 1) throw new StepFailure('BRIDGE_FAILED', 'The bridge quote carries no single deposit call');
+    await sendBridgeDeposit(ctx, call, from.token, quote.amount);
+    await refresh(ctx);
+  } else {
+    await takePlatformFee(ctx, from.chain, from.token);
+    const recorded = ctx.step.sends.bridge;
+    // Resume (or finish) the recorded deposit: re-broadcast and await it, never a new one.
+    if (recorded.chain === 'SOL') await sendSolana(ctx, 'bridge', '', from.token, 0n);
+    else await sendEvm(ctx, 'bridge', recorded.chain, { to: NO_ADDRESS, data: '0x', value: 0n }, { token: from.token, amount: 0n });
+  }
+  const deposit = ctx.step.sends!.bridge!;
+  const status = await deps.bridge.status({ chain: from.chain as never, tx: deposit.tx_hash });
+  if (status.status === 'DONE' && status.substatus === 'COMPLETED' && status.receiving) {
+    return { done: true, amountOut: status.receiving.amount, results: { fill: status.receiving.tx_hash } };
+  }
+  if (status.status === 'FAILED' || (status.status === 'DONE' && status.substatus === 'REFUNDED')) {
+    if (!status.refund) return { done: false, waitSeconds };
+    await writeStep(deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, step: { result_tx_hashes: { refund: status.refund.tx_hash } }, now: deps.now().toISOString() });
+    const code = status.status === 'FAILED' ? 'BRIDGE_FAILED' : 'BRIDGE_REFUNDED';
+    throw new StepFailure(code, `The bridge did not fill (${status.substatus ?? status.status}); ${status.refund.amount} base units were refunded to your wallet on ${from.chain}`);
+  }
+  return { done: false, waitSeconds };
+}
+
+async function sendBridgeDeposit(ctx: Ctx<BridgeStepDeps>, call: BridgeDepositCall, token: string, amount: bigint): Promise<void> {
+  if (call.kind === 'spl_transfer') {
+    await sendSolana(ctx, 'bridge', call.to, call.token, call.amount, call.memo);
+  } else {
+    await sendEvm(ctx, 'bridge', call.chain, { to: call.to, data: call.data, value: call.value }, { token, amount });
+  }
+}
+
+/** A previous try's bridge deposit that the bridge has not refused or refunded is adopted (polled), never sent again. */
+async function adoptBridgeDeposit(ctx: Ctx<BridgeStepDeps>): Promise<void> {
+  for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
+    const deposit = previous.sends?.bridge;
+    if (!deposit) continue;
+    const status = await ctx.deps.bridge!.status({ chain: ctx.step.from!.chain as never, tx: deposit.tx_hash });
+    if (status.status === 'FAILED' || (status.status === 'DONE' && status.substatus === 'REFUNDED')) continue;
+    await writeStep(ctx.deps.table, {
+      ref: ctx.inv.task,
+      attempt: ctx.inv.attempt,
+      index: ctx.inv.index,
+      tryNumber: ctx.step.try,
+      stepStatusIn: ['submitted'],
+      sends: { bridge: deposit },
+      step: { ...(previous.reference ? { reference: previous.reference } : {}) },
+      now: ctx.deps.now().toISOString(),
+    });
+    await refresh(ctx);
+    return;
+  }
+}
+
+/** The bridge kind (functions/transfers/bridge-step.ts): EVM, Solana and the bridge client; no venue code. */
+export const BRIDGE_KIND: StepKind<BridgeStepDeps> = {
+  action: 'bridge',
+  run: bridgeStep,
+  failure: (error) => (error instanceof BridgeRefusedError ? new StepFailure(error.code, error.message) : undefined),
+  solana: SOLANA,
+};

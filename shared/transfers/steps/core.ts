@@ -1,0 +1,394 @@
+import { type Address, type Hex } from 'viem';
+import { getTransactionReceipt } from 'viem/actions';
+import { type AccountRecord, getAccount } from '../../accounts/account-record.ts';
+import type { EvmCall } from '../../chains/evm-chain.ts';
+import type { EvmChains } from '../../chains/evm-chains.ts';
+import type { EvmSender } from '../../chains/sender/evm-sender.ts';
+import type { Broadcast, SendJournal } from '../../chains/sender/ports.ts';
+import type { SponsoredEvmSender } from '../../chains/sender/sponsored-sender.ts';
+import type { Table } from '../../db/client.ts';
+import { DomainError } from '../../errors.ts';
+import { logger } from '../../logger.ts';
+import { parseAmount } from '../../money.ts';
+import { platformFee } from '../estimate.ts';
+import { type PlatformFeeSettings, platformFeeFor } from '../platform-fee.ts';
+import { TRANSFER_DECIMALS } from '../planner.ts';
+import { type RecordedSend, type SettleInvocation, STEP_FAILED_ERROR, type StepInvocation, type StepRecord, type StepResult, type TaskRecord } from '../task.ts';
+import { StepFailure, stepFailedError, stepRetryableError, StepTransient } from './outcomes.ts';
+import { loadTask, recordFailure, writeStep } from './store.ts';
+import type { StepWallet, StepWallets } from './wallets.ts';
+
+/**
+ * The step Lambdas' use case, without any step kind (statemachines/transfer.asl.json invokes them
+ * with StepInvocation): every call re-reads the task item and goes on from what is recorded there,
+ * so a retry, a crash, a redrive or a concurrent duplicate finds the same intent and the same
+ * signed transactions. The kinds live in withdrawal.ts, bridge.ts and deposit.ts, each imported
+ * only by its own Lambda: the venue kinds carry no Solana code, the bridge kind no venue code
+ * (bench:bundles). This module imports neither.
+ *
+ * Order inside one step (each line a conditional UpdateItem before the effect it guards):
+ * 1. start: `pending` → `submitted`, amount_in, the platform fee it will take (step 0 only), task → in_progress;
+ * 2. intent: the venue withdrawal's idempotency key / the deposit's baseline and expected credit;
+ * 3. each transaction: signed, recorded in steps[i].sends[label] (attribute_not_exists), then broadcast
+ *    (shared/chains/sender SendJournal); a recorded one is re-broadcast and awaited, never re-signed;
+ * 4. outcome: `completed` with amount_out (the last step completes the task), or `failed` + task failure.
+ *
+ * The poll phase long-polls: an unsettled step is looked at again every POLL_INTERVAL_MS for up
+ * to `pollWindowMs` before the Lambda answers `settled: false` (statemachines/README.md, "Polling").
+ */
+export interface StepCoreDeps {
+  readonly table: Table;
+  readonly chains: EvmChains;
+  readonly senders: EvmSenders;
+  readonly wallets: StepWallets;
+  readonly platformFee: PlatformFeeSettings;
+  readonly now: () => Date;
+  /** Wait between polls (TRANSFER_POLL_SECONDS; 1 in the sandbox). */
+  readonly pollSeconds?: number;
+  /** A step still unsettled this long after it started fails STEP_TIMED_OUT (TRANSFER_STEP_DEADLINE_SECONDS, default 3600). */
+  readonly deadlineSeconds?: number;
+  /** How long one poll invocation keeps re-checking an unsettled step (TRANSFER_POLL_WINDOW_MS; 0 here, one look, when unset). */
+  readonly pollWindowMs?: number;
+}
+
+/**
+ * The EVM exactly-once senders (shared/chains/sender): all a venue step sends with. `sponsored`
+ * only where a step can be gas-sponsored (bridge, deposit); a withdrawal's sends (the platform
+ * fee out of the payout) are the user's own (gas policy `venue`), so its Lambda has none.
+ */
+export interface EvmSenders {
+  readonly evm: EvmSender;
+  readonly sponsored?: SponsoredEvmSender;
+}
+
+export const DEFAULT_STEP_DEADLINE_SECONDS = 3_600;
+
+/** Pause between two looks inside one long poll. */
+export const POLL_INTERVAL_MS = 200;
+
+/** The call a resumed send carries: unused, the sender re-broadcasts the recorded transaction. */
+export const NO_ADDRESS = '0x0000000000000000000000000000000000000000' as Address;
+
+export interface Ctx<D extends StepCoreDeps = StepCoreDeps> {
+  readonly deps: D;
+  readonly kind: StepKind<D>;
+  readonly inv: StepInvocation;
+  task: TaskRecord;
+  step: StepRecord;
+  readonly account: AccountRecord;
+  readonly wallet: StepWallet;
+}
+
+export type Outcome = { readonly done: false; readonly waitSeconds?: number } | { readonly done: true; readonly amountOut: bigint; readonly results?: Record<string, string> };
+
+/** Solana sends, for the kind whose money can sit on Solana (the bridge). */
+export interface SolanaSends {
+  send(ctx: Ctx, label: string, to: string, token: string, amount: bigint, memo?: string): Promise<string>;
+  /** True when the recorded transaction is confirmed without error (a short look, no waiting). */
+  landed(ctx: Ctx, send: RecordedSend): Promise<boolean>;
+}
+
+/** One step kind: what it does, and what it adds to the core. */
+export interface StepKind<D extends StepCoreDeps = StepCoreDeps> {
+  readonly action: StepRecord['action'];
+  /** Goes on from the record: sends what is missing, then looks at the outcome once. */
+  run(ctx: Ctx<D>): Promise<Outcome>;
+  /** What step 0 pays before the platform fee is computed (the source venue's withdrawal fee). */
+  feeBaseDeduction?(deps: D, step: StepRecord): bigint;
+  /** The kind's own business errors (a venue rule, a bridge refusal) as step failures. */
+  failure?(error: unknown): StepFailure | undefined;
+  readonly solana?: SolanaSends;
+}
+
+/**
+ * One invocation: submit (start, intent, sends) or poll (the same, then the outcome, looked at
+ * again until it settles or the poll window closes). `kinds`: the kinds this Lambda runs; a step
+ * of another kind is refused without effect.
+ */
+export async function runStep<D extends StepCoreDeps>(deps: D, kinds: Partial<Record<StepRecord['action'], StepKind<D>>>, inv: StepInvocation): Promise<StepResult> {
+  const wait = deps.pollSeconds ?? 1;
+  const guarded = await guard(deps, inv);
+  if ('result' in guarded) return guarded.result;
+  let { task, step } = guarded;
+  const kind = kinds[step.action];
+  if (!kind) throw stepFailedError(`step ${inv.index} is a ${step.action}; this function runs ${Object.keys(kinds).join(', ')} steps`);
+  const windowEnds = performance.now() + (inv.phase === 'poll' ? (deps.pollWindowMs ?? 0) : 0);
+  try {
+    const account = await getAccount(deps.table, task.app_id, task.app_user_id);
+    if (!account) throw new StepFailure('ACCOUNT_NOT_FOUND', 'The account of this transfer no longer exists');
+    if (step.status === 'pending') {
+      await start(deps, kind, inv, task, step);
+      ({ task, step } = await reload(deps, inv));
+      if (step.status === 'completed') return { settled: true, wait_seconds: 0 };
+    }
+    const ctx: Ctx<D> = { deps, kind, inv, task, step, account, wallet: await deps.wallets.open(task, account) };
+    let outcome = await kind.run(ctx);
+    // Long poll: look again while the window lasts (each look re-reads the record first).
+    while (!outcome.done && inv.phase === 'poll' && performance.now() + POLL_INTERVAL_MS < windowEnds && !timedOut(deps, ctx.step)) {
+      await new Promise((wake) => setTimeout(wake, POLL_INTERVAL_MS));
+      await refresh(ctx);
+      if (ctx.step.status === 'completed') return { settled: true, wait_seconds: 0 };
+      outcome = await kind.run(ctx);
+    }
+    if (!outcome.done) {
+      if (inv.phase === 'poll' && timedOut(deps, ctx.step)) throw new StepFailure('STEP_TIMED_OUT', `The ${step.action} did not settle within ${deps.deadlineSeconds ?? DEFAULT_STEP_DEADLINE_SECONDS} s; a resume adopts it if it still lands`);
+      return { settled: false, wait_seconds: outcome.waitSeconds ?? wait };
+    }
+    await complete(ctx, outcome.amountOut, outcome.results);
+    return { settled: true, wait_seconds: 0 };
+  } catch (error) {
+    const failure = asFailure(kind, error) ?? (inv.phase === 'poll' && !isStepFailed(error) && timedOut(deps, step) ? new StepFailure('STEP_TIMED_OUT', `The ${step.action} met only trouble past its deadline; a resume adopts it if it still lands`) : undefined);
+    if (failure) {
+      const recorded = await recordFailure(deps.table, inv.task, inv.attempt, { step: inv.index, code: failure.code, message: failure.message }, deps.now().toISOString(), step.try);
+      // A concurrent duplicate of this step may have completed it meanwhile: then nothing failed.
+      if (!recorded && (await loadTask(deps.table, inv.task))?.steps[inv.index]?.status === 'completed') return { settled: true, wait_seconds: 0 };
+      logger.warn('transfer step failed', { task_id: inv.task.task_id, index: inv.index, code: failure.code });
+      throw stepFailedError(`step ${inv.index} failed: ${failure.code}`);
+    }
+    if (isStepFailed(error)) throw error;
+    logger.info('transfer step transient trouble', { task_id: inv.task.task_id, index: inv.index, phase: inv.phase, error });
+    if (inv.phase === 'poll') return { settled: false, wait_seconds: wait };
+    throw stepRetryableError(`step ${inv.index}: transient trouble, retry`);
+  }
+}
+
+/**
+ * The guards, read from the store (ConsistentRead), never from the payload. A refusal has no
+ * effect. Choice: a stale attempt, a closed task (completed, failed, cancelled), a failed step or
+ * an unfinished previous step all throw STEP_FAILED_ERROR without writing, so the execution
+ * ends (its settle finds the failure recorded, or the attempt stale, and writes nothing); a step
+ * already completed answers `settled` (a duplicate invocation is harmless).
+ */
+async function guard(deps: StepCoreDeps, inv: StepInvocation): Promise<{ result: StepResult } | { task: TaskRecord; step: StepRecord }> {
+  const task = await loadTask(deps.table, inv.task);
+  if (!task) throw stepFailedError('the task does not exist');
+  if (task.attempt !== inv.attempt) throw stepFailedError(`stale execution: attempt ${inv.attempt}, the task is on attempt ${task.attempt}`);
+  const step = task.steps[inv.index];
+  if (!step) throw stepFailedError(`the task has no step ${inv.index}`);
+  if (step.status === 'completed') return { result: { settled: true, wait_seconds: 0 } };
+  if (task.status === 'completed' || step.status === 'failed') throw stepFailedError(`the task is ${task.status}, step ${inv.index} ${step.status}`);
+  // failed / cancelled with this step under way: this attempt ended. With the step pending, it is a
+  // resumed attempt (a resume resets the step and bumps the attempt): its first write reopens the task.
+  if ((task.status === 'failed' || task.status === 'cancelled') && step.status !== 'pending') throw stepFailedError(`the task is ${task.status}`);
+  if (inv.index > 0 && task.steps[inv.index - 1]?.status !== 'completed') throw stepFailedError(`step ${inv.index - 1} is not completed`);
+  return { task, step };
+}
+
+async function reload(deps: StepCoreDeps, inv: StepInvocation): Promise<{ task: TaskRecord; step: StepRecord }> {
+  const guarded = await guard(deps, inv);
+  if ('result' in guarded) {
+    const task = (await loadTask(deps.table, inv.task))!;
+    return { task, step: task.steps[inv.index]! };
+  }
+  return guarded;
+}
+
+export async function refresh(ctx: Ctx): Promise<void> {
+  const { task, step } = await reload(ctx.deps, ctx.inv);
+  if (step.try !== ctx.step.try) throw stepFailedError('the step was reset by a resume');
+  ctx.task = task;
+  ctx.step = step;
+}
+
+/** The step's input: step 0 the task amount, step i what step i−1 delivered. */
+function amountIn(task: TaskRecord, index: number): bigint {
+  if (index === 0) return parseAmount(task.amount, TRANSFER_DECIMALS);
+  return BigInt(task.steps[index - 1]!.amount_out!);
+}
+
+/** Where the money first sits in the user's wallet: step 0 (a self source's holding, or the source venue's payout). */
+function feeChain(step: StepRecord): string {
+  return (step.action === 'bridge' ? step.from!.chain : step.holding!.chain) as string;
+}
+
+/**
+ * The platform fee, taken once, by step 0, exactly as estimateTransferCost computes it
+ * (estimate.ts flowMoney: platformFee(config, amount − the source venue's withdrawal fee)).
+ */
+function platformFeeOf<D extends StepCoreDeps>(deps: D, kind: StepKind<D>, step: StepRecord, amount: bigint): bigint {
+  if (step.index !== 0) return 0n;
+  const config = platformFeeFor(deps.platformFee, feeChain(step));
+  const base = amount - (kind.feeBaseDeduction?.(deps, step) ?? 0n);
+  return platformFee(config, base < 0n ? 0n : base);
+}
+
+async function start<D extends StepCoreDeps>(deps: D, kind: StepKind<D>, inv: StepInvocation, task: TaskRecord, step: StepRecord): Promise<void> {
+  const amount = amountIn(task, inv.index);
+  const fee = platformFeeOf(deps, kind, step, amount);
+  const now = deps.now().toISOString();
+  await writeStep(deps.table, {
+    ref: inv.task,
+    attempt: inv.attempt,
+    index: inv.index,
+    tryNumber: step.try,
+    stepStatusIn: ['pending'],
+    starting: true,
+    step: { status: 'submitted', amount_in: amount.toString(), platform_fee: fee.toString(), started_at: now, sends: {} },
+    task: { status: 'in_progress' },
+    now,
+  });
+}
+
+async function complete(ctx: Ctx, amountOut: bigint, results?: Record<string, string>): Promise<void> {
+  const { deps, inv } = ctx;
+  const now = deps.now().toISOString();
+  const last = inv.index === ctx.task.steps.length - 1;
+  const written = await writeStep(deps.table, {
+    ref: inv.task,
+    attempt: inv.attempt,
+    index: inv.index,
+    tryNumber: ctx.step.try,
+    stepStatusIn: ['submitted'],
+    step: { status: 'completed', completed_at: now, amount_out: amountOut.toString(), ...(results ? { result_tx_hashes: results } : {}) },
+    task: { current_step: inv.index + 1, ...(last ? { status: 'completed' } : {}) },
+    now,
+  });
+  if (!written) {
+    await refresh(ctx);
+    if (ctx.step.status !== 'completed') throw new StepTransient('the completion write lost a race');
+  }
+}
+
+const isStepFailed = (error: unknown) => error instanceof Error && error.name === STEP_FAILED_ERROR;
+
+function timedOut(deps: StepCoreDeps, step: StepRecord): boolean {
+  if (!step.started_at) return false;
+  return deps.now().getTime() - Date.parse(step.started_at) > (deps.deadlineSeconds ?? DEFAULT_STEP_DEADLINE_SECONDS) * 1000;
+}
+
+/** Business failures end the step; everything else is transient. */
+function asFailure(kind: StepKind<never>, error: unknown): StepFailure | undefined {
+  if (error instanceof StepFailure) return error;
+  const own = kind.failure?.(error);
+  if (own) return own;
+  if (error instanceof DomainError && error.status >= 400 && error.status < 500 && error.status !== 409) return new StepFailure(error.code, error.message);
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sends: one label, one transaction, whatever happens.
+
+class RecordTaken extends Error {}
+
+/**
+ * Sends one labelled transaction through the exactly-once sender: `previous` is what
+ * steps[i].sends[label] holds (re-broadcast and awaited), `record` the conditional write of it
+ * (a concurrent duplicate that lost the write does not broadcast; it then resumes the winner's).
+ */
+export async function sendOnce(ctx: Ctx, label: string, chain: string, send: (journal: SendJournal) => Promise<{ txHash: string }>): Promise<string> {
+  const known = ctx.step.sends?.[label];
+  // Already included: nothing to re-broadcast (a poll only looks).
+  if (known && (await landed(ctx, known))) return known.tx_hash;
+  for (let round = 0; round < 2; round++) {
+    const recorded = ctx.step.sends?.[label];
+    const journal: SendJournal = {
+      ...(recorded ? { previous: { tx_hash: recorded.tx_hash, raw: recorded.raw } } : {}),
+      record: async (broadcast: Broadcast) => {
+        const entry: RecordedSend = { chain, tx_hash: broadcast.tx_hash, raw: broadcast.raw };
+        const ok = await writeStep(ctx.deps.table, {
+          ref: ctx.inv.task,
+          attempt: ctx.inv.attempt,
+          index: ctx.inv.index,
+          tryNumber: ctx.step.try,
+          stepStatusIn: ['submitted'],
+          sends: { [label]: entry },
+          now: ctx.deps.now().toISOString(),
+        });
+        if (!ok) throw new RecordTaken(`${label} was recorded by another invocation`);
+      },
+    };
+    try {
+      return (await send(journal)).txHash;
+    } catch (error) {
+      if (!(error instanceof RecordTaken)) throw error;
+      await refresh(ctx);
+    }
+  }
+  throw new StepTransient(`${label}: the record kept changing`);
+}
+
+/** True when the recorded transaction is included and succeeded (a short look, no waiting). */
+async function landed(ctx: Ctx, send: RecordedSend): Promise<boolean> {
+  try {
+    if (send.chain === 'SOL') return (await ctx.kind.solana?.landed(ctx, send)) ?? false;
+    const receipt = await getTransactionReceipt((await ctx.deps.chains.evm(send.chain as never)).client, { hash: send.tx_hash as Hex });
+    return receipt.status === 'success';
+  } catch {
+    return false;
+  }
+}
+
+/** An EVM call from the user's wallet (sponsored when the step says so). */
+export function sendEvm(ctx: Ctx, label: string, chainCode: string, call: EvmCall, spends: { token: string; amount: bigint }): Promise<string> {
+  const { deps, wallet } = ctx;
+  return sendOnce(ctx, label, chainCode, async (journal) => {
+    const chain = await deps.chains.evm(chainCode as never);
+    if (ctx.step.gas_policy !== 'sponsored') return deps.senders.evm.send({ chain, from: wallet.evmAddress, call, spends, signer: wallet.evm, journal });
+    if (!deps.senders.sponsored) throw new StepFailure('GAS_SPONSORSHIP_UNAVAILABLE', `A ${ctx.step.action} step is not sent with sponsored gas`);
+    return deps.senders.sponsored.send({ chain, account: wallet.evmAddress, call, spends, signer: wallet.evm, journal });
+  });
+}
+
+/**
+ * The platform fee of step 0, from the user's wallet to the recipient of that chain family (label
+ * `platform_fee`). On Solana only through a kind that sends there (the bridge; a venue step's
+ * money is on the venue's EVM chain).
+ */
+export async function takePlatformFee(ctx: Ctx, chain: string, token: string): Promise<bigint> {
+  const fee = BigInt(ctx.step.platform_fee ?? '0');
+  if (fee === 0n) return 0n;
+  if (!ctx.step.sends?.platform_fee) {
+    // A resumed try: the fee an earlier try recorded is adopted (awaited), never charged again.
+    const earlier = (ctx.step.previous_tries ?? []).map((previous) => previous.sends?.platform_fee).find((send) => send !== undefined);
+    if (earlier) {
+      await writeStep(ctx.deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, stepStatusIn: ['submitted'], sends: { platform_fee: earlier }, now: ctx.deps.now().toISOString() });
+      await refresh(ctx);
+    }
+  }
+  const recipient = platformFeeFor(ctx.deps.platformFee, chain).recipient!;
+  if (chain === 'SOL') {
+    if (!ctx.kind.solana) throw new StepFailure('UNSUPPORTED_CHAIN', `A ${ctx.step.action} step does not send on Solana`);
+    await ctx.kind.solana.send(ctx, 'platform_fee', recipient, token, fee, `platform-fee:${ctx.inv.task.task_id}`);
+  } else {
+    const evm = await ctx.deps.chains.evm(chain as never);
+    await sendEvm(ctx, 'platform_fee', chain, evm.transferCall(token, recipient as Address, fee), { token, amount: fee });
+  }
+  return fee;
+}
+
+/** Records step fields once (attribute_not_exists on the first); then re-reads, whoever won. */
+export async function recordIntent(ctx: Ctx, fields: Record<string, unknown>, onceField: string): Promise<void> {
+  await writeStep(ctx.deps.table, {
+    ref: ctx.inv.task,
+    attempt: ctx.inv.attempt,
+    index: ctx.inv.index,
+    tryNumber: ctx.step.try,
+    stepStatusIn: ['submitted'],
+    absent: [onceField],
+    step: fields,
+    now: ctx.deps.now().toISOString(),
+  });
+  await refresh(ctx);
+}
+
+/**
+ * The Map's Catch: records the failure when the step could not (a crash, retries exhausted, a
+ * Lambda timeout). Idempotent: nothing happens when the attempt is stale, the task completed or a
+ * failure is already recorded. The message is a fixed sentence per error name, never the Cause.
+ */
+export async function settle(deps: Pick<StepCoreDeps, 'table' | 'now'>, inv: SettleInvocation): Promise<{ recorded: boolean }> {
+  const task = await loadTask(deps.table, inv.task);
+  if (!task || task.attempt !== inv.attempt || task.failure || task.status === 'completed') return { recorded: false };
+  const index = Math.min(task.current_step, task.steps.length - 1);
+  const step = task.steps[index]!;
+  const code = /^[A-Za-z0-9_.]{1,64}$/.test(inv.error.Error) ? inv.error.Error : 'STEP_ERROR';
+  const message = SETTLE_MESSAGES[code] ?? `Step ${index} (${step.action}) stopped with ${code}; resume the task to continue from it`;
+  const onStep = step.status !== 'completed' ? step.try : undefined;
+  return { recorded: await recordFailure(deps.table, inv.task, inv.attempt, { step: index, code, message }, deps.now().toISOString(), onStep) };
+}
+
+const SETTLE_MESSAGES: Record<string, string> = {
+  'States.Timeout': 'The step did not finish in time; resume the task to continue from it',
+  'States.TaskFailed': 'The step could not be run; resume the task to continue from it',
+  TransferStepRetryable: 'The step kept meeting transient trouble; resume the task to continue from it',
+};

@@ -1,0 +1,64 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { VenueDriver, VenueFields } from '../../venues/driver.ts';
+import { type Ctx, type Outcome, recordIntent, type StepKind, takePlatformFee } from './core.ts';
+import { StepFailure } from './outcomes.ts';
+import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
+
+/**
+ * The venue pays out to the user's wallet. Intent: a UUIDv7 idempotency key and the venue
+ * balance before the request (`baseline`), then `driver.withdraw(key)`, then the reference.
+ * A crash between the request and the reference: drivers whose request is idempotent by key
+ * (venue_a salt, venue_b nonce, venue_c nonce, venue_e id: all derived from the key) are simply
+ * asked again; venue_d (no client id, its memory is per process) is asked again only when its
+ * balance still shows no debit since `baseline`, otherwise the step fails WITHDRAWAL_UNRECONCILED
+ * (the payout still reaches the user's own wallet; nothing is requested twice).
+ */
+async function withdrawal(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
+  const { driver, fields } = venueDriver(ctx);
+  const wallet = ctx.wallet.venue;
+  const amount = BigInt(ctx.step.amount_in!);
+  if (!ctx.step.idempotency_key) {
+    const adopted = await adoptWithdrawal(ctx, driver, fields);
+    // An adopted request keeps its own baseline: the venue_d check below must compare with the balance before IT.
+    const baseline = adopted?.baseline ?? (await driver.balances(wallet, fields)).balance.toString();
+    await recordIntent(ctx, { idempotency_key: adopted?.key ?? uuidv7(), baseline, ...(adopted?.reference ? { reference: adopted.reference } : {}) }, 'idempotency_key');
+  }
+  if (!ctx.step.reference) {
+    if (driver.id === 'venue_d' && ctx.step.baseline !== undefined) {
+      const balance = (await driver.balances(wallet, fields)).balance;
+      if (balance <= BigInt(ctx.step.baseline) - amount) {
+        throw new StepFailure('WITHDRAWAL_UNRECONCILED', 'venue_d shows this withdrawal debited but its reference was not recorded; the payout goes to your own wallet');
+      }
+    }
+    const { reference } = await driver.withdraw(wallet, fields, amount, ctx.step.idempotency_key!);
+    await recordIntent(ctx, { reference }, 'reference');
+  }
+  const status = await driver.withdrawalStatus(wallet, fields, ctx.step.reference!);
+  if (status.state === 'pending') return { done: false };
+  if (status.state === 'failed') throw new StepFailure('VENUE_WITHDRAWAL_FAILED', `${driver.id} reports the withdrawal failed: ${status.reason}`);
+  const payout = amount - driver.rules.withdrawal.fee.amount;
+  const holding = ctx.step.holding!;
+  const fee = await takePlatformFee(ctx, holding.chain, holding.token);
+  return { done: true, amountOut: payout - fee, results: { payout: status.txHash } };
+}
+
+/** A previous try's withdrawal that is not finally failed is adopted (same key and reference), never requested again. */
+async function adoptWithdrawal(ctx: Ctx<VenueStepDeps>, driver: VenueDriver, fields: VenueFields): Promise<{ key: string; reference?: string; baseline?: string } | undefined> {
+  for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
+    if (!previous.idempotency_key) continue;
+    const baseline = previous.baseline !== undefined ? { baseline: previous.baseline } : {};
+    if (!previous.reference) return { key: previous.idempotency_key, ...baseline };
+    const status = await driver.withdrawalStatus(ctx.wallet.venue, fields, previous.reference);
+    if (status.state !== 'failed') return { key: previous.idempotency_key, reference: previous.reference, ...baseline };
+  }
+  return undefined;
+}
+
+/** The withdrawal kind (functions/transfers/withdrawal-step.ts): venues and EVM only. */
+export const WITHDRAWAL_KIND: StepKind<VenueStepDeps> = {
+  action: 'withdrawal',
+  run: withdrawal,
+  // The source venue keeps its withdrawal fee before the money reaches the wallet the platform fee is taken from.
+  feeBaseDeduction: (deps, step) => (deps.venues ? deps.venues.driver(step.venue!).rules.withdrawal.fee.amount : 0n),
+  failure: venueFailure,
+};
