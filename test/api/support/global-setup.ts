@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -172,9 +173,13 @@ export function stopProcess(child: ChildProcess): Promise<void> {
   });
 }
 
-/** Where a project run's runtime log is kept (overwritten by the next run of that project). */
+/**
+ * Where a project run's runtime log is kept (overwritten by the next run of that project in this
+ * checkout; one folder per checkout, so runs in two clones or worktrees never share a log).
+ */
 export function runtimeLogPath(projectName: string): string {
-  return join(tmpdir(), 'perp-wallet-api-logs', `${projectName}.log`);
+  const checkout = createHash('sha256').update(ROOT).digest('hex').slice(0, 12);
+  return join(tmpdir(), 'perp-wallet-api-logs', checkout, `${projectName}.log`);
 }
 
 /**
