@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { importJWK, type JWK, SignJWT } from 'jose';
-import { type Address, createPublicClient, erc20Abi, type Hex, http } from 'viem';
+import { type Address, createPublicClient, erc20Abi, type Hex, http, parseUnits } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { devAppPaths } from '../../infra/local/applications.ts';
@@ -22,7 +22,6 @@ import { type RuntimeProcess, startRuntimeProcess, stopProcess } from '../api/su
  */
 type Json = any;
 type Headers = Record<string, string>;
-const USDC = (whole: number) => BigInt(whole) * 1_000_000n;
 const TERMINAL = ['completed', 'failed', 'cancelled'];
 
 describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the runtime (slow)', () => {
@@ -86,7 +85,7 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
     const venue = async (dex: string) => {
       const perp = await call('GET', `/account/perp?dex=${dex}`, headers);
       expect(perp.body.error ?? null, JSON.stringify(perp.body)).toBeNull();
-      return BigInt(Math.round(Number(perp.body.assets.balance) * 1e6)); // 6 decimals, exact below 2^53 base units
+      return parseUnits(perp.body.assets.balance, 6);
     };
     const snapshot = async () => ({
       ARB: await erc20('ARB', user),
