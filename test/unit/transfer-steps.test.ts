@@ -31,6 +31,7 @@ import { runStep as runKinds } from '../../shared/transfers/steps/core.ts';
 import { DEPOSIT_KIND } from '../../shared/transfers/steps/deposit.ts';
 import { runStep, settle, type StepDeps } from '../../shared/transfers/steps/run-step.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
+import { resumeTask } from '../../shared/transfers/task-store.ts';
 import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
 import { STEP_FAILED_ERROR, STEP_RETRYABLE_ERROR, type StepInvocation, type StepRecord, type TaskRecord, type TaskRef } from '../../shared/transfers/task.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
@@ -374,6 +375,76 @@ describe('bridge step', () => {
     expect(task.steps[0]!.result_tx_hashes!.refund).toMatch(/^0x/);
     expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC - 10_000n);
     expect(await usdcOn('INK', user.evmAddress)).toBe(0n);
+  });
+});
+
+describe('venue deposit faults (venue_b): refunded, or kept and not credited', () => {
+  const walletNonce = async (address: Address) => (await chains.evm('ARB')).client.getTransactionCount({ address });
+  const venueBalance = async (user: TestUser) => (await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance;
+  /** POST /task/{id}/resume's own store write (shared/transfers/task-store.ts). */
+  const resumeFailed = async (ref: TaskRef) => {
+    const seen = (await loadTask(table, ref))!;
+    expect(await resumeTask(table, seen, seen.failure!.step, new Date())).toBe(true);
+    return seen.attempt + 1;
+  };
+
+  it('refund: DEPOSIT_REFUNDED with the refund recorded, the money back to the base unit; a resume deposits again exactly once', async () => {
+    const user = await newUser(30n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
+    await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'refund', count: 1 });
+    try {
+      await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    } finally {
+      await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'clear', count: 0 });
+    }
+    const failed = (await loadTask(table, ref))!;
+    expect(failed).toMatchObject({ status: 'failed', failure: { step: 0, code: 'DEPOSIT_REFUNDED' } });
+    expect(failed.failure!.message).toMatch(/back in the wallet/);
+    const refund = failed.steps[0]!.result_tx_hashes!.refund!;
+    expect(refund).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(refund).not.toBe(failed.steps[0]!.sends!.deposit_0!.tx_hash);
+    // Only the platform fee left the wallet; the venue credited nothing.
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(30n * USDC - 10_000n);
+    expect(await venueBalance(user)).toBe(0n);
+    expect(await walletNonce(user.evmAddress)).toBe(2);
+    const attempt = await resumeFailed(ref);
+    const task = await drive(ref, 0, { attempt });
+    expect(task.status).toBe('completed');
+    const step = task.steps[0]!;
+    expect(step.sends!.deposit_0!.tx_hash).not.toBe(step.previous_tries![0]!.sends!.deposit_0!.tx_hash);
+    expect(step.sends!.platform_fee!.tx_hash).toBe(step.previous_tries![0]!.sends!.platform_fee!.tx_hash);
+    expect(step.amount_out).toBe('9990000');
+    // fee + refunded deposit + one new deposit: three sends, one credit.
+    expect(await walletNonce(user.evmAddress)).toBe(3);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+    expect(await venueBalance(user)).toBe(9_990_000n);
+  });
+
+  it('fail (the venue keeps it): DEPOSIT_NOT_CREDITED at the step deadline; a resume adopts the same deposit, never a second', async () => {
+    const user = await newUser(30n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
+    const short = { ...deps, deadlineSeconds: 2 };
+    await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'fail', count: 1 });
+    try {
+      await expect(drive(ref, 0, { stepDeps: short })).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    } finally {
+      await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'clear', count: 0 });
+    }
+    const failed = (await loadTask(table, ref))!;
+    expect(failed.failure).toMatchObject({ step: 0, code: 'DEPOSIT_NOT_CREDITED' });
+    expect(failed.failure!.message).toMatch(/landed but the venue has not credited it/);
+    expect(failed.steps[0]!.result_tx_hashes).toBeUndefined();
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+    expect(await walletNonce(user.evmAddress)).toBe(2);
+    const attempt = await resumeFailed(ref);
+    await expect(drive(ref, 0, { attempt, stepDeps: short })).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const again = (await loadTask(table, ref))!;
+    expect(again.failure).toMatchObject({ step: 0, code: 'DEPOSIT_NOT_CREDITED' });
+    const step = again.steps[0]!;
+    expect(step.sends!.deposit_0!.tx_hash).toBe(step.previous_tries![0]!.sends!.deposit_0!.tx_hash);
+    expect(await walletNonce(user.evmAddress)).toBe(2);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+    expect(await venueBalance(user)).toBe(0n);
   });
 });
 

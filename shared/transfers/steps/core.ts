@@ -79,7 +79,11 @@ export interface Ctx<D extends StepCoreDeps = StepCoreDeps> {
   readonly wallet: StepWallet;
 }
 
-export type Outcome = { readonly done: false; readonly waitSeconds?: number } | { readonly done: true; readonly amountOut: bigint; readonly results?: Record<string, string> };
+/**
+ * `late`: the failure to record instead of STEP_TIMED_OUT when the step is still unsettled past its
+ * deadline (e.g. a deposit that landed and the venue has not credited: DEPOSIT_NOT_CREDITED).
+ */
+export type Outcome = { readonly done: false; readonly waitSeconds?: number; readonly late?: StepFailure } | { readonly done: true; readonly amountOut: bigint; readonly results?: Record<string, string> };
 
 /** Solana sends, for the kind whose money can sit on Solana (the bridge). */
 export interface SolanaSends {
@@ -131,7 +135,7 @@ export async function runStep<D extends StepCoreDeps>(deps: D, kinds: Partial<Re
       outcome = await kind.run(ctx);
     }
     if (!outcome.done) {
-      if (inv.phase === 'poll' && timedOut(deps, ctx.step)) throw new StepFailure('STEP_TIMED_OUT', `The ${step.action} did not settle within ${deps.deadlineSeconds ?? DEFAULT_STEP_DEADLINE_SECONDS} s; a resume adopts it if it still lands`);
+      if (inv.phase === 'poll' && timedOut(deps, ctx.step)) throw outcome.late ?? new StepFailure('STEP_TIMED_OUT', `The ${step.action} did not settle within ${deps.deadlineSeconds ?? DEFAULT_STEP_DEADLINE_SECONDS} s; a resume adopts it if it still lands`);
       return { settled: false, wait_seconds: outcome.waitSeconds ?? wait };
     }
     await complete(ctx, outcome.amountOut, outcome.results);

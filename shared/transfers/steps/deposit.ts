@@ -1,7 +1,8 @@
-import type { Hex } from 'viem';
-import { getTransactionReceipt } from 'viem/actions';
+import { type Address, erc20Abi, getAddress, type Hex, parseEventLogs } from 'viem';
+import { getLogs, getTransactionReceipt } from 'viem/actions';
 import type { RecordedSend } from '../task.ts';
 import { type Ctx, NO_ADDRESS, type Outcome, recordIntent, refresh, sendEvm, type StepKind, takePlatformFee } from './core.ts';
+import { StepFailure } from './outcomes.ts';
 import { writeStep } from './store.ts';
 import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
 
@@ -9,6 +10,14 @@ import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
  * The user's wallet deposits into the venue: the venue balance before (`baseline`) and what the
  * venue will credit are recorded before the first call; each call is its own journaled send
  * (`deposit_0`, `deposit_1`, …, in order); the step completes once the balance shows the credit.
+ *
+ * Two other ends, both read from what the venue does, never from a caller's word:
+ * - refunded: the deposit came back to the wallet on chain (findRefund): recorded once in
+ *   result_tx_hashes.refund, the step fails DEPOSIT_REFUNDED; a resume deposits again (once).
+ * - not credited: the deposit landed but the balance never shows it (the venue kept it, or holds
+ *   it): past the step deadline the step fails DEPOSIT_NOT_CREDITED. A resume adopts that same
+ *   deposit (never a second one) and waits again: only the venue (its support, or an operator
+ *   clearing a sandbox fault) can credit or return it.
  */
 async function depositStep(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
   const { driver, fields } = venueDriver(ctx);
@@ -36,15 +45,82 @@ async function depositStep(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
   }
   const balance = (await driver.balances(ctx.wallet.venue, fields)).balance;
   const expected = BigInt(ctx.step.expected_credit!);
-  if (balance < BigInt(ctx.step.baseline!) + expected) return { done: false };
-  return { done: true, amountOut: expected };
+  if (balance >= BigInt(ctx.step.baseline!) + expected) return { done: true, amountOut: expected };
+  const refund = await findRefund(ctx, ctx.step.sends ?? {}, amount);
+  if (refund) {
+    const results = ctx.step.result_tx_hashes ?? {};
+    const label = results.refund === undefined || results.refund === refund ? 'refund' : `refund_${ctx.step.try}`;
+    if (results[label] !== refund) {
+      const step = { result_tx_hashes: { ...results, [label]: refund } };
+      await writeStep(ctx.deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, stepStatusIn: ['submitted'], step, now: ctx.deps.now().toISOString() });
+    }
+    throw new StepFailure('DEPOSIT_REFUNDED', `${ctx.step.venue} returned the deposit to the wallet (transaction ${refund}); the money is back in the wallet, resume the task to deposit again`);
+  }
+  const late = new StepFailure('DEPOSIT_NOT_CREDITED', `The deposit transaction to ${ctx.step.venue} landed but the venue has not credited it; resume the task to keep waiting for the same deposit (it is never sent twice), or contact the venue`);
+  return { done: false, late };
 }
 
-/** A previous try's deposit sends are adopted (re-broadcast and awaited) unless they reverted. */
+/** Only the ERC-20 Transfer event, for decoding receipts and log queries. */
+const TRANSFER_EVENT = erc20Abi.find((item) => item.type === 'event' && item.name === 'Transfer')!;
+
+/**
+ * The venue's refund of a deposit, looked for on chain (undefined: none yet). The rule: an ERC-20
+ * Transfer of the deposited token TO the user's wallet, after the deposit's own Transfer (a later
+ * block, or the same block at a later log index), from anyone but the wallet itself, of exactly the
+ * deposited amount (or that amount minus the venue's fixed deposit fee, when its rules have one).
+ * The sender is not matched against a list: a real venue refunds from its bridge / vault contract
+ * (often the deposit address itself), the sandbox venues from their vault EOA (framework.ts
+ * host.pay), an address no driver publishes. Limits: an unrelated transfer of that exact amount to
+ * the wallet while the deposit is uncredited would read as a refund (the caller only asks after the
+ * venue balance failed to show the credit); a refund split in parts or net of a variable fee is
+ * not recognised (the step then ends DEPOSIT_NOT_CREDITED at its deadline).
+ */
+async function findRefund(ctx: Ctx<VenueStepDeps>, sends: Record<string, RecordedSend>, amount: bigint): Promise<Hex | undefined> {
+  const deposits = Object.entries(sends).filter(([label]) => label.startsWith('deposit_'));
+  if (deposits.length === 0) return undefined;
+  const holding = ctx.step.holding!;
+  const evm = await ctx.deps.chains.evm(holding.chain as never);
+  const token = evm.tokenAddress(holding.token);
+  if (!token) return undefined;
+  const wallet = getAddress(ctx.wallet.evmAddress);
+  // The deposit's own Transfer out of the wallet: where the refund search starts.
+  let after: { block: bigint; logIndex: number } | undefined;
+  for (const [, send] of deposits) {
+    const receipt = await getTransactionReceipt(evm.client, { hash: send.tx_hash as Hex }).catch(() => null);
+    if (!receipt || receipt.status !== 'success') continue;
+    const outs = parseEventLogs({ abi: [TRANSFER_EVENT], logs: receipt.logs }).filter((log) => getAddress(log.address) === getAddress(token) && getAddress(log.args.from) === wallet);
+    for (const log of outs) after = { block: log.blockNumber, logIndex: log.logIndex };
+  }
+  if (!after) return undefined;
+  const fee = ctx.step.venue ? feeOf(ctx) : 0n;
+  const amounts = new Set([amount, ...(fee > 0n && fee < amount ? [amount - fee] : [])]);
+  const logs = await getLogs(evm.client, { address: token as Address, event: TRANSFER_EVENT, args: { to: wallet }, fromBlock: after.block, toBlock: 'latest', strict: true });
+  const refund = logs.find(
+    (log) => (log.blockNumber > after.block || log.logIndex > after.logIndex) && getAddress(log.args.from) !== wallet && amounts.has(log.args.value),
+  );
+  return refund?.transactionHash ?? undefined;
+}
+
+/** The venue's fixed deposit fee (0 when it has none or its fee is quoted per deposit). */
+function feeOf(ctx: Ctx<VenueStepDeps>): bigint {
+  const rule = ctx.deps.venues?.driver(ctx.step.venue!).rules.deposit.fee;
+  return rule?.feeType === 'fixed' ? rule.amount : 0n;
+}
+
+/**
+ * A previous try's deposit sends are adopted (re-broadcast and awaited) unless they reverted or
+ * the venue refunded them (that try failed DEPOSIT_REFUNDED, or the refund is on chain by now):
+ * then this try deposits again. The most recent try with a deposit decides (an earlier one was
+ * either adopted by it or refunded / reverted before it).
+ */
 async function adoptDeposit(ctx: Ctx<VenueStepDeps>): Promise<void> {
+  const amount = BigInt(ctx.step.amount_in!) - BigInt(ctx.step.platform_fee ?? '0');
   for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
     const sends = Object.entries(previous.sends ?? {}).filter(([label]) => label.startsWith('deposit_'));
     if (sends.length === 0 || previous.baseline === undefined) continue;
+    if (previous.error?.code === 'DEPOSIT_REFUNDED') return;
+    const previousAmount = previous.amount_in === undefined ? amount : BigInt(previous.amount_in) - BigInt(ctx.step.platform_fee ?? '0');
+    if (await findRefund(ctx, Object.fromEntries(sends), previousAmount)) return;
     const landed: Record<string, RecordedSend> = {};
     for (const [label, send] of sends) {
       const evm = await ctx.deps.chains.evm(send.chain as never);
