@@ -18,7 +18,8 @@ async function withdrawal(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
   const { driver, fields } = venueDriver(ctx);
   const wallet = ctx.wallet.venue;
   const amount = BigInt(ctx.step.amount_in!);
-  if (!ctx.step.reference) {
+  const locking = !ctx.step.reference;
+  if (locking) {
     // The user's balance lock at this venue (venue-lock.ts) from before the baseline until the request is accepted; busy: wait (poll).
     const lock = await takeVenueLock(ctx.deps.table, ctx.inv.task, ctx.step, ctx.step.idempotency_key !== undefined);
     if (lock === 'busy') return { done: false };
@@ -40,8 +41,8 @@ async function withdrawal(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
     }
     const { reference } = await driver.withdraw(wallet, fields, amount, ctx.step.idempotency_key!);
     await recordIntent(ctx, { reference }, 'reference');
-    await releaseVenueLock(ctx.deps.table, ctx.inv.task, ctx.step); // the venue has debited
   }
+  if (locking) await releaseVenueLock(ctx.deps.table, ctx.inv.task, ctx.step); // the venue has debited (or an adopted request had)
   const status = await driver.withdrawalStatus(wallet, fields, ctx.step.reference!);
   if (status.state === 'pending') return { done: false };
   if (status.state === 'failed') throw new StepFailure('VENUE_WITHDRAWAL_FAILED', `${driver.id} reports the withdrawal failed: ${status.reason}`);
