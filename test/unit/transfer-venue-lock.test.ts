@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { Keypair } from '@solana/web3.js';
 import bs58 from 'bs58';
@@ -25,6 +25,7 @@ import { DEPOSIT_KIND } from '../../shared/transfers/steps/deposit.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
 import type { VenueStepDeps } from '../../shared/transfers/steps/venue.ts';
 import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
+import { releaseVenueLock, takeVenueLock } from '../../shared/transfers/steps/venue-lock.ts';
 import { WITHDRAWAL_KIND } from '../../shared/transfers/steps/withdrawal.ts';
 import { type StepInvocation, STEP_FAILED_ERROR, STEP_RETRYABLE_ERROR, type StepRecord, type TaskRecord, type TaskRef } from '../../shared/transfers/task.ts';
 import { resumeTask } from '../../shared/transfers/task-store.ts';
@@ -276,6 +277,28 @@ describe('the per-(user, venue) balance lock', () => {
     expect((await lockOf(user, 'venue_b'))?.owner).toBeUndefined();
     const next = await newTask(user, 'self', 'venue_b', '10', { action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' });
     expect((await drive(next)).status).toBe('completed');
+  });
+});
+
+describe('the lock across invocations (takeVenueLock)', () => {
+  it('a holder takes it back as itself; others wait; after an expiry and a take-over the first holder learns it lost it', async () => {
+    const ref: TaskRef = { app_id: APP_ID, app_user_id: `user-${uuidv7()}`, task_id: uuidv7() };
+    const other: TaskRef = { ...ref, task_id: uuidv7() };
+    const step = { index: 0, try: 0, venue: 'venue_b', action: 'deposit' } as StepRecord;
+    expect(await takeVenueLock(table, ref, step, false)).toBe('held');
+    expect(await takeVenueLock(table, ref, step, true)).toBe('held'); // a later invocation of the same step (renews)
+    expect(await takeVenueLock(table, other, step, false)).toBe('busy');
+    expect(await takeVenueLock(table, ref, { ...step, try: 1 }, false)).toBe('busy'); // a new try is another holder
+    // The holder vanished: its lease expires; another step takes it over.
+    const key = keys.venueBalanceLease('venue_b', APP_ID, ref.app_user_id);
+    await table.doc.send(new UpdateCommand({ TableName: table.name, Key: key, UpdateExpression: 'SET expires_at = :past', ExpressionAttributeValues: { ':past': Date.now() - 1 } }));
+    expect(await takeVenueLock(table, other, step, false)).toBe('held');
+    expect((await getItem(table, key))!.owner).toBe(`${other.task_id}:0:0`);
+    expect(await takeVenueLock(table, ref, step, true)).toBe('busy');
+    await releaseVenueLock(table, ref, step); // not the holder: no effect
+    expect((await getItem(table, key))!.owner).toBe(`${other.task_id}:0:0`);
+    await releaseVenueLock(table, other, step);
+    expect(await takeVenueLock(table, ref, step, true)).toBe('taken-over'); // fencing: what it read under the old lease may be stale
   });
 });
 
