@@ -12,7 +12,7 @@
  * | idempotency key   | IDEMP#<app_id>#<sub>#<key>           | IDEMP         |
  * | sender lease      | LEASE#<chain>#<address>              | LEASE         |  (EVM nonce order)
  * | venue setup lease | LEASE#VENUE#<venue>#<app_id>#<app_user_id> | LEASE   |  (one venue onboarding at a time)
- * | venue balance lock| LEASE#VENUEBAL#<venue>#<app_id>#<app_user_id> | LEASE |  (one transfer step moving a user's venue balance; shared/transfers/steps/venue-lock.ts)
+ * | venue balance lock| LEASE#VENUEBAL#<venue>#<app_id>#<app_user_id> | LEASE |  (one transfer step moving a user's venue balance; built in shared/transfers/steps/venue-lock.ts, venueBalanceLease, so it is not in every bundle: bench:bundles)
  * | transfer task     | TASKS#<app_id>#<app_user_id>         | TASK#<task_id> |  (UUIDv7: sk order = creation order; shared/transfers/task.ts)
  */
 export const keys = {
@@ -27,8 +27,6 @@ export const keys = {
   senderLease: (chain: string, address: string) => ({ pk: `LEASE#${chain}#${address.toLowerCase()}`, sk: 'LEASE' }),
   /** Held while a user's account or trading setup at one venue is being created (init-perp-dex, init-perp-dex-trading). */
   venueLease: (venue: string, appId: string, appUserId: string) => ({ pk: `LEASE#VENUE#${venue}#${appId}#${appUserId}`, sk: 'LEASE' }),
-  /** Held by the transfer step (task_id:index:try) whose venue-balance change is under way: a deposit until its credit shows, a withdrawal around its request. */
-  venueBalanceLease: (venue: string, appId: string, appUserId: string) => ({ pk: `LEASE#VENUEBAL#${venue}#${appId}#${appUserId}`, sk: 'LEASE' }),
   /** A transfer task with its steps' exactly-once records (one item; GET /tasks queries the partition newest first). */
   task: (appId: string, appUserId: string, taskId: string) => ({ pk: `TASKS#${appId}#${appUserId}`, sk: `TASK#${taskId}` }),
   tasksOf: (appId: string, appUserId: string) => `TASKS#${appId}#${appUserId}`,

@@ -12,8 +12,6 @@ import { type Table, isConditionalCheckFailed } from './client.ts';
  */
 export interface Lease<S> {
   readonly state: S | undefined;
-  /** True when `options.owner` already held it (a holder spanning several processes took it back, renewed). */
-  readonly resumed: boolean;
   /** Epoch ms at which others may take the lease over (as written by this holder). */
   readonly expiresAt: number;
   /** Releases the lease; `state`, when given, is stored for the next holder (else the stored state stays). */
@@ -32,17 +30,11 @@ export interface LeaseOptions {
   /** How long to queue for a busy lease before LeaseTimeoutError. */
   readonly waitMs: number;
   readonly now?: () => number;
-  /**
-   * A stable holder id (default: a fresh UUID per acquisition). A holder whose work spans several
-   * processes (a transfer step's submit and polls) passes the same id each time: the lease it
-   * still holds is taken back (and renewed) instead of waited for.
-   */
-  readonly owner?: string;
 }
 
 export async function acquireLease<S extends object>(table: Table, key: { pk: string; sk: string }, options: LeaseOptions): Promise<Lease<S>> {
   const now = options.now ?? Date.now;
-  const owner = options.owner ?? randomUUID();
+  const owner = randomUUID();
   const deadline = now() + options.waitMs;
   for (let attempt = 0; ; attempt++) {
     const at = now();
@@ -53,15 +45,13 @@ export async function acquireLease<S extends object>(table: Table, key: { pk: st
           TableName: table.name,
           Key: key,
           UpdateExpression: 'SET #owner = :owner, expires_at = :until',
-          ConditionExpression: 'attribute_not_exists(pk) OR expires_at < :now OR #owner = :owner',
+          ConditionExpression: 'attribute_not_exists(pk) OR expires_at < :now',
           ExpressionAttributeNames: { '#owner': 'owner' },
           ExpressionAttributeValues: { ':owner': owner, ':until': expiresAt, ':now': at },
-          // The item before the update: its state is unchanged by it, its owner tells a take-back.
-          ReturnValues: 'ALL_OLD',
+          ReturnValues: 'ALL_NEW',
         }),
       );
-      const before = out.Attributes;
-      return heldLease<S>(table, key, owner, expiresAt, before?.state as S | undefined, before?.owner === owner, options.leaseMs, now);
+      return heldLease<S>(table, key, owner, expiresAt, out.Attributes?.state as S | undefined, options.leaseMs, now);
     } catch (error) {
       if (!isConditionalCheckFailed(error)) throw error;
     }
@@ -71,34 +61,27 @@ export async function acquireLease<S extends object>(table: Table, key: { pk: st
   }
 }
 
-/**
- * Releases the lease if `owner` still holds it (else nothing: it expired and was taken over, or
- * was released already). For a holder that has no Lease object at hand (a later process).
- */
-export async function releaseLease(table: Table, key: { pk: string; sk: string }, owner: string, state?: unknown): Promise<void> {
-  try {
-    await table.doc.send(
-      new UpdateCommand({
-        TableName: table.name,
-        Key: key,
-        // expires_at 0: free at once; the state stays for the next holder.
-        UpdateExpression: state === undefined ? 'REMOVE #owner SET expires_at = :zero' : 'REMOVE #owner SET expires_at = :zero, #state = :state',
-        ConditionExpression: '#owner = :owner',
-        ExpressionAttributeNames: { '#owner': 'owner', ...(state === undefined ? {} : { '#state': 'state' }) },
-        ExpressionAttributeValues: { ':owner': owner, ':zero': 0, ...(state === undefined ? {} : { ':state': state }) },
-      }),
-    );
-  } catch (error) {
-    if (!isConditionalCheckFailed(error)) throw error; // expired and taken over: nothing of ours to release
-  }
-}
-
-function heldLease<S>(table: Table, key: { pk: string; sk: string }, owner: string, expiresAt: number, state: S | undefined, resumed: boolean, leaseMs: number, now: () => number): Lease<S> {
+function heldLease<S>(table: Table, key: { pk: string; sk: string }, owner: string, expiresAt: number, state: S | undefined, leaseMs: number, now: () => number): Lease<S> {
   const lease = {
     state,
-    resumed,
     expiresAt,
-    release: (next?: S) => releaseLease(table, key, owner, next),
+    release: async (next?: S) => {
+      try {
+        await table.doc.send(
+          new UpdateCommand({
+            TableName: table.name,
+            Key: key,
+            // expires_at 0: free at once; the state stays for the next holder.
+            UpdateExpression: next === undefined ? 'REMOVE #owner SET expires_at = :zero' : 'REMOVE #owner SET expires_at = :zero, #state = :state',
+            ConditionExpression: '#owner = :owner',
+            ExpressionAttributeNames: { '#owner': 'owner', ...(next === undefined ? {} : { '#state': 'state' }) },
+            ExpressionAttributeValues: { ':owner': owner, ':zero': 0, ...(next === undefined ? {} : { ':state': next }) },
+          }),
+        );
+      } catch (error) {
+        if (!isConditionalCheckFailed(error)) throw error; // expired and taken over: nothing of ours to release
+      }
+    },
     renew: async () => {
       const until = now() + leaseMs;
       try {
@@ -120,4 +103,53 @@ function heldLease<S>(table: Table, key: { pk: string; sk: string }, owner: stri
     },
   };
   return lease;
+}
+
+/**
+ * A lease whose holder spans several processes (a transfer step's submit and polls, each its own
+ * Lambda invocation): `owner` is the holder's stable id. ONE conditional UpdateItem, no waiting:
+ * taken (free or expired) or taken back (this owner still holds it; renewed) → `{ resumed }`,
+ * resumed true when this owner held it before the call; held by another → undefined.
+ */
+export async function takeLease(table: Table, key: { pk: string; sk: string }, owner: string, leaseMs: number, now = Date.now()): Promise<{ resumed: boolean } | undefined> {
+  try {
+    const out = await table.doc.send(
+      new UpdateCommand({
+        TableName: table.name,
+        Key: key,
+        UpdateExpression: 'SET #owner = :owner, expires_at = :until',
+        ConditionExpression: 'attribute_not_exists(pk) OR expires_at < :now OR #owner = :owner',
+        ExpressionAttributeNames: { '#owner': 'owner' },
+        ExpressionAttributeValues: { ':owner': owner, ':until': now + leaseMs, ':now': now },
+        ReturnValues: 'UPDATED_OLD',
+      }),
+    );
+    return { resumed: out.Attributes?.owner === owner };
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Releases the lease if `owner` still holds it (else nothing: it expired and was taken over, or
+ * was released already), for a holder without its Lease at hand (a later process; takeLease).
+ * The same update as Lease.release, kept apart so the acquireLease users' bundles stay as they were.
+ */
+export async function releaseLease(table: Table, key: { pk: string; sk: string }, owner: string, state?: unknown): Promise<void> {
+  try {
+    await table.doc.send(
+      new UpdateCommand({
+        TableName: table.name,
+        Key: key,
+        // expires_at 0: free at once; the state stays for the next holder.
+        UpdateExpression: state === undefined ? 'REMOVE #owner SET expires_at = :zero' : 'REMOVE #owner SET expires_at = :zero, #state = :state',
+        ConditionExpression: '#owner = :owner',
+        ExpressionAttributeNames: { '#owner': 'owner', ...(state === undefined ? {} : { '#state': 'state' }) },
+        ExpressionAttributeValues: { ':owner': owner, ':zero': 0, ...(state === undefined ? {} : { ':state': state }) },
+      }),
+    );
+  } catch (error) {
+    if (!isConditionalCheckFailed(error)) throw error; // expired and taken over: nothing of ours to release
+  }
 }

@@ -25,7 +25,7 @@ import { DEPOSIT_KIND } from '../../shared/transfers/steps/deposit.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
 import type { VenueStepDeps } from '../../shared/transfers/steps/venue.ts';
 import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
-import { releaseVenueLock, takeVenueLock } from '../../shared/transfers/steps/venue-lock.ts';
+import { releaseVenueLock, takeVenueLock, venueBalanceLease } from '../../shared/transfers/steps/venue-lock.ts';
 import { WITHDRAWAL_KIND } from '../../shared/transfers/steps/withdrawal.ts';
 import { type StepInvocation, STEP_FAILED_ERROR, STEP_RETRYABLE_ERROR, type StepRecord, type TaskRecord, type TaskRef } from '../../shared/transfers/task.ts';
 import { resumeTask } from '../../shared/transfers/task-store.ts';
@@ -125,7 +125,7 @@ const invocation = (task: TaskRef, phase: StepInvocation['phase'], attempt = 0):
 const usdcOn = (code: 'ARB' | 'INK', owner: Address) => tokenBalance(evm, code, evm.chains[code].tokens.USDC!.address as Address, owner);
 const venueBalance = async (user: TestUser, venue: 'venue_b' | 'venue_d') =>
   (await deps.venues!.driver(venue).balances(keyWallet(user.evmKey), user.account.perp_dex_status[venue] as never)).balance;
-const lockOf = async (user: TestUser, venue: string) => (await getItem(table, keys.venueBalanceLease(venue, APP_ID, user.appUserId))) as { owner?: string } | undefined;
+const lockOf = async (user: TestUser, venue: string) => (await getItem(table, venueBalanceLease(venue, APP_ID, user.appUserId))) as { owner?: string } | undefined;
 
 async function saveAccount(user: TestUser): Promise<void> {
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.account(APP_ID, user.appUserId), ...user.account } }));
@@ -290,7 +290,7 @@ describe('the lock across invocations (takeVenueLock)', () => {
     expect(await takeVenueLock(table, other, step, false)).toBe('busy');
     expect(await takeVenueLock(table, ref, { ...step, try: 1 }, false)).toBe('busy'); // a new try is another holder
     // The holder vanished: its lease expires; another step takes it over.
-    const key = keys.venueBalanceLease('venue_b', APP_ID, ref.app_user_id);
+    const key = venueBalanceLease('venue_b', APP_ID, ref.app_user_id);
     await table.doc.send(new UpdateCommand({ TableName: table.name, Key: key, UpdateExpression: 'SET expires_at = :past', ExpressionAttributeValues: { ':past': Date.now() - 1 } }));
     expect(await takeVenueLock(table, other, step, false)).toBe('held');
     expect((await getItem(table, key))!.owner).toBe(`${other.task_id}:0:0`);
