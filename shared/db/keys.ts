@@ -12,6 +12,7 @@
  * | idempotency key   | IDEMP#<app_id>#<sub>#<key>           | IDEMP         |
  * | sender lease      | LEASE#<chain>#<address>              | LEASE         |  (EVM nonce order)
  * | venue setup lease | LEASE#VENUE#<venue>#<app_id>#<app_user_id> | LEASE   |  (one venue onboarding at a time)
+ * | venue balance lock| LEASE#VENUEBAL#<venue>#<app_id>#<app_user_id> | LEASE |  (one transfer step moving a user's venue balance; built in shared/transfers/steps/venue-lock.ts, venueBalanceLease, so it is not in every bundle: bench:bundles)
  * | transfer task     | TASKS#<app_id>#<app_user_id>         | TASK#<task_id> |  (UUIDv7: sk order = creation order; shared/transfers/task.ts)
  */
 export const keys = {

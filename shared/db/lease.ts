@@ -104,3 +104,52 @@ function heldLease<S>(table: Table, key: { pk: string; sk: string }, owner: stri
   };
   return lease;
 }
+
+/**
+ * A lease whose holder spans several processes (a transfer step's submit and polls, each its own
+ * Lambda invocation): `owner` is the holder's stable id. ONE conditional UpdateItem, no waiting:
+ * taken (free or expired) or taken back (this owner still holds it; renewed) → `{ resumed }`,
+ * resumed true when this owner held it before the call; held by another → undefined.
+ */
+export async function takeLease(table: Table, key: { pk: string; sk: string }, owner: string, leaseMs: number, now = Date.now()): Promise<{ resumed: boolean } | undefined> {
+  try {
+    const out = await table.doc.send(
+      new UpdateCommand({
+        TableName: table.name,
+        Key: key,
+        UpdateExpression: 'SET #owner = :owner, expires_at = :until',
+        ConditionExpression: 'attribute_not_exists(pk) OR expires_at < :now OR #owner = :owner',
+        ExpressionAttributeNames: { '#owner': 'owner' },
+        ExpressionAttributeValues: { ':owner': owner, ':until': now + leaseMs, ':now': now },
+        ReturnValues: 'UPDATED_OLD',
+      }),
+    );
+    return { resumed: out.Attributes?.owner === owner };
+  } catch (error) {
+    if (isConditionalCheckFailed(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Releases the lease if `owner` still holds it (else nothing: it expired and was taken over, or
+ * was released already), for a holder without its Lease at hand (a later process; takeLease).
+ * The same update as Lease.release, kept apart so the acquireLease users' bundles stay as they were.
+ */
+export async function releaseLease(table: Table, key: { pk: string; sk: string }, owner: string, state?: unknown): Promise<void> {
+  try {
+    await table.doc.send(
+      new UpdateCommand({
+        TableName: table.name,
+        Key: key,
+        // expires_at 0: free at once; the state stays for the next holder.
+        UpdateExpression: state === undefined ? 'REMOVE #owner SET expires_at = :zero' : 'REMOVE #owner SET expires_at = :zero, #state = :state',
+        ConditionExpression: '#owner = :owner',
+        ExpressionAttributeNames: { '#owner': 'owner', ...(state === undefined ? {} : { '#state': 'state' }) },
+        ExpressionAttributeValues: { ':owner': owner, ':zero': 0, ...(state === undefined ? {} : { ':state': state }) },
+      }),
+    );
+  } catch (error) {
+    if (!isConditionalCheckFailed(error)) throw error; // expired and taken over: nothing of ours to release
+  }
+}

@@ -12,7 +12,7 @@ type TaskKey = { readonly app_id: string; readonly app_user_id: string; readonly
 const keyOf = (task: TaskKey) => keys.task(task.app_id, task.app_user_id, task.task_id);
 
 /** The per-try fields of a step that a resume moves to `previous_tries`. */
-export const PER_TRY_FIELDS = ['sends', 'idempotency_key', 'reference', 'baseline', 'expected_credit', 'amount_in', 'error'] as const;
+export const PER_TRY_FIELDS = ['sends', 'idempotency_key', 'reference', 'baseline', 'expected_credit', 'deposit_calls', 'amount_in', 'error'] as const;
 
 export async function putTask(table: Table, task: TaskRecord): Promise<void> {
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keyOf(task), ...task }, ConditionExpression: 'attribute_not_exists(pk)' }));

@@ -71,7 +71,7 @@ export interface StepRecord {
    * withdrawal or bridge deposit of an earlier try that is not finally failed is adopted (polled),
    * never requested again.
    */
-  previous_tries?: { readonly try: number; readonly sends?: Record<string, RecordedSend>; readonly idempotency_key?: string; readonly reference?: string; readonly baseline?: string; readonly expected_credit?: string; readonly amount_in?: string; readonly error?: { readonly code: string; readonly message: string } }[];
+  previous_tries?: { readonly try: number; readonly sends?: Record<string, RecordedSend>; readonly idempotency_key?: string; readonly reference?: string; readonly baseline?: string; readonly expected_credit?: string; readonly deposit_calls?: number; readonly amount_in?: string; readonly error?: { readonly code: string; readonly message: string } }[];
   started_at?: string;
   completed_at?: string;
 }

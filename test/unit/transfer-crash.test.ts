@@ -13,8 +13,9 @@ import { type RuntimeProcess, startRuntimeProcess, stopProcess } from '../api/su
  * infra/local/start.ts`, as `npm start`) while transfers run, then a start on the same DATA_DIR.
  * Three rounds, each killing at a different moment (right after POST /transfer returned; once a
  * step shows `submitted`; after a fixed delay). Each round runs a one-step deposit (self to
- * venue_a), a three-step venue_b to venue_d (withdrawal, bridge ARB to INK, deposit) and a
- * self-to-self bridge ARB to POL. After the restart every task must end completed (or failed, then
+ * venue_a), a three-step venue_b to venue_d (withdrawal, bridge ARB to INK, deposit), a
+ * self-to-self bridge ARB to POL, and two more on the same venues at once: self to venue_b (ARB)
+ * and self to venue_d (INK). After the restart every task must end completed (or failed, then
  * resumed to completed), and every balance must be exact to the base unit from the tasks'
  * checkpoints: the user's wallets read from the chains, the venues, the platform fee's recipient;
  * every recorded send is on chain exactly once, and the user's nonce on each chain equals the
@@ -67,7 +68,7 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
       expect(credited.status, JSON.stringify(credited.body)).toBe(200);
     };
     await faucet('ARB', 'USDC', '300');
-    await faucet('INK', 'USDC', '20'); // venue_d's first-deposit requirement
+    await faucet('INK', 'USDC', '60'); // venue_d's first-deposit requirement, then 10 a round into venue_d
     for (const [chain, gas] of [['ARB', 'ETH'], ['INK', 'ETH'], ['POL', 'POL']] as const) await faucet(chain, gas, '1');
     for (const dex of ['venue_a', 'venue_b', 'venue_d']) {
       const init = await call('POST', '/account/init-perp-dex', headers, { dex });
@@ -144,15 +145,15 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
       { label: 'after 700 ms', when: () => new Promise((done) => setTimeout(done, 700)) },
     ];
     for (const [round, kill] of kills.entries()) {
-      // No two tasks of a round touch the same venue; concurrency bugs found otherwise (crash or not):
-      // - a deposit into venue_b while venue_b to venue_d withdraws from it never completes (the
-      //   deposit sees its credit as balance >= baseline + expected; the withdrawal's debit hides it);
-      // - two deposits into venue_d at once: each approves its own amount to the same spender, the
-      //   second approve overwrites the first, one deposit then reverts (TRANSACTION_WOULD_FAIL).
+      // Two tasks of a round on each of venue_b and venue_d at once (the per-(user, venue) balance
+      // lock, shared/transfers/steps/venue-lock.ts): a deposit into venue_b while venue_b to venue_d
+      // withdraws from it, and a deposit into venue_d from INK alongside venue_b to venue_d's deposit.
       const ids = await Promise.all([
         start({ source: 'self', destination: 'venue_a', amount: '10', chain: 'ARB', token: 'USDC' }),
         start({ source: 'venue_b', destination: 'venue_d', amount: '10' }),
         start({ source: 'self', destination: 'self', amount: '10', chain: 'ARB', token: 'USDC', destination_chain: 'POL', destination_token: 'USDC' }),
+        start({ source: 'self', destination: 'venue_b', amount: '10', chain: 'ARB', token: 'USDC' }),
+        start({ source: 'self', destination: 'venue_d', amount: '10', chain: 'INK', token: 'USDC' }),
       ]);
       all.push(...ids);
       await kill.when(ids);
@@ -202,8 +203,9 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
       for (const step of task.metadata.checkpoints as Json[]) {
         const amountIn = BigInt(step.amount_in);
         const amountOut = BigInt(step.amount_out);
-        // Step 0 takes the fee where the money first sits in the wallet: ARB in every route here.
-        expected.feeARB += BigInt(step.platform_fee ?? '0');
+        // Step 0 takes the fee where the money first sits in the wallet: the source chain of a self
+        // source (ARB, or INK into venue_d), ARB after a venue_b withdrawal.
+        expected[task.source === 'self' && task.chain === 'INK' ? 'feeINK' : 'feeARB'] += BigInt(step.platform_fee ?? '0');
         if (step.action === 'withdrawal') {
           expected.venue_b -= amountIn;
           expected.ARB += amountOut;

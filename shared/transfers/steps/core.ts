@@ -16,6 +16,7 @@ import { TRANSFER_DECIMALS } from '../planner.ts';
 import { type RecordedSend, type SettleInvocation, STEP_FAILED_ERROR, type StepInvocation, type StepRecord, type StepResult, type TaskRecord } from '../task.ts';
 import { StepFailure, stepFailedError, stepRetryableError, StepTransient } from './outcomes.ts';
 import { loadTask, recordFailure, writeStep } from './store.ts';
+import { releaseVenueLock } from './venue-lock.ts';
 import type { StepWallet, StepWallets } from './wallets.ts';
 
 /**
@@ -31,7 +32,8 @@ import type { StepWallet, StepWallets } from './wallets.ts';
  * 2. intent: the venue withdrawal's idempotency key / the deposit's baseline and expected credit;
  * 3. each transaction: signed, recorded in steps[i].sends[label] (attribute_not_exists), then broadcast
  *    (shared/chains/sender SendJournal); a recorded one is re-broadcast and awaited, never re-signed;
- * 4. outcome: `completed` with amount_out (the last step completes the task), or `failed` + task failure.
+ * 4. outcome: `completed` with amount_out (the last step completes the task), or `failed` + task failure;
+ *    either releases the step's venue balance lock (venue-lock.ts), as does settle.
  *
  * The poll phase long-polls: an unsettled step is looked at again every POLL_INTERVAL_MS for up
  * to `pollWindowMs` before the Lambda answers `settled: false` (statemachines/README.md, "Polling").
@@ -144,6 +146,7 @@ export async function runStep<D extends StepCoreDeps>(deps: D, kinds: Partial<Re
     const failure = asFailure(kind, error) ?? (inv.phase === 'poll' && !isStepFailed(error) && timedOut(deps, step) ? new StepFailure('STEP_TIMED_OUT', `The ${step.action} met only trouble past its deadline; a resume adopts it if it still lands`) : undefined);
     if (failure) {
       const recorded = await recordFailure(deps.table, inv.task, inv.attempt, { step: inv.index, code: failure.code, message: failure.message }, deps.now().toISOString(), step.try);
+      await releaseVenueLock(deps.table, inv.task, step);
       // A concurrent duplicate of this step may have completed it meanwhile: then nothing failed.
       if (!recorded && (await loadTask(deps.table, inv.task))?.steps[inv.index]?.status === 'completed') return { settled: true, wait_seconds: 0 };
       logger.warn('transfer step failed', { task_id: inv.task.task_id, index: inv.index, code: failure.code });
@@ -251,6 +254,7 @@ async function complete(ctx: Ctx, amountOut: bigint, results?: Record<string, st
     await refresh(ctx);
     if (ctx.step.status !== 'completed') throw new StepTransient('the completion write lost a race');
   }
+  await releaseVenueLock(deps.table, inv.task, ctx.step);
 }
 
 const isStepFailed = (error: unknown) => error instanceof Error && error.name === STEP_FAILED_ERROR;
@@ -388,7 +392,9 @@ export async function settle(deps: Pick<StepCoreDeps, 'table' | 'now'>, inv: Set
   const code = /^[A-Za-z0-9_.]{1,64}$/.test(inv.error.Error) ? inv.error.Error : 'STEP_ERROR';
   const message = SETTLE_MESSAGES[code] ?? `Step ${index} (${step.action}) stopped with ${code}; resume the task to continue from it`;
   const onStep = step.status !== 'completed' ? step.try : undefined;
-  return { recorded: await recordFailure(deps.table, inv.task, inv.attempt, { step: index, code, message }, deps.now().toISOString(), onStep) };
+  const recorded = await recordFailure(deps.table, inv.task, inv.attempt, { step: index, code, message }, deps.now().toISOString(), onStep);
+  if (recorded) await releaseVenueLock(deps.table, inv.task, step);
+  return { recorded };
 }
 
 const SETTLE_MESSAGES: Record<string, string> = {

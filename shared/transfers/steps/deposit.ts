@@ -5,6 +5,7 @@ import { type Ctx, NO_ADDRESS, type Outcome, recordIntent, refresh, sendEvm, typ
 import { StepFailure } from './outcomes.ts';
 import { writeStep } from './store.ts';
 import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
+import { takeVenueLock } from './venue-lock.ts';
 
 /**
  * The user's wallet deposits into the venue: the venue balance before (`baseline`) and what the
@@ -23,6 +24,10 @@ async function depositStep(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
   const { driver, fields } = venueDriver(ctx);
   const holding = ctx.step.holding!;
   const amount = BigInt(ctx.step.amount_in!) - BigInt(ctx.step.platform_fee ?? '0');
+  // The user's balance lock at this venue (venue-lock.ts), from before the baseline until the credit shows; busy: wait (poll).
+  const lock = await takeVenueLock(ctx.deps.table, ctx.inv.task, ctx.step, ctx.step.baseline !== undefined);
+  if (lock === 'busy') return { done: false };
+  if (lock === 'taken-over') throw new StepFailure('VENUE_LOCK_LOST', `The ${ctx.step.venue} balance lock of this deposit expired and another transfer took it: resume the task`);
   if (ctx.step.baseline === undefined) await adoptDeposit(ctx);
   if (ctx.step.baseline === undefined) {
     // Prepared first: an amount the venue refuses (below its minimum) fails the step before the fee is taken.
@@ -118,6 +123,8 @@ async function adoptDeposit(ctx: Ctx<VenueStepDeps>): Promise<void> {
   for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
     const sends = Object.entries(previous.sends ?? {}).filter(([label]) => label.startsWith('deposit_'));
     if (sends.length === 0 || previous.baseline === undefined) continue;
+    // A try that sent only part of its calls (an approve without its deposit) is not adopted: this try deposits afresh.
+    if (previous.deposit_calls !== undefined && sends.length < previous.deposit_calls) continue;
     if (previous.error?.code === 'DEPOSIT_REFUNDED') return;
     const previousAmount = previous.amount_in === undefined ? amount : BigInt(previous.amount_in) - BigInt(ctx.step.platform_fee ?? '0');
     if (await findRefund(ctx, Object.fromEntries(sends), previousAmount)) return;
@@ -136,7 +143,7 @@ async function adoptDeposit(ctx: Ctx<VenueStepDeps>): Promise<void> {
       stepStatusIn: ['submitted'],
       absent: ['baseline'],
       sends: landed,
-      step: { baseline: previous.baseline, expected_credit: previous.expected_credit, deposit_calls: sends.length },
+      step: { baseline: previous.baseline, expected_credit: previous.expected_credit, deposit_calls: previous.deposit_calls ?? sends.length },
       now: ctx.deps.now().toISOString(),
     });
     await refresh(ctx);

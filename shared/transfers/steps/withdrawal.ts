@@ -3,6 +3,7 @@ import type { VenueDriver, VenueFields } from '../../venues/driver.ts';
 import { type Ctx, type Outcome, recordIntent, type StepKind, takePlatformFee } from './core.ts';
 import { StepFailure } from './outcomes.ts';
 import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
+import { releaseVenueLock, takeVenueLock } from './venue-lock.ts';
 
 /**
  * The venue pays out to the user's wallet. Intent: a UUIDv7 idempotency key and the venue
@@ -17,6 +18,14 @@ async function withdrawal(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
   const { driver, fields } = venueDriver(ctx);
   const wallet = ctx.wallet.venue;
   const amount = BigInt(ctx.step.amount_in!);
+  const locking = !ctx.step.reference;
+  if (locking) {
+    // The user's balance lock at this venue (venue-lock.ts) from before the baseline until the request is accepted; busy: wait (poll).
+    const lock = await takeVenueLock(ctx.deps.table, ctx.inv.task, ctx.step, ctx.step.idempotency_key !== undefined);
+    if (lock === 'busy') return { done: false };
+    // Taken over after an expiry: another step may have moved the balance, so venue_d's debit check below cannot be trusted.
+    if (lock === 'taken-over' && driver.id === 'venue_d') throw new StepFailure('VENUE_LOCK_LOST', 'The venue_d balance lock of this withdrawal expired and another transfer took it; its request cannot be reconciled');
+  }
   if (!ctx.step.idempotency_key) {
     const adopted = await adoptWithdrawal(ctx, driver, fields);
     // An adopted request keeps its own baseline: the venue_d check below must compare with the balance before IT.
@@ -33,6 +42,7 @@ async function withdrawal(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
     const { reference } = await driver.withdraw(wallet, fields, amount, ctx.step.idempotency_key!);
     await recordIntent(ctx, { reference }, 'reference');
   }
+  if (locking) await releaseVenueLock(ctx.deps.table, ctx.inv.task, ctx.step); // the venue has debited (or an adopted request had)
   const status = await driver.withdrawalStatus(wallet, fields, ctx.step.reference!);
   if (status.state === 'pending') return { done: false };
   if (status.state === 'failed') throw new StepFailure('VENUE_WITHDRAWAL_FAILED', `${driver.id} reports the withdrawal failed: ${status.reason}`);

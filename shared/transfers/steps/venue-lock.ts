@@ -1,0 +1,55 @@
+import type { Table } from '../../db/client.ts';
+import { releaseLease, takeLease } from '../../db/lease.ts';
+import type { StepRecord, TaskRef } from '../task.ts';
+
+/**
+ * The per-(user, venue) balance lock (venueBalanceLease below, a shared/db/lease.ts takeLease lease): while
+ * one transfer step is changing a user's balance at a venue, no other step of that user reads or
+ * changes it. Without it two transfers of one user on one venue break each other:
+ * - a deposit sees its credit as `balance ≥ baseline + expected`: a withdrawal in between lowers
+ *   the balance for good and the deposit waits until its deadline (STEP_TIMED_OUT);
+ * - two venue_d deposits each approve their own amount to the same spender: the second approve
+ *   overwrites the first and one deposit reverts (ERC20InsufficientAllowance).
+ *
+ * Holder: `task_id:index:try`, stable across the step's invocations (submit and each poll are
+ * separate Lambda invocations; a crashed process's step re-driven later is the same holder and
+ * takes it back). A deposit takes it before it reads its baseline and holds it until its credit
+ * shows; a withdrawal takes it before it reads its baseline and releases it once the venue
+ * accepted the request (its reference is recorded: the venue has debited). Each look renews it;
+ * every terminal transition of the step releases it (core.ts: completed, failed, settle), and a
+ * holder that vanished (an execution aborted) loses it after VENUE_LOCK_MS.
+ *
+ * Waiting happens in the poll phase, not in ASL retries: a step that finds the lock busy records
+ * nothing and answers "not done" (submit: the execution goes on to Wait + Poll; poll: settled
+ * false), so waiting for another transfer costs poll rounds within the step's deadline, never the
+ * 5 TransferStepRetryable retries.
+ */
+export const VENUE_LOCK_MS = 300_000;
+
+export type VenueLock = 'held' | 'taken-over' | 'busy';
+
+const holderOf = (ref: TaskRef, step: Pick<StepRecord, 'index' | 'try'>) => `${ref.task_id}:${step.index}:${step.try}`;
+/**
+ * The lock's item (listed in shared/db/keys.ts; built here, not in `keys`, so the ~130 bytes stay
+ * out of the bundles that do not run venue steps: InitPerpDex sits at the 700 KB budget).
+ */
+export const venueBalanceLease = (venue: string, appId: string, appUserId: string) => ({ pk: `LEASE#VENUEBAL#${venue}#${appId}#${appUserId}`, sk: 'LEASE' });
+const keyOf = (ref: TaskRef, venue: string) => venueBalanceLease(venue, ref.app_id, ref.app_user_id);
+
+/**
+ * Takes (or renews) the lock for this step. `held`: this step already held it (a later
+ * invocation, a re-drive) or took it free; `taken-over`: it took it FRESH although `resuming`
+ * says it had it before (the step's lease expired meanwhile, so another step may have moved the
+ * balance: what this step read under it may be stale); `busy`: another step holds it.
+ */
+export async function takeVenueLock(table: Table, ref: TaskRef, step: StepRecord, resuming: boolean): Promise<VenueLock> {
+  const taken = await takeLease(table, keyOf(ref, step.venue!), holderOf(ref, step), VENUE_LOCK_MS);
+  if (!taken) return 'busy';
+  return taken.resumed || !resuming ? 'held' : 'taken-over';
+}
+
+/** Releases the lock if this step (this try) holds it; a no-op for any other step, and for steps without a venue. */
+export async function releaseVenueLock(table: Table, ref: TaskRef, step: Pick<StepRecord, 'index' | 'try' | 'venue' | 'action'>): Promise<void> {
+  if (!step.venue || step.action === 'bridge') return;
+  await releaseLease(table, keyOf(ref, step.venue), holderOf(ref, step));
+}
