@@ -97,8 +97,11 @@ export async function compileContracts(): Promise<GeneratedArtifact[]> {
     const text = [
       HEADER,
       `// ${target.contract} from ${target.source}: solc ${SOLC_VERSION}, optimizer ${SETTINGS.optimizer.runs} runs, evmVersion ${SETTINGS.evmVersion}.`,
+      // The ABI on its own: a service bundle that only calls the contract leaves the bytecode out.
+      `export const ${target.exportName}Abi = ${abi.replaceAll('\n  ', '\n')} as const;`,
+      '',
       `export const ${target.exportName} = {`,
-      `  abi: ${abi} as const,`,
+      `  abi: ${target.exportName}Abi,`,
       `  bytecode: '0x${compiled.evm.bytecode.object}',`,
       `  deployedBytecode: '0x${compiled.evm.deployedBytecode.object}',`,
       `  compiler: '${SOLC_VERSION}',`,

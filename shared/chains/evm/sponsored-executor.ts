@@ -11,7 +11,7 @@ import {
   numberToHex,
   toHex,
 } from 'viem';
-import { sponsoredExecutorArtifact } from './contracts/sponsored-executor.artifact.ts';
+import { sponsoredExecutorArtifactAbi } from './contracts/sponsored-executor.artifact.ts';
 
 /**
  * Helpers for gas-sponsored sends through the SponsoredExecutor EIP-7702 delegate
@@ -24,7 +24,7 @@ export interface Call {
   readonly data: Hex;
 }
 
-export const sponsoredExecutorAbi = sponsoredExecutorArtifact.abi;
+export const sponsoredExecutorAbi = sponsoredExecutorArtifactAbi;
 
 export const EXECUTOR_DOMAIN_NAME = 'SponsoredExecutor';
 export const EXECUTOR_DOMAIN_VERSION = '1';
