@@ -62,8 +62,8 @@ if (env.APPS_FILE) {
 } else {
   const [dev] = runtime.apps;
   out.write(`Dev app "${dev!.app_id}" (identity provider "${dev!.oidc.provider_id}", issuer ${dev!.oidc.issuer}):\n`);
-  out.write(`  X-SERVICE-SECRET-KEY: ${dev!.secret_key}\n`);
-  out.write(`  X-SERVICE-API-KEY:    ${dev!.api_key}\n`);
+  out.write(`  X-SERVICE-SECRET-KEY: ${dev!.secret_key}   (account service, wallet enclave, express GET /v1/identity/provider)\n`);
+  out.write(`  X-SERVICE-API-KEY:    ${dev!.api_key}   (express wallet endpoints: /v2/wallet, /v2/wallet/sign/*)\n`);
   out.write(`Mint a dev JWT:  npm run token -- --sub alice [--ttl 300]\n`);
   out.write(`Try:  curl -X POST ${runtime.urls.account}/account -H "Authorization: Bearer $(npm run -s token -- --sub alice)" -H "X-SERVICE-SECRET-KEY: ${dev!.secret_key}"\n`);
 }
