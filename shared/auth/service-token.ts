@@ -20,6 +20,21 @@ export function mintServiceToken(signer: OpJwtSigner, appId: string): Promise<st
   return signer.sign({ iss: PLATFORM_ISSUER, sub: appId, aud: ENCLAVE_AUDIENCE });
 }
 
+/** Service tokens live 2 minutes; this reuses one per app for a minute (each costs a KMS Sign in AWS). A failed mint is not kept. */
+export class ServiceTokenCache {
+  readonly #tokens = new Map<string, { token: Promise<string>; until: number }>();
+
+  get(signer: OpJwtSigner, appId: string, now: number): Promise<string> {
+    let cached = this.#tokens.get(appId);
+    if (!cached || cached.until <= now) {
+      cached = { token: mintServiceToken(signer, appId), until: now + 60_000 };
+      cached.token.catch(() => this.#tokens.delete(appId));
+      this.#tokens.set(appId, cached);
+    }
+    return cached.token;
+  }
+}
+
 export async function verifyServiceToken(registry: AppRegistry, token: string, now?: Date): Promise<Application> {
   const invalid = (why: string) => new UnauthorizedError('INVALID_SERVICE_TOKEN', `service token rejected: ${why}`);
   let appId: unknown;

@@ -1,5 +1,5 @@
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
-import { mintServiceToken } from '../auth/service-token.ts';
+import { ServiceTokenCache } from '../auth/service-token.ts';
 import { ForbiddenError } from '../errors.ts';
 import type { EnclaveCredentials, EnclaveWallet, SignOperation, WalletEnclave } from '../wallets/enclave-client.ts';
 import type { ExpressCaller } from './express-caller.ts';
@@ -10,18 +10,10 @@ export interface ExpressDeps {
   readonly now: () => Date;
 }
 
-/** Service tokens live 2 minutes; reuse one for a minute per app (each costs a KMS Sign in AWS). */
-const serviceTokens = new Map<string, { token: Promise<string>; until: number }>();
+const serviceTokens = new ServiceTokenCache();
 
 function enclaveCredentials(deps: ExpressDeps, appId: string): Promise<EnclaveCredentials> {
-  const now = deps.now().getTime();
-  let cached = serviceTokens.get(appId);
-  if (!cached || cached.until <= now) {
-    cached = { token: mintServiceToken(deps.opJwtSigner, appId), until: now + 60_000 };
-    cached.token.catch(() => serviceTokens.delete(appId));
-    serviceTokens.set(appId, cached);
-  }
-  return cached.token.then((serviceToken) => ({ serviceToken }));
+  return serviceTokens.get(deps.opJwtSigner, appId, deps.now().getTime()).then((serviceToken) => ({ serviceToken }));
 }
 
 /**

@@ -2,7 +2,7 @@ import { type Address, getAddress } from 'viem';
 import type { AccountRecord } from '../../accounts/account-record.ts';
 import { type SigningIdentity, walletSigner, type WalletSignerDeps } from '../../accounts/wallet-signer.ts';
 import type { AppRegistry } from '../../apps/app-registry.ts';
-import { mintServiceToken } from '../../auth/service-token.ts';
+import { ServiceTokenCache } from '../../auth/service-token.ts';
 import { enclaveEvmSigner, enclaveSolanaSigner } from '../../chains/sender/enclave-signers.ts';
 import type { EvmSigner, SolanaSigner } from '../../chains/sender/ports.ts';
 import type { VenueWallet } from '../../venues/driver.ts';
@@ -36,17 +36,8 @@ export interface EnclaveStepWalletDeps extends WalletSignerDeps {
  * minute. Neither the token nor an op_jwt is ever logged or stored.
  */
 export function enclaveStepWallets(deps: EnclaveStepWalletDeps): StepWallets {
-  const tokens = new Map<string, { token: Promise<string>; until: number }>();
-  const serviceToken = (appId: string) => {
-    const now = deps.now().getTime();
-    let cached = tokens.get(appId);
-    if (!cached || cached.until <= now) {
-      cached = { token: mintServiceToken(deps.opJwtSigner, appId), until: now + 60_000 };
-      cached.token.catch(() => tokens.delete(appId));
-      tokens.set(appId, cached);
-    }
-    return cached.token;
-  };
+  const tokens = new ServiceTokenCache();
+  const serviceToken = (appId: string) => tokens.get(deps.opJwtSigner, appId, deps.now().getTime());
   return {
     async open(task, account) {
       const app = await deps.apps.findById(task.app_id);
