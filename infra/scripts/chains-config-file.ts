@@ -24,7 +24,8 @@ export function setChainDelegate(text: string, chain: string, delegate: string):
     const lineStart = text.lastIndexOf('\n', last.keyStart) + 1;
     const indent = text.slice(lineStart, last.keyStart);
     // Members on lines of their own get a line of their own; one-line objects stay on one line.
-    const separator = /^[ \t]*$/.test(indent) && lineStart > chainMember.valueStart ? `,\n${indent}` : ', ';
+    const newline = text.includes('\r\n') ? '\r\n' : '\n';
+    const separator = /^[ \t]*$/.test(indent) && lineStart > chainMember.valueStart ? `,${newline}${indent}` : ', ';
     updated = `${text.slice(0, last.valueEnd)}${separator}"delegate": ${quoted}${text.slice(last.valueEnd)}`;
   }
   const expected = JSON.parse(text) as Record<string, Record<string, unknown>>;

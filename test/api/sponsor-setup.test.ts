@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -179,5 +179,55 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     expect(found.code).toBe(0);
     expect(found.stdout).toContain(`[3/5] SponsoredExecutor already deployed at ${address} (its deterministic CREATE2 address; its code is the artifact's)`);
     expect(await client('INK').getTransactionCount({ address: sponsorAddress })).toBe(nonceBefore + 1);
+
+    // Without --chains-config the repository's default is read, never written.
+    const repoDefault = join(ROOT, 'infra/config/chains.mainnet.json');
+    const before = await readFile(repoDefault, 'utf8');
+    const defaulted = await setup(['--chain', 'INK', '--table', 'perp-wallet', '--enclave-url', runtime.urls.enclave, '--rpc-url', rpc.INK.rpc_url]);
+    expect(defaulted.code).toBe(0);
+    expect(defaulted.stdout).toContain('[4/5] not written: no --chains-config given');
+    expect(defaulted.stdout).toContain('npx cdk deploy --all -c chainsConfig=<your copy>');
+    expect(await readFile(repoDefault, 'utf8')).toBe(before);
+
+    // A configured delegate is used when its code is the artifact's (the sandbox's own, installed at 0x7702…),
+    // and passed over (then replaced in the file) when it is not.
+    const other = join(workDir, 'other-chains.json');
+    const config = JSON.parse(before);
+    config.INK.delegate = '0x7702000000000000000000000000000000007702';
+    await writeFile(other, JSON.stringify(config, null, 2));
+    const sandboxOwn = await setup([...flags('INK', rpc.INK.rpc_url).slice(0, -1), other]);
+    expect(sandboxOwn.stdout).toContain("[3/5] SponsoredExecutor already deployed at 0x7702000000000000000000000000000000007702 (the chains config's delegate");
+    config.INK.delegate = config.INK.tokens.USDC.address;
+    await writeFile(other, JSON.stringify(config, null, 2));
+    const wrong = await setup([...flags('INK', rpc.INK.rpc_url).slice(0, -1), other]);
+    expect(wrong.code).toBe(0);
+    expect(wrong.stdout).toContain(`[3/5] the configured delegate ${config.INK.tokens.USDC.address} does not hold this SponsoredExecutor's code; using its deterministic address`);
+    expect(JSON.parse(await readFile(other, 'utf8')).INK.delegate).toBe(address);
+  }, 60_000);
+
+  it('a recorded transaction whose nonce the sponsor spent on something else is dropped and the deployment signed anew', async () => {
+    const sponsor = platformGasSponsor(runtime.urls.enclave, new LocalOpJwtSigner(env.DATA_DIR!), table);
+    const sponsorAddress = await sponsor.address();
+    const address = delegateAddress();
+    class CrashingChain extends EvmChain {
+      override broadcast(): Promise<Hex> {
+        return Promise.reject(new ChainUnavailableError('POL', 'process killed before the broadcast'));
+      }
+    }
+    await expect(deployDelegate({ table, chain: new CrashingChain('POL', rpc.POL), sponsor })).rejects.toThrow(/process killed/);
+    const recorded = await getItem(table, keys.delegateDeployment('POL', address));
+    // Meanwhile a sponsored send took that nonce (its lease had expired with the crashed run).
+    const chain = new EvmChain('POL', rpc.POL);
+    const nonce = await client('POL').getTransactionCount({ address: sponsorAddress });
+    const fees = await chain.fees();
+    const other = await sponsor.signTransaction({ type: 'eip1559', chainId: 137, nonce, to: sponsorAddress, value: 0n, data: '0x', gas: 21_000n, ...fees });
+    await chain.waitForReceipt(await chain.broadcast(other), 10_000);
+
+    const outcome = await deployDelegate({ table, chain, sponsor });
+    expect(outcome.resumed).toBe(false);
+    expect(outcome.txHash).not.toBe(keccak256(recorded!.raw as Hex));
+    expect(await client('POL').getCode({ address })).toBe(sponsoredExecutorArtifact.deployedBytecode);
+    expect(await client('POL').getTransactionCount({ address: sponsorAddress })).toBe(nonce + 2);
+    expect((await getItem(table, keys.delegateDeployment('POL', address)))?.tx_hash).toBe(outcome.txHash);
   }, 60_000);
 });
