@@ -45,8 +45,12 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     const endpoint = `http://127.0.0.1:${(engine.address() as { port: number }).port}`;
     const dataDir = join(workDir, 'runtime');
     runtime = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '', DYNAMODB_ENDPOINT: endpoint }, ['--quiet']);
-    const listing = (await (await fetch(`${runtime.urls.account}/sandbox/chains`)).json()) as { chains: (EvmChainConfig & { chain: string })[] };
-    rpc = Object.fromEntries(listing.chains.filter((chain) => chain.chain !== 'SOL').map((chain) => [chain.chain, { ...chain, delegate: undefined }])) as typeof rpc;
+    const listing = (await (await fetch(`${runtime.urls.account}/sandbox/chains`)).json()) as { chains: { chain: string; chain_id?: number; rpc_url: string }[] };
+    // Each anvil as a chain without a delegate (native coin only: what the deployment touches).
+    const evm = listing.chains.filter((chain) => chain.chain !== 'SOL');
+    rpc = Object.fromEntries(
+      evm.map(({ chain, chain_id, rpc_url }) => [chain, { family: 'evm', chain_id: chain_id!, rpc_url, native: chain === 'POL' ? 'POL' : 'ETH', tokens: {} } satisfies EvmChainConfig]),
+    ) as Record<EvmChainCode, EvmChainConfig>;
     env = { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'sandbox', AWS_SECRET_ACCESS_KEY: 'sandbox', DYNAMODB_ENDPOINT: endpoint, OP_JWT_SIGNER: 'local', DATA_DIR: dataDir };
     Object.assign(process.env, { AWS_REGION: env.AWS_REGION, AWS_ACCESS_KEY_ID: env.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: env.AWS_SECRET_ACCESS_KEY });
     table = { doc: createDocumentClient(endpoint), name: 'perp-wallet' };
