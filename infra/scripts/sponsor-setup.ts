@@ -168,7 +168,7 @@ async function findOrDeployDelegate(
   if (!(await hasDeployer(chain))) {
     fail(`${chain.code} has no deterministic-deployment proxy at ${CREATE2_DEPLOYER} (https://github.com/Arachnid/deterministic-deployment-proxy): deploy it there first, then run this command again`);
   }
-  out(`[3/5] no SponsoredExecutor at its deterministic address ${address} yet: deploying it from the sponsor, signed through the enclave`);
+  out(`[3/5] no SponsoredExecutor at its deterministic address ${address} yet: the sponsor deploys it (signed through the enclave) if it can pay`);
   try {
     const outcome = await deployDelegate({ table, chain, sponsor });
     if (!(await hasDelegateCode(chain, address))) fail(`transaction ${outcome.txHash} was mined but ${address} does not hold the SponsoredExecutor's code`);
