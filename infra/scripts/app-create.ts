@@ -2,14 +2,13 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { KMSClient } from '@aws-sdk/client-kms';
 import type { JSONWebKeySet } from 'jose';
-import { AppRegistry, getApplication, putApplication } from '../../shared/apps/app-registry.ts';
 import { MAX_TOKEN_AGE_BOUNDS } from '../../shared/apps/application.ts';
-import { platformApplication, registerApplication } from '../../shared/apps/register-application.ts';
-import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
-import { EnclaveGasSponsor, PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
+import { registerApplication } from '../../shared/apps/register-application.ts';
+import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
 import { KmsOpJwtSigner } from '../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../shared/db/client.ts';
 import { ConflictError } from '../../shared/errors.ts';
+import { ensurePlatformApplication, platformGasSponsor, scriptOpJwtSigner, scriptTable } from './platform-app.ts';
 
 /**
  * `npm run app:create -- --app-id acme --provider-id acme-idp --issuer https://idp.acme.com
@@ -18,7 +17,8 @@ import { ConflictError } from '../../shared/errors.ts';
  *   --table <TableName output> --op-jwt-key <OpJwtKeyId output> [--created-at ISO]
  *   [--legacy-provider-id <id of the deprecated iframe login> ...]`
  * `npm run app:create -- --platform --table … --op-jwt-key … [--enclave-url <EnclaveApiUrl>]`: the
- *   platform application (gas sponsorship), printing the sponsor wallet's address.
+ *   platform application (gas sponsorship), printing the sponsor wallet's address. `npm run
+ *   sponsor:setup` does this too, and the rest of a chain's gas sponsorship.
  *
  * Registers an application in the deployed table (credentials from the usual AWS environment;
  * DYNAMODB_ENDPOINT for LocalStack) and prints its secret key and API key once. Only their
@@ -96,14 +96,12 @@ try {
  * it can be funded on each EVM chain. Idempotent.
  */
 async function registerPlatform(): Promise<never> {
-  const tableName = values.table ?? fail('--table (or TABLE_NAME) is required');
-  const keyId = values['op-jwt-key'] ?? fail('--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required');
-  const table = { doc: createDocumentClient(process.env.DYNAMODB_ENDPOINT), name: tableName };
-  const signer = new KmsOpJwtSigner(new KMSClient({}), keyId);
-  if (!(await getApplication(table, PLATFORM_APP_ID))) await putApplication(table, platformApplication(await signer.publicJwk()));
+  const table = scriptTable(values.table ?? fail('--table (or TABLE_NAME) is required'));
+  const signer = scriptOpJwtSigner(values['op-jwt-key']) ?? fail('--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required');
+  await ensurePlatformApplication(table, signer);
   process.stdout.write(`Platform application "${PLATFORM_APP_ID}" is registered.\n`);
   if (values['enclave-url']) {
-    const sponsor = new EnclaveGasSponsor(new HttpWalletEnclave(values['enclave-url'].replace(/\/+$/, '')), signer, new AppRegistry(table));
+    const sponsor = platformGasSponsor(values['enclave-url'], signer, table);
     process.stdout.write(`Gas sponsor address (fund it with native coin on every EVM chain): ${await sponsor.address()}\n`);
   }
   process.exit(0);

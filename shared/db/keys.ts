@@ -14,6 +14,7 @@
  * | venue setup lease | LEASE#VENUE#<venue>#<app_id>#<app_user_id> | LEASE   |  (one venue onboarding at a time)
  * | venue balance lock| LEASE#VENUEBAL#<venue>#<app_id>#<app_user_id> | LEASE |  (one transfer step moving a user's venue balance; built in shared/transfers/steps/venue-lock.ts, venueBalanceLease, so it is not in every bundle: bench:bundles)
  * | transfer task     | TASKS#<app_id>#<app_user_id>         | TASK#<task_id> |  (UUIDv7: sk order = creation order; shared/transfers/task.ts)
+ * | delegate deployment | SETUP#DELEGATE#<chain>#<address>   | SETUP         |  (the signed deployment transaction, recorded before broadcast: npm run sponsor:setup)
  */
 export const keys = {
   app: (appId: string) => ({ pk: `APP#${appId}`, sk: 'APP' }),
@@ -30,4 +31,6 @@ export const keys = {
   /** A transfer task with its steps' exactly-once records (one item; GET /tasks queries the partition newest first). */
   task: (appId: string, appUserId: string, taskId: string) => ({ pk: `TASKS#${appId}#${appUserId}`, sk: `TASK#${taskId}` }),
   tasksOf: (appId: string, appUserId: string) => `TASKS#${appId}#${appUserId}`,
+  /** The SponsoredExecutor's deployment transaction on one chain (shared/chains/evm/delegate-deployment.ts). */
+  delegateDeployment: (chain: string, address: string) => ({ pk: `SETUP#DELEGATE#${chain}#${address.toLowerCase()}`, sk: 'SETUP' }),
 };

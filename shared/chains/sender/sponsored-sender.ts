@@ -19,6 +19,8 @@ const EXECUTE_DEADLINE_SECONDS = 600n;
  * ends this long before the account's lease would expire.
  */
 export const SPONSOR_WORK_RESERVE_MS = 5_000;
+/** The gas limit of a sponsored send that also sets the delegation (the sponsor must hold this × maxFeePerGas). */
+export const FIRST_SPONSORED_SEND_GAS = 250_000n;
 
 /** One call from an account whose gas a sponsor pays (EIP-7702 through the SponsoredExecutor). */
 export interface SponsoredSend {
@@ -108,7 +110,7 @@ export class SponsoredEvmSender {
   async #signAsSponsor({ chain, account, timings }: SponsoredSend, sponsor: Address, execute: { authorizationList: SignedAuthorization[]; data: Hex }, storedNonce: number | undefined) {
     const { authorizationList, data } = execute;
     const fees = await chain.fees();
-    const gas = authorizationList.length > 0 ? 250_000n : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => 250_000n);
+    const gas = authorizationList.length > 0 ? FIRST_SPONSORED_SEND_GAS : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => FIRST_SPONSORED_SEND_GAS);
     const sponsorBalance = await chain.balance(sponsor, chain.config.native);
     if (sponsorBalance < gas * fees.maxFeePerGas) {
       logger.error('gas sponsor is out of funds', { chain: chain.code, sponsor });
