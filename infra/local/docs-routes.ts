@@ -26,8 +26,9 @@ const SCALAR_CONFIG = {
   agent: { disabled: true },
   mcp: { disabled: true },
   showDeveloperTools: 'never',
-  // The sandbox answers "Try it" requests itself (same origin): no request proxy.
-  hideClientButton: false,
+  // "Open API Client" links to client.scalar.com with this document's URL; "Test Request" (the
+  // embedded client) stays, and calls the sandbox itself (same origin, no request proxy).
+  hideClientButton: true,
 };
 const BOOT_SCRIPT = `Scalar.createApiReference('#app', ${JSON.stringify(SCALAR_CONFIG)});`;
 const SYSTEM_FONTS = 'system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif';

@@ -115,6 +115,8 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('API reference (GET /do
         expect(response?.status()).toBe(200);
         await page.getByRole('heading', { name: document.info.title, exact: true }).first().waitFor({ timeout: 20_000 });
         await page.getByText(operation.summary!, { exact: true }).first().waitFor({ timeout: 10_000 });
+        // No "Open API Client" link, which would hand the document's URL to client.scalar.com.
+        expect(await page.locator('a[href*="scalar.com/?url="]').count()).toBe(0);
         // A moment more, so a late request (a font, a lazy chunk, a beacon) would be seen too.
         await page.waitForTimeout(1000);
       } finally {
