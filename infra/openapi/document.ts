@@ -27,7 +27,10 @@ const ERROR_TEXT: Record<number, string> = {
   410: 'Retired (V1_RETIRED)',
   413: 'PAYLOAD_TOO_LARGE: the request body is over 256 KiB',
   415: 'Content-Type must be application/json',
-  502: 'A dependency (the wallet enclave) failed',
+  422: 'Well-formed but refused by a rule; the code says which (e.g. INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED)',
+  502: 'A dependency (the wallet enclave, a chain, a venue) failed',
+  503: 'Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED)',
+  504: 'INCLUSION_TIMEOUT: broadcast but not included in time; retry with the same Idempotency-Key',
 };
 
 function schema(valibot: v.GenericSchema) {
@@ -168,7 +171,7 @@ export function openApiDocument(service: ServiceName) {
       ? { 308: { description: 'Permanent redirect to the /v2/ path (method and body preserved)', headers: { Location: { description: 'The same path under /v2/, with the query', schema: { type: 'string' } }, ...requestIdHeader }, content } }
       : { [doc.status ?? 200]: { description: doc.status === 202 ? 'Accepted: running asynchronously' : 'OK', headers: successHeaders(doc), content } };
     // Every body route refuses bodies over 256 KiB (shared/http/handler.ts MAX_BODY_BYTES).
-    for (const status of [...doc.errors, ...(doc.body ? [413] : [])]) responses[status] = errorResponse(ERROR_TEXT[status] ?? 'Error');
+    for (const status of [...doc.errors, ...(doc.body ? [413] : [])]) responses[status] = errorResponse(ERROR_TEXT[status]!);
     responses[429] = ref('responses', 'RateLimited');
     responses[500] = errorResponse('Internal error (reveals nothing internal; quote the request id)');
     const security = securityOf(service, doc.security);
