@@ -22,6 +22,8 @@ import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
 import { EnclaveGasSponsor } from '../../shared/withdrawals/gas-sponsor.ts';
 import { startEvmSandbox } from './evm-sandbox.ts';
 import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
+import { serveDocs } from './docs-routes.ts';
+import { requestIdOf } from '../../shared/http/request-id.ts';
 import { startSolanaSandbox } from './solana-sandbox.ts';
 import { type SandboxVenueListing, startSandboxVenues } from './venues/framework.ts';
 import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.ts';
@@ -174,7 +176,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       const started = performance.now();
       // API Gateway gives every request an id before the function sees it.
       const requestId = gatewayRequestId();
-      serve(service, routes, req, res, requestId, service === 'account' ? chains : undefined)
+      serve(service, routes, req, res, requestId, urls[service], service === 'account' ? chains : undefined)
         .catch(() => {
           if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json', 'x-request-id': requestId });
           res.end(JSON.stringify({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error', request_id: requestId } }));
@@ -236,6 +238,7 @@ async function serve(
   req: IncomingMessage,
   res: ServerResponse,
   requestId: string,
+  origin: string,
   sandbox?: SandboxChains,
 ) {
   const chunks: Buffer[] = [];
@@ -250,9 +253,12 @@ async function serve(
     chunks.push(chunk as Buffer);
   }
   const { path } = requestTarget(req.url);
+  // The sandbox's own pages and routes, before route matching (never Lambda routes).
+  if (await serveDocs(service, req, res, path, origin, requestIdOf({ headers: { 'x-request-id': req.headers['x-request-id'] as string | undefined } }, { awsRequestId: requestId }))) return;
   if (sandbox && path.startsWith('/sandbox/')) {
-    const result = await sandboxRoute(sandbox, toEvent(req, Buffer.concat(chunks), { resource: path, pathParameters: {} }, requestId));
-    if (result) return writeResult(res, result);
+    const event = toEvent(req, Buffer.concat(chunks), { resource: path, pathParameters: {} }, requestId);
+    const result = await sandboxRoute(sandbox, event);
+    if (result) return writeResult(res, { ...result, headers: { ...result.headers, 'x-request-id': requestIdOf(event, undefined) } });
   }
   const matched = matchResource(routes, req.method ?? 'GET', path);
   const handler = await loadHandler(matched.route.entry);

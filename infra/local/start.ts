@@ -50,6 +50,7 @@ out.write(`\nLOCAL SANDBOX (no AWS; data in ${dataDir}, DynamoDB at ${runtime.dy
 out.write(`  account service   ${runtime.urls.account}\n`);
 out.write(`  wallet enclave    ${runtime.urls.enclave}\n`);
 out.write(`  express wallet    ${runtime.urls.express}\n`);
+out.write(`API reference: GET /docs on each service (${runtime.urls.account}/docs); the OpenAPI document at GET /openapi.json\n`);
 out.write(`Sandbox chains (GET ${runtime.urls.account}/sandbox/chains; POST /sandbox/faucet credits an address):\n`);
 for (const chain of runtime.chains.chains) {
   out.write(`  ${chain.chain.padEnd(4)} ${'chain_id' in chain ? `chain id ${String(chain.chain_id).padEnd(6)}` : 'litesvm        '} ${chain.rpc_url}  ${chain.tokens.map((t) => t.token).join(', ')}\n`);

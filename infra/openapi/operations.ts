@@ -61,6 +61,8 @@ export interface OperationDoc {
   readonly redirect?: boolean;
   /** Success status other than 200 (202 for the asynchronous transfer routes). */
   readonly status?: 202;
+  /** Honours the `Idempotency-Key` request header. */
+  readonly idempotencyKey?: true;
 }
 
 const V1_NOTE = 'Retired: answers 410 V1_RETIRED after the retirement instant (default end of 2026-07-31 UTC, V1_RETIREMENT_AT).';
@@ -137,6 +139,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       'Token/chain pairs: ETH {ETH, USDC}, ARB {ETH, USDC, USDC.E}, POL {POL, USDC, USDC.E}, SOL {SOL, USDC}, INK {ETH, USDC}. Funds (token and gas) are checked before anything is signed: 422 INSUFFICIENT_FUNDS names what is missing; 422 TRANSACTION_WOULD_FAIL when the gas estimate says it would revert. The answer waits for inclusion (504 INCLUSION_TIMEOUT past WITHDRAW_INCLUSION_TIMEOUT_MS; 422 TRANSACTION_REVERTED when it reverted). Header `Idempotency-Key` (8-128 chars): a retry returns the first result (header `Idempotent-Replayed: true`) without a second transaction; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS. 409 SENDER_BUSY when too many transactions from the wallet queue at once (both 409s carry `Retry-After` in seconds); 502 BROADCAST_REJECTED when the node refuses the transaction (nothing was sent) and 502 CHAIN_UNAVAILABLE when the chain RPC fails (retry with the same Idempotency-Key). `gas_sponsored` (EVM only; ignored for SOL): the platform pays gas through EIP-7702. `Server-Timing` reports sign, broadcast and inclusion times.',
     security: ['userJwt', 'secretKey'],
     body: WithdrawRequest,
+    idempotencyKey: true,
     response: WithdrawResponse,
     errors: [400, 401, 404, 409, 415, 422, 502, 504],
   },
@@ -155,6 +158,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       'Same body, validation and estimate as estimate-transfer-cost (its 400 and 422 apply; the estimate is kept in the task\'s metadata.route). 409 DEX_NOT_INITIALIZED when the source or destination venue is not initialized for the user. 202 `{success, task_id, message}` with header X-Task-ID; the task is `pending` and its Step Functions execution is started (should the start be lost, the first GET /task/{task_id} starts it, once). Header `Idempotency-Key` (8-128 chars) as on POST /withdraw: a retry with the same key and body returns the same task (`Idempotent-Replayed: true`); another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 TRANSFER_IN_PROGRESS with Retry-After; a retry after a crash finds the task the first attempt stored (its id is bound to the key before the task is stored), never a second task. 503 BRIDGE_NOT_CONFIGURED as the estimate; 503 BRIDGE_UNAVAILABLE when the bridge gives no quote (no task is made with an unknown fee).',
     security: ['userJwt', 'secretKey'],
     body: TransferRequest,
+    idempotencyKey: true,
     response: TaskAccepted,
     status: 202,
     errors: [400, 401, 404, 409, 415, 422, 502, 503],

@@ -3,7 +3,7 @@ import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 export const REQUEST_ID_HEADER = 'x-request-id';
 /** Where `observability()` leaves the id for later middlewares (middy's `request.internal`). */
 export const REQUEST_ID_KEY = 'requestId';
-const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+export const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
 /**
  * The id a caller can quote: a well-formed incoming `X-Request-Id` (so a client's or proxy's id
