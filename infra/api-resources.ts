@@ -13,6 +13,8 @@ import type { RouteDefinition } from '../functions/routes.ts';
  * - every resource without a path-variable child gets a `{proxy+}` child (API Gateway allows no
  *   greedy variable beside another variable), also served by `$default`, so any deeper path lands
  *   on a resource without relying on API Gateway falling back to a shorter greedy match.
+ * Every `GET` also answers `HEAD` (RFC 9110: GET without the body), served by the GET route's own
+ * function: a REST API has no implicit HEAD, and drops a proxy response's body for HEAD itself.
  */
 export interface ApiResource {
   /** `/`, `/account`, `/v1/wallet/sign/{operation}`, `/account/{proxy+}`. */
@@ -56,6 +58,10 @@ export function resourceTree(routes: readonly RouteDefinition[]): ResourceTree {
     const own = methods.get(path)!;
     if (own.has(method)) throw new Error(`duplicate route ${route.routeKey}`);
     own.set(method, route);
+  }
+  for (const byMethod of methods.values()) {
+    const get = byMethod.get('GET');
+    if (get && !byMethod.has('HEAD')) byMethod.set('HEAD', get);
   }
   for (const path of [...methods.keys()]) {
     const hasVariableChild = [...methods.keys()].some((other) => parentOf(other) === path && isVariable(lastSegment(other)));

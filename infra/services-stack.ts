@@ -17,7 +17,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import { ROUTES, type ServiceName } from '../functions/routes.ts';
-import { API_INTEGRATION_TIMEOUT_SECONDS, resourceTree } from './api-resources.ts';
+import { API_INTEGRATION_TIMEOUT_SECONDS, parseRouteKey, resourceTree } from './api-resources.ts';
 import { type NeedsResources, ServiceFunction } from './constructs/service-function.ts';
 import { TransferMachine } from './constructs/transfer-machine.ts';
 import { TRANSFER_STEP_FUNCTIONS, type TransferStepFunction } from '../functions/transfer-steps.ts';
@@ -117,8 +117,9 @@ export const ACCESS_LOG_FORMAT = JSON.stringify({
 /**
  * The stateless side: one REST API per service and one function per route of functions/routes.ts,
  * each granted exactly what its route's `needs` lists (functions/routes.ts). Each API's resources
- * and methods are infra/api-resources.ts's tree of that service's routes: a method per route and
- * `ANY` on every resource for the `$default` route, so API Gateway never answers with its own
+ * and methods are infra/api-resources.ts's tree of that service's routes: a method per route (and
+ * HEAD beside each GET, by the GET route's function), and `ANY` on every resource for the
+ * `$default` route, so API Gateway never answers with its own
  * 403 "Missing Authentication Token".
  */
 export class ServicesStack extends Stack {
@@ -263,7 +264,8 @@ export class ServicesStack extends Stack {
    * The service's resource tree (infra/api-resources.ts): each route a method with a Lambda proxy
    * integration to its function, and `ANY` on every resource (root included) to the `$default`
    * function. Each function gets one invoke permission, for this API's stage only: a route's for
-   * its own method and resource, the `$default` function's for any method and path of the stage.
+   * its own method and resource (a GET route's one more, for HEAD there), the `$default` function's
+   * for any method and path of the stage.
    */
   private addRoutes(service: ServiceName): void {
     const api = this.apis[service];
@@ -280,7 +282,9 @@ export class ServicesStack extends Stack {
       for (const [httpMethod, route] of resource.methods) {
         const fn = this.functions.get(route.id)!.lambda;
         const method = node.addMethod(httpMethod, lambdaProxyIntegration(fn));
-        fn.addPermission('ApiInvoke', { principal: API_GATEWAY, sourceArn: method.methodArn });
+        // A GET route's function also serves HEAD: a second permission, for that method only.
+        const implied = httpMethod !== parseRouteKey(route.routeKey).method;
+        fn.addPermission(implied ? `ApiInvoke${httpMethod}` : 'ApiInvoke', { principal: API_GATEWAY, sourceArn: method.methodArn });
       }
       node.addMethod('ANY', lambdaProxyIntegration(fallback));
     }

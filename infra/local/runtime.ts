@@ -15,6 +15,7 @@ import { createDocumentClient, getItem, type Table } from '../../shared/db/clien
 import { keys } from '../../shared/db/keys.ts';
 import { localCreateTableInput } from '../../shared/db/table-definition.ts';
 import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } from './applications.ts';
+import { LocalRuntimeError } from './local-runtime-error.ts';
 import { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { platformApplication } from '../../shared/apps/register-application.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
@@ -93,6 +94,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const dataDir = resolve(options.dataDir);
   const host = options.host ?? '127.0.0.1';
   const tableName = options.tableName ?? 'perp-wallet';
+  // Before anything starts: a bad APPS_FILE is one line, not a half-started sandbox.
+  const appsFromFile = options.appsFile ? await readAppsFile(options.appsFile) : undefined;
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const releaseDataDir = await lockDataDir(dataDir);
 
@@ -132,7 +135,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
 
   // Applications, each trusting the account service's local op_jwt signing key, and the platform
   // application whose enclave wallet sponsors gas.
-  const apps = options.appsFile ? await readAppsFile(options.appsFile) : [await loadOrCreateDevApp(dataDir)];
+  const apps = appsFromFile ?? [await loadOrCreateDevApp(dataDir)];
   const signer = new LocalOpJwtSigner(dataDir);
   const trustedKey = await signer.publicJwk();
   const table = { doc: createDocumentClient(dynamodbEndpoint), name: tableName };
@@ -148,7 +151,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const servers = Object.fromEntries(SERVICES.map((service) => [service, createServer()])) as Record<ServiceName, Server>;
   const urls = {} as Record<ServiceName, string>;
   for (const service of SERVICES) {
-    const port = await listen(servers[service], options.ports[service], host);
+    const port = await listen(servers[service], options.ports[service], host).catch((error: unknown) => {
+      if (!(error instanceof LocalRuntimeError)) throw error;
+      const own: Record<string, string | undefined> = { ...venues.urls, 'sandbox bridge': bridge.url, 'local Step Functions': stepFunctions.endpoint, DynamoDB: dynamodbEndpoint };
+      for (const [name, url] of Object.entries(urls)) own[`${name} service`] = url;
+      for (const [code, chain] of Object.entries({ ...evm.chains, SOL: sol.chain })) own[`${code} chain`] = chain.rpc_url;
+      throw servicePortInUse(service, options.ports[service], host, own);
+    });
     urls[service] = `http://${host}:${port}`;
     closers.unshift(() => close(servers[service]));
   }
@@ -351,7 +360,7 @@ async function ensureTable(endpoint: string, tableName: string) {
   throw new Error(`table ${tableName} did not become ACTIVE`);
 }
 
-export class LocalRuntimeError extends Error {}
+export { LocalRuntimeError };
 
 /**
  * One runtime per DATA_DIR: the embedded engines hold their files open, and a second runtime on
@@ -407,6 +416,16 @@ async function readProcStat(pid: number): Promise<{ state: string; startTime: st
 
 async function processStartTime(pid: number): Promise<string | undefined> {
   return (await readProcStat(pid))?.startTime;
+}
+
+/** The variable that sets each service's port (infra/local/start.ts). */
+export const PORT_VARIABLES: Record<ServiceName, string> = { account: 'ACCOUNT_PORT', enclave: 'ENCLAVE_PORT', express: 'EXPRESS_PORT' };
+
+/** Names the variable to change, and the holder when it is one of this sandbox's own listeners. */
+function servicePortInUse(service: ServiceName, port: number, host: string, own: Record<string, string | undefined>): LocalRuntimeError {
+  const holder = Object.entries(own).find(([, url]) => url && new URL(url).port === String(port))?.[0];
+  const variable = PORT_VARIABLES[service];
+  return new LocalRuntimeError(`${variable}=${port} is in use (${host}:${port}, by ${holder ? `this sandbox's ${holder}` : 'another process'}): set ${variable} to a free port, or 0 for any`);
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {

@@ -90,7 +90,7 @@ export function chainsListing(config: ChainsConfig) {
 }
 
 export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxyEvent): Promise<HttpResult | undefined> {
-  const route = `${event.httpMethod} ${event.path}`;
+  const route = `${event.httpMethod === 'HEAD' ? 'GET' : event.httpMethod} ${event.path}`; // HEAD: GET without the body (node:http drops it)
   if (!SANDBOX_ROUTES.has(route)) return undefined;
   try {
     if (route === 'GET /sandbox/chains') return jsonResponse(200, chainsListing(chains.config));

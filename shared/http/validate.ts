@@ -16,26 +16,26 @@ export function parseInput<S extends v.GenericSchema>(schema: S, input: unknown,
   if (result.success) return result.output;
   const seen = new Set<string>();
   const problems: string[] = [];
-  for (const issue of result.issues) {
-    const path = dotPath(issue);
-    const field = clip(path ? `${where}.${path}` : where);
+  for (const issue of result.issues.flatMap(branchIssues)) {
+    const field = clip(issue.path ? `${where}.${issue.path}` : where);
     if (seen.has(field)) continue;
     seen.add(field);
-    const inner = innerIssue(issue);
-    const detail = inner ? ` (${clip(`${where}.${path ? `${path}.` : ''}${inner.path}`)}: ${inner.message})` : '';
-    problems.push(`${field}: ${issue.message}${detail}`);
+    problems.push(`${field}: ${issue.message}`);
   }
   throw new ValidationError(problems.join('; '), 'INVALID_REQUEST');
 }
 
 /**
- * For a union that is not sure which branch was meant (an EVM transaction object with an unknown
- * field, or a base64 Solana message), the first problem inside a branch, so the field is named.
- * Sub-issue paths are relative to the union.
+ * A union that is not sure which branch was meant (an EVM transaction object with an unknown or
+ * missing field, or a base64 Solana message) holds each branch's problems; those with a path come
+ * from the branch whose type matched the input (the others fail at their root), so they are what
+ * the caller got wrong, each naming its field. Sub-issue paths are relative to the union.
  */
-function innerIssue(issue: v.BaseIssue<unknown>): { path: string; message: string } | undefined {
-  const sub = issue.issues?.find((candidate) => dotPath(candidate) !== null);
-  return sub ? { path: dotPath(sub)!, message: sub.message } : undefined;
+function branchIssues(issue: v.BaseIssue<unknown>): { path: string | null; message: string }[] {
+  const path = dotPath(issue);
+  const inner = (issue.issues ?? []).filter((sub) => dotPath(sub) !== null);
+  if (!inner.length) return [{ path, message: issue.message }];
+  return inner.map((sub) => ({ path: `${path ? `${path}.` : ''}${dotPath(sub)}`, message: sub.message }));
 }
 
 /**

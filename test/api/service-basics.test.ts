@@ -19,7 +19,7 @@ describe('every service', () => {
   it('answers a wrong method on a known path with 405 and Allow', async () => {
     const response = await call('account', 'DELETE', '/account');
     expect(response.status).toBe(405);
-    expect(response.headers.get('allow')).toBe('GET, POST');
+    expect(response.headers.get('allow')).toBe('GET, HEAD, POST');
     expect(expectErrorShape(response.body).code).toBe('METHOD_NOT_ALLOWED');
     const express = await call('express', 'GET', '/v1/wallet/sign/data');
     expect(express.status).toBe(405);
@@ -35,6 +35,58 @@ describe('every service', () => {
     const response = await call(service, 'POST', path, { json: {} });
     expect(response.status).toBe(404);
     expect(expectErrorShape(response.body).code).toBe('ROUTE_NOT_FOUND');
+  });
+});
+
+/** HEAD wherever GET is: GET's status and headers, no body; elsewhere 405 with Allow (issue 12). */
+describe('HEAD', () => {
+  /** Headers that differ between any two responses (or with framing), left out of the comparison. */
+  const PER_RESPONSE = new Set(['date', 'x-request-id', 'x-amzn-requestid', 'x-amz-apigw-id', 'x-amzn-trace-id', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'via', 'x-cache', 'x-amz-cf-id', 'x-amz-cf-pop']);
+  const comparable = (headers: Headers) => Object.fromEntries([...headers].filter(([name]) => !PER_RESPONSE.has(name)));
+
+  async function both(service: 'account' | 'enclave' | 'express', path: string, headers: Record<string, string> = {}) {
+    const get = await fetch(`${sandbox.urls[service]}${path}`, { headers });
+    const head = await fetch(`${sandbox.urls[service]}${path}`, { method: 'HEAD', headers });
+    return { get, getBody: await get.text(), head, headBody: await head.text() };
+  }
+
+  it.each(['account', 'enclave', 'express'] as const)('%s answers HEAD /health as GET, without the body', async (service) => {
+    const { get, getBody, head, headBody } = await both(service, '/health');
+    expect(get.status).toBe(200);
+    expect(getBody).toBe('{"status":"ok"}');
+    expect(head.status).toBe(200);
+    expect(headBody).toBe('');
+    expect(comparable(head.headers)).toEqual(comparable(get.headers));
+    expect(head.headers.get('content-type')).toMatch(/^application\/json/);
+  });
+
+  it('answers HEAD on an authenticated GET route with its status and headers: 200 with credentials, 401 without', async () => {
+    const headers = await accountHeaders(appOne, uniqueUser('head'));
+    expect((await call('account', 'POST', '/account', { headers })).status).toBe(200);
+    const authorised = await both('account', '/account', headers);
+    expect([authorised.get.status, authorised.head.status]).toEqual([200, 200]);
+    expect(authorised.headBody).toBe('');
+    expect(comparable(authorised.head.headers)).toEqual(comparable(authorised.get.headers));
+    const refused = await both('account', '/account');
+    expect([refused.get.status, refused.head.status]).toEqual([401, 401]);
+    expect(refused.headBody).toBe('');
+  });
+
+  it.runIf(Boolean(sandbox.dataDir))('answers HEAD on the sandbox\'s own GET routes too (local runtime)', async () => {
+    const { get, head, headBody } = await both('account', '/sandbox/chains');
+    expect([get.status, head.status]).toEqual([200, 200]);
+    expect(headBody).toBe('');
+    expect(comparable(head.headers)).toEqual(comparable(get.headers));
+  });
+
+  it('is 405 with Allow on a path without GET', async () => {
+    const head = await fetch(`${sandbox.urls.account}/withdraw`, { method: 'HEAD' });
+    expect(head.status).toBe(405);
+    expect(head.headers.get('allow')).toBe('POST');
+    expect(await head.text()).toBe('');
+    const enclave = await fetch(`${sandbox.urls.enclave}/v2/api/wallet/sign_data`, { method: 'HEAD' });
+    expect(enclave.status).toBe(405);
+    expect(enclave.headers.get('allow')).toBe('POST');
   });
 });
 

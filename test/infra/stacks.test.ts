@@ -262,16 +262,26 @@ const REST_ACCESS_LOG_VARIABLES = Object.getOwnPropertyNames(AccessLogField)
 const routePath = (route: RouteDefinition) => parseRouteKey(route.routeKey).path;
 const fallbackOf = (service: ServiceName) => ROUTES.find((route) => route.service === service && route.routeKey === '$default')!;
 
+/** The SourceArn tails a route's function may be invoked for: its own method and resource, HEAD too for a GET, any for `$default`. */
+function invokeTails(route: RouteDefinition): string[] {
+  if (route.routeKey === '$default') return ['/*/*'];
+  const { method, path } = parseRouteKey(route.routeKey);
+  const resource = path.replace(/\{[^}]+\}/g, '*');
+  return (method === 'GET' ? ['GET', 'HEAD'] : [method]).map((each) => `/${each}${resource}`);
+}
+
 /**
  * Everything wrong with a services stack's Lambda permissions: empty when each function has exactly
- * one, for `apigateway.amazonaws.com`, whose SourceArn is its own API's stage and its own method
- * and resource (`/*\/*` for the `$default` function), never a wildcard API id, another API, or
- * the console's test-invoke stage.
+ * one per method it serves (a GET route's function two: GET and HEAD), for
+ * `apigateway.amazonaws.com`, whose SourceArn is its own API's stage and its own method and
+ * resource (`/*\/*` for the `$default` function), never a wildcard API id, another API, or the
+ * console's test-invoke stage.
  */
 function permissionProblems(stack: ServicesStack, template: Template): string[] {
   const id = (construct: IConstruct) => stack.getLogicalId(construct.node.defaultChild as CfnResource);
   const problems: string[] = [];
   const counts = new Map<string, number>();
+  const granted = new Map<string, Set<string>>();
   for (const permission of Object.values(template.findResources('AWS::Lambda::Permission') as Resources)) {
     const props = permission.Properties as { Action: string; Principal: string; FunctionName: unknown; SourceArn?: unknown };
     const fnId = /"Fn::GetAtt":\["([^"]+)","Arn"\]/.exec(JSON.stringify(props.FunctionName))?.[1];
@@ -284,13 +294,18 @@ function permissionProblems(stack: ServicesStack, template: Template): string[] 
     if (props.Action !== 'lambda:InvokeFunction' || props.Principal !== 'apigateway.amazonaws.com') problems.push(`${route.id}: ${props.Action} for ${props.Principal}`);
     const api = stack.apis[route.service];
     const prefix = ['arn:', { Ref: 'AWS::Partition' }, ':execute-api:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':', { Ref: id(api) }, '/', { Ref: id(api.deploymentStage) }];
-    const tail = route.routeKey === '$default' ? '/*/*' : `/${parseRouteKey(route.routeKey).method}${routePath(route).replace(/\{[^}]+\}/g, '*')}`;
     const join = (props.SourceArn as { 'Fn::Join'?: [string, unknown[]] } | undefined)?.['Fn::Join'];
     const parts = join?.[0] === '' ? join[1] : undefined;
-    const ok = parts !== undefined && JSON.stringify(parts.slice(0, prefix.length)) === JSON.stringify(prefix) && parts.slice(prefix.length).join('') === tail;
+    const tail = parts?.slice(prefix.length).join('') ?? '';
+    const ok = parts !== undefined && JSON.stringify(parts.slice(0, prefix.length)) === JSON.stringify(prefix) && invokeTails(route).includes(tail);
     if (!ok) problems.push(`${route.id}: SourceArn ${JSON.stringify(props.SourceArn)}`);
+    else granted.set(route.id, new Set([...(granted.get(route.id) ?? []), tail]));
   }
-  for (const route of ROUTES) if (counts.get(route.id) !== 1) problems.push(`${route.id} has ${counts.get(route.id) ?? 0} permissions`);
+  for (const route of ROUTES) {
+    const expected = invokeTails(route);
+    if (counts.get(route.id) !== expected.length) problems.push(`${route.id} has ${counts.get(route.id) ?? 0} permissions`);
+    for (const tail of expected) if (!granted.get(route.id)?.has(tail)) problems.push(`${route.id}: no permission for ${tail}`);
+  }
   return problems;
 }
 
@@ -338,7 +353,11 @@ describe('services stack: REST APIs', () => {
       const apiId = logicalId(services.apis[service]);
       const fallback = functionLogicalId(fallbackOf(service).id);
       const expected = new Map<string, string>();
-      for (const route of ROUTES.filter((r) => r.service === service && r.routeKey !== '$default')) expected.set(route.routeKey, functionLogicalId(route.id));
+      for (const route of ROUTES.filter((r) => r.service === service && r.routeKey !== '$default')) {
+        expected.set(route.routeKey, functionLogicalId(route.id));
+        // HEAD beside every GET, by the GET route's own function (no function of its own).
+        if (route.routeKey.startsWith('GET ')) expected.set(route.routeKey.replace(/^GET /, 'HEAD '), functionLogicalId(route.id));
+      }
       for (const path of ['/', ...resources.filter((resource) => resource.api === apiId).map((resource) => resource.path)]) expected.set(`ANY ${path}`, fallback);
       expect(Object.fromEntries([...methods.get(apiId)!].sort()), service).toEqual(Object.fromEntries([...expected].sort()));
     }
@@ -348,6 +367,12 @@ describe('services stack: REST APIs', () => {
     expect(account.get('GET /account')).toBe(functionLogicalId('GetAccount'));
     expect(account.get('ANY /account')).toBe(functionLogicalId('AccountNotFound'));
     expect(account.get('ANY /')).toBe(functionLogicalId('AccountNotFound'));
+    expect(account.get('HEAD /account')).toBe(functionLogicalId('GetAccount'));
+    expect(account.get('HEAD /health')).toBe(functionLogicalId('AccountHealth'));
+    expect(account.get('HEAD /task/{task_id}')).toBe(functionLogicalId('GetTask'));
+    // Only where GET is: a POST-only resource has none.
+    expect(account.get('HEAD /withdraw')).toBeUndefined();
+    expect([...account.keys()].filter((key) => key.startsWith('HEAD ')).length).toBe(ROUTES.filter((r) => r.service === 'account' && r.routeKey.startsWith('GET ')).length);
     expect(methods.get(logicalId(services.apis.express))!.get('POST /v1/wallet/sign/{operation}')).toBe(functionLogicalId('ExpressSignV1'));
   });
 
@@ -421,8 +446,8 @@ describe('services stack: REST APIs', () => {
     expect(destinations.size).toBe(3);
   });
 
-  it('lets API Gateway invoke each function only from its own API\'s stage, for its own method (one permission per function)', () => {
-    servicesTemplate.resourceCountIs('AWS::Lambda::Permission', ROUTES.length);
+  it('lets API Gateway invoke each function only from its own API\'s stage, for its own method (one permission per method it serves)', () => {
+    servicesTemplate.resourceCountIs('AWS::Lambda::Permission', ROUTES.flatMap(invokeTails).length);
     expect(permissionProblems(services, servicesTemplate)).toEqual([]);
     // Spelled out for two functions.
     const sourceArnOf = (routeId: string) =>
@@ -444,7 +469,7 @@ describe('services stack: REST APIs', () => {
     expect(problems.filter((problem) => problem.startsWith('AccountNotFound: SourceArn'))).toHaveLength(1);
     expect(problems.filter((problem) => problem.startsWith('GetAccount: SourceArn'))).toHaveLength(1);
     expect(problems.filter((problem) => problem.startsWith('AccountHealth: SourceArn'))).toHaveLength(1);
-    expect(problems.filter((problem) => / has [2-9] permissions$/.test(problem)).sort()).toEqual(['AccountHealth has 2 permissions', 'AccountNotFound has 2 permissions', 'GetAccount has 2 permissions']);
+    expect(problems.filter((problem) => / has [2-9] permissions$/.test(problem)).sort()).toEqual(['AccountHealth has 3 permissions', 'AccountNotFound has 2 permissions', 'GetAccount has 3 permissions']);
     expect(problems).toHaveLength(6);
   });
 

@@ -63,7 +63,24 @@ describe('matchResource (what API Gateway does with a request path)', () => {
   it('sends another method on a known resource to $default on that resource (405 there)', () => {
     expect(match('DELETE', '/task/abc')).toEqual({ resource: '/task/{task_id}', route: '$default', params: { task_id: 'abc' } });
     expect(match('GET', '/task')).toMatchObject({ resource: '/task', route: '$default' });
-    expect(match('HEAD', '/health')).toMatchObject({ resource: '/health', route: '$default' });
+    expect(match('HEAD', '/task')).toMatchObject({ resource: '/task', route: '$default' });
+  });
+
+  it('answers HEAD wherever GET is, with the GET route (and only there)', () => {
+    expect(match('HEAD', '/health')).toEqual({ resource: '/health', route: 'GET /health', params: {} });
+    expect(match('HEAD', '/task/t1')).toEqual({ resource: '/task/{task_id}', route: 'GET /task/{task_id}', params: { task_id: 't1' } });
+    expect(match('HEAD', '/task/t1/resume')).toMatchObject({ route: '$default' });
+    expect(allowedMethods(tree.resources.find((r) => r.path === '/health')!)).toEqual(['GET', 'HEAD']);
+    expect(allowedMethods(tree.resources.find((r) => r.path === '/task/{task_id}/resume')!)).toEqual(['POST']);
+    for (const resource of tree.resources) {
+      expect(resource.methods.has('HEAD'), resource.path).toBe(resource.methods.has('GET'));
+      if (resource.methods.has('HEAD')) expect(resource.methods.get('HEAD')).toBe(resource.methods.get('GET'));
+    }
+  });
+
+  it('keeps a route of its own for HEAD where one is declared', () => {
+    const own = resourceTree([route('GET /file'), route('HEAD /file', 'HeadFile'), route('$default')]);
+    expect(matchResource(own, 'HEAD', '/file').route.id).toBe('HeadFile');
   });
 
   it('sends unknown paths to a {proxy+} resource served by $default (404 there)', () => {

@@ -242,7 +242,7 @@ describe('the $default route (ANY on every REST resource)', () => {
   it('answers another method on a known resource with 405 and Allow (that service\'s methods only)', async () => {
     const answer = await notFound('account', 'DELETE', '/account');
     expect(answer).toMatchObject({ status: 405, body: { success: false, error: { code: 'METHOD_NOT_ALLOWED' } } });
-    expect(answer.headers.allow).toBe('GET, POST');
+    expect(answer.headers.allow).toBe('GET, HEAD, POST');
     expect((await notFound('express', 'GET', '/v1/wallet/sign/{operation}', '/v1/wallet/sign/data')).headers.allow).toBe('POST');
     // /v1/wallet is an express resource, not an account one.
     expect(await notFound('account', 'GET', '/v1/wallet')).toMatchObject({ status: 404, body: { error: { code: 'ROUTE_NOT_FOUND' } } });
