@@ -73,6 +73,11 @@ describe.runIf(sandbox.appsFile !== undefined)('CLIs against an APPS_FILE sandbo
 });
 
 describe('CLI arguments', () => {
+  it('the npm scripts run these files (other parts and the README name them)', async () => {
+    const { scripts } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    for (const [name, file] of Object.entries(SCRIPTS)) expect(scripts[name]).toBe(`node ${file}`);
+  });
+
   it.each([
     ['token', ['--help'], /^usage: npm run token -- --sub <user id>/],
     ['tasks', ['--help'], /^usage: npm run tasks -- /],

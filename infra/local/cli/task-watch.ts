@@ -23,6 +23,8 @@ const spec = {
 
 /** How long the watcher keeps polling through network errors (a restarting sandbox) before it gives up. */
 const UNREACHABLE_GRACE_MS = 30_000;
+/** Without a terminal, a line at least this often while nothing changes. */
+const HEARTBEAT_MS = 30_000;
 
 /** The command that resumes and follows this task, with the flags this run was given (never a token or key). */
 function resumeCommand(taskId: string, values: { sub: string; 'account-url'?: string; token?: string; 'secret-key'?: string }): string {
@@ -46,7 +48,7 @@ const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
  */
 class Output {
   private liveShown = false;
-  private readonly tty: boolean;
+  readonly tty: boolean;
   constructor(tty: boolean) {
     this.tty = tty;
   }
@@ -105,6 +107,7 @@ await runCli(spec.name, async () => {
   const started = Date.now();
   let previous: Task | undefined;
   let unreachableSince: number | undefined;
+  let quietSince = 0;
   const stop = () => {
     out.end();
     process.exit(130);
@@ -126,7 +129,14 @@ await runCli(spec.name, async () => {
     }
     const elapsed = Date.now() - started;
     if (!previous) out.line(`task ${task.task_id}: ${routeSummary(task)}, ${task.progress.total_steps} step${task.progress.total_steps === 1 ? '' : 's'}`);
-    for (const line of changes(previous, task)) out.line(`[${(elapsed / 1000).toFixed(1).padStart(5)} s] ${line}`);
+    const news = changes(previous, task);
+    for (const line of news) out.line(`[${(elapsed / 1000).toFixed(1).padStart(5)} s] ${line}`);
+    if (news.length > 0) quietSince = elapsed;
+    // Without a live line, a long wait (a venue crediting a deposit) still shows signs of life.
+    if (!out.tty && elapsed - quietSince >= HEARTBEAT_MS) {
+      out.line(`[${(elapsed / 1000).toFixed(1).padStart(5)} s] still ${progressLine(task, elapsed).replace(/^\[[^\]]*\] /, '')}`);
+      quietSince = elapsed;
+    }
     out.live(progressLine(task, elapsed));
     previous = task;
     if (TERMINAL_STATUSES.has(task.status)) break;
