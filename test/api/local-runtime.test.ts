@@ -90,7 +90,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
       expect(output).toContain('LOCAL SANDBOX (no AWS');
       expect(output).not.toContain(token.trim());
     }
-  });
+  }, 90_000); // three runtime starts in a row: 30 s is too short on a loaded machine
 });
 
 /**
