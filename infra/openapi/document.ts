@@ -5,6 +5,7 @@ import { VALID_REQUEST_ID } from '../../shared/http/request-id.ts';
 import { ErrorResponse } from '../../shared/http/schemas.ts';
 import { FaultRequest } from '../../shared/sandbox/fault-request.ts';
 import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
+import { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 import { OPERATIONS, type OperationDoc } from './operations.ts';
 
 /** Builds the OpenAPI 3.1 document of one service from the route table and valibot schemas. */
@@ -102,6 +103,15 @@ function sandboxPaths() {
   // The local runtime refuses request bodies over 10 MB before routing, as API Gateway does.
   const tooLarge = { 413: errorResponse('PAYLOAD_TOO_LARGE: the request body is over 10 MB') };
   return {
+    '/sandbox/info': {
+      get: {
+        operationId: 'SandboxInfo',
+        ...common,
+        summary: 'The running sandbox: its DATA_DIR, URLs and which applications it serves (no secrets)',
+        description: `${note} What \`npm run token\`, \`npm run tasks\` and \`npm run task:watch\` read to follow the sandbox that is running: \`applications\` is \`dev\` (the generated dev app, whose keys are in \`data_dir\`/dev-app.json) or \`apps_file\` (the apps of APPS_FILE, which trust their own identity providers).`,
+        responses: { 200: { description: 'OK', content: { 'application/json': { schema: schema(SandboxInfo) } } }, ...tooLarge },
+      },
+    },
     '/sandbox/chains': {
       get: {
         operationId: 'SandboxChains',
