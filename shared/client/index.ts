@@ -10,6 +10,7 @@ import type { paths as ExpressPaths } from './generated/express.ts';
  * every request; a header given on the call itself wins. Usage: shared/client/README.md.
  */
 export type { AccountPaths, EnclavePaths, ExpressPaths };
+export type { Middleware } from 'openapi-fetch';
 export type AccountClient = Client<AccountPaths>;
 export type EnclaveClient = Client<EnclavePaths>;
 export type ExpressClient = Client<ExpressPaths>;
