@@ -1,20 +1,27 @@
 import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createAccountClient, unwrap } from '../../shared/client/index.ts';
 import { sandboxChains } from './support/chains.ts';
 import { appOne, mintToken, registerPublicHashes, sandbox, uniqueUser } from './support/client.ts';
+import { startRuntimeProcess, stopProcess } from './support/global-setup.ts';
 
 /**
  * `npm run demo` (infra/local/cli/demo.ts) against the suite's sandbox, so the walk cannot rot: it
  * must exit 0, print every section and both completed transfer tasks, never print the credentials
  * it was given, and what it reports must be what the services hold. The suite's sandbox serves
  * APPS_FILE test apps, so the demo gets a test app's token and secret key (TOKEN, SECRET_KEY),
- * as a user of an APPS_FILE sandbox would. Needs the sandbox (faucet, venues): skipped against a
- * deployed stack.
+ * as a user of an APPS_FILE sandbox would; and, once (embedded engine), the newcomer's own path:
+ * `npm start` without APPS_FILE, then `npm run demo` with no credentials at all (the sandbox is
+ * found by GET /sandbox/info and the dev app's token minted from its DATA_DIR). Needs the sandbox
+ * (faucet, venues): skipped against a deployed stack.
  */
 const isSandbox = (await sandboxChains()) !== undefined;
 const ROOT = resolve(import.meta.dirname, '../..');
+// TEMPORARY until h-cli (GET /sandbox/info) is merged: the discovery tests need that route.
+const hasSandboxInfo = isSandbox && (await fetch(`${sandbox.urls.account}/sandbox/info`)).status === 200;
 
 interface Run {
   readonly code: number | null;
@@ -25,7 +32,8 @@ interface Run {
 
 function runDemo(args: string[], env: Record<string, string> = {}): Promise<Run> {
   const started = performance.now();
-  const child = spawn(process.execPath, ['infra/local/cli/demo.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const clean = { TOKEN: '', SECRET_KEY: '', DATA_DIR: '', ACCOUNT_URL: '' };
+  const child = spawn(process.execPath, ['infra/local/cli/demo.ts', ...args], { cwd: ROOT, env: { ...process.env, ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -34,6 +42,21 @@ function runDemo(args: string[], env: Record<string, string> = {}): Promise<Run>
     child.once('error', fail);
     child.once('close', (code) => done({ code, stdout, stderr, ms: performance.now() - started }));
   });
+}
+
+/** Every section printed, in order, and both transfer tasks completed. */
+function expectWholeWalk(run: Run): void {
+  expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+  expect(run.stderr).toBe('');
+  let at = 0;
+  for (const title of SECTIONS) {
+    const found = run.stdout.indexOf(`\n${title}\n`, at);
+    expect(found, `section "${title}" in order`).toBeGreaterThan(at - 1);
+    at = found;
+  }
+  expect(run.stdout.match(/task completed/g)).toHaveLength(2);
+  expect(run.stdout.match(/✓ completed: 1 step\(s\)/g)).toHaveLength(2);
+  expect(run.stdout).toContain('(Idempotent-Replayed: true)');
 }
 
 const SECTIONS = [
@@ -59,18 +82,8 @@ describe.runIf(isSandbox)('npm run demo', () => {
     for (const hash of run.stdout.match(/0x[0-9a-fA-F]{64}/g) ?? []) registerPublicHashes({ tx_hash: hash });
     process.stdout.write(`npm run demo: ${(run.ms / 1000).toFixed(1)} s\n`);
 
-    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
-    expect(run.stderr).toBe('');
-    let at = 0;
-    for (const title of SECTIONS) {
-      const found = run.stdout.indexOf(`\n${title}\n`, at);
-      expect(found, `section "${title}" in order`).toBeGreaterThan(at - 1);
-      at = found;
-    }
+    expectWholeWalk(run);
     expect(run.stdout).toContain(`acting as user "${sub}"`);
-    expect(run.stdout.match(/task completed/g)).toHaveLength(2);
-    expect(run.stdout.match(/✓ completed: 1 step\(s\)/g)).toHaveLength(2);
-    expect(run.stdout).toContain('(Idempotent-Replayed: true)');
     // Credentials are masked, never printed.
     expect(run.stdout).not.toContain(token);
     expect(run.stdout).not.toContain(token.split('.')[2]!);
@@ -98,6 +111,12 @@ describe.runIf(isSandbox)('npm run demo', () => {
     expect(run.stderr).toMatch(/^npm run demo: section 1 \(Create an account\): answered 401 INVALID_SECRET_KEY: .*\(X-Request-Id [^)]+\)\n$/);
   });
 
+  it.runIf(hasSandboxInfo)('without credentials, refuses an APPS_FILE sandbox with one line saying what to pass', async () => {
+    const run = await runDemo(['--account-url', sandbox.urls.account]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^npm run demo: the running sandbox uses APPS_FILE=.*pass --token .* and --secret-key .*\n$/);
+  });
+
   it('prints a usage line for --help (exit 0) and for a bad flag (exit 2), not a stack trace', async () => {
     const help = await runDemo(['--help']);
     expect(help.code).toBe(0);
@@ -105,5 +124,22 @@ describe.runIf(isSandbox)('npm run demo', () => {
     const bad = await runDemo(['--subb', 'x']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe('npm run demo: unknown flag --subb\nusage: npm run demo -- [--sub <user>] [--account-url <url>] [--token <jwt> --secret-key <key>]\n');
+  });
+});
+
+describe.runIf(hasSandboxInfo && process.env.TEST_DYNAMODB === 'dynalite')('npm run demo, as a newcomer runs it', () => {
+  it('npm start without APPS_FILE, then npm run demo with no flag but the URL: the dev app, a fresh user, the whole walk', { timeout: 240_000 }, async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'demo-dev-app-'));
+    const runtime = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '' }, ['--quiet']);
+    try {
+      const run = await runDemo(['--account-url', runtime.urls.account]);
+      process.stdout.write(`npm run demo (dev app): ${(run.ms / 1000).toFixed(1)} s\n`);
+      expectWholeWalk(run);
+      expect(run.stdout).toMatch(/acting as user "demo-[0-9a-f]{8}" \(fresh for this run/);
+      expect(run.stdout).toContain(`sandbox data in ${dataDir}; applications: the dev app`);
+    } finally {
+      await stopProcess(runtime.child);
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
