@@ -28,6 +28,7 @@ import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.t
 import { type LocalStepFunctions, startLocalStepFunctions } from './step-functions/server.ts';
 import { localStepFunctionNames, sandboxPlatformFee, transferStepResolver } from './step-functions/transfer-functions.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
+import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
 import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS, matchResource, type ResourceTree, resourceTree } from '../api-resources.ts';
@@ -168,13 +169,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     // A sandbox choice (README "Transfers"): 10 bps to recipients generated once under DATA_DIR.
     PLATFORM_FEE: process.env.PLATFORM_FEE ?? (await sandboxPlatformFee(dataDir)),
   });
+  const sandbox: SandboxChains = { ...chains, info: sandboxInfo(dataDir, urls, options.appsFile, apps) };
   for (const service of SERVICES) {
     const routes = resourceTree(ROUTES.filter((route) => route.service === service));
     servers[service].on('request', (req, res) => {
       const started = performance.now();
       // API Gateway gives every request an id before the function sees it.
       const requestId = gatewayRequestId();
-      serve(service, routes, req, res, requestId, service === 'account' ? chains : undefined)
+      serve(service, routes, req, res, requestId, service === 'account' ? sandbox : undefined)
         .catch(() => {
           if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json', 'x-request-id': requestId });
           res.end(JSON.stringify({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error', request_id: requestId } }));
@@ -208,6 +210,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       for (const closeOne of closers) await closeOne();
     },
   };
+}
+
+/** `GET /sandbox/info`: what the CLIs need to follow this sandbox (never a key). */
+function sandboxInfo(dataDir: string, urls: Record<ServiceName, string>, appsFile: string | undefined, apps: readonly AppFileEntry[]): SandboxInfo {
+  if (appsFile) return { sandbox: true, data_dir: dataDir, urls, applications: 'apps_file', apps_file: resolve(appsFile) };
+  const [dev] = apps;
+  return { sandbox: true, data_dir: dataDir, urls, applications: 'dev', dev_app: { app_id: dev!.app_id, provider_id: dev!.oidc.provider_id, issuer: dev!.oidc.issuer } };
 }
 
 function stepWaitFromEnv(): number {

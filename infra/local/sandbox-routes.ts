@@ -14,11 +14,12 @@ import { FaucetRefusedError, MAX_UNITS } from './faucet-refused.ts';
 import type { SolanaSandbox } from './solana-sandbox.ts';
 import { type SandboxVenues, VenueNotRunningError } from './venues/framework.ts';
 import type { SandboxBridge } from './bridge/server.ts';
+import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 
 /**
  * Sandbox-only endpoints of the account service (never deployed to AWS; marked so in the
- * OpenAPI document): `GET /sandbox/chains`, `POST /sandbox/faucet`, `GET /sandbox/venues`,
- * `GET /sandbox/bridge` and `POST /sandbox/faults`. They need no credentials: the sandbox listens on 127.0.0.1 only.
+ * OpenAPI document): `GET /sandbox/info`, `GET /sandbox/chains`, `POST /sandbox/faucet`,
+ * `GET /sandbox/venues`, `GET /sandbox/bridge` and `POST /sandbox/faults`. They need no credentials: the sandbox listens on 127.0.0.1 only.
  */
 export interface SandboxChains {
   readonly config: ChainsConfig;
@@ -28,9 +29,11 @@ export interface SandboxChains {
   readonly venues?: SandboxVenues;
   /** The sandbox bridge (infra/local/bridge/), when running. */
   readonly bridge?: SandboxBridge;
+  /** `GET /sandbox/info`: DATA_DIR, URLs, which applications (no secrets); set once the services listen. */
+  readonly info?: SandboxInfo;
 }
 
-const SANDBOX_ROUTES = new Set(['GET /sandbox/chains', 'POST /sandbox/faucet', 'GET /sandbox/venues', 'GET /sandbox/bridge', 'POST /sandbox/faults']);
+const SANDBOX_ROUTES = new Set(['GET /sandbox/info', 'GET /sandbox/chains', 'POST /sandbox/faucet', 'GET /sandbox/venues', 'GET /sandbox/bridge', 'POST /sandbox/faults']);
 
 function parseJsonBody(event: APIGatewayProxyEvent): unknown {
   try {
@@ -93,6 +96,7 @@ export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxy
   const route = `${event.httpMethod} ${event.path}`;
   if (!SANDBOX_ROUTES.has(route)) return undefined;
   try {
+    if (route === 'GET /sandbox/info') return chains.info ? jsonResponse(200, chains.info) : undefined;
     if (route === 'GET /sandbox/chains') return jsonResponse(200, chainsListing(chains.config));
     if (route === 'GET /sandbox/venues') return jsonResponse(200, { sandbox: true, ...(chains.venues?.listing ?? { venues: [] }) });
     if (route === 'GET /sandbox/bridge') return jsonResponse(200, { sandbox: true, bridge: chains.bridge?.listing ?? null });

@@ -4,6 +4,7 @@ import { ROUTES, type ServiceName } from '../../functions/routes.ts';
 import { ErrorResponse } from '../../shared/http/schemas.ts';
 import { FaultRequest } from '../../shared/sandbox/fault-request.ts';
 import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
+import { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 import { OPERATIONS, type OperationDoc } from './operations.ts';
 
 /** Builds the OpenAPI 3.1 document of one service from the route table and valibot schemas. */
@@ -47,6 +48,16 @@ function sandboxPaths() {
   const note = 'SANDBOX ONLY: served by `npm start`, absent from AWS deployments. No credentials (the sandbox listens on 127.0.0.1).';
   const error = { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   return {
+    '/sandbox/info': {
+      get: {
+        operationId: 'SandboxInfo',
+        'x-sandbox-only': true,
+        summary: 'The running sandbox: its DATA_DIR, URLs and which applications it serves (no secrets)',
+        description: `${note} What \`npm run token\`, \`npm run tasks\` and \`npm run task:watch\` read to follow the sandbox that is running: \`applications\` is \`dev\` (the generated dev app, whose keys are in \`data_dir\`/dev-app.json) or \`apps_file\` (the apps of APPS_FILE, which trust their own identity providers).`,
+        security: [],
+        responses: { 200: { description: 'OK', content: { 'application/json': { schema: schema(SandboxInfo) } } } },
+      },
+    },
     '/sandbox/chains': {
       get: {
         operationId: 'SandboxChains',

@@ -23,7 +23,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
     dataDir = await mkdtemp(join(tmpdir(), 'sandbox-restart-'));
     const first = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '' });
     const devApp = JSON.parse(await readFile(join(dataDir, 'dev-app.json'), 'utf8'));
-    const { stdout: token } = await run(process.execPath, ['infra/local/token.ts', '--sub', 'alice', '--ttl', '300', '--data-dir', dataDir], { cwd: ROOT });
+    const { stdout: token } = await run(process.execPath, ['infra/local/token.ts', '--sub', 'alice', '--ttl', '300', '--data-dir', dataDir, '--account-url', first.urls.account], { cwd: ROOT });
     const headers = { authorization: `Bearer ${token.trim()}`, 'x-service-secret-key': devApp.secret_key };
 
     const created = await fetch(`${first.urls.account}/account`, { method: 'POST', headers });
@@ -125,7 +125,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite' && process.platform === 
         });
       });
       const devApp = JSON.parse(await readFile(join(dataDir, 'dev-app.json'), 'utf8'));
-      const { stdout: token } = await run(process.execPath, ['infra/local/token.ts', '--sub', 'kill9', '--ttl', '300', '--data-dir', dataDir], { cwd: ROOT });
+      const { stdout: token } = await run(process.execPath, ['infra/local/token.ts', '--sub', 'kill9', '--ttl', '300', '--data-dir', dataDir, '--account-url', urls.account!], { cwd: ROOT });
       const headers = { authorization: `Bearer ${token.trim()}`, 'x-service-secret-key': devApp.secret_key };
       const created = await fetch(`${urls.account}/account`, { method: 'POST', headers });
       expect(created.status).toBe(200);

@@ -279,3 +279,22 @@ export async function userCredentials(options: {
     secretKey: secretKey ?? dev.secret_key,
   };
 }
+
+/** The credential flags of the user-facing CLIs (`npm run tasks`, `npm run task:watch`). */
+export const USER_OPTIONS = {
+  sub: { type: 'string', default: 'alice' },
+  'account-url': { type: 'string' },
+  token: { type: 'string' },
+  'secret-key': { type: 'string' },
+  'data-dir': { type: 'string' },
+} as const;
+
+export const USER_USAGE = '[--sub <user id>] [--account-url <url>] [--token <jwt> --secret-key <key>]';
+
+export const USER_HELP = [
+  '  --sub <user id>      whose tasks (default alice); a dev token is minted for them from the running sandbox\'s dev app',
+  '  --account-url <url>  the account service (default ACCOUNT_URL, else http://127.0.0.1:${ACCOUNT_PORT:-3000})',
+  '  --token <jwt>        the user\'s JWT instead of a dev token (env TOKEN); needed with an APPS_FILE sandbox',
+  '  --secret-key <key>   the app\'s X-SERVICE-SECRET-KEY (env SECRET_KEY); needed with --token unless the sandbox runs the dev app',
+  '  --data-dir <dir>     must be the running sandbox\'s DATA_DIR when given (default DATA_DIR)',
+].join('\n');

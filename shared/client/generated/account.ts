@@ -302,6 +302,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sandbox/info": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The running sandbox: its DATA_DIR, URLs and which applications it serves (no secrets)
+         * @description SANDBOX ONLY: served by `npm start`, absent from AWS deployments. No credentials (the sandbox listens on 127.0.0.1). What `npm run token`, `npm run tasks` and `npm run task:watch` read to follow the sandbox that is running: `applications` is `dev` (the generated dev app, whose keys are in `data_dir`/dev-app.json) or `apps_file` (the apps of APPS_FILE, which trust their own identity providers).
+         */
+        get: operations["SandboxInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sandbox/chains": {
         parameters: {
             query?: never;
@@ -2202,6 +2222,49 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    SandboxInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        sandbox: true;
+                        /** @description Absolute path of the running sandbox's DATA_DIR. */
+                        data_dir: string;
+                        urls: {
+                            account: string;
+                            enclave: string;
+                            express: string;
+                        };
+                        /**
+                         * @description "dev": the generated dev app (npm run token mints its tokens); "apps_file": the apps of APPS_FILE, which trust their own identity providers.
+                         * @enum {string}
+                         */
+                        applications: "dev" | "apps_file";
+                        /** @description Absolute path of APPS_FILE (applications "apps_file" only). */
+                        apps_file?: string;
+                        /** @description The dev app (applications "dev" only); its keys are in DATA_DIR/dev-app.json. */
+                        dev_app?: {
+                            app_id: string;
+                            provider_id: string;
+                            issuer: string;
+                        };
+                    };
                 };
             };
         };
