@@ -2,6 +2,7 @@ import { decodeJwt } from 'jose';
 import { type Address, formatUnits, getAddress, keccak256, parseUnits, recoverAddress, stringToBytes } from 'viem';
 import { type AccountClient, ApiError, createAccountClient, type Middleware, unwrap } from '../../../shared/client/index.ts';
 import { CliError, discoverSandbox, parseCli, runCli, userCredentials, usageError } from './sandbox.ts';
+import { changes, failureLine } from './task-view.ts';
 
 /**
  * `npm run demo`: a guided walk through the product against the running sandbox, with the typed
@@ -123,32 +124,25 @@ async function readTask(client: AccountClient, taskId: string) {
   return expectOk(client.GET('/task/{task_id}', { params: { path: { task_id: taskId } } }));
 }
 
-/** Polls GET /task/{id} and prints each change of a step's status until the task settles. */
-async function watchTask(quiet: AccountClient, taskId: string): Promise<Task> {
+/**
+ * Polls GET /task/{id} every 0.5 s and prints what changed (task-view.ts, as `npm run task:watch`
+ * prints it) until the task settles; a failed or cancelled task ends the demo with the command
+ * that resumes it.
+ */
+async function watchTask(quiet: AccountClient, taskId: string, resumeFlags: string): Promise<Task> {
   out(`   → GET /task/${taskId}  (every 0.5 s until it settles; only changes are printed)`);
   const started = performance.now();
-  const seen = new Map<number, string>();
-  let lastStatus = '';
+  let previous: Task | undefined;
   for (;;) {
     const task = await readTask(quiet, taskId);
-    const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    if (task.status !== lastStatus) {
-      out(`     ${seconds.padStart(5)} s  task ${task.status}`);
-      lastStatus = task.status;
-    }
-    task.progress.steps.forEach((step, index) => {
-      const state = `${step.status} ${step.tx_hashes.join(' ')}`;
-      if (seen.get(index) === state) return;
-      seen.set(index, state);
-      const hashes = step.tx_hashes.length ? `  tx ${step.tx_hashes.join(', ')}` : '';
-      out(`     ${seconds.padStart(5)} s  step ${index + 1} of ${task.progress.total_steps}: ${step.action}${step.dex ? ` (${step.dex})` : ''} ${step.status}${hashes}`);
-    });
+    const seconds = ((performance.now() - started) / 1000).toFixed(1).padStart(5);
+    for (const line of changes(previous, task)) out(`     ${seconds} s  ${line}`);
+    previous = task;
     if (task.status === 'completed') return task;
     if (task.status === 'failed' || task.status === 'cancelled') {
-      const failure = task.metadata.failure;
-      unexpected(`task ${taskId} ${task.status}${failure ? ` at step ${failure.step + 1}: ${failure.code}: ${failure.message}` : ''}; resume it with POST /task/${taskId}/resume`);
+      unexpected(`${failureLine(task)}; resume and follow it: npm run task:watch -- ${taskId} --resume${resumeFlags}`);
     }
-    if (performance.now() - started > TASK_TIMEOUT_MS) unexpected(`task ${taskId} still ${task.status} after ${TASK_TIMEOUT_MS / 1000} s`);
+    if (performance.now() - started > TASK_TIMEOUT_MS) unexpected(`task ${taskId} still ${task.status} after ${TASK_TIMEOUT_MS / 1000} s; follow it: npm run task:watch -- ${taskId}${resumeFlags}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }
@@ -179,6 +173,8 @@ async function main(): Promise<void> {
   const api = createAccountClient(options);
   api.use(printingMiddleware());
   const quiet = createAccountClient(options);
+  // The flags `npm run task:watch` needs to act as this user (the credentials by name, never by value).
+  const resumeFlags = `${token ? ' --token "$TOKEN" --secret-key "$SECRET_KEY"' : ` --sub ${sub}`}${values['account-url'] ? ` --account-url ${credentials.accountUrl}` : ''}`;
 
   out(`npm run demo: the whole product in one run, against the sandbox at ${credentials.accountUrl}`);
   if (info) out(`  sandbox data in ${info.data_dir}; applications: ${info.applications === 'dev' ? 'the dev app' : 'APPS_FILE'}`);
@@ -250,7 +246,7 @@ async function main(): Promise<void> {
   show('message', created.message);
 
   section('Watch the task', 'GET /task/{task_id} shows the status (pending → in_progress → completed) and each step with its transaction hashes; here it is polled until it settles (npm run task:watch -- <task_id> does the same).');
-  const inbound = await watchTask(quiet, created.task_id);
+  const inbound = await watchTask(quiet, created.task_id, resumeFlags);
   ok(`completed: ${inbound.progress.total_steps} step(s)`);
 
   section(`Read the balance at ${VENUE}`, 'GET /account/perp reads the user\'s balance from the venue itself, with the venue\'s transfer rules.');
@@ -269,7 +265,7 @@ async function main(): Promise<void> {
   const walletBefore = await expectOk(quiet.GET('/demo/wallet/balance', { params: { query: { chain: 'ARB' } } }));
   const back = await expectOk(api.POST('/transfer', { body: { source: VENUE, destination: 'self', amount: '10', chain: 'ARB', token: 'USDC' }, headers: { 'Idempotency-Key': crypto.randomUUID() } }));
   show('task_id', back.task_id);
-  const outbound = await watchTask(quiet, back.task_id);
+  const outbound = await watchTask(quiet, back.task_id, resumeFlags);
   ok(`completed: ${outbound.progress.total_steps} step(s)`);
   const walletAfter = await expectOk(quiet.GET('/demo/wallet/balance', { params: { query: { chain: 'ARB' } } }));
   const received = USDC(walletAfter.assets.USDC ?? '0') - USDC(walletBefore.assets.USDC ?? '0');
