@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/routes.ts';
+import { clientTypes } from '../../infra/openapi/client-types.ts';
 import { openApiDocument } from '../../infra/openapi/document.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -11,6 +12,11 @@ describe('OpenAPI documents', () => {
   it.each(['account', 'enclave', 'express'] as const)('docs/openapi/%s.json is current (run `npm run openapi`)', async (service) => {
     const committed = JSON.parse(await readFile(resolve(ROOT, `docs/openapi/${service}.json`), 'utf8'));
     expect(committed).toEqual(JSON.parse(JSON.stringify(openApiDocument(service))));
+  });
+
+  it.each(['account', 'enclave', 'express'] as const)('shared/client/generated/%s.ts is generated from the current document (run `npm run openapi`)', async (service) => {
+    const committed = await readFile(resolve(ROOT, `shared/client/generated/${service}.ts`), 'utf8');
+    expect(committed).toBe(await clientTypes(JSON.parse(JSON.stringify(openApiDocument(service)))));
   });
 
   it('documents every route of the route table with its method and path', () => {
