@@ -437,10 +437,33 @@ export interface components {
             };
         };
     };
-    responses: never;
-    parameters: never;
+    responses: {
+        /** @description RATE_LIMITED (deployed APIs only): the stage's throttle was exceeded (default 50 requests/s, burst 100); retry later. The local sandbox does not throttle. */
+        RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
+    parameters: {
+        /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+        RequestId: string;
+        /** @description A retry with the same key and body returns the first result (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED. A malformed key is 400. */
+        IdempotencyKey: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request's id: yours when you sent a well-formed `X-Request-Id`, else the gateway's. Quote it when reporting a failure. */
+        RequestId: string;
+        /** @description The transfer task's id (also `task_id` in the body); follow it with GET /task/{task_id}. */
+        TaskId: string;
+        /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key. */
+        IdempotentReplayed: "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -448,7 +471,10 @@ export interface operations {
     AccountHealth: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -457,6 +483,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -466,9 +493,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -480,7 +509,10 @@ export interface operations {
     GetAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -489,6 +521,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -529,6 +562,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -538,15 +572,18 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -558,7 +595,10 @@ export interface operations {
     CreateAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -567,6 +607,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -609,24 +650,28 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -638,7 +683,10 @@ export interface operations {
     SignWithWallet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -654,6 +702,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -670,6 +719,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -679,6 +729,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -688,6 +739,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -697,6 +749,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -706,24 +759,28 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -737,7 +794,10 @@ export interface operations {
             query: {
                 chain: "ETH" | "ARB" | "POL" | "INK" | "SOL";
             };
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -746,6 +806,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -766,6 +827,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -775,6 +837,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -784,24 +847,28 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -813,7 +880,12 @@ export interface operations {
     Withdraw: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A retry with the same key and body returns the first result (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED. A malformed key is 400. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -842,6 +914,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -863,6 +937,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -872,6 +947,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -881,6 +957,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -890,6 +967,7 @@ export interface operations {
             /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -899,6 +977,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -908,42 +987,48 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description Well-formed but refused by a rule; the code says which (e.g. INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description INCLUSION_TIMEOUT: broadcast but not included in time; retry with the same Idempotency-Key */
             504: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -955,7 +1040,10 @@ export interface operations {
     CheckPerpDexRequirements: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -974,6 +1062,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1014,6 +1103,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1023,6 +1113,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1032,6 +1123,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1041,6 +1133,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1050,33 +1143,38 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1088,7 +1186,10 @@ export interface operations {
     InitPerpDex: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1113,6 +1214,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1132,6 +1234,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1141,6 +1244,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1150,6 +1254,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1159,6 +1264,7 @@ export interface operations {
             /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1168,6 +1274,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1177,42 +1284,48 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description Well-formed but refused by a rule; the code says which (e.g. INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1224,7 +1337,10 @@ export interface operations {
     InitPerpDexTrading: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1256,6 +1372,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1276,6 +1393,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1285,6 +1403,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1294,6 +1413,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1303,6 +1423,7 @@ export interface operations {
             /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1312,6 +1433,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1321,42 +1443,48 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description Well-formed but refused by a rule; the code says which (e.g. INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1370,7 +1498,10 @@ export interface operations {
             query: {
                 dex: "venue_a" | "venue_b" | "venue_c" | "venue_d" | "venue_e";
             };
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1379,6 +1510,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1432,6 +1564,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1441,6 +1574,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1450,15 +1584,18 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1472,7 +1609,10 @@ export interface operations {
             query: {
                 dex: "venue_a" | "venue_b" | "venue_c" | "venue_d" | "venue_e";
             };
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1481,6 +1621,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1496,6 +1637,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1505,6 +1647,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1514,15 +1657,18 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1534,7 +1680,10 @@ export interface operations {
     EstimateTransferCost: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1585,6 +1734,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1706,6 +1856,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1715,6 +1866,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1724,6 +1876,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1733,6 +1886,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1742,42 +1896,48 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description Well-formed but refused by a rule; the code says which (e.g. INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1789,7 +1949,12 @@ export interface operations {
     CreateTransfer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A retry with the same key and body returns the first result (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED. A malformed key is 400. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1840,6 +2005,9 @@ export interface operations {
             /** @description Accepted: running asynchronously */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Task-ID": components["headers"]["TaskId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1855,6 +2023,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1864,6 +2033,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1873,6 +2043,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1882,6 +2053,7 @@ export interface operations {
             /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1891,6 +2063,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1900,42 +2073,48 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description Well-formed but refused by a rule; the code says which (e.g. INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED) */
             422: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED) */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1949,7 +2128,10 @@ export interface operations {
             query?: {
                 limit?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1958,6 +2140,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2015,6 +2198,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2024,6 +2208,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2033,15 +2218,18 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2053,7 +2241,10 @@ export interface operations {
     GetTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 task_id: string;
             };
@@ -2064,6 +2255,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2118,6 +2310,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2127,6 +2320,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2136,15 +2330,18 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2156,7 +2353,10 @@ export interface operations {
     ResumeTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 task_id: string;
             };
@@ -2167,6 +2367,8 @@ export interface operations {
             /** @description Accepted: running asynchronously */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Task-ID": components["headers"]["TaskId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2182,6 +2384,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2191,6 +2394,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2200,6 +2404,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2209,15 +2414,18 @@ export interface operations {
             /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2229,7 +2437,10 @@ export interface operations {
     SandboxInfo: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2267,12 +2478,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 10 MB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     SandboxChains: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2281,10 +2505,21 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": Record<string, unknown>;
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 10 MB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2292,7 +2527,10 @@ export interface operations {
     SandboxVenues: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2301,10 +2539,21 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": Record<string, unknown>;
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 10 MB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2312,7 +2561,10 @@ export interface operations {
     SandboxBridge: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2321,10 +2573,21 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": Record<string, unknown>;
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 10 MB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2332,7 +2595,10 @@ export interface operations {
     SandboxFaults: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2354,6 +2620,7 @@ export interface operations {
             /** @description The fault now in force (null after clear) */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2363,6 +2630,17 @@ export interface operations {
             /** @description Invalid input */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 10 MB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2374,7 +2652,10 @@ export interface operations {
     SandboxFaucet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2394,6 +2675,7 @@ export interface operations {
             /** @description Credited */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2403,6 +2685,17 @@ export interface operations {
             /** @description Invalid input */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 10 MB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -214,10 +214,27 @@ export interface components {
             };
         };
     };
-    responses: never;
-    parameters: never;
+    responses: {
+        /** @description RATE_LIMITED (deployed APIs only): the stage's throttle was exceeded (default 50 requests/s, burst 100); retry later. The local sandbox does not throttle. */
+        RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
+    parameters: {
+        /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+        RequestId: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request's id: yours when you sent a well-formed `X-Request-Id`, else the gateway's. Quote it when reporting a failure. */
+        RequestId: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -225,7 +242,10 @@ export interface operations {
     EnclaveHealth: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -234,6 +254,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -243,9 +264,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -257,7 +280,10 @@ export interface operations {
     CreateWalletV2: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -274,6 +300,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -293,6 +320,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -302,6 +330,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -311,6 +340,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -320,15 +350,18 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -340,7 +373,10 @@ export interface operations {
     SignDataV2: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -360,6 +396,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -376,6 +413,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -385,6 +423,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -394,6 +433,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -403,6 +443,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -412,6 +453,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -421,15 +463,18 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -441,7 +486,10 @@ export interface operations {
     SignMessageV2: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -467,6 +515,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -483,6 +532,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -492,6 +542,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -501,6 +552,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -510,6 +562,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -519,6 +572,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -528,15 +582,18 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -548,7 +605,10 @@ export interface operations {
     SignTransactionV2: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -562,33 +622,47 @@ export interface operations {
                     encryption_context?: string;
                     transaction: {
                         /** @enum {string} */
-                        type?: "legacy" | "eip2930" | "eip1559" | "eip7702";
-                        chainId: number;
-                        nonce: number;
-                        to?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        value?: string;
+                        type?: "legacy" | "eip2930" | "eip1559" | "eip4844" | "eip7702" | "0x0" | "0x1" | "0x2" | "0x3" | "0x4";
+                        /** @description EIP-155 chain id. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        chainId: string | number;
+                        /** @description The sender's transaction nonce. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        nonce: string | number;
+                        /** @description Optional; when given it must be this wallet's address (any case). */
+                        from?: string;
+                        to?: string | null;
+                        /** @description Wei. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        value?: string | number;
                         data?: string;
-                        /** @description A uint64 as a decimal string: at most 2^64 - 1. */
-                        gas?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        gasPrice?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        maxFeePerGas?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        maxPriorityFeePerGas?: string;
+                        /** @description JSON-RPC's name for data; when both are given they must be equal. */
+                        input?: string;
+                        /** @description Gas limit. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        gas?: string | number;
+                        /** @description Wei per gas (legacy, eip2930). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        gasPrice?: string | number;
+                        /** @description Wei per gas (eip1559, eip4844, eip7702). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxFeePerGas?: string | number;
+                        /** @description Wei per gas (eip1559, eip4844, eip7702). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxPriorityFeePerGas?: string | number;
+                        /** @description Wei per blob gas (eip4844). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxFeePerBlobGas?: string | number;
                         accessList?: {
                             address: string;
                             storageKeys: string[];
                         }[];
+                        blobVersionedHashes?: string[];
                         authorizationList?: {
-                            address: string;
-                            chainId: number;
-                            nonce: number;
+                            address?: string;
+                            contractAddress?: string;
+                            /** @description The chain the authorisation is valid on (0: any). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            chainId: string | number;
+                            /** @description The authorising account's nonce. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            nonce: string | number;
                             r: string;
                             s: string;
-                            /** @enum {number} */
-                            yParity: 0 | 1;
+                            /** @description The signature's y parity. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            yParity?: string | number;
+                            /** @description Deprecated form of yParity: 27 or 28. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            v?: string | number;
                         }[];
                     } | string;
                 };
@@ -598,6 +672,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -618,6 +693,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -627,6 +703,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -636,6 +713,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -645,6 +723,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -654,6 +733,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -663,15 +743,18 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -683,7 +766,10 @@ export interface operations {
     SignAuthorizationV2: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -707,6 +793,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -729,6 +816,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -738,6 +826,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -747,6 +836,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -756,6 +846,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -765,6 +856,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -774,15 +866,18 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -794,7 +889,10 @@ export interface operations {
     CreateWalletV1: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -811,6 +909,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -832,6 +931,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -841,6 +941,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -850,6 +951,7 @@ export interface operations {
             /** @description Retired (V1_RETIRED) */
             410: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -859,6 +961,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -868,15 +971,18 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -888,7 +994,10 @@ export interface operations {
     SignDataV1: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -906,6 +1015,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -922,6 +1032,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -931,6 +1042,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -940,6 +1052,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -949,6 +1062,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -958,6 +1072,7 @@ export interface operations {
             /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -967,6 +1082,7 @@ export interface operations {
             /** @description Retired (V1_RETIRED) */
             410: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -976,6 +1092,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -985,15 +1102,18 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1005,7 +1125,10 @@ export interface operations {
     SignMessageV1: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1029,6 +1152,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1045,6 +1169,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1054,6 +1179,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1063,6 +1189,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1072,6 +1199,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1081,6 +1209,7 @@ export interface operations {
             /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1090,6 +1219,7 @@ export interface operations {
             /** @description Retired (V1_RETIRED) */
             410: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1099,6 +1229,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1108,15 +1239,18 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1128,7 +1262,10 @@ export interface operations {
     SignTransactionV1: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1140,33 +1277,47 @@ export interface operations {
                     wallet_id: string;
                     transaction: {
                         /** @enum {string} */
-                        type?: "legacy" | "eip2930" | "eip1559" | "eip7702";
-                        chainId: number;
-                        nonce: number;
-                        to?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        value?: string;
+                        type?: "legacy" | "eip2930" | "eip1559" | "eip4844" | "eip7702" | "0x0" | "0x1" | "0x2" | "0x3" | "0x4";
+                        /** @description EIP-155 chain id. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        chainId: string | number;
+                        /** @description The sender's transaction nonce. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        nonce: string | number;
+                        /** @description Optional; when given it must be this wallet's address (any case). */
+                        from?: string;
+                        to?: string | null;
+                        /** @description Wei. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        value?: string | number;
                         data?: string;
-                        /** @description A uint64 as a decimal string: at most 2^64 - 1. */
-                        gas?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        gasPrice?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        maxFeePerGas?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        maxPriorityFeePerGas?: string;
+                        /** @description JSON-RPC's name for data; when both are given they must be equal. */
+                        input?: string;
+                        /** @description Gas limit. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        gas?: string | number;
+                        /** @description Wei per gas (legacy, eip2930). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        gasPrice?: string | number;
+                        /** @description Wei per gas (eip1559, eip4844, eip7702). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxFeePerGas?: string | number;
+                        /** @description Wei per gas (eip1559, eip4844, eip7702). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxPriorityFeePerGas?: string | number;
+                        /** @description Wei per blob gas (eip4844). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxFeePerBlobGas?: string | number;
                         accessList?: {
                             address: string;
                             storageKeys: string[];
                         }[];
+                        blobVersionedHashes?: string[];
                         authorizationList?: {
-                            address: string;
-                            chainId: number;
-                            nonce: number;
+                            address?: string;
+                            contractAddress?: string;
+                            /** @description The chain the authorisation is valid on (0: any). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            chainId: string | number;
+                            /** @description The authorising account's nonce. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            nonce: string | number;
                             r: string;
                             s: string;
-                            /** @enum {number} */
-                            yParity: 0 | 1;
+                            /** @description The signature's y parity. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            yParity?: string | number;
+                            /** @description Deprecated form of yParity: 27 or 28. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            v?: string | number;
                         }[];
                     } | string;
                 };
@@ -1176,6 +1327,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1196,6 +1348,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1205,6 +1358,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1214,6 +1368,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1223,6 +1378,7 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1232,6 +1388,7 @@ export interface operations {
             /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1241,6 +1398,7 @@ export interface operations {
             /** @description Retired (V1_RETIRED) */
             410: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1250,6 +1408,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1259,15 +1418,18 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -173,10 +173,27 @@ export interface components {
             };
         };
     };
-    responses: never;
-    parameters: never;
+    responses: {
+        /** @description RATE_LIMITED (deployed APIs only): the stage's throttle was exceeded (default 50 requests/s, burst 100); retry later. The local sandbox does not throttle. */
+        RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
+    parameters: {
+        /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+        RequestId: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request's id: yours when you sent a well-formed `X-Request-Id`, else the gateway's. Quote it when reporting a failure. */
+        RequestId: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -184,7 +201,10 @@ export interface operations {
     ExpressHealth: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -193,6 +213,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -202,9 +223,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -216,7 +239,10 @@ export interface operations {
     GetIdentityProvider: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -225,6 +251,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -240,15 +267,18 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -260,7 +290,10 @@ export interface operations {
     GetOrCreateExpressWallet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -269,6 +302,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -285,6 +319,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -294,6 +329,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -303,24 +339,28 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -332,7 +372,10 @@ export interface operations {
     ExpressSignData: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -349,6 +392,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -367,6 +411,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -376,6 +421,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -385,6 +431,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -394,6 +441,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -403,24 +451,28 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -432,7 +484,10 @@ export interface operations {
     ExpressSignMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -455,6 +510,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -473,6 +529,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -482,6 +539,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -491,6 +549,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -500,6 +559,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -509,24 +569,28 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -538,7 +602,10 @@ export interface operations {
     ExpressSignTransaction: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -549,33 +616,47 @@ export interface operations {
                     wallet_id?: string;
                     transaction: {
                         /** @enum {string} */
-                        type?: "legacy" | "eip2930" | "eip1559" | "eip7702";
-                        chainId: number;
-                        nonce: number;
-                        to?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        value?: string;
+                        type?: "legacy" | "eip2930" | "eip1559" | "eip4844" | "eip7702" | "0x0" | "0x1" | "0x2" | "0x3" | "0x4";
+                        /** @description EIP-155 chain id. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        chainId: string | number;
+                        /** @description The sender's transaction nonce. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        nonce: string | number;
+                        /** @description Optional; when given it must be this wallet's address (any case). */
+                        from?: string;
+                        to?: string | null;
+                        /** @description Wei. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        value?: string | number;
                         data?: string;
-                        /** @description A uint64 as a decimal string: at most 2^64 - 1. */
-                        gas?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        gasPrice?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        maxFeePerGas?: string;
-                        /** @description A uint256 as a decimal string: at most 2^256 - 1. */
-                        maxPriorityFeePerGas?: string;
+                        /** @description JSON-RPC's name for data; when both are given they must be equal. */
+                        input?: string;
+                        /** @description Gas limit. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        gas?: string | number;
+                        /** @description Wei per gas (legacy, eip2930). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        gasPrice?: string | number;
+                        /** @description Wei per gas (eip1559, eip4844, eip7702). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxFeePerGas?: string | number;
+                        /** @description Wei per gas (eip1559, eip4844, eip7702). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxPriorityFeePerGas?: string | number;
+                        /** @description Wei per blob gas (eip4844). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxFeePerBlobGas?: string | number;
                         accessList?: {
                             address: string;
                             storageKeys: string[];
                         }[];
+                        blobVersionedHashes?: string[];
                         authorizationList?: {
-                            address: string;
-                            chainId: number;
-                            nonce: number;
+                            address?: string;
+                            contractAddress?: string;
+                            /** @description The chain the authorisation is valid on (0: any). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            chainId: string | number;
+                            /** @description The authorising account's nonce. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            nonce: string | number;
                             r: string;
                             s: string;
-                            /** @enum {number} */
-                            yParity: 0 | 1;
+                            /** @description The signature's y parity. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            yParity?: string | number;
+                            /** @description Deprecated form of yParity: 27 or 28. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            v?: string | number;
                         }[];
                     } | string;
                 };
@@ -585,6 +666,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -603,6 +685,7 @@ export interface operations {
             /** @description Invalid input; the message names the field */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -612,6 +695,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -621,6 +705,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -630,6 +715,7 @@ export interface operations {
             /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -639,24 +725,28 @@ export interface operations {
             /** @description Content-Type must be application/json */
             415: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A dependency (the wallet enclave) failed */
+            /** @description A dependency (the wallet enclave, a chain, a venue) failed */
             502: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -668,7 +758,10 @@ export interface operations {
     ExpressWalletV1: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -677,7 +770,9 @@ export interface operations {
             /** @description Permanent redirect to the /v2/ path (method and body preserved) */
             308: {
                 headers: {
+                    /** @description The same path under /v2/, with the query */
                     Location?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -691,6 +786,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -700,15 +796,18 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -720,7 +819,10 @@ export interface operations {
     ExpressSignV1: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 operation: string;
             };
@@ -731,7 +833,9 @@ export interface operations {
             /** @description Permanent redirect to the /v2/ path (method and body preserved) */
             308: {
                 headers: {
+                    /** @description The same path under /v2/, with the query */
                     Location?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -745,6 +849,7 @@ export interface operations {
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -754,6 +859,7 @@ export interface operations {
             /** @description Credentials valid but not allowed for this resource */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -763,15 +869,18 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Internal error (reveals nothing internal) */
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
