@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
  * The repository documents itself (issue 12: a fresh clone must be self-contained): every relative
  * Markdown link in README.md and docs/ (and every other Markdown file of ours) must reach a file
  * or directory inside the repository, an anchor must name a heading of its target as GitHub
- * renders it, and nothing may point at the spec outside the repository.
+ * renders it, and nothing may mention `../shared/` (the spec and research notes outside it), not even as text.
  */
 const ROOT = resolve(import.meta.dirname, '../..');
 const SKIPPED_DIRECTORIES = new Set(['node_modules', 'cdk.out', '.data', '.git']);
@@ -100,6 +100,11 @@ export function brokenLink(file: string, target: string, read: (path: string) =>
   return undefined;
 }
 
+/** The lines (1-based) of `markdown` that mention `../shared/`, in prose, code spans or fences alike. */
+export function outsideMentions(markdown: string): number[] {
+  return markdown.split('\n').flatMap((line, index) => (line.includes('../shared/') ? [index + 1] : []));
+}
+
 const readIfPresent = (path: string): string | undefined => {
   if (!existsSync(path)) return undefined;
   try {
@@ -132,8 +137,8 @@ describe('documentation links', () => {
     expect(checked).toBeGreaterThan(50);
   });
 
-  it('no document points at the spec outside the repository', () => {
-    const offenders = files.filter((file) => readFileSync(file, 'utf8').includes('../shared/spec')).map((file) => relative(ROOT, file));
+  it('no document mentions ../shared/ (the spec and research notes outside the repository), even as plain text or code', () => {
+    const offenders = files.flatMap((file) => outsideMentions(readFileSync(file, 'utf8')).map((line) => `${relative(ROOT, file)}:${line}`));
     expect(offenders).toEqual([]);
   });
 
@@ -155,5 +160,6 @@ describe('documentation links', () => {
     expect(brokenLink(readme, 'docs/guide/missing.md', read)).toBe('no such file or directory');
     expect(brokenLink(readme, '../shared/spec/service-interface.md', read)).toBe('points outside the repository');
     expect(brokenLink(readme, 'https://example.com/x', read)).toBeUndefined();
+    expect(outsideMentions('# T\nresearch `../shared/research/venues.md` §2\n```\ncat ../shared/spec/x.md\n```\nshared/client/README.md')).toEqual([2, 4]);
   });
 });
