@@ -46,6 +46,8 @@ const runtime = await startLocalRuntime({
 });
 
 const out = process.stdout;
+/** The CLIs look for the sandbox at ACCOUNT_URL, else port 3000: on another port they need it said. */
+const cli = runtime.urls.account === 'http://127.0.0.1:3000' ? '' : `ACCOUNT_URL=${runtime.urls.account} `;
 out.write(`\nLOCAL SANDBOX (no AWS; data in ${dataDir}, DynamoDB at ${runtime.dynamodbEndpoint})\n`);
 out.write(`  account service   ${runtime.urls.account}\n`);
 out.write(`  wallet enclave    ${runtime.urls.enclave}\n`);
@@ -65,9 +67,19 @@ if (env.APPS_FILE) {
   out.write(`Dev app "${dev!.app_id}" (identity provider "${dev!.oidc.provider_id}", issuer ${dev!.oidc.issuer}):\n`);
   out.write(`  X-SERVICE-SECRET-KEY: ${dev!.secret_key}   (account service, wallet enclave, express GET /v1/identity/provider)\n`);
   out.write(`  X-SERVICE-API-KEY:    ${dev!.api_key}   (express wallet endpoints: /v2/wallet, /v2/wallet/sign/*)\n`);
-  out.write(`Mint a dev JWT:  npm run token -- --sub alice [--ttl 300]\n`);
-  out.write(`Try:  curl -X POST ${runtime.urls.account}/account -H "Authorization: Bearer $(npm run -s token -- --sub alice)" -H "X-SERVICE-SECRET-KEY: ${dev!.secret_key}"\n`);
+  out.write(`Try:  curl -X POST ${runtime.urls.account}/account -H "Authorization: Bearer $(${cli}npm run -s token -- --sub alice)" -H "X-SERVICE-SECRET-KEY: ${dev!.secret_key}"\n`);
 }
+// What to do next, in a second terminal (the CLIs find the sandbox at ACCOUNT_URL, else port 3000).
+const userFlags = env.APPS_FILE ? ' --token <user jwt> --secret-key <secret key>' : '';
+const next: Array<[string, string]> = [
+  [`npm run demo${userFlags ? ` --${userFlags}` : ''}`, 'the main flows in one run'],
+  ...(env.APPS_FILE ? [] : ([['npm run token -- --sub alice [--op]', 'a user JWT (--op: an enclave op_jwt, at most 300 s)']] as Array<[string, string]>)),
+  [`npm run task:watch -- <task_id>${userFlags}`, 'follow a transfer task to its end'],
+];
+out.write(`Next, in a second terminal${cli ? ` (first: export ${cli.trim()})` : ''}:\n`);
+const width = Math.max(...next.map(([command]) => command.length));
+for (const [command, what] of next) out.write(`  ${command.padEnd(width)}   ${what}\n`);
+out.write(`  API reference ${runtime.urls.account}/docs; walk-through docs/guide/getting-started.md\n`);
 out.write(`ready ${JSON.stringify(runtime.urls)}\n`);
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
