@@ -205,7 +205,7 @@ export function openApiDocument(service: ServiceName) {
       title: TITLES[service],
       version: '2.0.0',
       description:
-        'Errors are always `{ "success": false, "error": { "code", "message" } }`. Unknown routes answer 404 ROUTE_NOT_FOUND; another method on a known path answers 405 METHOD_NOT_ALLOWED with an `Allow` header; a request body over 256 KiB answers 413 PAYLOAD_TOO_LARGE. Amounts are decimal strings. Every response carries `X-Request-Id`. The local sandbox serves this document at `GET /openapi.json` and renders it at `GET /docs`.',
+        'Errors are always `{ "success": false, "error": { "code", "message" } }`. Unknown routes answer 404 ROUTE_NOT_FOUND; another method on a known path answers 405 METHOD_NOT_ALLOWED with an `Allow` header; `HEAD` is answered wherever `GET` is (same status and headers, no body); a request body over 256 KiB answers 413 PAYLOAD_TOO_LARGE. Amounts are decimal strings. Every response carries `X-Request-Id`. The local sandbox serves this document at `GET /openapi.json` and renders it at `GET /docs`.',
     },
     servers: servers(service),
     paths,

@@ -105,6 +105,8 @@ export class ApiError extends Error {
   override readonly name = 'ApiError';
   readonly status: number;
   readonly code: string;
+  /** The service's own message, without the status and code that `message` starts with. */
+  readonly detail: string;
   /** `X-Request-Id` of the answer: quote it when asking about a failed request. */
   readonly requestId: string | null;
 
@@ -112,6 +114,7 @@ export class ApiError extends Error {
     super(`${status} ${code}: ${message}`);
     this.status = status;
     this.code = code;
+    this.detail = message;
     this.requestId = requestId;
   }
 }

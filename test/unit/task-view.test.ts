@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { Task } from '../../infra/local/cli/task-api.ts';
 import { changes, failureLine, progressLine, stepNumber, taskTable } from '../../infra/local/cli/task-view.ts';
 
+const META: Task['metadata'] = { route: {}, attempt: 0, execution_name: 'e-a0', checkpoints: [] };
+
 /** How `npm run task:watch` and `npm run tasks` show a task (infra/local/cli/task-view.ts). */
 function task(overrides: Partial<Task> & { steps?: Task['progress']['steps']; current?: number } = {}): Task {
   const steps = overrides.steps ?? [
@@ -20,7 +22,7 @@ function task(overrides: Partial<Task> & { steps?: Task['progress']['steps']; cu
     status: 'pending',
     created_at: '2026-11-22T16:19:06.123Z',
     updated_at: '2026-11-22T16:19:06.123Z',
-    metadata: {},
+    metadata: META,
     ...overrides,
     progress: { current_step: overrides.current ?? 0, total_steps: steps.length, steps },
   };
@@ -74,11 +76,11 @@ describe('task view', () => {
     const failed = task({
       status: 'failed',
       current: 2,
-      metadata: { failure: { step: 1, code: 'BRIDGE_REFUNDED', message: 'the bridge refunded the deposit' } },
+      metadata: { ...META, failure: { step: 1, code: 'BRIDGE_REFUNDED', message: 'the bridge refunded the deposit' } },
     });
     expect(stepNumber(failed)).toBe(2);
     expect(failureLine(failed)).toBe('task failed at step 2 of 3, bridge: BRIDGE_REFUNDED: the bridge refunded the deposit');
-    expect(failureLine(task({ status: 'cancelled', metadata: { cancel_reason: 'stopped by an operator' } }))).toBe('task cancelled: stopped by an operator');
+    expect(failureLine(task({ status: 'cancelled', metadata: { ...META, cancel_reason: 'stopped by an operator' } }))).toBe('task cancelled: stopped by an operator');
   });
 
   it('the tasks table: one row per task, columns aligned, time to the second', () => {

@@ -89,8 +89,8 @@ await runCli(spec.name, async () => {
 
   const refused = (error: ApiError, call: string) => {
     if (error.status === 404) return new CliError(`no task ${taskId} for ${values.token || process.env.TOKEN ? 'the user of this token' : `user ${values.sub}`} (${call}: 404 ${error.code})`, 2);
-    if (error.status === 400) return new CliError(`"${taskId}" is not a task id (${call}: 400 ${error.code}: ${error.message})`, 2);
-    return new CliError(`${call} answered ${error.status} ${error.code}: ${error.message}`);
+    if (error.status === 400) return new CliError(`"${taskId}" is not a task id (${call}: 400 ${error.code}: ${error.detail})`, 2);
+    return new CliError(`${call} answered ${error.status} ${error.code}: ${error.detail}`);
   };
 
   if (values.resume) {
@@ -100,7 +100,7 @@ await runCli(spec.name, async () => {
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       if (error.status !== 409) throw refused(error, `POST /task/${taskId}/resume`);
-      out.line(`resume: not resumed (${error.code}: ${error.message})`);
+      out.line(`resume: not resumed (${error.code}: ${error.detail})`);
     }
   }
 

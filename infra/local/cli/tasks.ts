@@ -21,7 +21,7 @@ await runCli(spec.name, async () => {
   try {
     listing = await api.listTasks(limit);
   } catch (error) {
-    if (error instanceof ApiError) throw new CliError(`GET /tasks answered ${error.status} ${error.code}: ${error.message}`);
+    if (error instanceof ApiError) throw new CliError(`GET /tasks answered ${error.status} ${error.code}: ${error.detail}`);
     throw error;
   }
   if (listing.tasks.length === 0) {
