@@ -539,21 +539,42 @@ export interface operations {
                             /** @description Base58 public key. */
                             SOL: string;
                         };
+                        /** @description Every venue is always present: `initialized` false and each field null until the venue is initialised. */
                         perp_dex_status: {
                             venue_a: {
                                 initialized: boolean;
+                                /** @description The venue account id. */
+                                account_id: number | null;
+                                /** @description The L2 vault (position) id. */
+                                vault: number | null;
+                                /** @description 0x-hex Stark public key. */
+                                stark_public_key: string | null;
+                                /** @description The API key the venue issued at account creation. */
+                                api_key: string | null;
                             };
                             venue_b: {
                                 initialized: boolean;
+                                /** @description EIP-55 address: the user's wallet is the venue account. */
+                                account_address: string | null;
                             };
                             venue_c: {
                                 initialized: boolean;
+                                /** @description 0x-hex L2 account address. */
+                                l2_address: string | null;
+                                /** @description 0x-hex L2 public key. */
+                                l2_public_key: string | null;
                             };
                             venue_d: {
                                 initialized: boolean;
+                                /** @description bytes32 subaccount sender (0x-hex). */
+                                account_address: string | null;
                             };
                             venue_e: {
                                 initialized: boolean;
+                                /** @description The CREATE2 proxy wallet. */
+                                proxy_wallet_address: string | null;
+                                /** @description The EOA that owns the proxy (the user's EVM wallet). */
+                                service_wallet_address: string | null;
                             };
                         };
                     };
@@ -627,21 +648,42 @@ export interface operations {
                             /** @description Base58 public key. */
                             SOL: string;
                         };
+                        /** @description Every venue is always present: `initialized` false and each field null until the venue is initialised. */
                         perp_dex_status: {
                             venue_a: {
                                 initialized: boolean;
+                                /** @description The venue account id. */
+                                account_id: number | null;
+                                /** @description The L2 vault (position) id. */
+                                vault: number | null;
+                                /** @description 0x-hex Stark public key. */
+                                stark_public_key: string | null;
+                                /** @description The API key the venue issued at account creation. */
+                                api_key: string | null;
                             };
                             venue_b: {
                                 initialized: boolean;
+                                /** @description EIP-55 address: the user's wallet is the venue account. */
+                                account_address: string | null;
                             };
                             venue_c: {
                                 initialized: boolean;
+                                /** @description 0x-hex L2 account address. */
+                                l2_address: string | null;
+                                /** @description 0x-hex L2 public key. */
+                                l2_public_key: string | null;
                             };
                             venue_d: {
                                 initialized: boolean;
+                                /** @description bytes32 subaccount sender (0x-hex). */
+                                account_address: string | null;
                             };
                             venue_e: {
                                 initialized: boolean;
+                                /** @description The CREATE2 proxy wallet. */
+                                proxy_wallet_address: string | null;
+                                /** @description The EOA that owns the proxy (the user's EVM wallet). */
+                                service_wallet_address: string | null;
                             };
                         };
                     };
