@@ -65,23 +65,7 @@ function heldLease<S>(table: Table, key: { pk: string; sk: string }, owner: stri
   const lease = {
     state,
     expiresAt,
-    release: async (next?: S) => {
-      try {
-        await table.doc.send(
-          new UpdateCommand({
-            TableName: table.name,
-            Key: key,
-            // expires_at 0: free at once; the state stays for the next holder.
-            UpdateExpression: next === undefined ? 'REMOVE #owner SET expires_at = :zero' : 'REMOVE #owner SET expires_at = :zero, #state = :state',
-            ConditionExpression: '#owner = :owner',
-            ExpressionAttributeNames: { '#owner': 'owner', ...(next === undefined ? {} : { '#state': 'state' }) },
-            ExpressionAttributeValues: { ':owner': owner, ':zero': 0, ...(next === undefined ? {} : { ':state': next }) },
-          }),
-        );
-      } catch (error) {
-        if (!isConditionalCheckFailed(error)) throw error; // expired and taken over: nothing of ours to release
-      }
-    },
+    release: (next?: S) => releaseLease(table, key, owner, next),
     renew: async () => {
       const until = now() + leaseMs;
       try {
@@ -133,8 +117,8 @@ export async function takeLease(table: Table, key: { pk: string; sk: string }, o
 
 /**
  * Releases the lease if `owner` still holds it (else nothing: it expired and was taken over, or
- * was released already), for a holder without its Lease at hand (a later process; takeLease).
- * The same update as Lease.release, kept apart so the acquireLease users' bundles stay as they were.
+ * was released already). Lease.release is this; a holder without its Lease at hand (a later
+ * process; takeLease) calls it directly.
  */
 export async function releaseLease(table: Table, key: { pk: string; sk: string }, owner: string, state?: unknown): Promise<void> {
   try {

@@ -1,9 +1,8 @@
 import type { Chains } from '../../chains/chains.ts';
 import type { Senders } from '../../chains/sender/senders.ts';
 import { type BridgeClient, type BridgeDepositCall, BridgeRefusedError } from '../bridge.ts';
-import { type Ctx, NO_ADDRESS, type Outcome, refresh, sendEvm, sendOnce, type SolanaSends, type StepCoreDeps, type StepKind, takePlatformFee } from './core.ts';
+import { type Ctx, NO_ADDRESS, type Outcome, refresh, sendEvm, sendOnce, type SolanaSends, type StepCoreDeps, type StepKind, takePlatformFee, writeOwnStep } from './core.ts';
 import { StepFailure, StepTransient } from './outcomes.ts';
-import { writeStep } from './store.ts';
 
 /** What a bridge step adds: Solana (the chains and its sender) and the bridge client (none: the step fails BRIDGE_NOT_CONFIGURED). */
 export interface BridgeStepDeps extends StepCoreDeps {
@@ -48,7 +47,7 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps>): Promise<Outcome> {
     const quote = await deps.bridge.quote({ route: { from, to }, amount, sender: addressOn(from.chain), recipient: addressOn(to.chain) });
     await takePlatformFee(ctx, from.chain, from.token);
     if (Date.parse(quote.expires_at) <= deps.now().getTime()) throw new StepTransient('the bridge quote expired before the deposit');
-    await writeStep(deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, stepStatusIn: ['submitted'], step: { reference: quote.quote_id }, now: deps.now().toISOString() });
+    await writeOwnStep(ctx, { stepStatusIn: ['submitted'], step: { reference: quote.quote_id } });
     waitSeconds = Math.min(30, Math.max(1, Math.ceil(quote.estimated_fill_ms / 1000)));
     const call = quote.deposit[0];
     if (!call || quote.deposit.length !== 1) throw new StepFailure('BRIDGE_FAILED', 'The bridge quote carries no single deposit call');
@@ -68,7 +67,7 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps>): Promise<Outcome> {
   }
   if (status.status === 'FAILED' || (status.status === 'DONE' && status.substatus === 'REFUNDED')) {
     if (!status.refund) return { done: false, waitSeconds };
-    await writeStep(deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, step: { result_tx_hashes: { refund: status.refund.tx_hash } }, now: deps.now().toISOString() });
+    await writeOwnStep(ctx, { step: { result_tx_hashes: { refund: status.refund.tx_hash } } });
     const code = status.status === 'FAILED' ? 'BRIDGE_FAILED' : 'BRIDGE_REFUNDED';
     throw new StepFailure(code, `The bridge did not fill (${status.substatus ?? status.status}); ${status.refund.amount} base units were refunded to your wallet on ${from.chain}`);
   }
@@ -90,15 +89,10 @@ async function adoptBridgeDeposit(ctx: Ctx<BridgeStepDeps>): Promise<void> {
     if (!deposit) continue;
     const status = await ctx.deps.bridge!.status({ chain: ctx.step.from!.chain as never, tx: deposit.tx_hash });
     if (status.status === 'FAILED' || (status.status === 'DONE' && status.substatus === 'REFUNDED')) continue;
-    await writeStep(ctx.deps.table, {
-      ref: ctx.inv.task,
-      attempt: ctx.inv.attempt,
-      index: ctx.inv.index,
-      tryNumber: ctx.step.try,
+    await writeOwnStep(ctx, {
       stepStatusIn: ['submitted'],
       sends: { bridge: deposit },
       step: { ...(previous.reference ? { reference: previous.reference } : {}) },
-      now: ctx.deps.now().toISOString(),
     });
     await refresh(ctx);
     return;

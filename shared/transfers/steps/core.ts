@@ -15,7 +15,7 @@ import { type PlatformFeeSettings, platformFeeFor } from '../platform-fee.ts';
 import { TRANSFER_DECIMALS } from '../planner.ts';
 import { type RecordedSend, type SettleInvocation, STEP_FAILED_ERROR, type StepInvocation, type StepRecord, type StepResult, type TaskRecord } from '../task.ts';
 import { StepFailure, stepFailedError, stepRetryableError, StepTransient } from './outcomes.ts';
-import { loadTask, recordFailure, writeStep } from './store.ts';
+import { loadTask, recordFailure, type StepWrite, writeStep } from './store.ts';
 import { releaseVenueLock } from './venue-lock.ts';
 import type { StepWallet, StepWallets } from './wallets.ts';
 
@@ -240,16 +240,15 @@ async function complete(ctx: Ctx, amountOut: bigint, results?: Record<string, st
   const { deps, inv } = ctx;
   const now = deps.now().toISOString();
   const last = inv.index === ctx.task.steps.length - 1;
-  const written = await writeStep(deps.table, {
-    ref: inv.task,
-    attempt: inv.attempt,
-    index: inv.index,
-    tryNumber: ctx.step.try,
-    stepStatusIn: ['submitted'],
-    step: { status: 'completed', completed_at: now, amount_out: amountOut.toString(), ...(results ? { result_tx_hashes: results } : {}) },
-    task: { current_step: inv.index + 1, ...(last ? { status: 'completed' } : {}) },
+  const written = await writeOwnStep(
+    ctx,
+    {
+      stepStatusIn: ['submitted'],
+      step: { status: 'completed', completed_at: now, amount_out: amountOut.toString(), ...(results ? { result_tx_hashes: results } : {}) },
+      task: { current_step: inv.index + 1, ...(last ? { status: 'completed' } : {}) },
+    },
     now,
-  });
+  );
   if (!written) {
     await refresh(ctx);
     if (ctx.step.status !== 'completed') throw new StepTransient('the completion write lost a race');
@@ -293,14 +292,9 @@ export async function sendOnce(ctx: Ctx, label: string, chain: string, send: (jo
       ...(recorded ? { previous: { tx_hash: recorded.tx_hash, raw: recorded.raw } } : {}),
       record: async (broadcast: Broadcast) => {
         const entry: RecordedSend = { chain, tx_hash: broadcast.tx_hash, raw: broadcast.raw };
-        const ok = await writeStep(ctx.deps.table, {
-          ref: ctx.inv.task,
-          attempt: ctx.inv.attempt,
-          index: ctx.inv.index,
-          tryNumber: ctx.step.try,
+        const ok = await writeOwnStep(ctx, {
           stepStatusIn: ['submitted'],
           sends: { [label]: entry },
-          now: ctx.deps.now().toISOString(),
         });
         if (!ok) throw new RecordTaken(`${label} was recorded by another invocation`);
       },
@@ -349,7 +343,7 @@ export async function takePlatformFee(ctx: Ctx, chain: string, token: string): P
     // A resumed try: the fee an earlier try recorded is adopted (awaited), never charged again.
     const earlier = (ctx.step.previous_tries ?? []).map((previous) => previous.sends?.platform_fee).find((send) => send !== undefined);
     if (earlier) {
-      await writeStep(ctx.deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, stepStatusIn: ['submitted'], sends: { platform_fee: earlier }, now: ctx.deps.now().toISOString() });
+      await writeOwnStep(ctx, { stepStatusIn: ['submitted'], sends: { platform_fee: earlier } });
       await refresh(ctx);
     }
   }
@@ -364,17 +358,17 @@ export async function takePlatformFee(ctx: Ctx, chain: string, token: string): P
   return fee;
 }
 
+/** A write to this invocation's own step: its task, attempt, index and try as read, stamped now. */
+export function writeOwnStep(ctx: Ctx, write: Omit<StepWrite, 'ref' | 'attempt' | 'index' | 'tryNumber' | 'now'>, now = ctx.deps.now().toISOString()): Promise<boolean> {
+  return writeStep(ctx.deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, ...write, now });
+}
+
 /** Records step fields once (attribute_not_exists on the first); then re-reads, whoever won. */
 export async function recordIntent(ctx: Ctx, fields: Record<string, unknown>, onceField: string): Promise<void> {
-  await writeStep(ctx.deps.table, {
-    ref: ctx.inv.task,
-    attempt: ctx.inv.attempt,
-    index: ctx.inv.index,
-    tryNumber: ctx.step.try,
+  await writeOwnStep(ctx, {
     stepStatusIn: ['submitted'],
     absent: [onceField],
     step: fields,
-    now: ctx.deps.now().toISOString(),
   });
   await refresh(ctx);
 }

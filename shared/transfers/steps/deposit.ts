@@ -1,9 +1,8 @@
 import { type Address, erc20Abi, getAddress, type Hex, parseEventLogs } from 'viem';
 import { getLogs, getTransactionReceipt } from 'viem/actions';
 import type { RecordedSend } from '../task.ts';
-import { type Ctx, NO_ADDRESS, type Outcome, recordIntent, refresh, sendEvm, type StepKind, takePlatformFee } from './core.ts';
+import { type Ctx, NO_ADDRESS, type Outcome, recordIntent, refresh, sendEvm, type StepKind, takePlatformFee, writeOwnStep } from './core.ts';
 import { StepFailure } from './outcomes.ts';
-import { writeStep } from './store.ts';
 import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
 import { takeVenueLock } from './venue-lock.ts';
 
@@ -57,7 +56,7 @@ async function depositStep(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
     const label = results.refund === undefined || results.refund === refund ? 'refund' : `refund_${ctx.step.try}`;
     if (results[label] !== refund) {
       const step = { result_tx_hashes: { ...results, [label]: refund } };
-      await writeStep(ctx.deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, stepStatusIn: ['submitted'], step, now: ctx.deps.now().toISOString() });
+      await writeOwnStep(ctx, { stepStatusIn: ['submitted'], step });
     }
     throw new StepFailure('DEPOSIT_REFUNDED', `${ctx.step.venue} returned the deposit to the wallet (transaction ${refund}); the money is back in the wallet, resume the task to deposit again`);
   }
@@ -135,16 +134,11 @@ async function adoptDeposit(ctx: Ctx<VenueStepDeps>): Promise<void> {
       if (receipt?.status === 'reverted') return;
       landed[label] = send;
     }
-    await writeStep(ctx.deps.table, {
-      ref: ctx.inv.task,
-      attempt: ctx.inv.attempt,
-      index: ctx.inv.index,
-      tryNumber: ctx.step.try,
+    await writeOwnStep(ctx, {
       stepStatusIn: ['submitted'],
       absent: ['baseline'],
       sends: landed,
       step: { baseline: previous.baseline, expected_credit: previous.expected_credit, deposit_calls: previous.deposit_calls ?? sends.length },
-      now: ctx.deps.now().toISOString(),
     });
     await refresh(ctx);
     return;
