@@ -44,7 +44,8 @@ export const TRADING_METADATA = {
   venue_a: v.strictObject({}),
   venue_b: v.pipe(
     v.strictObject({
-      agent_name: v.optional(Label(64)),
+      // The venue's own limit (the driver and the sandbox venue refuse a longer name too).
+      agent_name: v.optional(Label(16)),
       builder_address: v.optional(EvmAddress),
       max_builder_fee_rate: v.optional(BuilderFeeRate),
     }),
@@ -65,7 +66,7 @@ export const InitPerpDexTradingRequest = v.object({
     v.pipe(
       v.looseObject(
         {
-          agent_name: v.optional(v.pipe(v.string(), v.description('venue_b: 1-64 characters.'))),
+          agent_name: v.optional(v.pipe(v.string(), v.description('venue_b: 1-16 characters.'))),
           builder_address: v.optional(v.pipe(v.string(), v.description('venue_b: 0x address; with max_builder_fee_rate.'))),
           max_builder_fee_rate: v.optional(v.pipe(v.string(), v.description('venue_b: percent string, at most "0.1%".'))),
           name: v.optional(v.pipe(v.string(), v.description('venue_c: 1-64 characters; venue_d: 1-12.'))),

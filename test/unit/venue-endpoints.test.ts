@@ -578,7 +578,7 @@ describe('POST /account/init-perp-dex-trading', () => {
     await refused('venue_b', { builder_address: `0x${'ab'.repeat(20)}`, max_builder_fee_rate: '0.2%' }, /^body\.metadata\.max_builder_fee_rate: must be at most 0\.1%/);
     await refused('venue_b', { builder_address: `0x${'ab'.repeat(20)}`, max_builder_fee_rate: '0.01' }, /^body\.metadata\.max_builder_fee_rate: must be a percent string/);
     await refused('venue_b', { builder_address: `0x${'ab'.repeat(20)}` }, /^body\.metadata: builder_address and max_builder_fee_rate go together/);
-    await refused('venue_b', { agent_name: 'x'.repeat(65) }, /^body\.metadata\.agent_name: must be 1-64 characters/);
+    await refused('venue_b', { agent_name: 'x'.repeat(17) }, /^body\.metadata\.agent_name: must be 1-16 characters/);
     await refused('venue_b', { agent_name: '' }, /^body\.metadata\.agent_name: /);
     await refused('venue_b', { name: 'n' }, /^body\.metadata\.name: is not allowed/);
     await refused('venue_c', { name: 'bad/name' }, /^body\.metadata\.name: must be 1-64 characters/);

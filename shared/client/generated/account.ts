@@ -1398,7 +1398,7 @@ export interface operations {
                     force_reinit?: boolean;
                     /** @description Venue-specific: venue_b agent_name, builder_address, max_builder_fee_rate; venue_c and venue_d name; none for venue_a and venue_e. */
                     metadata?: {
-                        /** @description venue_b: 1-64 characters. */
+                        /** @description venue_b: 1-16 characters. */
                         agent_name?: string;
                         /** @description venue_b: 0x address; with max_builder_fee_rate. */
                         builder_address?: string;
