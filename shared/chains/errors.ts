@@ -53,8 +53,19 @@ export function describeChainError(error: unknown): string {
 
 /** Included, but the transaction failed on chain (reverted): nothing moved, and it is final. */
 export class TransactionRevertedError extends UnprocessableError {
-  constructor(txHash: string, detail = 'was included but reverted; nothing was sent') {
-    super('TRANSACTION_REVERTED', `Transaction ${txHash} ${detail}`);
+  constructor(txHash: string, detail = 'was included but reverted; nothing was sent', code = 'TRANSACTION_REVERTED') {
+    super(code, `Transaction ${txHash} ${detail}`);
+  }
+}
+
+/**
+ * Included and successful, but without the effect it was sent for (no token Transfer of the amount
+ * to the recipient, no Executed event of a sponsored call): nothing moved, and it is final. It is
+ * never reported sent nor counted as spent.
+ */
+export class TransactionNoEffectError extends TransactionRevertedError {
+  constructor(txHash: string) {
+    super(txHash, 'was included but moved nothing; nothing was sent', 'TRANSACTION_NO_EFFECT');
   }
 }
 

@@ -8,8 +8,10 @@ import {
   RpcError,
   RpcRequestError,
   TimeoutError,
+  TransactionReceiptNotFoundError,
   WaitForTransactionReceiptTimeoutError,
 } from 'viem';
+import { getTransactionReceipt } from 'viem/actions';
 import type { EvmChainCode, EvmChainConfig } from './chain-config.ts';
 import { createEvmClient, type EvmClient } from './evm/evm-client.ts';
 import { BroadcastRejectedError, CallWouldFailError, ChainUnavailableError, describeChainError } from './errors.ts';
@@ -97,6 +99,11 @@ export class EvmChain {
     return this.#rpc(() => this.client.getTransactionCount({ address, blockTag: 'pending' }));
   }
 
+  /** The nonce of the account's next transaction as of the latest block (its included ones only). */
+  includedNonce(address: Address): Promise<number> {
+    return this.#rpc(() => this.client.getTransactionCount({ address, blockTag: 'latest' }));
+  }
+
   /** EIP-7702: true when `account`'s code is the delegation indicator to `delegate`. */
   isDelegatedTo(account: Address, delegate: Address): Promise<boolean> {
     return this.#rpc(() => isDelegatedTo(this.client, account, delegate));
@@ -116,6 +123,16 @@ export class EvmChain {
       return await this.client.sendRawTransaction({ serializedTransaction: signedTransaction });
     } catch (error) {
       if (error instanceof RpcError || error instanceof RpcRequestError) throw new BroadcastRejectedError(describeChainError(error));
+      throw this.#unavailable(error);
+    }
+  }
+
+  /** The receipt if the transaction is included, else null (no waiting). */
+  async receipt(hash: Hex) {
+    try {
+      return await getTransactionReceipt(this.client, { hash });
+    } catch (error) {
+      if (error instanceof TransactionReceiptNotFoundError) return null;
       throw this.#unavailable(error);
     }
   }

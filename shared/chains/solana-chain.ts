@@ -187,6 +187,28 @@ export class SolanaChain {
     return null;
   }
 
+  /**
+   * What `owner` received of `token` in the confirmed transaction `signature` (base units, from
+   * the transaction's pre/post balances: the owner's token account for an SPL token, its lamports
+   * for SOL); null when the node does not know the transaction.
+   */
+  async received(signature: string, owner: string, token: string): Promise<bigint | null> {
+    const transaction = await this.#rpc
+      .getTransaction(signature as Signature, { commitment: COMMITMENT, encoding: 'json', maxSupportedTransactionVersion: 0 })
+      .send();
+    if (!transaction?.meta) return null;
+    const { meta } = transaction;
+    if (token === 'SOL') {
+      const index = transaction.transaction.message.accountKeys.indexOf(address(owner));
+      if (index < 0) return 0n;
+      return BigInt(meta.postBalances[index] ?? 0n) - BigInt(meta.preBalances[index] ?? 0n);
+    }
+    const mint = this.#mint(token);
+    const amountOf = (balances: typeof meta.postTokenBalances) =>
+      (balances ?? []).filter((entry) => entry.mint === mint && entry.owner === owner).reduce((sum, entry) => sum + BigInt(entry.uiTokenAmount.amount), 0n);
+    return amountOf(meta.postTokenBalances) - amountOf(meta.preTokenBalances);
+  }
+
   #token(token: string) {
     const entry = this.config.tokens[token as 'USDC'];
     if (!entry) throw new Error(`${token} is not configured on SOL`);

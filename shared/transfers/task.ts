@@ -1,3 +1,4 @@
+import type { ExpectedEffect } from '../chains/sender/ports.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import type { Holding, StepGasPolicy } from './planner.ts';
 import type { TransferLocation } from './schemas.ts';
@@ -26,6 +27,8 @@ export interface RecordedSend {
   readonly tx_hash: string;
   /** The signed wire form (0x-hex or base64), kept to re-broadcast after a crash; never in a response. */
   readonly raw: string;
+  /** What it must move to count as sent (shared/chains/sender/effect.ts); absent on older records. */
+  readonly effect?: ExpectedEffect;
 }
 
 export interface StepRecord {

@@ -100,7 +100,7 @@ async function send(deps: WithdrawDeps, user: AuthenticatedUser, plan: Plan, jou
   const chain = await deps.chains.evm(plan.chain);
   const signer = enclaveEvmSigner(() => walletSigner(deps, user, account, 'evm'));
   const call = chain.transferCall(plan.token, plan.to as Address, plan.amount);
-  const spends = { token: plan.token, amount: plan.amount };
+  const spends = { token: plan.token, amount: plan.amount, to: plan.to };
   const sent = plan.sponsored
     ? await deps.senders.sponsored.send({ chain, account: plan.from as Address, call, spends, signer, journal, timings })
     : await deps.senders.evm.send({ chain, from: plan.from as Address, call, spends, signer, journal, timings });

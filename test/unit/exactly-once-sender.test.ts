@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox.ts';
 import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
-import { BroadcastRejectedError, CallWouldFailError, ChainUnavailableError } from '../../shared/chains/errors.ts';
+import { BroadcastRejectedError, CallWouldFailError, ChainUnavailableError, TransactionNoEffectError } from '../../shared/chains/errors.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
 import { EvmSender } from '../../shared/chains/sender/evm-sender.ts';
 import type { Broadcast, EvmSigner, GasPayer, SendJournal, SolanaSigner } from '../../shared/chains/sender/ports.ts';
@@ -207,6 +207,79 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     await held.release();
   });
 
+  it('a plain send and a first sponsored send of one wallet at once: the authorisation is never made stale, both move exactly their amounts', async () => {
+    const payerKey = localEvmSigner(generatePrivateKey());
+    await evm.faucet('ARB', payerKey.address, 'ETH', 10n * ETHER);
+    const sponsor: GasPayer = { address: async () => payerKey.address, signTransaction: payerKey.signTransaction };
+    const user = localEvmSigner(generatePrivateKey());
+    await evm.faucet('ARB', user.address, 'ETH', ETHER);
+    await evm.faucet('ARB', user.address, 'USDC', 10n * USDC);
+    const arb = chain('ARB');
+    const plain = new EvmSender({ table, inclusionTimeoutMs: 20_000, lease });
+    const sponsored = new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease });
+    const [toPlain, toSponsored] = [freshAddress(), freshAddress()];
+    let plainSend: Promise<unknown> | undefined;
+    // The interleaving of issue 19: the wallet's plain send (a transfer step) starts right after the
+    // sponsored send signed its authorisation over the wallet's nonce, and may take that nonce first.
+    const racing: EvmSigner = {
+      ...user,
+      signAuthorization: async (request) => {
+        const signed = await user.signAuthorization(request);
+        plainSend = plain.send({ chain: arb, from: user.address, call: arb.transferCall('USDC', toPlain, 2n * USDC), spends: { token: 'USDC', amount: 2n * USDC, to: toPlain }, signer: user });
+        await Promise.race([plainSend.catch(() => undefined), new Promise((done) => setTimeout(done, 1_500))]);
+        return signed;
+      },
+    };
+    const spends = { token: 'USDC', amount: 3n * USDC, to: toSponsored };
+    const sent = await sponsored.send({ chain: arb, account: user.address, call: arb.transferCall('USDC', toSponsored, 3n * USDC), spends, signer: racing, journal: memoryJournal() });
+    await plainSend;
+    expect((await publicClient('ARB').getTransaction({ hash: sent.txHash as Hex })).type).toBe('eip7702');
+    expect(await usdcBalance('ARB', toSponsored)).toBe(3n * USDC);
+    expect(await usdcBalance('ARB', toPlain)).toBe(2n * USDC);
+    expect(await usdcBalance('ARB', user.address)).toBe(5n * USDC);
+    expect(await arb.executorNonce(user.address)).toBe(1n);
+    // The lease's stored nonce followed the authorisation: the plain send took the next one.
+    expect(await publicClient('ARB').getTransactionCount({ address: user.address })).toBe(2);
+  });
+
+  it('a sponsored send whose authorisation the chain skips is included, succeeds and moves nothing: TRANSACTION_NO_EFFECT, never reported sent', async () => {
+    const payerKey = localEvmSigner(generatePrivateKey());
+    await evm.faucet('POL', payerKey.address, 'POL', 10n * ETHER);
+    const sponsor: GasPayer = { address: async () => payerKey.address, signTransaction: payerKey.signTransaction };
+    const user = localEvmSigner(generatePrivateKey());
+    await evm.faucet('POL', user.address, 'USDC', 10n * USDC);
+    const pol = chain('POL');
+    // An authorisation over a nonce the wallet does not have (what a stale one looks like to the chain).
+    const stale: EvmSigner = { ...user, signAuthorization: (request) => user.signAuthorization({ ...request, nonce: request.nonce + 1 }) };
+    const to = freshAddress();
+    const journal = memoryJournal();
+    const outcome = await new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease })
+      .send({ chain: pol, account: user.address, call: pol.transferCall('USDC', to, 4n * USDC), spends: { token: 'USDC', amount: 4n * USDC, to }, signer: stale, journal })
+      .catch((error: unknown) => error);
+    expect(outcome).toBeInstanceOf(TransactionNoEffectError);
+    expect((outcome as TransactionNoEffectError).code).toBe('TRANSACTION_NO_EFFECT');
+    const hash = journal.recorded[0]!.tx_hash as Hex;
+    expect((await publicClient('POL').getTransactionReceipt({ hash })).status).toBe('success'); // the receipt alone says success
+    expect(classifySendFailure(outcome, true)).toBe('failed');
+    expect(await usdcBalance('POL', to)).toBe(0n);
+    expect(await usdcBalance('POL', user.address)).toBe(10n * USDC);
+    // A resume of the recorded transaction reaches the same verdict (the effect is recorded with it).
+    await expect(new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease }).send({ chain: pol, account: user.address, call: pol.transferCall('USDC', to, 4n * USDC), spends: { token: 'USDC', amount: 4n * USDC, to }, signer: user, journal: memoryJournal(journal.recorded[0]) })).rejects.toBeInstanceOf(TransactionNoEffectError);
+  });
+
+  it('a plain send whose receipt lacks the transfer it was sent for is not reported sent', async () => {
+    const signer = localEvmSigner(generatePrivateKey());
+    await evm.faucet('INK', signer.address, 'ETH', ETHER);
+    await evm.faucet('INK', signer.address, 'USDC', 5n * USDC);
+    const ink = chain('INK');
+    const to = freshAddress();
+    // The call moves 1 USDC; the send says it spends 2: the receipt carries no Transfer of 2 to `to`.
+    const outcome = await new EvmSender({ table, inclusionTimeoutMs: 20_000, lease })
+      .send({ chain: ink, from: signer.address, call: ink.transferCall('USDC', to, USDC), spends: { token: 'USDC', amount: 2n * USDC, to }, signer, journal: memoryJournal() })
+      .catch((error: unknown) => error);
+    expect(outcome).toBeInstanceOf(TransactionNoEffectError);
+  });
+
   it('sponsored: when the account lease was taken over during the wait (clock skew), nothing is signed by the sponsor or sent', async () => {
     const payerKey = localEvmSigner(generatePrivateKey());
     await evm.faucet('INK', payerKey.address, 'ETH', 10n * ETHER);
@@ -220,7 +293,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const sending = new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease: { leaseMs: 30_000, waitMs: 20_000 } })
       .send({ chain: ink, account: user.address, call: ink.transferCall('USDC', freshAddress(), USDC), spends: { token: 'USDC', amount: USDC }, signer: user, journal })
       .catch((error: unknown) => error);
-    const accountLease = keys.senderLease('INK#7702', user.address);
+    const accountLease = keys.senderLease('INK', user.address);
     while (!(await getItem(table, accountLease))?.owner) await new Promise((done) => setTimeout(done, 20));
     await new Promise((done) => setTimeout(done, 300)); // the sender is now queueing for the sponsor
     // A process whose clock runs 40 s ahead sees the account lease expired and takes it.

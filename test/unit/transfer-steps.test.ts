@@ -265,13 +265,16 @@ describe('deposit step (self → venue_b, ARB USDC)', () => {
     await expect(runStep(crashDeps, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_RETRYABLE_ERROR });
     const crashed = (await loadTask(table, ref))!;
     expect(crashed.status).toBe('in_progress');
-    const feeSend = crashed.steps[0]!.sends!.platform_fee!;
-    expect(feeSend.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+    // The deposit is sent first (the fee only once it landed): the crash hit its record.
+    const depositSend = crashed.steps[0]!.sends!.deposit_0!;
+    expect(depositSend.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(crashed.steps[0]!.sends!.platform_fee).toBeUndefined();
     expect(await usdcOn('ARB', user.evmAddress)).toBe(30n * USDC); // nothing broadcast yet
-    // The retries (the ASL's Retry) re-broadcast the recorded fee transfer, then deposit, concurrently.
+    // The retries (the ASL's Retry) re-broadcast the recorded deposit, then take the fee, concurrently.
     const [a, b] = await Promise.all([drive(ref, 0), drive(ref, 0)]);
     expect(a.status).toBe('completed');
-    expect(b.steps[0]!.sends!.platform_fee!.tx_hash).toBe(feeSend.tx_hash);
+    expect(b.steps[0]!.sends!.deposit_0!.tx_hash).toBe(depositSend.tx_hash);
+    expect(b.steps[0]!.sends!.platform_fee!.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
     expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
     expect((await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance).toBe(9_990_000n);
   });
@@ -418,6 +421,64 @@ describe('venue deposit faults (venue_b): refunded, or kept and not credited', (
     expect(await walletNonce(user.evmAddress)).toBe(3);
     expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
     expect(await venueBalance(user)).toBe(9_990_000n);
+  });
+
+  it('a wallet drained between acceptance and execution: INSUFFICIENT_FUNDS before anything is sent, no fee; funded again, a resume completes with one fee', async () => {
+    const user = await newUser(5n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
+    const feeBefore = await usdcOn('ARB', feeRecipient);
+    await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const failed = (await loadTask(table, ref))!;
+    expect(failed).toMatchObject({ status: 'failed', failure: { step: 0, code: 'INSUFFICIENT_FUNDS' } });
+    expect(failed.failure!.message).toMatch(/needs 10(\.0+)?, available 5(\.0+)?$/);
+    expect(failed.steps[0]!.sends).toEqual({});
+    expect(await usdcOn('ARB', feeRecipient)).toBe(feeBefore);
+    expect(await walletNonce(user.evmAddress)).toBe(0);
+    await evm.faucet('ARB', user.evmAddress, 'USDC', 5n * USDC);
+    const attempt = await resumeFailed(ref);
+    const task = await drive(ref, 0, { attempt });
+    expect(task).toMatchObject({ status: 'completed', attempt: 1 });
+    expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(10_000n);
+    expect(await venueBalance(user)).toBe(9_990_000n);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(0n);
+  });
+
+  it('a wallet drained between the deposit and the fee: the fee is not sent, the step fails; funded again, the resume adopts the deposit and takes the fee exactly once', async () => {
+    const user = await newUser(30n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
+    const feeBefore = await usdcOn('ARB', feeRecipient);
+    const sink = privateKeyToAccount(generatePrivateKey()).address;
+    let drained = false;
+    const draining: Senders = {
+      ...senders,
+      evm: {
+        send: async (request: Parameters<Senders['evm']['send']>[0]) => {
+          if (request.spends.to === feeRecipient && !drained) {
+            drained = true; // another send of the same wallet (a /withdraw) empties it first
+            const arb = await chains.evm('ARB');
+            const all = await arb.balance(user.evmAddress, 'USDC');
+            await senders.evm.send({ chain: arb, from: user.evmAddress, call: arb.transferCall('USDC', sink, all), spends: { token: 'USDC', amount: all, to: sink }, signer: localEvmSigner(user.evmKey) });
+          }
+          return senders.evm.send(request);
+        },
+      } as Senders['evm'],
+    };
+    await expect(drive(ref, 0, { stepDeps: { ...deps, senders: draining } })).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const failed = (await loadTask(table, ref))!;
+    expect(failed).toMatchObject({ status: 'failed', failure: { step: 0, code: 'INSUFFICIENT_FUNDS' } });
+    expect(Object.keys(failed.steps[0]!.sends!)).toEqual(['deposit_0']);
+    expect(await usdcOn('ARB', feeRecipient)).toBe(feeBefore);
+    await evm.faucet('ARB', user.evmAddress, 'USDC', USDC);
+    const attempt = await resumeFailed(ref);
+    const task = await drive(ref, 0, { attempt });
+    expect(task).toMatchObject({ status: 'completed', attempt: 1 });
+    const step = task.steps[0]!;
+    expect(step.sends!.deposit_0!.tx_hash).toBe(step.previous_tries![0]!.sends!.deposit_0!.tx_hash);
+    expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(10_000n);
+    expect(await venueBalance(user)).toBe(9_990_000n);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(USDC - 10_000n);
+    // deposit, the drain, the fee: one deposit, one fee.
+    expect(await walletNonce(user.evmAddress)).toBe(3);
   });
 
   it('fail (the venue keeps it): DEPOSIT_NOT_CREDITED at the step deadline; a resume adopts the same deposit, never a second', async () => {

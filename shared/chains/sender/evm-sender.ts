@@ -2,17 +2,28 @@ import { type Address, type Hex, keccak256 } from 'viem';
 import type { Table } from '../../db/client.ts';
 import { UnprocessableError } from '../../errors.ts';
 import { logger } from '../../logger.ts';
-import { BroadcastRejectedError, CallWouldFailError, describeChainError, InclusionTimeoutError, TransactionRevertedError } from '../errors.ts';
+import { BroadcastRejectedError, CallWouldFailError, describeChainError, InclusionTimeoutError, TransactionNoEffectError, TransactionRevertedError } from '../errors.ts';
 import type { EvmCall, EvmChain } from '../evm-chain.ts';
+import { evmEffectHeld } from './effect.ts';
 import { insufficient } from './funds.ts';
-import type { Broadcast, EvmSigner, SendJournal, SendReceipt, SendTimings } from './ports.ts';
+import type { Broadcast, EvmSigner, ExpectedEffect, SendJournal, SendReceipt, SendTimings } from './ports.ts';
 import { timed } from './timings.ts';
 import { type LeaseTiming, withSenderLease } from './sender-lease.ts';
 
-/** What moves out of the account besides gas: checked under the lease, before anything is signed. */
+/**
+ * What moves out of the account besides gas: checked under the lease before anything is signed,
+ * and on the receipt afterwards (the send's effect, effect.ts). `to`: the recipient, when the call
+ * names one (a transfer); a contract that pulls the tokens (approve + deposit) names none.
+ */
 export interface Spend {
   readonly token: string;
   readonly amount: bigint;
+  readonly to?: string;
+}
+
+/** The effect a send of `spends` from `from` must show on its receipt. */
+export function expectedEffect(from: string, spends: Spend, extra: Partial<ExpectedEffect> = {}): ExpectedEffect {
+  return { token: spends.token, amount: spends.amount.toString(), from, ...(spends.to ? { to: spends.to } : {}), ...extra };
 }
 
 /** One call from an EVM account that pays its own gas. */
@@ -52,9 +63,10 @@ export class EvmSender {
     const previous = journal?.previous;
     if (previous) {
       await timed(timings, 'broadcast', () => rebroadcastEvm(chain, previous.raw as Hex));
-      return { txHash: await confirmEvm(chain, previous.tx_hash as Hex, inclusionTimeoutMs, timings), resumed: true };
+      return { txHash: await confirmEvm(chain, previous, inclusionTimeoutMs, timings), resumed: true };
     }
-    const hash = await withSenderLease(table, { chain: chain.code, address: request.from }, { ...timing, now }, async (lease) => {
+    const effect = expectedEffect(request.from, request.spends);
+    const sent = await withSenderLease(table, { chain: chain.code, address: request.from }, { ...timing, now }, async (lease) => {
       const { gas, fees } = await this.#checkFunds(request);
       const nonce = Math.max(await chain.pendingNonce(request.from), lease.state?.next_nonce ?? 0);
       const raw = await timed(timings, 'sign', () =>
@@ -72,10 +84,11 @@ export class EvmSender {
       );
       // Still ours? A holder that stalled past its lease must not broadcast a nonce another holder picked.
       await lease.renew();
-      const result = await recordThenBroadcast(chain, { tx_hash: keccak256(raw), raw }, journal, timings);
-      return { result, nonce };
+      const broadcast: Broadcast = { tx_hash: keccak256(raw), raw, effect };
+      await recordThenBroadcast(chain, broadcast, journal, timings);
+      return { result: broadcast, nonce };
     });
-    return { txHash: await confirmEvm(chain, hash, inclusionTimeoutMs, timings), resumed: false };
+    return { txHash: await confirmEvm(chain, sent, inclusionTimeoutMs, timings), resumed: false };
   }
 
   /** Under the lease: earlier sends from this account are already counted in the pending balances. */
@@ -104,6 +117,18 @@ export async function recordThenBroadcast(chain: EvmChain, broadcast: Broadcast,
   return timed(timings, 'broadcast', () => chain.broadcast(broadcast.raw as Hex));
 }
 
+/**
+ * A recorded send as the chain shows it now, without waiting: `landed` (included with its
+ * effect), `failed` (reverted, or included without its effect: final, nothing moved), `unknown`
+ * (not included yet, or the RPC did not answer).
+ */
+export async function evmSendOutcome(chain: EvmChain, broadcast: Broadcast): Promise<'landed' | 'failed' | 'unknown'> {
+  const receipt = await chain.receipt(broadcast.tx_hash as Hex).catch(() => null);
+  if (!receipt) return 'unknown';
+  if (receipt.status !== 'success') return 'failed';
+  return !broadcast.effect || evmEffectHeld(chain, { logs: receipt.logs, raw: broadcast.raw as Hex }, broadcast.effect) ? 'landed' : 'failed';
+}
+
 export async function rebroadcastEvm(chain: EvmChain, raw: Hex): Promise<void> {
   try {
     await chain.broadcast(raw);
@@ -114,9 +139,19 @@ export async function rebroadcastEvm(chain: EvmChain, raw: Hex): Promise<void> {
   }
 }
 
-export async function confirmEvm(chain: EvmChain, hash: Hex, timeoutMs: number, timings: SendTimings | undefined): Promise<Hex> {
+/**
+ * Waits for inclusion, then decides by the effect: reverted, or successful without the effect the
+ * broadcast names (effect.ts), is final and nothing was sent. A broadcast recorded without an
+ * effect (older records) is decided by its status.
+ */
+export async function confirmEvm(chain: EvmChain, broadcast: Broadcast, timeoutMs: number, timings: SendTimings | undefined): Promise<Hex> {
+  const hash = broadcast.tx_hash as Hex;
   const receipt = await timed(timings, 'inclusion', () => chain.waitForReceipt(hash, timeoutMs));
   if (!receipt) throw new InclusionTimeoutError(hash, timeoutMs);
   if (receipt.status !== 'success') throw new TransactionRevertedError(hash);
+  if (broadcast.effect && !evmEffectHeld(chain, { logs: receipt.logs, raw: broadcast.raw as Hex }, broadcast.effect)) {
+    logger.error('transaction included without its effect', { chain: chain.code, tx_hash: hash, token: broadcast.effect.token });
+    throw new TransactionNoEffectError(hash);
+  }
   return hash;
 }

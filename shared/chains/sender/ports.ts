@@ -51,11 +51,30 @@ export interface GasPayer {
   signTransaction(transaction: EvmTransactionRequest): Promise<Hex>;
 }
 
+/**
+ * What a send must move to count as sent, checked on its receipt (shared/chains/sender/effect.ts):
+ * a successful receipt alone is not enough (an EIP-7702 call to an account whose delegation was
+ * skipped runs no code and succeeds). Recorded with the transaction, so a resume checks the same.
+ */
+export interface ExpectedEffect {
+  /** The token's symbol on the send's chain (its native coin, an ERC-20 or an SPL token). */
+  readonly token: string;
+  /** Base units, decimal. 0: nothing moves (an approval), only the execution itself is checked. */
+  readonly amount: string;
+  readonly from: string;
+  /** The recipient, when the send names one (a transfer); a contract that pulls (transferFrom) names none. */
+  readonly to?: string;
+  /** Sponsored sends: the SponsoredExecutor nonce the account's `execute` consumes (its Executed event). */
+  readonly executor_nonce?: string;
+}
+
 /** A signed transaction: its hash (EVM) or signature (Solana) and its wire form, public once broadcast. */
 export interface Broadcast {
   readonly tx_hash: string;
   /** 0x-hex (EVM) or base64 (Solana). */
   readonly raw: string;
+  /** What it must move (absent on records written before effects were checked: then status alone decides). */
+  readonly effect?: ExpectedEffect;
 }
 
 /**

@@ -1,7 +1,7 @@
-import { InclusionTimeoutError, TransactionRevertedError } from '../errors.ts';
+import { InclusionTimeoutError, TransactionNoEffectError, TransactionRevertedError } from '../errors.ts';
 import { SolanaChain } from '../solana-chain.ts';
 import { insufficient } from './funds.ts';
-import type { SendJournal, SendReceipt, SendTimings, SolanaSigner } from './ports.ts';
+import type { Broadcast, ExpectedEffect, SendJournal, SendReceipt, SendTimings, SolanaSigner } from './ports.ts';
 import { timed } from './timings.ts';
 import { logger } from '../../logger.ts';
 
@@ -61,12 +61,40 @@ export class SolanaSender {
       }
       signature = await timed(timings, 'sign', () => request.signer.signMessage(built.messageBytes));
       const wire = SolanaChain.assemble(built.messageBytes, signature);
-      await journal?.record({ tx_hash: signature, raw: Buffer.from(wire).toString('base64') });
+      await journal?.record({
+        tx_hash: signature,
+        raw: Buffer.from(wire).toString('base64'),
+        effect: { token: request.token, amount: request.amount.toString(), from: request.from, to: request.to },
+      });
       await timed(timings, 'broadcast', () => chain.broadcast(wire));
     }
     const status = await timed(timings, 'inclusion', () => chain.waitForConfirmation(signature, this.#options.inclusionTimeoutMs));
     if (!status) throw new InclusionTimeoutError(signature, this.#options.inclusionTimeoutMs, 'confirmed');
     if (status.err) throw new TransactionRevertedError(signature, 'failed on chain; nothing was sent');
+    // Decided by the effect: the recipient's balance went up by the amount in this very transaction.
+    const effect = resumed ? resumed.effect : { token: request.token, amount: request.amount.toString(), from: request.from, to: request.to };
+    if (!(await solanaEffectHeld(chain, signature, effect))) {
+      logger.error('transaction confirmed without its effect', { chain: 'SOL', tx_hash: signature, token: effect?.token });
+      throw new TransactionNoEffectError(signature);
+    }
     return { txHash: signature, resumed: Boolean(resumed) };
+  }
+}
+
+/** True when the confirmed transaction moved the effect's amount to its recipient (no effect recorded: true). */
+async function solanaEffectHeld(chain: SolanaChain, signature: string, effect: ExpectedEffect | undefined): Promise<boolean> {
+  if (!effect?.to) return true;
+  return (await chain.received(signature, effect.to, effect.token)) === BigInt(effect.amount);
+}
+
+/** A recorded Solana send as the cluster shows it now, without waiting (see evmSendOutcome). */
+export async function solanaSendOutcome(chain: SolanaChain, broadcast: Broadcast): Promise<'landed' | 'failed' | 'unknown'> {
+  try {
+    const status = await chain.waitForConfirmation(broadcast.tx_hash, 1);
+    if (!status) return 'unknown';
+    if (status.err) return 'failed';
+    return (await solanaEffectHeld(chain, broadcast.tx_hash, broadcast.effect)) ? 'landed' : 'failed';
+  } catch {
+    return 'unknown';
   }
 }

@@ -1,15 +1,15 @@
 import { type Address, type Hex, hashTypedData, keccak256 } from 'viem';
 import type { Table } from '../../db/client.ts';
-import { LeaseLostError } from '../../db/lease.ts';
+import { type Lease, LeaseLostError } from '../../db/lease.ts';
 import { UnprocessableError, UpstreamError } from '../../errors.ts';
 import { logger } from '../../logger.ts';
 import { executeCalldata, executorTypedData } from '../evm/sponsored-executor.ts';
 import type { EvmCall, EvmChain } from '../evm-chain.ts';
-import { confirmEvm, rebroadcastEvm, recordThenBroadcast, type Spend } from './evm-sender.ts';
+import { confirmEvm, expectedEffect, rebroadcastEvm, recordThenBroadcast, type Spend } from './evm-sender.ts';
 import { insufficient } from './funds.ts';
-import type { EvmSigner, GasPayer, SendJournal, SendReceipt, SendTimings, SignedAuthorization } from './ports.ts';
+import type { Broadcast, EvmSigner, GasPayer, SendJournal, SendReceipt, SendTimings, SignedAuthorization } from './ports.ts';
 import { timed } from './timings.ts';
-import { type LeaseTiming, senderBusy, withSenderLease } from './sender-lease.ts';
+import { type LeaseTiming, type NonceState, senderBusy, withSenderLease } from './sender-lease.ts';
 
 /** Sponsored calls must execute within this long after the account signs them. */
 const EXECUTE_DEADLINE_SECONDS = 600n;
@@ -19,6 +19,8 @@ const EXECUTE_DEADLINE_SECONDS = 600n;
  * ends this long before the account's lease would expire.
  */
 export const SPONSOR_WORK_RESERVE_MS = 5_000;
+/** How long a first sponsored send waits for the wallet's pending transactions before signing its authorisation. */
+const AUTHORIZATION_SETTLE_MS = 10_000;
 /** The gas limit of a sponsored send that also sets the delegation (the sponsor must hold this × maxFeePerGas). */
 export const FIRST_SPONSORED_SEND_GAS = 250_000n;
 
@@ -45,8 +47,9 @@ export interface SponsoredSenderOptions {
 /**
  * EIP-7702 path: the account delegates to our SponsoredExecutor (authorisation signed only when
  * not delegated yet) and signs the call batch (EIP-712, with the executor's nonce and a
- * deadline); the sponsor sends the transaction and pays the gas. Two leases: the account's orders
- * executor nonces, the sponsor's orders the sponsor's own nonces. The wait for the sponsor's lease
+ * deadline); the sponsor sends the transaction and pays the gas. Two leases: the wallet's own (the
+ * one its plain sends take too) orders its account nonce (the authorisation's) and its executor
+ * nonces, the sponsor's orders the sponsor's own nonces. The wait for the sponsor's lease
  * is bounded by what is left of the account's lease, and the account's lease is renewed (proved
  * still ours) before the sponsor signs: two sends can never carry one executor nonce.
  */
@@ -63,15 +66,18 @@ export class SponsoredEvmSender {
     const previous = journal?.previous;
     if (previous) {
       await timed(timings, 'broadcast', () => rebroadcastEvm(chain, previous.raw as Hex));
-      return { txHash: await confirmEvm(chain, previous.tx_hash as Hex, inclusionTimeoutMs, timings), resumed: true };
+      return { txHash: await confirmEvm(chain, previous, inclusionTimeoutMs, timings), resumed: true };
     }
     const delegate = chain.config.delegate as Address | undefined;
     if (!delegate) throw new UnprocessableError('GAS_SPONSORSHIP_UNAVAILABLE', `Gas sponsorship is not configured on ${chain.code}`);
     const sponsor = await this.#options.sponsor.address();
-    const accountLeaseName = { chain: `${chain.code}#7702`, address: account };
+    // The wallet's own lease, the very one its plain sends take (EvmSender): an authorisation is
+    // signed over the wallet's account nonce, so no other send of the wallet may take that nonce
+    // between the signature and the inclusion (issue 19: the chain skips a stale authorisation).
+    const accountLeaseName = { chain: chain.code, address: account };
 
-    const hash = await withSenderLease(table, accountLeaseName, this.#timing(), async (accountLease) => {
-      const execute = await this.#signExecute(request, delegate);
+    const sent = await withSenderLease(table, accountLeaseName, this.#timing(), async (accountLease) => {
+      const execute = await this.#signExecute(request, delegate, accountLease);
       const renewAccountLease = () =>
         accountLease.renew().catch((error: unknown) => {
           throw error instanceof LeaseLostError ? senderBusy(accountLeaseName.chain, account) : error;
@@ -83,31 +89,56 @@ export class SponsoredEvmSender {
         const { raw, nonce } = await this.#signAsSponsor(request, sponsor, execute, sponsorLease.state?.next_nonce);
         // Both leases still ours after the sponsor's signature: only then record and broadcast.
         await Promise.all([sponsorLease.renew(), renewAccountLease()]);
-        return { result: await recordThenBroadcast(chain, { tx_hash: keccak256(raw), raw }, journal, timings), nonce };
+        const broadcast: Broadcast = { tx_hash: keccak256(raw), raw, effect: expectedEffect(account, request.spends, { executor_nonce: execute.executorNonce.toString() }) };
+        await recordThenBroadcast(chain, broadcast, journal, timings);
+        return { result: broadcast, nonce };
       });
-      return { result };
+      // An included authorisation consumes the wallet's account nonce: the next holder starts after it.
+      return { result, ...(execute.authorizationNonce === undefined ? {} : { nonce: execute.authorizationNonce }) };
     });
-    return { txHash: await confirmEvm(chain, hash, inclusionTimeoutMs, timings), resumed: false };
+    return { txHash: await confirmEvm(chain, sent, inclusionTimeoutMs, timings), resumed: false };
   }
 
-  /** Under the account's lease: funds, the delegation (first time only) and the signed execute calldata. */
-  async #signExecute({ chain, account, call, spends, signer, timings }: SponsoredSend, delegate: Address) {
+  /**
+   * Under the account's lease: funds, the delegation (first time only) and the signed execute
+   * calldata. An authorisation is signed only when the wallet is not delegated to the executor
+   * yet, and only once none of the wallet's own transactions is pending: its nonce is then the
+   * one the chain will check (the pending count, or the lease's stored next nonce if higher).
+   */
+  async #signExecute({ chain, account, call, spends, signer, timings }: SponsoredSend, delegate: Address, lease: Lease<NonceState>) {
     const available = await chain.balance(account, spends.token);
     if (available < spends.amount) throw insufficient(`${spends.token} on ${chain.code}`, spends.amount, available, chain.decimals(spends.token));
     const authorizationList: SignedAuthorization[] = [];
+    let authorizationNonce: number | undefined;
     if (!(await chain.isDelegatedTo(account, delegate))) {
-      const accountNonce = await chain.pendingNonce(account);
-      authorizationList.push(await timed(timings, 'sign', () => signer.signAuthorization({ chainId: chain.config.chain_id, contractAddress: delegate, nonce: accountNonce })));
+      authorizationNonce = Math.max(await this.#settledNonce(chain, account, lease), lease.state?.next_nonce ?? 0);
+      const nonce = authorizationNonce;
+      authorizationList.push(await timed(timings, 'sign', () => signer.signAuthorization({ chainId: chain.config.chain_id, contractAddress: delegate, nonce })));
     }
     const executorNonce = await chain.executorNonce(account);
     const deadline = BigInt(Math.floor(this.#now() / 1000)) + EXECUTE_DEADLINE_SECONDS;
     const digest = hashTypedData(executorTypedData({ chainId: chain.config.chain_id, account, calls: [call], nonce: executorNonce, deadline }));
     const signature = await timed(timings, 'sign', () => signer.signDigest(digest));
-    return { authorizationList, data: executeCalldata([call], executorNonce, deadline, signature) };
+    return { authorizationList, authorizationNonce, executorNonce, data: executeCalldata([call], executorNonce, deadline, signature) };
+  }
+
+  /**
+   * The wallet's nonce once its pending transactions are included (polled for at most
+   * AUTHORIZATION_SETTLE_MS, within the lease): an authorisation over a nonce that a pending
+   * transaction then takes would be skipped. Still pending after that: 409 SENDER_BUSY.
+   */
+  async #settledNonce(chain: EvmChain, account: Address, lease: Lease<NonceState>): Promise<number> {
+    const until = Math.min(this.#now() + AUTHORIZATION_SETTLE_MS, lease.expiresAt - SPONSOR_WORK_RESERVE_MS);
+    for (;;) {
+      const [pending, included] = await Promise.all([chain.pendingNonce(account), chain.includedNonce(account)]);
+      if (pending === included) return included;
+      if (this.#now() >= until) throw senderBusy(chain.code, account);
+      await new Promise((wake) => setTimeout(wake, 250));
+    }
   }
 
   /** Under the sponsor's lease: gas, the sponsor's funds and nonce, and the sponsor's signature. */
-  async #signAsSponsor({ chain, account, timings }: SponsoredSend, sponsor: Address, execute: { authorizationList: SignedAuthorization[]; data: Hex }, storedNonce: number | undefined) {
+  async #signAsSponsor({ chain, account, timings }: SponsoredSend, sponsor: Address, execute: { readonly authorizationList: SignedAuthorization[]; readonly data: Hex }, storedNonce: number | undefined) {
     const { authorizationList, data } = execute;
     const fees = await chain.fees();
     const gas = authorizationList.length > 0 ? FIRST_SPONSORED_SEND_GAS : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => FIRST_SPONSORED_SEND_GAS);

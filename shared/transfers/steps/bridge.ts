@@ -1,7 +1,22 @@
 import type { Chains } from '../../chains/chains.ts';
 import type { Senders } from '../../chains/sender/senders.ts';
+import { solanaSendOutcome } from '../../chains/sender/solana-sender.ts';
 import { type BridgeClient, type BridgeDepositCall, BridgeRefusedError } from '../bridge.ts';
-import { type Ctx, NO_ADDRESS, type Outcome, refresh, sendEvm, sendOnce, type SolanaSends, type StepCoreDeps, type StepKind, takePlatformFee, writeOwnStep } from './core.ts';
+import {
+  type Ctx,
+  NO_ADDRESS,
+  type Outcome,
+  platformFeeOwed,
+  refresh,
+  requireFunded,
+  sendEvm,
+  sendOnce,
+  type SolanaSends,
+  type StepCoreDeps,
+  type StepKind,
+  takePlatformFee,
+  writeOwnStep,
+} from './core.ts';
 import { StepFailure, StepTransient } from './outcomes.ts';
 
 /** What a bridge step adds: Solana (the chains and its sender) and the bridge client (none: the step fails BRIDGE_NOT_CONFIGURED). */
@@ -21,10 +36,7 @@ function sendSolana(ctx: Ctx, label: string, to: string, token: string, amount: 
 
 const SOLANA: SolanaSends = {
   send: sendSolana,
-  async landed(ctx, send) {
-    const status = await (await (ctx.deps as BridgeStepDeps).chains.sol()).waitForConfirmation(send.tx_hash, 1);
-    return status !== null && !status.err;
-  },
+  outcome: async (ctx, send) => solanaSendOutcome(await (ctx.deps as BridgeStepDeps).chains.sol(), send),
 };
 
 /**
@@ -43,9 +55,10 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps>): Promise<Outcome> {
   if (!ctx.step.sends?.bridge) await adoptBridgeDeposit(ctx);
   if (!ctx.step.sends?.bridge) {
     const amount = BigInt(ctx.step.amount_in!) - fee;
-    // Quoted first: a route or amount the bridge refuses fails the step before the fee is taken.
+    // Quoted first: a route or amount the bridge refuses fails the step with nothing sent.
     const quote = await deps.bridge.quote({ route: { from, to }, amount, sender: addressOn(from.chain), recipient: addressOn(to.chain) });
-    await takePlatformFee(ctx, from.chain, from.token);
+    const owed = quote.amount + (await platformFeeOwed(ctx));
+    requireFunded(`${from.token} on ${from.chain} for the bridge deposit and the platform fee`, owed, await walletBalance(ctx, from.chain, from.token));
     if (Date.parse(quote.expires_at) <= deps.now().getTime()) throw new StepTransient('the bridge quote expired before the deposit');
     await writeOwnStep(ctx, { stepStatusIn: ['submitted'], step: { reference: quote.quote_id } });
     waitSeconds = Math.min(30, Math.max(1, Math.ceil(quote.estimated_fill_ms / 1000)));
@@ -54,12 +67,13 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps>): Promise<Outcome> {
     await sendBridgeDeposit(ctx, call, from.token, quote.amount);
     await refresh(ctx);
   } else {
-    await takePlatformFee(ctx, from.chain, from.token);
     const recorded = ctx.step.sends.bridge;
     // Resume (or finish) the recorded deposit: re-broadcast and await it, never a new one.
     if (recorded.chain === 'SOL') await sendSolana(ctx, 'bridge', '', from.token, 0n);
     else await sendEvm(ctx, 'bridge', recorded.chain, { to: NO_ADDRESS, data: '0x', value: 0n }, { token: from.token, amount: 0n });
   }
+  // The fee only once the bridge deposit itself landed (a deposit that could not be sent keeps no fee).
+  await takePlatformFee(ctx, from.chain, from.token);
   const deposit = ctx.step.sends!.bridge!;
   const status = await deps.bridge.status({ chain: from.chain as never, tx: deposit.tx_hash });
   if (status.status === 'DONE' && status.substatus === 'COMPLETED' && status.receiving) {
@@ -72,6 +86,12 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps>): Promise<Outcome> {
     throw new StepFailure(code, `The bridge did not fill (${status.substatus ?? status.status}); ${status.refund.amount} base units were refunded to your wallet on ${from.chain}`);
   }
   return { done: false, waitSeconds };
+}
+
+/** The user's wallet balance of a transfer token on an EVM chain or Solana. */
+async function walletBalance(ctx: Ctx<BridgeStepDeps>, chain: string, token: string): Promise<bigint> {
+  if (chain === 'SOL') return (await ctx.deps.chains.sol()).balance(ctx.wallet.solAddress, token);
+  return (await ctx.deps.chains.evm(chain as never)).balance(ctx.wallet.evmAddress, token);
 }
 
 async function sendBridgeDeposit(ctx: Ctx<BridgeStepDeps>, call: BridgeDepositCall, token: string, amount: bigint): Promise<void> {

@@ -1,9 +1,9 @@
 import { type Address, type Hex } from 'viem';
-import { getTransactionReceipt } from 'viem/actions';
 import { type AccountRecord, getAccount } from '../../accounts/account-record.ts';
 import type { EvmCall } from '../../chains/evm-chain.ts';
 import type { EvmChains } from '../../chains/evm-chains.ts';
-import type { EvmSender } from '../../chains/sender/evm-sender.ts';
+import { type EvmSender, evmSendOutcome, type Spend } from '../../chains/sender/evm-sender.ts';
+import { insufficient } from '../../chains/sender/funds.ts';
 import type { Broadcast, SendJournal } from '../../chains/sender/ports.ts';
 import type { SponsoredEvmSender } from '../../chains/sender/sponsored-sender.ts';
 import type { Table } from '../../db/client.ts';
@@ -90,9 +90,12 @@ export type Outcome = { readonly done: false; readonly waitSeconds?: number; rea
 /** Solana sends, for the kind whose money can sit on Solana (the bridge). */
 export interface SolanaSends {
   send(ctx: Ctx, label: string, to: string, token: string, amount: bigint, memo?: string): Promise<string>;
-  /** True when the recorded transaction is confirmed without error (a short look, no waiting). */
-  landed(ctx: Ctx, send: RecordedSend): Promise<boolean>;
+  /** The recorded transaction as the cluster shows it now (a short look, no waiting): see sendOutcome. */
+  outcome(ctx: Ctx, send: RecordedSend): Promise<SendOutcome>;
 }
+
+/** `landed`: included with its effect; `failed`: reverted or without its effect (final); `unknown`: not yet, or no answer. */
+export type SendOutcome = 'landed' | 'failed' | 'unknown';
 
 /** One step kind: what it does, and what it adds to the core. */
 export interface StepKind<D extends StepCoreDeps = StepCoreDeps> {
@@ -284,14 +287,14 @@ class RecordTaken extends Error {}
  */
 export async function sendOnce(ctx: Ctx, label: string, chain: string, send: (journal: SendJournal) => Promise<{ txHash: string }>): Promise<string> {
   const known = ctx.step.sends?.[label];
-  // Already included: nothing to re-broadcast (a poll only looks).
-  if (known && (await landed(ctx, known))) return known.tx_hash;
+  // Already included with its effect: nothing to re-broadcast (a poll only looks).
+  if (known && (await sendOutcome(ctx, known)) === 'landed') return known.tx_hash;
   for (let round = 0; round < 2; round++) {
     const recorded = ctx.step.sends?.[label];
     const journal: SendJournal = {
-      ...(recorded ? { previous: { tx_hash: recorded.tx_hash, raw: recorded.raw } } : {}),
+      ...(recorded ? { previous: { tx_hash: recorded.tx_hash, raw: recorded.raw, ...(recorded.effect ? { effect: recorded.effect } : {}) } } : {}),
       record: async (broadcast: Broadcast) => {
-        const entry: RecordedSend = { chain, tx_hash: broadcast.tx_hash, raw: broadcast.raw };
+        const entry: RecordedSend = { chain, tx_hash: broadcast.tx_hash, raw: broadcast.raw, ...(broadcast.effect ? { effect: broadcast.effect } : {}) };
         const ok = await writeOwnStep(ctx, {
           stepStatusIn: ['submitted'],
           sends: { [label]: entry },
@@ -309,19 +312,14 @@ export async function sendOnce(ctx: Ctx, label: string, chain: string, send: (jo
   throw new StepTransient(`${label}: the record kept changing`);
 }
 
-/** True when the recorded transaction is included and succeeded (a short look, no waiting). */
-async function landed(ctx: Ctx, send: RecordedSend): Promise<boolean> {
-  try {
-    if (send.chain === 'SOL') return (await ctx.kind.solana?.landed(ctx, send)) ?? false;
-    const receipt = await getTransactionReceipt((await ctx.deps.chains.evm(send.chain as never)).client, { hash: send.tx_hash as Hex });
-    return receipt.status === 'success';
-  } catch {
-    return false;
-  }
+/** A recorded send as its chain shows it now (a short look, no waiting). */
+export async function sendOutcome(ctx: Ctx, send: RecordedSend): Promise<SendOutcome> {
+  if (send.chain === 'SOL') return ctx.kind.solana ? ctx.kind.solana.outcome(ctx, send) : 'unknown';
+  return evmSendOutcome(await ctx.deps.chains.evm(send.chain as never), send);
 }
 
 /** An EVM call from the user's wallet (sponsored when the step says so). */
-export function sendEvm(ctx: Ctx, label: string, chainCode: string, call: EvmCall, spends: { token: string; amount: bigint }): Promise<string> {
+export function sendEvm(ctx: Ctx, label: string, chainCode: string, call: EvmCall, spends: Spend): Promise<string> {
   const { deps, wallet } = ctx;
   return sendOnce(ctx, label, chainCode, async (journal) => {
     const chain = await deps.chains.evm(chainCode as never);
@@ -334,28 +332,56 @@ export function sendEvm(ctx: Ctx, label: string, chainCode: string, call: EvmCal
 /**
  * The platform fee of step 0, from the user's wallet to the recipient of that chain family (label
  * `platform_fee`). On Solana only through a kind that sends there (the bridge; a venue step's
- * money is on the venue's EVM chain).
+ * money is on the venue's EVM chain). A kind takes it only after its own move landed (issue 19:
+ * never a fee for a move that did not happen), and checks first that the move and the fee it still
+ * owes are funded (requireFunded).
  */
 export async function takePlatformFee(ctx: Ctx, chain: string, token: string): Promise<bigint> {
   const fee = BigInt(ctx.step.platform_fee ?? '0');
   if (fee === 0n) return 0n;
-  if (!ctx.step.sends?.platform_fee) {
-    // A resumed try: the fee an earlier try recorded is adopted (awaited), never charged again.
-    const earlier = (ctx.step.previous_tries ?? []).map((previous) => previous.sends?.platform_fee).find((send) => send !== undefined);
-    if (earlier) {
-      await writeOwnStep(ctx, { stepStatusIn: ['submitted'], sends: { platform_fee: earlier } });
-      await refresh(ctx);
-    }
-  }
+  await adoptPlatformFee(ctx);
   const recipient = platformFeeFor(ctx.deps.platformFee, chain).recipient!;
   if (chain === 'SOL') {
     if (!ctx.kind.solana) throw new StepFailure('UNSUPPORTED_CHAIN', `A ${ctx.step.action} step does not send on Solana`);
     await ctx.kind.solana.send(ctx, 'platform_fee', recipient, token, fee, `platform-fee:${ctx.inv.task.task_id}`);
   } else {
     const evm = await ctx.deps.chains.evm(chain as never);
-    await sendEvm(ctx, 'platform_fee', chain, evm.transferCall(token, recipient as Address, fee), { token, amount: fee });
+    await sendEvm(ctx, 'platform_fee', chain, evm.transferCall(token, recipient as Address, fee), { token, amount: fee, to: recipient });
   }
   return fee;
+}
+
+/**
+ * A resumed try adopts the fee an earlier try sent (awaited), so it is never charged twice; an
+ * earlier fee send that failed on chain (reverted, or without its effect) moved nothing and is not
+ * adopted.
+ */
+async function adoptPlatformFee(ctx: Ctx): Promise<void> {
+  if (ctx.step.sends?.platform_fee) return;
+  for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
+    const earlier = previous.sends?.platform_fee;
+    if (!earlier || (await sendOutcome(ctx, earlier)) === 'failed') continue;
+    await writeOwnStep(ctx, { stepStatusIn: ['submitted'], sends: { platform_fee: earlier } });
+    await refresh(ctx);
+    return;
+  }
+}
+
+/** What of the platform fee this try still has to send: none once a fee send is recorded or adopted. */
+export async function platformFeeOwed(ctx: Ctx): Promise<bigint> {
+  const fee = BigInt(ctx.step.platform_fee ?? '0');
+  if (fee === 0n) return 0n;
+  await adoptPlatformFee(ctx);
+  return ctx.step.sends?.platform_fee ? 0n : fee;
+}
+
+/**
+ * Before a step's first send: its own move and the fee it still owes are in the wallet now (the
+ * balance can move between acceptance and execution), or the step fails INSUFFICIENT_FUNDS with
+ * nothing sent and can be resumed once funded. Transfer tokens have 6 decimals everywhere.
+ */
+export function requireFunded(what: string, needed: bigint, available: bigint): void {
+  if (available < needed) throw insufficient(what, needed, available, TRANSFER_DECIMALS);
 }
 
 /** A write to this invocation's own step: its task, attempt, index and try as read, stamped now. */

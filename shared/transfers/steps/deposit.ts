@@ -1,7 +1,7 @@
 import { type Address, erc20Abi, getAddress, type Hex, parseEventLogs } from 'viem';
 import { getLogs, getTransactionReceipt } from 'viem/actions';
 import type { RecordedSend } from '../task.ts';
-import { type Ctx, NO_ADDRESS, type Outcome, recordIntent, refresh, sendEvm, type StepKind, takePlatformFee, writeOwnStep } from './core.ts';
+import { type Ctx, NO_ADDRESS, type Outcome, platformFeeOwed, recordIntent, refresh, requireFunded, sendEvm, sendOutcome, type StepKind, takePlatformFee, writeOwnStep } from './core.ts';
 import { StepFailure } from './outcomes.ts';
 import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
 import { takeVenueLock } from './venue-lock.ts';
@@ -29,13 +29,14 @@ async function depositStep(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
   if (lock === 'taken-over') throw new StepFailure('VENUE_LOCK_LOST', `The ${ctx.step.venue} balance lock of this deposit expired and another transfer took it: resume the task`);
   if (ctx.step.baseline === undefined) await adoptDeposit(ctx);
   if (ctx.step.baseline === undefined) {
-    // Prepared first: an amount the venue refuses (below its minimum) fails the step before the fee is taken.
+    // Prepared first: an amount the venue refuses (below its minimum) fails the step with nothing sent.
     const plan = await driver.prepareDeposit(ctx.wallet.venue, fields, amount);
-    await takePlatformFee(ctx, holding.chain, holding.token);
+    const evm = await ctx.deps.chains.evm(holding.chain as never);
+    const owed = amount + (await platformFeeOwed(ctx));
+    requireFunded(`${holding.token} on ${holding.chain} for the deposit and the platform fee`, owed, await evm.balance(ctx.wallet.evmAddress, holding.token));
     const baseline = (await driver.balances(ctx.wallet.venue, fields)).balance;
     await recordIntent(ctx, { baseline: baseline.toString(), expected_credit: plan.expectedCredit.toString(), deposit_calls: plan.calls.length }, 'baseline');
   }
-  await takePlatformFee(ctx, holding.chain, holding.token);
   const sends = ctx.step.sends ?? {};
   const callCount = ctx.step.deposit_calls ?? 0;
   const missing = Array.from({ length: callCount }, (_, k) => `deposit_${k}`).some((label) => !sends[label]);
@@ -47,6 +48,8 @@ async function depositStep(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
     const spends = { token: holding.token, amount: /approve/i.test(call.label) ? 0n : amount };
     await sendEvm(ctx, label, holding.chain, { to: call.to, data: call.data, value: call.value ?? 0n }, spends);
   }
+  // The fee only once the deposit itself landed (a deposit that could not be sent keeps no fee).
+  await takePlatformFee(ctx, holding.chain, holding.token);
   const balance = (await driver.balances(ctx.wallet.venue, fields)).balance;
   const expected = BigInt(ctx.step.expected_credit!);
   if (balance >= BigInt(ctx.step.baseline!) + expected) return { done: true, amountOut: expected };
@@ -129,9 +132,8 @@ async function adoptDeposit(ctx: Ctx<VenueStepDeps>): Promise<void> {
     if (await findRefund(ctx, Object.fromEntries(sends), previousAmount)) return;
     const landed: Record<string, RecordedSend> = {};
     for (const [label, send] of sends) {
-      const evm = await ctx.deps.chains.evm(send.chain as never);
-      const receipt = await getTransactionReceipt(evm.client, { hash: send.tx_hash as Hex }).catch(() => null);
-      if (receipt?.status === 'reverted') return;
+      // Reverted, or included without its effect: that deposit moved nothing, this try deposits afresh.
+      if ((await sendOutcome(ctx, send)) === 'failed') return;
       landed[label] = send;
     }
     await writeOwnStep(ctx, {
