@@ -381,6 +381,46 @@ describe('bridge step', () => {
   });
 });
 
+describe('a gas-sponsored deposit step and a withdrawal of the same wallet at once (issue 19)', () => {
+  it('the step\'s authorisation is never made stale by the withdrawal: the deposit, the fee and the withdrawal each move exactly their amounts', async () => {
+    const user = await newUser(30n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'sponsored' }], { gas_sponsored: true });
+    const feeBefore = await usdcOn('ARB', feeRecipient);
+    const arb = await chains.evm('ARB');
+    const recipient = privateKeyToAccount(generatePrivateKey()).address;
+    const own = localEvmSigner(user.evmKey);
+    let withdrawal: Promise<unknown> | undefined;
+    // The step signs its first authorisation; right then the user's /withdraw (a plain send) starts.
+    const racing: StepWallets = {
+      async open(task, account) {
+        const wallet = await localWallets.open(task, account);
+        return {
+          ...wallet,
+          evm: {
+            ...wallet.evm,
+            signAuthorization: async (request) => {
+              const signed = await own.signAuthorization(request);
+              withdrawal ??= senders.evm.send({ chain: arb, from: user.evmAddress, call: arb.transferCall('USDC', recipient, 7n * USDC), spends: { token: 'USDC', amount: 7n * USDC, to: recipient }, signer: own });
+              await Promise.race([withdrawal.catch(() => undefined), new Promise((done) => setTimeout(done, 1_500))]);
+              return signed;
+            },
+          },
+        };
+      },
+    };
+    const task = await drive(ref, 0, { stepDeps: { ...deps, wallets: racing } });
+    await withdrawal;
+    expect(withdrawal).toBeDefined();
+    expect(task.status).toBe('completed');
+    expect(await usdcOn('ARB', recipient)).toBe(7n * USDC);
+    expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(10_000n);
+    expect((await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance).toBe(9_990_000n);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(13n * USDC);
+    // The user paid no gas for the step's sends: only the withdrawal's.
+    expect(await arb.client.getTransactionCount({ address: user.evmAddress })).toBe(2); // the authorisation and the withdrawal
+  });
+});
+
 describe('venue deposit faults (venue_b): refunded, or kept and not credited', () => {
   const walletNonce = async (address: Address) => (await chains.evm('ARB')).client.getTransactionCount({ address });
   const venueBalance = async (user: TestUser) => (await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance;
