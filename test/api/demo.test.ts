@@ -106,6 +106,10 @@ describe.runIf(isSandbox)('npm run demo', () => {
       ['self', 'venue_b', 'completed'],
     ]);
     for (const task of tasks.tasks) expect(run.stdout).toContain(task.task_id);
+    // Each task comes with the whole command that follows it as this user (the credentials by name).
+    const asUser = `--token "$TOKEN" --secret-key "$SECRET_KEY" --account-url ${sandbox.urls.account}`;
+    for (const task of tasks.tasks) expect(run.stdout).toMatch(new RegExp(`\\n +follow it +npm run task:watch -- ${task.task_id} ${asUser.replaceAll('$', '\\$')}\\n`));
+    expect(run.stdout).toContain(`This user's tasks: npm run tasks -- ${asUser}\n`);
   });
 
   it('ends with one line naming the section and the answer when a call is refused, exit 1', async () => {
@@ -140,6 +144,16 @@ describe.runIf(isSandbox && process.env.TEST_DYNAMODB === 'dynalite')('npm run d
       expectWholeWalk(run);
       expect(run.stdout).toMatch(/acting as user "demo-[0-9a-f]{8}" \(fresh for this run/);
       expect(run.stdout).toContain(`sandbox data in ${dataDir}; applications: the dev app`);
+      // The printed command follows the demo's task as the demo's user (without --sub it would be
+      // alice's view: "no task"), and works as printed.
+      const user = /acting as user "(demo-[0-9a-f]{8})"/.exec(run.stdout)![1]!;
+      const follow = [...run.stdout.matchAll(/\n +follow it +npm run task:watch -- (.+)\n/g)].map((match) => match[1]!);
+      expect(follow).toHaveLength(2);
+      for (const args of follow) expect(args).toMatch(new RegExp(`^[0-9a-f-]{36} --sub ${user} --account-url ${runtime.urls.account}$`));
+      const followed = await runCli('infra/local/cli/task-watch.ts', follow[0]!.split(' '));
+      expect(followed.code, `${followed.stdout}\n${followed.stderr}`).toBe(0);
+      expect(followed.stdout).toMatch(/task completed/);
+      expect(run.stdout).toContain(`This user's tasks: npm run tasks -- --sub ${user} --account-url ${runtime.urls.account}\n`);
 
       // A failure on the way (this sandbox is the test's own, so a fault here touches no other
       // test): the venue refuses the next payout, the demo stops at the transfer back with the

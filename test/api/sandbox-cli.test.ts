@@ -226,6 +226,14 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('CLIs against a dev-app
     }
   });
 
+  it('npm run tasks for a user without an account, or without tasks, says to pass --sub <user>', async () => {
+    const sub = uniqueUser('cli-no-tasks');
+    expectOneLine(await cli('tasks', ['--sub', sub, '--account-url', accountUrl]), 1, new RegExp(`GET /tasks answered 404 ACCOUNT_NOT_FOUND: .* \\(user ${sub}; tasks are per user: pass --sub <user> for another user's \\(npm run demo prints its user\\)\\)\n$`));
+    expect((await api('POST', '/account', await token(sub))).status).toBe(200);
+    const empty = await cli('tasks', ['--sub', sub, '--account-url', accountUrl]);
+    expect(empty, empty.stderr).toMatchObject({ code: 0, stdout: `no tasks for user ${sub} (tasks are per user: pass --sub <user> for another user's (npm run demo prints its user))\n` });
+  });
+
   it('with no sandbox answering, --data-dir with a dev app still mints (the token works once that sandbox answers)', async () => {
     const bearer = (await cli('token', ['--sub', 'offline-mint', '--account-url', await closedUrl(), '--data-dir', dataDir])).stdout.trim();
     expect((await api('POST', '/account', bearer)).status).toBe(200);
@@ -291,9 +299,13 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('CLIs against a dev-app
     expect(again.stdout).toMatch(/^resume: not resumed \(TASK_NOT_RESUMABLE: The task is completed/);
   }, 120_000);
 
-  it('an unknown or malformed task id: one line, exit 2', async () => {
+  it('an unknown or malformed task id: one line, exit 2; not found says to pass --sub (a task is seen by its own user only)', async () => {
     const unknown = crypto.randomUUID();
-    expectOneLine(await cli('task:watch', [unknown, '--account-url', accountUrl]), 2, new RegExp(`no task ${unknown} for user alice \\(GET /task/${unknown}: 404 TASK_NOT_FOUND\\)`));
+    expectOneLine(
+      await cli('task:watch', [unknown, '--account-url', accountUrl]),
+      2,
+      new RegExp(`no task ${unknown} for user alice \\(GET /task/${unknown}: 404 TASK_NOT_FOUND\\): a task is seen only by its own user: pass --sub <user> \\(npm run demo prints its user and the whole command\\)\n$`),
+    );
     expectOneLine(await cli('task:watch', ['not-a-task', '--account-url', accountUrl, '--resume']), 2, /"not-a-task" is not a task id \(POST \/task\/not-a-task\/resume: 400 /);
   });
 });

@@ -173,8 +173,10 @@ async function main(): Promise<void> {
   const api = createAccountClient(options);
   api.use(printingMiddleware());
   const quiet = createAccountClient(options);
-  // The flags `npm run task:watch` needs to act as this user (the credentials by name, never by value).
+  // The flags `npm run task:watch` and `npm run tasks` need to act as this user (the credentials by
+  // name, never by value): without them they act as alice, who cannot see this user's tasks.
   const resumeFlags = `${token ? ' --token "$TOKEN" --secret-key "$SECRET_KEY"' : ` --sub ${sub}`}${values['account-url'] ? ` --account-url ${credentials.accountUrl}` : ''}`;
+  const watchCommand = (taskId: string) => `npm run task:watch -- ${taskId}${resumeFlags}`;
 
   out(`npm run demo: the whole product in one run, against the sandbox at ${credentials.accountUrl}`);
   if (info) out(`  sandbox data in ${info.data_dir}; applications: ${info.applications === 'dev' ? 'the dev app' : 'APPS_FILE'}`);
@@ -244,8 +246,9 @@ async function main(): Promise<void> {
   const created = await expectOk(api.POST('/transfer', { body: deposit, headers: { 'Idempotency-Key': crypto.randomUUID() } }));
   show('task_id', created.task_id);
   show('message', created.message);
+  show('follow it', watchCommand(created.task_id));
 
-  section('Watch the task', 'GET /task/{task_id} shows the status (pending → in_progress → completed) and each step with its transaction hashes; here it is polled until it settles (npm run task:watch -- <task_id> does the same).');
+  section('Watch the task', `GET /task/{task_id} shows the status (pending → in_progress → completed) and each step with its transaction hashes; here it is polled until it settles (the "follow it" command above does the same in another terminal: a task is seen only by its own user, hence ${token ? '--token' : '--sub'}).`);
   const inbound = await watchTask(quiet, created.task_id, resumeFlags);
   ok(`completed: ${inbound.progress.total_steps} step(s)`);
 
@@ -265,6 +268,7 @@ async function main(): Promise<void> {
   const walletBefore = await expectOk(quiet.GET('/demo/wallet/balance', { params: { query: { chain: 'ARB' } } }));
   const back = await expectOk(api.POST('/transfer', { body: { source: VENUE, destination: 'self', amount: '10', chain: 'ARB', token: 'USDC' }, headers: { 'Idempotency-Key': crypto.randomUUID() } }));
   show('task_id', back.task_id);
+  show('follow it', watchCommand(back.task_id));
   const outbound = await watchTask(quiet, back.task_id, resumeFlags);
   ok(`completed: ${outbound.progress.total_steps} step(s)`);
   const walletAfter = await expectOk(quiet.GET('/demo/wallet/balance', { params: { query: { chain: 'ARB' } } }));
@@ -280,6 +284,7 @@ async function main(): Promise<void> {
   show(`${VENUE} balance`, venue.assets ? `${venue.assets.balance} USDC` : `unreadable: ${venue.error}`);
   out();
   out('Done: account, signature, faucet, withdrawal, venue onboarding and two transfers, all through the typed client (shared/client/).');
+  out(`This user's tasks: npm run tasks --${resumeFlags}`);
   out('Next: docs/guide/ for each service, docs/openapi/ for the reference, GET /docs on each service for the rendered page.');
 }
 

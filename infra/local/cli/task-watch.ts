@@ -87,8 +87,13 @@ await runCli(spec.name, async () => {
   const api = new TaskApi(credentials);
   const out = new Output(process.stdout.isTTY === true);
 
+  const byToken = Boolean(values.token || process.env.TOKEN);
   const refused = (error: ApiError, call: string) => {
-    if (error.status === 404) return new CliError(`no task ${taskId} for ${values.token || process.env.TOKEN ? 'the user of this token' : `user ${values.sub}`} (${call}: 404 ${error.code})`, 2);
+    // A task is visible to its own user only: the usual cause is the wrong user (npm run demo acts as a fresh demo-… user).
+    if (error.status === 404 && byToken) return new CliError(`no task ${taskId} for the user of this token (${call}: 404 ${error.code}): it is another user's, or none`, 2);
+    if (error.status === 404) {
+      return new CliError(`no task ${taskId} for user ${values.sub} (${call}: 404 ${error.code}): a task is seen only by its own user: pass --sub <user> (npm run demo prints its user and the whole command)`, 2);
+    }
     if (error.status === 400) return new CliError(`"${taskId}" is not a task id (${call}: 400 ${error.code}: ${error.detail})`, 2);
     return new CliError(`${call} answered ${error.status} ${error.code}: ${error.detail}`);
   };

@@ -14,6 +14,9 @@ await runCli(spec.name, async () => {
   const { values } = parseCli(spec);
   const limit = wholeNumber(spec, 'limit', values.limit);
   if (limit > 50) throw new CliError('--limit is at most 50', 2);
+  const byToken = Boolean(values.token || process.env.TOKEN);
+  // Tasks are per user, and --sub defaults to alice: a newcomer's tasks are often another user's (npm run demo's demo-…).
+  const otherUser = `tasks are per user: pass --sub <user> for another user's (npm run demo prints its user)`;
   const api = new TaskApi(
     await userCredentials({ accountUrl: values['account-url'], sub: values.sub, token: values.token, secretKey: values['secret-key'], dataDir: values['data-dir'] }),
   );
@@ -21,11 +24,11 @@ await runCli(spec.name, async () => {
   try {
     listing = await api.listTasks(limit);
   } catch (error) {
-    if (error instanceof ApiError) throw new CliError(`GET /tasks answered ${error.status} ${error.code}: ${error.detail}`);
+    if (error instanceof ApiError) throw new CliError(`GET /tasks answered ${error.status} ${error.code}: ${error.detail}${error.status === 404 && !byToken ? ` (user ${values.sub}; ${otherUser})` : ''}`);
     throw error;
   }
   if (listing.tasks.length === 0) {
-    process.stdout.write(`no tasks for ${values.token || process.env.TOKEN ? 'the user of this token' : values.sub}\n`);
+    process.stdout.write(byToken ? 'no tasks for the user of this token\n' : `no tasks for user ${values.sub} (${otherUser})\n`);
     return;
   }
   process.stdout.write(`${taskTable(listing.tasks)}\n`);
