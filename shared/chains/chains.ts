@@ -1,3 +1,5 @@
+import type { Address } from 'viem';
+import type { ChainCode } from '../wallets/networks.ts';
 import { EvmChains } from './evm-chains.ts';
 import { SolanaChain } from './solana-chain.ts';
 
@@ -12,5 +14,11 @@ export class Chains extends EvmChains {
       this.#sol = chain;
     }
     return this.#sol;
+  }
+
+  /** `owner`'s balance of `token` (a token or the native coin) on any configured chain, in base units. */
+  async balance(chain: ChainCode, owner: string, token: string): Promise<bigint> {
+    if (chain === 'SOL') return (await this.sol()).balance(owner, token);
+    return (await this.evm(chain)).balance(owner as Address, token);
   }
 }

@@ -30,7 +30,7 @@ const NO_BRIDGE: BridgeClient = {
  * The estimate's ports (needs: chains, bridge, platformFee): gas from the chains, configured
  * prices, the bridge's quotes, the platform fee for the route's first wallet chain.
  */
-function estimatePortsFromEnv(): Pick<TransferServiceDeps, 'estimateDeps' | 'bridgeConfigured'> {
+function estimatePortsFromEnv(): Pick<TransferServiceDeps, 'estimateDeps' | 'bridgeConfigured' | 'balances'> {
   const chains = chainsFromEnv();
   const bridgeUrl = loadBridgeUrl();
   const bridge = bridgeUrl ? new HttpBridgeClient({ baseUrl: bridgeUrl }) : NO_BRIDGE;
@@ -38,6 +38,7 @@ function estimatePortsFromEnv(): Pick<TransferServiceDeps, 'estimateDeps' | 'bri
   const prices = new ConfiguredPrices();
   return {
     bridgeConfigured: bridgeUrl !== undefined,
+    balances: chains,
     estimateDeps: (wallet, feeChain): EstimateDeps => ({
       gas: new ChainGasEstimator(chains, wallet, bridge),
       prices,

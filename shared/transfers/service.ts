@@ -1,17 +1,18 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Address } from 'viem';
+import { type Address, parseUnits } from 'viem';
 import { requireAccount } from '../accounts/account-service.ts';
 import type { AccountRecord } from '../accounts/account-record.ts';
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import type { Table } from '../db/client.ts';
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../errors.ts';
+import { insufficient } from '../chains/sender/funds.ts';
 import { logger } from '../logger.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import { claimIdempotencyKey, type IdempotencyRecord, requestHash, type StoredResponse } from '../withdrawals/idempotency.ts';
 import type { ChainCode } from '../wallets/networks.ts';
 import { type EstimateDeps, estimateTransferCost, type TransferCostEstimate } from './estimate.ts';
 import { executionInput, type ExecutionStatus, type TransferExecutor } from './executor.ts';
-import { planToJson, planTransfer, type TransferPlan } from './planner.ts';
+import { planToJson, planTransfer, TRANSFER_DECIMALS, type TransferPlan } from './planner.ts';
 import type { TransferInput } from './schemas.ts';
 import { type ClosedOutcome, claimRekick, completeFinishedTask, getTask, listTasks, markStarted, putTask, resumeTask, settleClosed } from './task-store.ts';
 import { executionName, type StepRecord, type TaskRecord, toTaskResource } from './task.ts';
@@ -47,6 +48,13 @@ export interface TransferServiceDeps extends TaskDeps {
   readonly claimLeaseMs?: number;
   /** False when this deployment has no bridge (BRIDGE_URL unset): routes with a bridge step answer 503. Default true. */
   readonly bridgeConfigured?: boolean;
+  /** The wallet's balances on the chains (POST /transfer checks the first step is funded: shared/chains Chains in production). */
+  readonly balances: WalletBalances;
+}
+
+/** Port: a wallet's balance of a token (a transfer token or the chain's native coin), in base units. */
+export interface WalletBalances {
+  balance(chain: ChainCode, owner: string, token: string): Promise<bigint>;
 }
 
 /** 503: the route needs the bridge and this deployment has none configured (BRIDGE_URL). */
@@ -74,7 +82,7 @@ function isFirstDeposit(account: AccountRecord, plan: TransferPlan): boolean {
 
 async function estimateFor(deps: EstimateRouteDeps, account: AccountRecord, plan: TransferPlan): Promise<TransferCostEstimate> {
   if (deps.bridgeConfigured === false && plan.steps.some((step) => step.action === 'bridge')) throw new BridgeNotConfiguredError();
-  return estimateTransferCost(deps.estimateDeps(walletOf(account), plan.origin.chain), plan, { firstDeposit: isFirstDeposit(account, plan) });
+  return estimateTransferCost(deps.estimateDeps(walletOf(account), plan.origin.chain), plan, { firstDeposit: isFirstDeposit(account, plan), venues: account.perp_dex_status });
 }
 
 /** `POST /transfer/estimate-transfer-cost`. */
@@ -135,6 +143,7 @@ export async function createTransfer(deps: TransferServiceDeps, user: Authentica
     if (estimate.route.bridge_estimation_error) {
       throw new DomainError(503, 'BRIDGE_UNAVAILABLE', `The bridge gave no quote (${estimate.route.bridge_estimation_error}); try again later`);
     }
+    await requireSourceFunded(deps.balances, account, plan, estimate);
     const taskId = record?.subject ?? uuidv7();
     if (record && !record.subject) await record.bindSubject(taskId);
     const task = newTask(deps, user, account, body, plan, estimate, taskId);
@@ -149,6 +158,31 @@ export async function createTransfer(deps: TransferServiceDeps, user: Authentica
     await (stored ? record?.releaseLease() : record?.abandon());
     throw error;
   }
+}
+
+/**
+ * 422 INSUFFICIENT_FUNDS with the numbers, and no task, as POST /withdraw refuses: a self source's
+ * wallet must hold what the first step spends now, the amount (the platform fee comes out of it)
+ * and, where the user pays it, the first step's gas with the senders' 20 % gas-limit headroom, plus
+ * any native value its calls carry. The step checks again before its first send (balances move
+ * between acceptance and execution). A venue source is the venue's to refuse: its payout comes
+ * first and the fee out of the payout, so nothing is charged when it refuses.
+ */
+async function requireSourceFunded(balances: WalletBalances, account: AccountRecord, plan: TransferPlan, estimate: TransferCostEstimate): Promise<void> {
+  if (plan.source !== 'self') return;
+  const { chain, token } = plan.origin;
+  const owner = chain === 'SOL' ? account.public_address.SOL : account.public_address.ETH;
+  const available = await balances.balance(chain, owner, token);
+  if (available < plan.amount) throw insufficient(`${token} on ${chain}`, plan.amount, available, TRANSFER_DECIMALS);
+  const gas = estimate.steps[0]?.gas_breakdown;
+  if (!gas) return;
+  const decimals = gas.native_token === 'SOL' ? 9 : 18;
+  const units = BigInt(gas.gas_units);
+  const limit = gas.native_token === 'SOL' ? units : (units * 12n + 9n) / 10n;
+  const needed = (gas.paid_by === 'user' ? limit * BigInt(gas.gas_price) : 0n) + parseUnits(gas.native_value, decimals);
+  if (needed === 0n) return;
+  const native = await balances.balance(chain, owner, gas.native_token);
+  if (native < needed) throw insufficient(`${gas.native_token} on ${chain} for the first step's gas`, needed, native, decimals);
 }
 
 function accepted(taskId: string, steps: number, routeId: string) {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { faucet, newAccount, sandboxChains } from './support/chains.ts';
+import { chainBalance, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, expectErrorShape, uniqueUser } from './support/client.ts';
 
 /**
@@ -18,6 +18,12 @@ const isSandbox = (await sandboxChains()) !== undefined;
  * task failed (EXECUTION_FAILED); the test that needs a transfer to complete runs once they exist.
  */
 const STEP_LAMBDAS_PRESENT = existsSync(new URL('../../functions/transfers/bridge-step.ts', import.meta.url));
+
+/** Sets or clears a sandbox venue's fault (POST /sandbox/faults). */
+async function setFault(body: { target: string; operation: string; mode: string; count?: number }): Promise<void> {
+  const answer = await call('account', 'POST', '/sandbox/faults', { json: body });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+}
 
 const estimate = (headers: Record<string, string>, json: unknown) => call('account', 'POST', '/transfer/estimate-transfer-cost', { headers, json });
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -124,7 +130,9 @@ describe.runIf(isSandbox)('GET /tasks', () => {
 
 describe.runIf(isSandbox)('POST /transfer and the task routes', () => {
   it('creates a task: 202, task id in the body and X-Task-ID, listed and readable, no secret in it', async () => {
-    const { headers } = await newAccount(appOne, uniqueUser('transfer-create'));
+    const { headers, evm } = await newAccount(appOne, uniqueUser('transfer-create'));
+    await faucet('ARB', evm, 'USDC', '30');
+    await faucet('ARB', evm, 'ETH', '0.01');
     const body = { source: 'self', destination: 'self', amount: '30', chain: 'ARB', token: 'USDC', destination_chain: 'SOL', destination_token: 'USDC' };
     const created = await call('account', 'POST', '/transfer', { headers, json: body });
     expect(created.status, JSON.stringify(created.body)).toBe(202);
@@ -154,7 +162,9 @@ describe.runIf(isSandbox)('POST /transfer and the task routes', () => {
   });
 
   it('Idempotency-Key: the same key and body return the same task; a bad key is 400', async () => {
-    const { headers } = await newAccount(appOne, uniqueUser('transfer-idem'));
+    const { headers, evm } = await newAccount(appOne, uniqueUser('transfer-idem'));
+    await faucet('ARB', evm, 'USDC', '12');
+    await faucet('ARB', evm, 'ETH', '0.01');
     const json = { source: 'self', destination: 'self', amount: '12', chain: 'ARB', token: 'USDC', destination_chain: 'POL', destination_token: 'USDC' };
     const first = await call('account', 'POST', '/transfer', { headers: { ...headers, 'idempotency-key': 'transfer-api-key-1' }, json });
     const again = await call('account', 'POST', '/transfer', { headers: { ...headers, 'idempotency-key': 'transfer-api-key-1' }, json });
@@ -193,6 +203,8 @@ describe.runIf(isSandbox)('POST /transfer and the task routes', () => {
     expect(expectErrorShape(bad.body).message).toContain('task_id');
     const unknown = await call('account', 'GET', '/task/0190d5a8-0000-7000-8000-000000000000', { headers: alice.headers });
     expect([unknown.status, expectErrorShape(unknown.body).code]).toEqual([404, 'TASK_NOT_FOUND']);
+    await faucet('INK', alice.evm, 'USDC', '10');
+    await faucet('INK', alice.evm, 'ETH', '0.01');
     const created = await call('account', 'POST', '/transfer', {
       headers: alice.headers,
       json: { source: 'self', destination: 'self', amount: '10', chain: 'INK', token: 'USDC', destination_chain: 'ARB', destination_token: 'USDC' },
@@ -204,17 +216,38 @@ describe.runIf(isSandbox)('POST /transfer and the task routes', () => {
     expect(otherResume.status).toBe(404);
   });
 
-  it('resume: a failed task resumes from its step (202), once; then 409 TASK_NOT_RESUMABLE', { timeout: 90_000 }, async () => {
-    const { headers } = await newAccount(appOne, uniqueUser('task-resume'));
-    const json = { source: 'self', destination: 'self', amount: '10', chain: 'ARB', token: 'USDC', destination_chain: 'INK', destination_token: 'USDC' };
-    // Unfunded: the bridge step cannot send, the task ends failed; resume starts attempt 1 from step 1.
-    const failing = await call('account', 'POST', '/transfer', { headers, json });
-    expect(failing.status).toBe(202);
-    const failed = await untilSettled(headers, failing.body.task_id);
-    expect(failed.status, JSON.stringify(failed.metadata)).toBe('failed');
+  it('a transfer larger than the wallet is 422 INSUFFICIENT_FUNDS with the numbers; no task, nothing moved (issue 19)', async () => {
+    const { headers, evm } = await newAccount(appOne, uniqueUser('transfer-unfunded'));
+    await faucet('ARB', evm, 'USDC', '161');
+    await faucet('ARB', evm, 'ETH', '0.01');
+    const json = { source: 'self', destination: 'self', amount: '100000', chain: 'ARB', token: 'USDC', destination_chain: 'INK', destination_token: 'USDC' };
+    const refused = await call('account', 'POST', '/transfer', { headers: { ...headers, 'idempotency-key': 'transfer-unfunded-1' }, json });
+    expect(refused.status).toBe(422);
+    expect(expectErrorShape(refused.body)).toEqual({ code: 'INSUFFICIENT_FUNDS', message: 'Insufficient USDC on ARB: needs 100000, available 161' });
+    expect((await call('account', 'GET', '/tasks', { headers })).body.tasks).toEqual([]);
+    expect(await chainBalance('ARB', evm, 'USDC')).toBe(161_000_000n);
+  });
+
+  it.runIf(STEP_LAMBDAS_PRESENT)('resume: a failed task resumes from its step (202), once; then 409 TASK_NOT_RESUMABLE', { timeout: 90_000 }, async () => {
+    const { headers, evm } = await newAccount(appOne, uniqueUser('task-resume'));
+    await faucet('ARB', evm, 'USDC', '30');
+    await faucet('ARB', evm, 'ETH', '0.01');
+    expect((await call('account', 'POST', '/account/init-perp-dex', { headers, json: { dex: 'venue_b' } })).status).toBe(200);
+    const json = { source: 'self', destination: 'venue_b', amount: '10' };
+    // The venue refunds the deposit: the step fails DEPOSIT_REFUNDED, the task ends failed; resume starts attempt 1 from step 1.
+    await setFault({ target: 'venue_b', operation: 'deposit', mode: 'refund', count: 1 });
+    let failing;
+    try {
+      failing = await call('account', 'POST', '/transfer', { headers, json });
+      expect(failing.status, JSON.stringify(failing.body)).toBe(202);
+      const failed = await untilSettled(headers, failing.body.task_id);
+      expect(failed.status, JSON.stringify(failed.metadata)).toBe('failed');
+    } finally {
+      await setFault({ target: 'venue_b', operation: 'deposit', mode: 'clear' });
+    }
     const resumed = await call('account', 'POST', `/task/${failing.body.task_id}/resume`, { headers });
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(202);
-    expect(resumed.body).toEqual({ success: true, task_id: failing.body.task_id, message: expect.stringContaining('Resuming from step 1 of 1 (bridge)') });
+    expect(resumed.body).toEqual({ success: true, task_id: failing.body.task_id, message: expect.stringContaining('Resuming from step 1 of 1 (deposit)') });
     expect(resumed.headers.get('x-task-id')).toBe(failing.body.task_id);
     const again = await call('account', 'POST', `/task/${failing.body.task_id}/resume`, { headers });
     expect([again.status, expectErrorShape(again.body).code]).toEqual([409, 'TASK_NOT_RESUMABLE']);

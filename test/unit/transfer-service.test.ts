@@ -8,7 +8,7 @@ import { keys } from '../../shared/db/keys.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { type BridgeQuoter, ConfiguredPrices, type EstimateDeps, type GasEstimator } from '../../shared/transfers/estimate.ts';
 import type { ExecutionStatus, StepFunctions, TransferExecutor } from '../../shared/transfers/executor.ts';
-import { createTransfer, estimateTransfer, getUserTask, listUserTasks, parseTaskId, resumeUserTask, type TransferServiceDeps } from '../../shared/transfers/service.ts';
+import { createTransfer, estimateTransfer, getUserTask, listUserTasks, parseTaskId, resumeUserTask, type TransferServiceDeps, type WalletBalances } from '../../shared/transfers/service.ts';
 import type { TransferInput } from '../../shared/transfers/schemas.ts';
 import type { ExecutionInput, TaskRecord } from '../../shared/transfers/task.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
@@ -93,8 +93,11 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     });
     const user = { app: { app_id: 'app-t' }, identity: { iss: 'https://idp.example.com', sub }, secretKey: 'sk', token: JWT } as unknown as AuthenticatedUser;
     const executor = new RecordingExecutor();
-    const deps: TransferServiceDeps = { table, executor, now: () => new Date(), estimateDeps };
-    return { user, executor, deps, sub };
+    // What the wallet holds (chain:token → base units); 1,000 USDC and 1 ETH on every chain unless a test says otherwise.
+    const held = new Map<string, bigint>();
+    const balances: WalletBalances = { balance: async (chain, _owner, token) => held.get(`${chain}:${token}`) ?? (token === 'SOL' ? 10n ** 9n : token.startsWith('USDC') ? 1_000_000_000n : 10n ** 18n) };
+    const deps: TransferServiceDeps = { table, executor, now: () => new Date(), estimateDeps, balances };
+    return { user, executor, deps, sub, held };
   }
 
   const body = (over: Partial<TransferInput> = {}): TransferInput => ({ source: 'self', destination: 'venue_b', amount: '25', gas_sponsored: false, ...over });
@@ -107,6 +110,37 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     expect(estimate.steps.map((s) => [s.action, s.dex])).toEqual([['withdrawal', 'venue_b'], ['bridge', 'test_bridge'], ['deposit', 'venue_d']]);
     expect(estimate.steps[1]!.breakdown.bridge_fee_usdc).toBe('0.25');
     expect(estimate.steps[1]!.estimated_gas).toBe(60_000);
+  });
+
+  it('a transfer larger than the wallet is 422 INSUFFICIENT_FUNDS with the numbers, creates no task and starts nothing (issue 19 §1)', async () => {
+    const { deps, user, executor, held } = await newUser();
+    held.set('ARB:USDC', 161_000_000n);
+    const refused = await failure(createTransfer(deps, user, body({ amount: '100000' }), 'transfer-key-funds-1'));
+    expect(refused).toMatchObject({ status: 422, code: 'INSUFFICIENT_FUNDS' });
+    expect(refused.message).toBe('Insufficient USDC on ARB: needs 100000, available 161');
+    expect(executor.attempts).toBe(0);
+    expect((await listUserTasks(deps, user, 50)).tasks).toEqual([]);
+    // The key was not spent on the refusal: the same key with a funded amount goes through.
+    const accepted = await createTransfer(deps, user, body({ amount: '100' }), 'transfer-key-funds-1');
+    expect(accepted.status).toBe(202);
+  });
+
+  it('the first step\'s gas, where the user pays it, must be in the wallet too: 422 naming the native coin; sponsored gas needs none', async () => {
+    const { deps, user, executor, held } = await newUser();
+    held.set('ARB:ETH', 0n);
+    const refused = await failure(createTransfer(deps, user, body()));
+    expect(refused).toMatchObject({ status: 422, code: 'INSUFFICIENT_FUNDS' });
+    // 60,000 gas with 20 % headroom at 0.1 gwei: 0.0000072 ETH.
+    expect(refused.message).toBe("Insufficient ETH on ARB for the first step's gas: needs 0.0000072, available 0");
+    expect(executor.attempts).toBe(0);
+    expect((await createTransfer(deps, user, body({ gas_sponsored: true }))).status).toBe(202);
+  });
+
+  it('a venue source is the venue\'s to refuse (its payout comes first, the fee out of it): no wallet balance is asked for', async () => {
+    const { deps, user, held } = await newUser();
+    held.set('ARB:USDC', 0n);
+    held.set('ARB:ETH', 0n);
+    expect((await createTransfer(deps, user, body({ source: 'venue_b', destination: 'self' }))).status).toBe(202);
   });
 
   it('creates a pending task, stores the plan and no secret, starts attempt 0 and records the start', async () => {
