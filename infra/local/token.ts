@@ -24,6 +24,8 @@ const spec = {
     'account-url': { type: 'string' },
     'data-dir': { type: 'string' },
   },
+  // `npm run token alice`, or `npm run token --sub alice` where npm kept --sub for itself.
+  bareWordMeans: 'sub',
 } as const;
 
 await runCli(spec.name, async () => {

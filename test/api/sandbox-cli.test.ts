@@ -105,6 +105,36 @@ describe('CLI arguments', () => {
     expect(run.stdout).toBe('');
   });
 
+  // `npm run token --sub alice` (no `--`): npm keeps --sub as its own config (npm_config_sub=true)
+  // and hands the script only `alice`.
+  it.each([
+    ['token', ['alice'], { npm_config_sub: 'true' }, 'npm took --sub for itself (the script\'s flags go after a lone --): run npm run token -- --sub alice'],
+    ['token', [], { npm_config_sub: 'alice' }, 'npm took --sub for itself (the script\'s flags go after a lone --): run npm run token -- --sub alice'],
+    ['token', ['alice'], {}, '"alice" alone is not a flag: run npm run token -- --sub alice'],
+    ['tasks', ['bob'], { npm_config_sub: 'true' }, 'npm took --sub for itself (the script\'s flags go after a lone --): run npm run tasks -- --sub bob'],
+    ['task:watch', ['0190a5c4-0000-7000-8000-000000000000'], { npm_config_resume: 'true' }, 'npm took --resume for itself (the script\'s flags go after a lone --): run npm run task:watch -- 0190a5c4-0000-7000-8000-000000000000 --resume'],
+    [
+      'token',
+      ['alice', '60'],
+      { npm_config_sub: 'true', npm_config_ttl: 'true' },
+      'npm took --sub, --ttl for itself (the script\'s flags go after a lone --): run it as npm run token -- --sub <user id> [--ttl <seconds>] [--op] [--account-url <url>] [--data-dir <dir>]',
+    ],
+  ] as const)('%s %j with %j (flags npm kept for itself): one line saying what to run, exit 2', async (script, args, env, problem) => {
+    const run = await cli(script, [...args], env);
+    expect(run, run.stderr).toMatchObject({ code: 2, stdout: '', stderr: `npm run ${script}: ${problem}\n` });
+  });
+
+  it('through npm itself: npm run token --sub alice says to run npm run token -- --sub alice', async () => {
+    const run = await new Promise<Run>((done) => {
+      execFile('npm', ['run', '--silent', 'token', '--sub', 'alice'], { cwd: ROOT, env: { ...process.env, DATA_DIR: '', ACCOUNT_URL: '', ACCOUNT_PORT: '' }, timeout: 60_000 }, (error, stdout, stderr) =>
+        done({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr }),
+      );
+    });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain('npm run token: npm took --sub for itself (the script\'s flags go after a lone --): run npm run token -- --sub alice\n');
+  });
+
   it('token --op refuses a lifetime over 300 s (the enclave would refuse the op_jwt)', async () => {
     expectOneLine(await cli('token', ['--sub', 'alice', '--op', '--ttl', '301']), 2, /an op_jwt lives at most 300 seconds .*--ttl 301 is too long/);
   });

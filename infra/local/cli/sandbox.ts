@@ -171,17 +171,30 @@ export interface CliSpec<O extends NonNullable<ParseArgsConfig['options']>> {
   readonly help?: string;
   readonly options: O;
   readonly allowPositionals?: boolean;
+  /**
+   * The flag a lone bare word most likely meant, for a CLI that takes none: `npm run token alice`
+   * is refused with `run npm run token -- --sub alice` rather than "unexpected argument".
+   */
+  readonly bareWordMeans?: string;
   readonly argv?: string[];
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /**
  * node:util parseArgs with a usage line: `--help` prints it to stdout and exits 0; an unknown flag,
  * a flag without its value or a stray argument prints one line naming it and the usage line to
- * stderr, and exits 2.
+ * stderr, and exits 2. Flags that npm took for itself (`npm run token --sub alice`, without the
+ * `--`) are one line saying how to run it instead, exit 2.
  */
 export function parseCli<O extends NonNullable<ParseArgsConfig['options']>>(spec: CliSpec<O>) {
   const options = { ...spec.options, help: { type: 'boolean', short: 'h' } } as O & { help: { type: 'boolean'; short: 'h' } };
-  const parse = () => parseArgs({ args: spec.argv ?? process.argv.slice(2), options, allowPositionals: spec.allowPositionals ?? false, strict: true });
+  const args = spec.argv ?? process.argv.slice(2);
+  const took = flagsNpmTook(spec.options, spec.env ?? process.env);
+  if (took.length > 0) {
+    const { positionals } = parseArgs({ args, options, allowPositionals: true, strict: false });
+    oneLineUsageError(spec, npmTookFlagsProblem(spec, took, positionals));
+  }
+  const parse = () => parseArgs({ args, options, allowPositionals: true, strict: true });
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse();
@@ -192,7 +205,58 @@ export function parseCli<O extends NonNullable<ParseArgsConfig['options']>>(spec
     process.stdout.write(`usage: ${spec.usage}\n${spec.help ? `${spec.help.replace(/\n?$/, '\n')}` : ''}`);
     process.exit(0);
   }
+  if (!spec.allowPositionals && parsed.positionals.length > 0) {
+    const [word] = parsed.positionals as [string];
+    const means = spec.bareWordMeans;
+    if (means && parsed.positionals.length === 1 && (parsed.values as Record<string, unknown>)[means] === undefined) {
+      oneLineUsageError(spec, `"${word}" alone is not a flag: run npm run ${spec.name} -- --${means} ${shellWord(word)}`);
+    }
+    usageError(spec, `unexpected argument ${word}`);
+  }
   return parsed;
+}
+
+/**
+ * The CLI's flags that npm kept as its own configuration: `npm run token --sub alice` (no `--`)
+ * sets npm_config_sub (`true`, or `alice` for `--sub=alice`) and passes only `alice` to the script.
+ */
+export function flagsNpmTook(options: NonNullable<ParseArgsConfig['options']>, env: NodeJS.ProcessEnv): { name: string; value?: string }[] {
+  return Object.keys(options).flatMap((name) => {
+    const value = env[`npm_config_${name.replaceAll('-', '_')}`];
+    if (value === undefined) return [];
+    return [{ name, ...(value === 'true' ? {} : { value }) }];
+  });
+}
+
+/** `npm took --sub for itself …: run npm run token -- --sub alice` (the exact command when it is certain). */
+function npmTookFlagsProblem(
+  spec: { readonly name: string; readonly usage: string; readonly allowPositionals?: boolean; readonly options: NonNullable<ParseArgsConfig['options']> },
+  took: { name: string; value?: string }[],
+  positionals: string[],
+): string {
+  const names = took.map(({ name }) => `--${name}`).join(', ');
+  const problem = `npm took ${names} for itself (the script's flags go after a lone --)`;
+  // npm passed the values of the string flags on as bare words; which word is whose is certain
+  // only for one such flag and a CLI that takes no bare words.
+  const needValue = took.filter(({ name, value }) => spec.options[name]?.type === 'string' && value === undefined);
+  const certain = spec.allowPositionals ? needValue.length === 0 : needValue.length === positionals.length && needValue.length <= 1;
+  if (!certain) return `${problem}: run it as ${spec.usage}`;
+  const words = spec.allowPositionals ? positionals.map(shellWord) : [];
+  for (const { name, value } of took) {
+    words.push(`--${name}`);
+    if (spec.options[name]?.type === 'string') words.push(shellWord(value ?? positionals[0]!));
+  }
+  return `${problem}: run npm run ${spec.name} -- ${words.join(' ')}`;
+}
+
+/** Prints `npm run <name>: <problem>` (one line, no usage line: the problem says what to run) and exits 2. */
+function oneLineUsageError(spec: Pick<CliSpec<never>, 'name'>, problem: string): never {
+  process.stderr.write(`npm run ${spec.name}: ${problem}\n`);
+  process.exit(2);
+}
+
+function shellWord(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
 /** Prints `npm run <name>: <problem>` and the usage line to stderr, then exits 2. */
