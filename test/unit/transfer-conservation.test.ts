@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { importJWK, type JWK, SignJWT } from 'jose';
-import { type Address, createPublicClient, erc20Abi, http, type PublicClient } from 'viem';
+import { type Address, createPublicClient, erc20Abi, http, isAddressEqual, parseEventLogs, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devAppPaths } from '../../infra/local/applications.ts';
@@ -32,7 +32,11 @@ import type { RecordedSend, TaskRecord } from '../../shared/transfers/task.ts';
  * + platform fees (the PLATFORM_FEE recipients' wallets, read from the chains)
  * + bridge fees and bridge in flight (the sandbox bridge's own ledger, DATA_DIR/bridge/bridge.json)
  * + venue fees and deposits a venue kept uncredited (the sandbox venues' own ledgers, DATA_DIR/venues/<id>.json)
- * must be equal to the base unit. No double send: every recorded transaction hash appears once over
+ * + what the users withdrew (POST /withdraw to each user's own external address, read from the chains)
+ * must be equal to the base unit. Alongside each user's transfers, random withdrawals of that user
+ * (plain and gas-sponsored, on every EVM chain) run concurrently, and every 200 withdrawal must
+ * carry its token Transfer to the recipient on chain (issue 19). Among the transfers, some ask for
+ * more than the wallet holds: 422 INSUFFICIENT_FUNDS, no task, nothing moved. No double send: every recorded transaction hash appears once over
  * all tasks, steps and tries, and each user's EVM nonce on each chain grew by exactly the number
  * of EVM transactions the tasks recorded there.
  */
@@ -83,6 +87,8 @@ const feeSol = Keypair.generate().publicKey.toBase58();
 
 interface User {
   readonly index: number;
+  /** Where this user's withdrawals go (an external address of theirs, counted in the total). */
+  readonly sink: Address;
   readonly sub: string;
   readonly headers: Record<string, string>;
   readonly evm: Address;
@@ -127,10 +133,16 @@ async function tokenBalance(chain: Chain, owner: string, token: 'USDC' | 'USDC.E
   return evmClient(chain).readContract({ address: entry.address as Address, abi: erc20Abi, functionName: 'balanceOf', args: [owner as Address] });
 }
 
+/** USDC + USDC.E over every EVM chain, of an EVM address. */
+async function evmTotal(evm: string): Promise<bigint> {
+  const parts = await Promise.all(EVM_CHAINS.flatMap((chain) => (['USDC', 'USDC.E'] as const).map((token) => tokenBalance(chain, evm, token))));
+  return parts.reduce((a, b) => a + b, 0n);
+}
+
 /** USDC + USDC.E over every chain, of an EVM address and a Solana address. */
 async function walletTotal(evm: string, sol: string): Promise<bigint> {
-  const parts = await Promise.all([...EVM_CHAINS.flatMap((chain) => (['USDC', 'USDC.E'] as const).map((token) => tokenBalance(chain, evm, token))), tokenBalance('SOL', sol, 'USDC')]);
-  return parts.reduce((a, b) => a + b, 0n);
+  const [onEvm, onSol] = await Promise.all([evmTotal(evm), tokenBalance('SOL', sol, 'USDC')]);
+  return onEvm + onSol;
 }
 
 const toUnits = (decimal: string) => {
@@ -197,6 +209,7 @@ async function quiesce(timeoutMs = 30_000) {
 
 interface Snapshot {
   wallets: bigint;
+  withdrawn: bigint;
   venues: bigint;
   platformFees: bigint;
   bridgeFees: bigint;
@@ -212,8 +225,9 @@ async function snapshot(): Promise<Snapshot> {
   const platformFees = await walletTotal(feeEvm, feeSol);
   const bridge = await bridgeLedger();
   const { fees: venueFees, held: venueHeld } = await venueLedgers();
-  const total = wallets + venues + platformFees + bridge.fees + bridge.inFlight + venueFees + venueHeld;
-  return { wallets, venues, platformFees, bridgeFees: bridge.fees, bridgeInFlight: bridge.inFlight, venueFees, venueHeld, total };
+  const withdrawn = (await Promise.all(users.map((user) => evmTotal(user.sink)))).reduce((a, b) => a + b, 0n);
+  const total = wallets + withdrawn + venues + platformFees + bridge.fees + bridge.inFlight + venueFees + venueHeld;
+  return { wallets, withdrawn, venues, platformFees, bridgeFees: bridge.fees, bridgeInFlight: bridge.inFlight, venueFees, venueHeld, total };
 }
 
 async function nonces(user: User): Promise<Record<string, number>> {
@@ -237,7 +251,7 @@ beforeAll(async () => {
       const token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: jwk.kid! }).setIssuer(app.oidc.issuer).setAudience(app.oidc.audience!).setSubject(sub).setIssuedAt().setExpirationTime('2h').sign(key);
       const headers = { authorization: `Bearer ${token}`, 'x-service-secret-key': app.secret_key, 'content-type': 'application/json' };
       const account = await (await fetch(`${runtime.urls.account}/account`, { method: 'POST', headers, body: '{}' })).json() as any;
-      const user: User = { index, sub, headers, evm: account.public_address.ETH, sol: account.public_address.SOL, taskIds: [] };
+      const user: User = { index, sink: privateKeyToAccount(generatePrivateKey()).address, sub, headers, evm: account.public_address.ETH, sol: account.public_address.SOL, taskIds: [] };
       users[index] = user;
       const faucet = (chain: string, token: string, amount: string, address: string = user.evm) => ok(undefined, 'POST', '/sandbox/faucet', { chain, token, amount, address });
       for (const chain of ['ETH', 'ARB', 'INK'] as const) await faucet(chain, 'ETH', '5');
@@ -300,7 +314,7 @@ const FAULTS = [
   { target: 'bridge', operation: 'bridge', mode: 'refund' },
 ] as const;
 
-const stats = { transfers: 0, skipped: {} as Record<string, number>, shapes: {} as Record<string, number>, faults: {} as Record<string, number>, resumes: 0, failures: {} as Record<string, number>, completed: 0, failed: [] as string[], failedCodes: [] as string[], stuck: [] as string[] };
+const stats = { oversized: 0, withdrawals: 0, withdrawalsRefused: {} as Record<string, number>, withdrawalsWithoutTransfer: [] as string[], plainWithdrawals: [] as Record<string, number>[], transfers: 0, skipped: {} as Record<string, number>, shapes: {} as Record<string, number>, faults: {} as Record<string, number>, resumes: 0, failures: {} as Record<string, number>, completed: 0, failed: [] as string[], failedCodes: [] as string[], stuck: [] as string[] };
 const bump = (map: Record<string, number>, key: string) => (map[key] = (map[key] ?? 0) + 1);
 const clears: Promise<unknown>[] = [];
 
@@ -330,9 +344,53 @@ async function waitForTask(user: User, taskId: string, timeoutMs = 60_000): Prom
   }
 }
 
+/** A transfer beyond the wallet: 422 INSUFFICIENT_FUNDS, no task (the newest task is still the last one created). */
+async function oversizedTransfer(rng: ReturnType<typeof prng>, user: User) {
+  const from = rng.pick(HOLDINGS);
+  const newest = async () => (await ok(user, 'GET', '/tasks?limit=1')).tasks[0]?.task_id;
+  const before = await newest();
+  const refused = await api(user, 'POST', '/transfer', { source: 'self', destination: rng.pick(VENUE_IDS), amount: '100000', chain: from.chain, token: from.token });
+  expect([refused.status, refused.body.error?.code], JSON.stringify(refused.body)).toEqual([422, 'INSUFFICIENT_FUNDS']);
+  expect(await newest()).toBe(before);
+  stats.oversized++;
+}
+
+const WITHDRAW_HOLDINGS = HOLDINGS.filter((holding) => holding.chain !== 'SOL');
+
+/**
+ * The user's own withdrawals while their transfers run (the race of issue 19: a sponsored send and a
+ * transfer step of one wallet at once). Every 200 must carry its token Transfer to the recipient.
+ */
+async function runWithdrawals(user: User, running: () => boolean) {
+  const rng = prng(SEED + user.index * 104_729);
+  const plain: Record<string, number> = {};
+  stats.plainWithdrawals[user.index] = plain;
+  while (running()) {
+    const { chain, token } = rng.pick(WITHDRAW_HOLDINGS);
+    const amount = `${rng.int(0, 1)}.${String(rng.int(1, 999_999)).padStart(6, '0')}`;
+    const sponsored = rng.next() < 0.5;
+    const answer = await api(user, 'POST', '/withdraw', { chain, token, amount, to_address: user.sink, gas_sponsored: sponsored });
+    if (answer.status === 200) {
+      stats.withdrawals++;
+      if (!sponsored) bump(plain, chain);
+      const receipt = await evmClient(chain).getTransactionReceipt({ hash: answer.body.tx_hash });
+      const tokenAddress = chainEntry(chain).tokens.find((t) => t.token === token)!.address!;
+      const moved = parseEventLogs({ abi: erc20Abi, eventName: 'Transfer', logs: receipt.logs }).some(
+        (log) => isAddressEqual(log.address, tokenAddress as Address) && isAddressEqual(log.args.to, user.sink) && log.args.value === toUnits(amount),
+      );
+      if (!moved) stats.withdrawalsWithoutTransfer.push(`${chain} ${token} ${amount} ${answer.body.tx_hash}${sponsored ? ' sponsored' : ''}`);
+    } else {
+      expect(answer.status, JSON.stringify(answer.body)).toBeLessThan(500);
+      bump(stats.withdrawalsRefused, `${answer.status} ${answer.body.error?.code}`);
+    }
+    await new Promise((wake) => setTimeout(wake, rng.int(400, 1_500)));
+  }
+}
+
 async function runUser(user: User, count: number) {
   const rng = prng(SEED + user.index * 7919);
   for (let i = 0; i < count; i++) {
+    if (rng.next() < 0.05) await oversizedTransfer(rng, user);
     const venueFunds = Object.fromEntries(await Promise.all(VENUE_IDS.map(async (dex) => [dex, await venueBalance(user, dex)] as const))) as Record<Venue, bigint>;
     const { shape, body } = chooseBody(rng, venueFunds);
     const estimate = await api(user, 'POST', '/transfer/estimate-transfer-cost', body);
@@ -380,7 +438,18 @@ describe('conservation under randomised transfers with faults', () => {
     const before = await snapshot();
     const noncesBefore = await Promise.all(users.map(nonces));
     const started = performance.now();
-    await Promise.all(users.map((user) => runUser(user, Math.ceil((COUNT - user.index) / USERS))));
+    await Promise.all(
+      users.map(async (user) => {
+        let running = true;
+        const withdrawals = runWithdrawals(user, () => running);
+        try {
+          await runUser(user, Math.ceil((COUNT - user.index) / USERS));
+        } finally {
+          running = false;
+          await withdrawals;
+        }
+      }),
+    );
     await Promise.all(clears);
     await quiesce();
     const elapsed = (performance.now() - started) / 1000;
@@ -408,11 +477,16 @@ describe('conservation under randomised transfers with faults', () => {
       }
     }
     const nonceGrowth = users.map((user) => Object.fromEntries(EVM_CHAINS.map((chain) => [chain, noncesAfter[user.index]![chain]! - noncesBefore[user.index]![chain]!])));
-    const recorded = users.map((user) => Object.fromEntries(EVM_CHAINS.map((chain) => [chain, sendsPerChain[user.index]![chain] ?? 0])));
+    // Plus each plain withdrawal, and one for the EIP-7702 authorisation of a user's first sponsored send on a chain.
+    const delegated = await Promise.all(users.map(async (user) => Object.fromEntries(await Promise.all(EVM_CHAINS.map(async (chain) => [chain, ((await evmClient(chain).getCode({ address: user.evm })) ?? '0x').startsWith('0xef0100') ? 1 : 0] as const)))));
+    const recorded = users.map((user) =>
+      Object.fromEntries(EVM_CHAINS.map((chain) => [chain, (sendsPerChain[user.index]![chain] ?? 0) + (stats.plainWithdrawals[user.index]![chain] ?? 0) + delegated[user.index]![chain]!])),
+    );
 
     const fmt = (s: Snapshot) => Object.entries(s).map(([k, v]) => `${k}=${v}`).join(' ');
     console.info(
       [
+        `withdrawals=${stats.withdrawals} refused ${JSON.stringify(stats.withdrawalsRefused)} oversized transfers refused=${stats.oversized}`,
         `SEED=${SEED} transfers=${stats.transfers} completed=${stats.completed} failed=${stats.failed.length} stuck=${stats.stuck.length} resumes=${stats.resumes} wall=${elapsed.toFixed(1)}s`,
         `shapes ${JSON.stringify(stats.shapes)}`,
         `faults ${JSON.stringify(stats.faults)}`,
@@ -426,6 +500,8 @@ describe('conservation under randomised transfers with faults', () => {
       ].join('\n'),
     );
     expect(stats.transfers).toBeGreaterThanOrEqual(COUNT);
+    expect(stats.withdrawals).toBeGreaterThan(0);
+    expect(stats.withdrawalsWithoutTransfer).toEqual([]);
     expect(duplicates).toEqual([]);
     expect(nonceGrowth).toEqual(recorded);
     expect(stats.stuck).toEqual([]);
