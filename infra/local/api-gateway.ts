@@ -38,9 +38,15 @@ export interface MatchedResource {
  * A REST API proxy event as API Gateway builds it: header names as the caller sent them, the last
  * value of a repeated header or query parameter in `headers`/`queryStringParameters` and all of
  * them in the `multiValue…` twins, `null` for each absent part, the body as UTF-8 text (no binary
- * media types are configured, so it is never base64).
+ * media types are configured, so it is never base64). `stageVariables`: the stage's, if it has any.
  */
-export function toEvent(req: IncomingMessage, body: Buffer, matched: MatchedResource, requestId: string = gatewayRequestId()): APIGatewayProxyEvent {
+export function toEvent(
+  req: IncomingMessage,
+  body: Buffer,
+  matched: MatchedResource,
+  requestId: string = gatewayRequestId(),
+  stageVariables: Readonly<Record<string, string>> | null = null,
+): APIGatewayProxyEvent {
   const { path, query } = requestTarget(req.url);
   const multiValueHeaders: Record<string, string[]> = {};
   const raw = req.rawHeaders ?? [];
@@ -63,7 +69,7 @@ export function toEvent(req: IncomingMessage, body: Buffer, matched: MatchedReso
     queryStringParameters: hasQuery ? queryStringParameters : null,
     multiValueQueryStringParameters: hasQuery ? multiValueQueryStringParameters : null,
     pathParameters: Object.keys(matched.pathParameters).length ? { ...matched.pathParameters } : null,
-    stageVariables: null,
+    stageVariables: stageVariables ? { ...stageVariables } : null,
     body: body.length ? body.toString('utf8') : null,
     isBase64Encoded: false,
     requestContext: {

@@ -181,13 +181,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     PLATFORM_FEE: process.env.PLATFORM_FEE ?? (await sandboxPlatformFee(dataDir)),
   });
   const sandbox: SandboxChains = { ...chains, info: sandboxInfo(dataDir, urls, options.appsFile, apps) };
+  // Each service's URL as a stage variable, so a request sent to the wrong port is answered with
+  // the right one (functions/common/not-found.ts); a deployment's stage has none.
+  const stageVariables = Object.fromEntries(SERVICES.map((service) => [`${service}_url`, urls[service]]));
   for (const service of SERVICES) {
     const routes = resourceTree(ROUTES.filter((route) => route.service === service));
     servers[service].on('request', (req, res) => {
       const started = performance.now();
       // API Gateway gives every request an id before the function sees it.
       const requestId = gatewayRequestId();
-      serve(service, routes, req, res, requestId, urls[service], service === 'account' ? sandbox : undefined)
+      serve(service, routes, req, res, requestId, urls[service], stageVariables, service === 'account' ? sandbox : undefined)
         .catch(() => {
           if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json', 'x-request-id': requestId });
           res.end(JSON.stringify({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error', request_id: requestId } }));
@@ -257,6 +260,7 @@ async function serve(
   res: ServerResponse,
   requestId: string,
   origin: string,
+  stageVariables: Readonly<Record<string, string>>,
   sandbox?: SandboxChains,
 ) {
   const chunks: Buffer[] = [];
@@ -280,7 +284,7 @@ async function serve(
   }
   const matched = matchResource(routes, req.method ?? 'GET', path);
   const handler = await loadHandler(matched.route.entry);
-  const event = toEvent(req, Buffer.concat(chunks), { resource: matched.resource.path, pathParameters: matched.pathParameters }, requestId);
+  const event = toEvent(req, Buffer.concat(chunks), { resource: matched.resource.path, pathParameters: matched.pathParameters }, requestId, stageVariables);
   const context = lambdaContext(matched.route.id, API_FUNCTION_TIMEOUT_SECONDS * 1000);
   // Lambda sets POWERTOOLS_SERVICE_NAME per function; one process serves all three services here.
   const result = await withServiceName(service, () => runInvocation(context, () => handler(event, context)));

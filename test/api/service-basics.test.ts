@@ -16,6 +16,22 @@ describe('every service', () => {
     expect(expectErrorShape(response.body).code).toBe('ROUTE_NOT_FOUND');
   });
 
+  it('answers a path of another service with a 404 naming that service (and, in the sandbox, its URL)', async () => {
+    // The local runtime's stage variables carry the URLs; a deployment names the service only.
+    const where = (service: 'account' | 'express') => (sandbox.appsFile !== undefined ? `at ${sandbox.urls[service]}` : "'s URL");
+    const onExpress = await call('express', 'POST', '/account');
+    expect(onExpress.status).toBe(404);
+    expect(expectErrorShape(onExpress.body)).toEqual({
+      code: 'ROUTE_NOT_FOUND',
+      message: `No route for POST /account on the express wallet service: /account is an account-service route (GET, HEAD, POST); send it to the account service ${where('account')}`.replace(" 's URL", "'s URL"),
+    });
+    const onAccount = await call('account', 'POST', '/v2/wallet', { json: {} });
+    expect(onAccount.status).toBe(404);
+    expect(expectErrorShape(onAccount.body).message).toBe(
+      `No route for POST /v2/wallet on the account service: /v2/wallet is an express-service route (POST); send it to the express wallet service ${where('express')}`.replace(" 's URL", "'s URL"),
+    );
+  });
+
   it('answers a wrong method on a known path with 405 and Allow', async () => {
     const response = await call('account', 'DELETE', '/account');
     expect(response.status).toBe(405);

@@ -250,7 +250,38 @@ describe('the $default route (ANY on every REST resource)', () => {
 
   it('answers path prefixes and {proxy+} catch-alls with 404', async () => {
     expect(await notFound('enclave', 'POST', '/v2/api')).toMatchObject({ status: 404, body: { error: { code: 'ROUTE_NOT_FOUND' } } });
-    expect(await notFound('enclave', 'GET', '/{proxy+}', '/nope')).toMatchObject({ status: 404, body: { error: { code: 'ROUTE_NOT_FOUND' } } });
+    expect(await notFound('enclave', 'GET', '/{proxy+}', '/nope')).toMatchObject({ status: 404, body: { error: { code: 'ROUTE_NOT_FOUND', message: 'No route for GET /nope' } } });
+  });
+
+  it('names the service that serves a path sent to another one, with its URL where the stage has it', async () => {
+    // A deployment's stage has no URLs: the service is named, the URL left to the caller.
+    expect(await notFound('express', 'POST', '/{proxy+}', '/account')).toEqual({
+      status: 404,
+      headers: expect.any(Object),
+      body: {
+        success: false,
+        error: { code: 'ROUTE_NOT_FOUND', message: "No route for POST /account on the express wallet service: /account is an account-service route (GET, HEAD, POST); send it to the account service's URL" },
+      },
+    });
+    // The local sandbox's stage variables name each service's URL.
+    const { adapter } = await import('../../functions/common/not-found.ts');
+    const { withServiceName } = await import('../../shared/observability/service-name.ts');
+    const stageVariables = { account_url: 'http://127.0.0.1:3000', enclave_url: 'http://127.0.0.1:3001', express_url: 'http://127.0.0.1:3002' };
+    const sent = (service: string, method: string, path: string) =>
+      withServiceName(service, () => invoke(adapter, { ...event({ method, path, resource: '/{proxy+}' }), stageVariables }));
+    expect((await sent('express', 'POST', '/account')).body.error.message).toBe(
+      'No route for POST /account on the express wallet service: /account is an account-service route (GET, HEAD, POST); send it to the account service at http://127.0.0.1:3000',
+    );
+    expect((await sent('account', 'POST', '/v2/api/wallet/sign_message')).body.error.message).toBe(
+      'No route for POST /v2/api/wallet/sign_message on the account service: /v2/api/wallet/sign_message is an enclave-service route (POST); send it to the wallet enclave at http://127.0.0.1:3001',
+    );
+    // Path variables match one non-empty segment; a path no service has stays plain.
+    expect((await sent('express', 'GET', '/task/0190a5c4-0000-7000-8000-000000000000')).body.error.message).toMatch(/is an account-service route \(GET, HEAD\); send it to the account service at http:\/\/127\.0\.0\.1:3000$/);
+    expect((await sent('express', 'GET', '/task/')).body.error.message).toBe('No route for GET /task/');
+    expect((await sent('express', 'GET', '/nope')).body.error.message).toBe('No route for GET /nope');
+    // A stage variable that is not a URL is not echoed.
+    const odd = await withServiceName('express', () => invoke(adapter, { ...event({ method: 'POST', path: '/account', resource: '/{proxy+}' }), stageVariables: { account_url: 'javascript:alert(1)' } }));
+    expect(odd.body.error.message).toMatch(/send it to the account service's URL$/);
   });
 });
 
