@@ -140,7 +140,9 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const signer = new LocalOpJwtSigner(dataDir);
   const trustedKey = await signer.publicJwk();
   const table = { doc: createDocumentClient(dynamodbEndpoint), name: tableName };
-  await seedApplications(table, [...apps.map((entry) => toApplication(entry, [trustedKey])), platformApplication(trustedKey)]);
+  // The dev app's identity provider is `npm run token`: the enclave's op_jwt refusal says how to mint a valid one.
+  const devAppHelp = appsFromFile ? {} : { op_jwt_help: 'in this sandbox: npm run token -- --sub <user> --op' };
+  await seedApplications(table, [...apps.map((entry) => ({ ...toApplication(entry, [trustedKey]), ...devAppHelp })), platformApplication(trustedKey)]);
 
   // The transfer machine (statemachines/transfer.asl.json) behind a local Step Functions endpoint;
   // its step Lambdas run in this process with the handlers' environment set below. Executions a

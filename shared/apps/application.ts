@@ -47,6 +47,12 @@ export interface Application {
    * the express service (answered with a Deprecation header). They name the same provider.
    */
   readonly legacy_provider_ids?: readonly string[];
+  /**
+   * How this app's users get a valid op_jwt, added to the enclave's refusal of one that lives too
+   * long. Only the local sandbox's dev app has it (its identity provider is `npm run token`);
+   * an app of a deployment brings its own provider, and the message then names none.
+   */
+  readonly op_jwt_help?: string;
 }
 
 export const DEFAULT_WALLET_GROUP_ID = 'default';

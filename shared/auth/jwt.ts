@@ -130,7 +130,11 @@ export async function verifyOpJwt(app: Application, token: string, now?: Date): 
     throw new UnauthorizedError('INVALID_OP_JWT', 'op_jwt "iat" is in the future');
   }
   if (payload.exp - payload.iat > MAX_OP_JWT_LIFETIME_SECONDS) {
-    throw new UnauthorizedError('INVALID_OP_JWT', `op_jwt lifetime exceeds ${MAX_OP_JWT_LIFETIME_SECONDS} seconds`);
+    const help = app.op_jwt_help ? `; ${app.op_jwt_help}` : '';
+    throw new UnauthorizedError(
+      'INVALID_OP_JWT',
+      `op_jwt lifetime exceeds ${MAX_OP_JWT_LIFETIME_SECONDS} seconds (exp - iat is ${payload.exp - payload.iat}): mint one that expires at most ${MAX_OP_JWT_LIFETIME_SECONDS} seconds after its iat${help}`,
+    );
   }
   return { iss: payload.iss, sub: payload.sub };
 }

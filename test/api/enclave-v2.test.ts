@@ -168,11 +168,15 @@ describe('v2 signing', () => {
       await mintToken(appOne, sub, { iat: now - 600, ttlSeconds: 120 }),
       await mintToken(appTwo, sub, { ttlSeconds: 60 }),
     ];
+    const messages: string[] = [];
     for (const opJwt of cases) {
       const response = await sign('sign_data', evm, { raw_data_hash: hash }, opJwt);
       expect(response.status).toBe(401);
       expect(expectErrorShape(response.body).code).toBe('INVALID_OP_JWT');
+      messages.push(expectErrorShape(response.body).message);
     }
+    // An app of your own (APPS_FILE, or a deployment): what a valid one is, no sandbox command.
+    expect(messages[0]).toBe('op_jwt lifetime exceeds 300 seconds (exp - iat is 301): mint one that expires at most 300 seconds after its iat');
     const exactlyFive = await sign('sign_data', evm, { raw_data_hash: hash }, await mintToken(appOne, sub, { ttlSeconds: 300 }));
     expect(exactlyFive.status).toBe(200);
   });

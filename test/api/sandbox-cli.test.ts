@@ -238,7 +238,11 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('CLIs against a dev-app
     // The same user's one-hour token is not an op_jwt: what --op is for.
     const refused = await sign(bearer);
     expect(refused.status).toBe(401);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('INVALID_OP_JWT');
+    // The dev app's refusal says how to mint a valid one.
+    expect(((await refused.json()) as { error: { code: string; message: string } }).error).toEqual({
+      code: 'INVALID_OP_JWT',
+      message: 'op_jwt lifetime exceeds 300 seconds (exp - iat is 3600): mint one that expires at most 300 seconds after its iat; in this sandbox: npm run token -- --sub <user> --op',
+    });
   });
 
   it('npm run token refuses another data dir than the running sandbox\'s, creating nothing there', async () => {

@@ -24,7 +24,7 @@ let trustedKey: SigningKey;
 let outsiderKey: SigningKey;
 let appCounter = 0;
 
-function application(overrides: { trusted_keys?: readonly JWK[]; max_token_age_seconds?: number } = {}): Application {
+function application(overrides: { trusted_keys?: readonly JWK[]; max_token_age_seconds?: number; op_jwt_help?: string } = {}): Application {
   // A fresh app id per test keeps the per-container key-set cache from carrying over.
   appCounter += 1;
   return {
@@ -41,6 +41,7 @@ function application(overrides: { trusted_keys?: readonly JWK[]; max_token_age_s
     api_key_hash: '1'.repeat(64),
     trusted_keys: overrides.trusted_keys ?? [],
     default_wallet_group_id: 'default',
+    ...(overrides.op_jwt_help !== undefined ? { op_jwt_help: overrides.op_jwt_help } : {}),
   };
 }
 
@@ -201,7 +202,16 @@ describe('verifyOpJwt lifetime', () => {
     const iat = now() - 10;
     const tooLong = verifyOpJwt(application(), await token(idpKey, { iat, exp: iat + 301 }));
     await expectUnauthorized(tooLong, 'INVALID_OP_JWT');
-    await expect(tooLong).rejects.toThrow('lifetime exceeds 300 seconds');
+    // A deployment's app: what is wrong and what a valid one is, no sandbox command.
+    await expect(tooLong).rejects.toThrow(/^op_jwt lifetime exceeds 300 seconds \(exp - iat is 301\): mint one that expires at most 300 seconds after its iat$/);
+  });
+
+  it('names how to mint a valid one where the app says (the sandbox\'s dev app: npm run token -- --op)', async () => {
+    const iat = now() - 10;
+    const help = 'in this sandbox: npm run token -- --sub <user> --op';
+    const tooLong = verifyOpJwt(application({ op_jwt_help: help }), await token(idpKey, { iat, exp: iat + 3600 }));
+    await expectUnauthorized(tooLong, 'INVALID_OP_JWT');
+    await expect(tooLong).rejects.toThrow('op_jwt lifetime exceeds 300 seconds (exp - iat is 3600): mint one that expires at most 300 seconds after its iat; in this sandbox: npm run token -- --sub <user> --op');
   });
 
   it('rejects a token without iat', async () => {
