@@ -8,9 +8,11 @@ import { type Holding, type PlannedStep, type StepAction, TRANSFER_DECIMALS, typ
 /**
  * The transfer cost estimate (issue 11 §1; spec, "Transfer cost estimate" and step fields),
  * computed from ports, never guessed:
- * - gas: each step's `estimated_gas` from the GasEstimator (eth_estimateGas over the step's calls,
- *   or the Solana fee's signatures) times the chain's gas price, converted to USD and to ETH with
- *   the PriceSource;
+ * - gas: each step's `estimated_gas` from the GasEstimator over every transaction the step sends
+ *   from the user's wallet (issue 19: the platform fee transfer of the step that takes it, approvals,
+ *   bridge and venue deposits; eth_estimateGas, or on Solana one signature per transaction) times
+ *   the chain's gas price, converted to USD and to ETH with the PriceSource. A venue withdrawal's
+ *   only such transaction is the platform fee out of the payout (none without a fee: no gas);
  * - `bridge_fee_usdc` from the BridgeQuoter (the bridge's own quote for this amount and route);
  * - `platform_fee_usdc` from configuration (PlatformFeeConfig);
  * - `venue_fee_usdc` (an extra breakdown field) from the venues' rules (shared/venues/rules.ts).
@@ -28,26 +30,38 @@ const NATIVE_DECIMALS: Readonly<Record<NativeCoin, number>> = { ETH: 18, POL: 18
 const ETH_DECIMALS = 18;
 const USD_DECIMALS = 6; // USD amounts are USDC base units
 
-/** A step's on-chain work from the user's wallet, as the GasEstimator sees it. */
+/**
+ * A step's on-chain work from the user's wallet, as the GasEstimator sees it: the step's own send
+ * (a venue deposit, a bridge deposit; none for a venue withdrawal, whose payout the venue sends)
+ * and the platform fee transfer when the step takes it.
+ */
 export interface GasLeg {
-  readonly action: Exclude<StepAction, 'withdrawal'>;
-  /** The chain the transaction runs on (a bridge: its source chain). */
+  readonly action: StepAction;
+  /** The chain the transactions run on (a bridge: its source chain; a withdrawal: where the payout lands). */
   readonly chain: ChainCode;
-  /** The token sent and the amount (base units) reaching this step. */
+  /** The token the wallet holds in this step. */
   readonly token: Holding['token'];
+  /**
+   * Base units the step's own send moves on (deposit, bridge), or that stay in the wallet (a
+   * withdrawal's payout), after the platform fee: the wallet holds `amount` + the fee at the start.
+   */
   readonly amount: bigint;
   readonly venue?: VenueId;
   readonly bridge?: BridgeRoute;
+  /** The platform fee this step sends from the wallet (step 0, fee > 0), to its configured recipient when there is one. */
+  readonly platformFee?: { readonly amount: bigint; readonly recipient?: string };
 }
 
 /** Port: gas of a leg, and the chain's gas price. */
 export interface GasEstimator {
   /**
-   * Gas units of the leg's transaction(s): EVM, eth_estimateGas summed over the calls (a venue
-   * deposit's approve + deposit, a bridge's approve + send); Solana, the signatures the fee is
-   * charged on. The user may not hold the amount yet (an estimate comes before funding), so an
-   * adapter must not let a balance revert fail it: estimate with a state override of the token
-   * balance, or from a funded address, as the sandbox and the chain allow.
+   * Gas units of every transaction the leg sends from the user's wallet, as the user pays them
+   * (gasUsed, not the signer's padded gas limit): EVM, eth_estimateGas summed over the calls (the
+   * platform fee transfer, a venue deposit's approve + deposit, a bridge's deposit); Solana, one
+   * signature per transaction (the fee is charged per signature). The user may not hold the
+   * amount yet (an estimate comes before funding), so an adapter must not let a balance revert
+   * fail it: estimate with a state override of the token balance, or from a funded address, as
+   * the sandbox and the chain allow.
    */
   estimateGas(leg: GasLeg): Promise<bigint>;
   /** Native base units per gas unit: EVM maxFeePerGas (wei); Solana lamports per signature (getFeeForMessage / signatures). */
@@ -138,7 +152,8 @@ export interface EstimateDeps {
   readonly gas: GasEstimator;
   readonly prices: PriceSource;
   readonly bridge: BridgeQuoter;
-  readonly platformFee: PlatformFeeConfig;
+  /** The fee for the route's first wallet chain, and where it is sent (platform-fee.ts platformFeeFor). */
+  readonly platformFee: PlatformFeeConfig & { readonly recipient?: string };
 }
 
 /** 422 for an amount that does not survive the route: the message carries the effective minimum. */
@@ -165,6 +180,37 @@ export interface EstimateOptions {
    * minimum. The caller knows this from the account; default false.
    */
   readonly firstDeposit?: boolean;
+  /**
+   * The account's venues (`perp_dex_status`): a source or destination venue not initialized there
+   * is named in `route.warnings` and the message, since POST /transfer refuses it (409
+   * DEX_NOT_INITIALIZED). Absent: nothing is said about the venues.
+   */
+  readonly venues?: Readonly<Partial<Record<VenueId, { readonly initialized?: boolean }>>>;
+}
+
+/** Something the caller should know before POST /transfer; the estimate itself still stands. */
+export interface EstimateWarning {
+  readonly code: 'DEX_NOT_INITIALIZED';
+  readonly side: 'source' | 'destination';
+  readonly dex: VenueId;
+  readonly message: string;
+}
+
+/** The route's venues that are not initialized for this user (service.ts requireInitialized refuses them in POST /transfer). */
+function venueWarnings(plan: TransferPlan, options: EstimateOptions): EstimateWarning[] {
+  if (!options.venues) return [];
+  const warnings: EstimateWarning[] = [];
+  for (const side of ['source', 'destination'] as const) {
+    const location = plan[side];
+    if (location === 'self' || options.venues[location]?.initialized) continue;
+    warnings.push({
+      code: 'DEX_NOT_INITIALIZED',
+      side,
+      dex: location,
+      message: `body.${side}: ${location} is not initialized for this user, so POST /transfer would answer 409 DEX_NOT_INITIALIZED: call POST /account/init-perp-dex first.`,
+    });
+  }
+  return warnings;
 }
 
 /** The deposit minimum that applies at the destination venue. */
@@ -191,13 +237,15 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
   const ethPrice = await deps.prices.usdPrice('ETH');
   const chainEstimates: Record<string, { native_token: NativeCoin; gas_units: bigint; gas_price: bigint; native_cost: bigint; cost_usdc: bigint }> = {};
   const steps = [];
+  const payers: ('sponsored' | 'user')[] = [];
   let totalEth = 0n;
   let totalUsdc = 0n;
   for (const [index, step] of plan.steps.entries()) {
     const m = money.steps[index]!;
-    const gas = step.action === 'withdrawal' ? null : await gasOf(deps, step, m.amountIn, ethPrice);
-    const userGasUsd = gas && step.gasPolicy === 'user' ? gas.gasUsd : 0n;
-    const userGasEth = gas && step.gasPolicy === 'user' ? gas.gasEth : 0n;
+    const gas = await gasOf(deps, step, m, ethPrice);
+    const payer = gasPayer(step);
+    const userGasUsd = gas && payer === 'user' ? gas.gasUsd : 0n;
+    const userGasEth = gas && payer === 'user' ? gas.gasEth : 0n;
     // A native value the call itself sends (venue_c's L1 message fee) is the user's even when gas is sponsored.
     const valueUsd = gas?.valueUsd ?? 0n;
     const valueEth = gas?.valueEth ?? 0n;
@@ -206,6 +254,7 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
     totalEth += costEth;
     totalUsdc += costUsdc;
     if (gas) {
+      payers.push(payer);
       const entry = (chainEstimates[gas.chain] ??= { native_token: gas.coin, gas_units: 0n, gas_price: gas.gasPrice, native_cost: 0n, cost_usdc: 0n });
       entry.gas_units += gas.gasUnits;
       entry.native_cost += gas.gasNative + gas.value;
@@ -232,7 +281,7 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
             gas_cost_native: formatAmount(gas.gasNative, NATIVE_DECIMALS[gas.coin]),
             native_value: formatAmount(gas.value, NATIVE_DECIMALS[gas.coin]),
             gas_cost_usdc: usdc(gas.gasUsd),
-            paid_by: step.gasPolicy,
+            paid_by: payer,
           }
         : null,
       amount_in: usdc(m.amountIn),
@@ -240,8 +289,10 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
     });
   }
 
+  const warnings = venueWarnings(plan, options);
   const notes = [...plan.notes];
   if (money.bridgeError) notes.push(`The bridge quote failed (${money.bridgeError}); the bridge fee is not included.`);
+  notes.push(...warnings.map((warning) => warning.message));
   return {
     success: true as const,
     source: plan.source,
@@ -257,7 +308,7 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
       reason: plan.reason,
       hops: plan.steps.length,
       steps: plan.steps.map((step) => routeStep(step, deps.bridge.provider)),
-      gas_policy: routeGasPolicy(plan.steps),
+      gas_policy: routeGasPolicy(payers),
       chain_estimates: Object.fromEntries(
         Object.entries(chainEstimates).map(([chain, e]) => [
           chain,
@@ -268,6 +319,7 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
       ...(money.bridgeQuote ? { bridge_quote_expires_at: money.bridgeQuote.expiresAt } : {}),
       amount_received: usdc(money.received),
       effective_minimum_deposit: usdc(effectiveMinimum),
+      warnings,
     },
   };
 }
@@ -387,13 +439,30 @@ async function leastInput(required: bigint, fee: (amount: bigint) => Promise<big
   return x;
 }
 
-async function gasOf(deps: EstimateDeps, step: Exclude<PlannedStep, { action: 'withdrawal' }>, amount: bigint, ethPrice: bigint) {
+/**
+ * Who pays a step's gas: its policy, except a venue withdrawal's, whose one transaction from the
+ * wallet (the platform fee out of the payout) the user's wallet pays (the withdrawal step has no
+ * sponsored sender: shared/transfers/steps/core.ts EvmSenders).
+ */
+function gasPayer(step: PlannedStep): 'sponsored' | 'user' {
+  return step.action === 'withdrawal' ? 'user' : step.gasPolicy;
+}
+
+/**
+ * The gas of every transaction the step sends from the user's wallet (null: it sends none, a
+ * venue withdrawal without a platform fee). The fee, when the step takes one, is sent on the
+ * step's wallet chain; the step's own send moves what is left after it.
+ */
+async function gasOf(deps: EstimateDeps, step: PlannedStep, money: StepMoney, ethPrice: bigint) {
   const holding = step.action === 'bridge' ? step.from : step.holding;
   const chain = holding.chain;
-  const leg: GasLeg =
-    step.action === 'bridge'
-      ? { action: 'bridge', chain, token: holding.token, amount, bridge: { from: step.from, to: step.to } }
-      : { action: 'deposit', chain, token: holding.token, amount, venue: step.venue };
+  if (step.action === 'withdrawal' && money.platformFee === 0n) return null;
+  const recipient = deps.platformFee.recipient;
+  const platformFee = money.platformFee > 0n ? { platformFee: { amount: money.platformFee, ...(recipient ? { recipient } : {}) } } : {};
+  // What the wallet holds at the step's start, less the fee: a withdrawal's payout, a deposit's or a bridge's input.
+  const amount = clampZero(money.amountIn - (step.action === 'withdrawal' ? money.venueFee : 0n) - money.platformFee);
+  const common = { chain, token: holding.token, amount, ...platformFee };
+  const leg: GasLeg = step.action === 'bridge' ? { action: 'bridge', ...common, bridge: { from: step.from, to: step.to } } : { action: step.action, ...common, venue: step.venue };
   const [gasUnits, gasPrice] = await Promise.all([deps.gas.estimateGas(leg), deps.gas.gasPrice(chain)]);
   const coin = NATIVE[chain];
   const price = await deps.prices.usdPrice(coin);
@@ -424,9 +493,8 @@ export function toEth(native: bigint, coin: NativeCoin, usdPerCoin: bigint, usdP
   return ceilDiv(native * usdPerCoin * 10n ** BigInt(ETH_DECIMALS), 10n ** BigInt(NATIVE_DECIMALS[coin]) * usdPerEth);
 }
 
-/** `venue` when the user sends nothing (a venue payout only), else who pays the user's legs. */
-function routeGasPolicy(steps: readonly PlannedStep[]): 'venue' | 'user' | 'sponsored' | 'mixed' {
-  const own = steps.filter((step) => step.gasPolicy !== 'venue').map((step) => step.gasPolicy);
+/** `venue` when the user's wallet sends nothing (a venue payout without a platform fee), else who pays the gas of what it sends. */
+function routeGasPolicy(own: readonly ('sponsored' | 'user')[]): 'venue' | 'user' | 'sponsored' | 'mixed' {
   if (own.length === 0) return 'venue';
   if (own.every((policy) => policy === 'sponsored')) return 'sponsored';
   return own.includes('sponsored') ? 'mixed' : 'user';

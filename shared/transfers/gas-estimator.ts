@@ -1,49 +1,74 @@
-import { type Address, encodeAbiParameters, encodeFunctionData, erc20Abi, type Hex, keccak256, maxUint256, type StateOverride } from 'viem';
+import { type Address, encodeAbiParameters, encodeFunctionData, erc20Abi, getAddress, type Hex, isAddress, keccak256, maxUint256, type StateOverride } from 'viem';
 import type { Chains } from '../chains/chains.ts';
 import { ChainUnavailableError } from '../chains/errors.ts';
 import type { EvmChainCode } from '../venues/driver.ts';
 import type { VenueId } from '../venues/default-status.ts';
+import { VENUE_B_BRIDGE } from '../venues/venue-b/actions.ts';
+import { proxyWalletAddress } from '../venues/venue-e/signing.ts';
 import type { ChainCode } from '../wallets/networks.ts';
 import type { BridgeClient } from './bridge.ts';
 import type { GasEstimator, GasLeg } from './estimate.ts';
 
 /**
- * The estimate's GasEstimator over the configured chains, for one user's wallets (issue 11 §1):
+ * The estimate's GasEstimator over the configured chains, for one user's wallets (issue 11 §1,
+ * issue 19): the gas of every transaction a step sends from the user's wallet, as the user pays
+ * it (gasUsed; the signer's 20 % headroom on the gas limit is not paid).
  *
- * - EVM: `eth_estimateGas` of each call the leg sends from the user's EVM address, summed. A
- *   bridge leg estimates the deposit call(s) of the bridge's own quote for this amount (the
- *   sandbox bridge: the token's `transfer(vault, amount)` plus the quote id); when the bridge
- *   gives no quote, the same call shape to a placeholder recipient. A venue deposit estimates its
- *   mechanism's call shape ({@link VENUE_DEPOSIT_SHAPE}): the venues' prepareDeposit is not called
- *   because it has side effects (venue_a commits a bridge quote) and needs the venue's account
- *   fields; an `approve` + token `transfer` stands in for approve + `deposit` (the deposit
- *   contract's `transferFrom` costs what a `transfer` does; its own bookkeeping is not counted).
+ * - EVM: `eth_estimateGas` of each call, summed (estimated side by side, each from the state
+ *   before the step: the order the step sends them in does not change what each costs):
+ *   - the platform fee, when the step takes it: the token's `transfer(recipient, fee)` to the
+ *     configured recipient, so a recipient that holds none of the token yet (a first fee, 17k gas
+ *     more for the balance store from zero) is priced as it will be paid;
+ *   - a bridge deposit: the call(s) of the bridge's own quote for this amount (the sandbox bridge:
+ *     the token's `transfer(vault, amount)` plus the quote id); without a quote, a transfer to an
+ *     empty placeholder (the dearest form of that call);
+ *   - a venue deposit, by its mechanism ({@link VENUE_DEPOSIT}). A plain transfer goes to the
+ *     venue's own address when it is known without asking the venue (venue_b's bridge, venue_e's
+ *     proxy wallet), so it is priced against that address's real balance. For approve + deposit
+ *     the deposit contract is named only by the venue's API (whose prepareDeposit may also commit
+ *     a quote: venue_a), and no venue API is called here (functions/routes.ts): the approve is
+ *     estimated to a placeholder spender (the same fresh allowance slot the real approve writes),
+ *     and the deposit call as a transfer to a placeholder that holds none of the token. Its
+ *     balance store from zero (about 17k gas over a transfer to a holder) stands in for the deposit
+ *     contract's own work around its transferFrom (its call into the token, the allowance it
+ *     spends, its event, its bookkeeping): on the sandbox's venue contracts the deposit call
+ *     costs 41.5k to 47.5k gas against the stand-in's 51k. A contract that holds none of the token
+ *     (a fresh sandbox's, before its first deposit; never a live venue's) costs up to 34k more.
  * - The user may not hold the amount yet, so every call is estimated with a state override: the
- *   token balance of the wallet set to the amount (the balance mapping at each slot of
- *   {@link BALANCE_SLOTS}) and a large native balance (venue_c's deposit sends a message fee).
+ *   wallet's token balance set to what it holds at the step's start (the amount and the fee, the
+ *   balance mapping at each slot of {@link BALANCE_SLOTS}), the placeholder's to zero, and a
+ *   large native balance (venue_c's deposit sends a message fee).
  * - The gas price is the chain's current `maxFeePerGas` (what the sender signs with).
- * - Solana: the fee is per signature; a transfer message from the user's wallet has one signer, so
- *   gas units are 1 signature and the price is the lamports `getFeeForMessage` charges for it.
+ * - Solana: the fee is per signature and every transaction the wallet sends has one signer (the
+ *   wallet pays its own fee): one signature for the bridge deposit, one for the platform fee.
+ *   The gas price is the lamports `getFeeForMessage` charges for one.
  */
 export const BALANCE_SLOTS: readonly bigint[] = [
   4n, // SandboxToken (infra/local/contracts/SandboxToken.sol): name, symbol, decimals+initialized, totalSupply, balanceOf
   9n, // Circle FiatToken v2.2 (USDC): balanceAndBlacklistStates
 ];
 
-/** The calls of each venue's deposit mechanism (shared/venues/<venue>/driver.ts prepareDeposit). */
-export const VENUE_DEPOSIT_SHAPE: Readonly<Record<VenueId, 'transfer' | 'approve_and_deposit'>> = {
-  venue_a: 'approve_and_deposit', // approve + rhino bridge depositWithId
-  venue_b: 'transfer', // USDC transfer to the venue's bridge
-  venue_c: 'approve_and_deposit', // approve + StarkGate deposit
-  venue_d: 'approve_and_deposit', // approve + Endpoint.depositCollateral
-  venue_e: 'transfer', // USDC.e transfer to the proxy wallet
+/** How a venue's deposit is sent (shared/venues/<venue>/driver.ts prepareDeposit), and where a plain transfer goes when that is known without the venue. */
+export interface VenueDepositShape {
+  readonly calls: 'transfer' | 'approve_and_deposit';
+  readonly to?: (wallet: Address) => Address;
+}
+
+export const VENUE_DEPOSIT: Readonly<Record<VenueId, VenueDepositShape>> = {
+  venue_a: { calls: 'approve_and_deposit' }, // approve + rhino bridge depositWithId (the bridge: venue_a's API)
+  venue_b: { calls: 'transfer', to: () => VENUE_B_BRIDGE }, // USDC transfer to the venue's bridge (the driver's default; shared/deps/venues.ts never overrides it)
+  venue_c: { calls: 'approve_and_deposit' }, // approve + StarkGate deposit (the bridge: venue_c's API)
+  venue_d: { calls: 'approve_and_deposit' }, // approve + Endpoint.depositCollateral (the Endpoint: venue_d's API)
+  venue_e: { calls: 'transfer', to: proxyWalletAddress }, // USDC.e transfer to the user's proxy wallet (CREATE2 of the user's address, as init stores it)
 };
 
-/** Receives the estimated calls (never sent: estimates only). */
-const PLACEHOLDER_RECIPIENT: Address = '0x000000000000000000000000000000000000dEaD';
+/**
+ * Receives the estimated calls that have no known address (never sent: estimates only). Every
+ * byte is nonzero, so its calldata costs what the dearest real address's would (16 gas a byte);
+ * its token balance is overridden to zero.
+ */
+export const PLACEHOLDER: Address = getAddress(`0x${'deadbeef'.repeat(5)}`);
 const NATIVE_OVERRIDE = 10n ** 24n;
-/** Signatures of a transfer message from the user's wallet (the fee payer is the only signer). */
-const SOLANA_SIGNATURES = 1n;
 
 interface Call {
   readonly to: Address;
@@ -63,37 +88,50 @@ export class ChainGasEstimator implements GasEstimator {
   }
 
   async estimateGas(leg: GasLeg): Promise<bigint> {
-    if (leg.chain === 'SOL') return SOLANA_SIGNATURES;
+    if (leg.chain === 'SOL') return (leg.action === 'withdrawal' ? 0n : 1n) + (leg.platformFee ? 1n : 0n);
     const chain = await this.#chains.evm(leg.chain);
     const token = chain.tokenAddress(leg.token);
     if (!token) throw new Error(`${leg.token} is not a token on ${leg.chain}`);
-    const calls = leg.action === 'bridge' ? await this.#bridgeCalls(leg, token) : depositCalls(leg.venue!, token, leg.amount);
+    const calls = [...(leg.platformFee ? [transferCall(token, feeRecipient(leg.platformFee.recipient), leg.platformFee.amount)] : []), ...(await this.#stepCalls(leg, token))];
+    const held = leg.amount + (leg.platformFee?.amount ?? 0n);
     const stateOverride: StateOverride = [
       { address: this.#wallet.evm, balance: NATIVE_OVERRIDE },
-      { address: token, stateDiff: BALANCE_SLOTS.map((slot) => ({ slot: balanceSlot(this.#wallet.evm, slot), value: toWord(leg.amount) })) },
+      {
+        address: token,
+        stateDiff: BALANCE_SLOTS.flatMap((slot) => [
+          { slot: balanceSlot(this.#wallet.evm, slot), value: toWord(held) },
+          { slot: balanceSlot(PLACEHOLDER, slot), value: toWord(0n) },
+        ]),
+      },
     ];
-    let total = 0n;
-    for (const call of calls) {
-      try {
-        total += await chain.client.estimateGas({ account: this.#wallet.evm, to: call.to, data: call.data, value: call.value, stateOverride });
-      } catch {
-        throw new ChainUnavailableError(leg.chain, `the gas estimate of the ${leg.action} failed`);
-      }
+    const estimates = calls.map((call) => chain.client.estimateGas({ account: this.#wallet.evm, to: call.to, data: call.data, value: call.value, stateOverride }));
+    try {
+      return (await Promise.all(estimates)).reduce((sum, gas) => sum + gas, 0n);
+    } catch {
+      throw new ChainUnavailableError(leg.chain, `the gas estimate of the ${leg.action} failed`);
     }
-    return total;
   }
 
   async gasPrice(chain: ChainCode): Promise<bigint> {
     if (chain === 'SOL') {
       const sol = await this.#chains.sol();
       try {
-        const message = await sol.transferMessage(this.#wallet.sol, this.#wallet.sol, 'SOL', 1n, 'estimate');
-        return message.fee / SOLANA_SIGNATURES;
+        // One transfer from the wallet: one signature.
+        return (await sol.transferMessage(this.#wallet.sol, this.#wallet.sol, 'SOL', 1n, 'estimate')).fee;
       } catch {
         throw new ChainUnavailableError('SOL', 'the fee could not be read');
       }
     }
     return (await (await this.#chains.evm(chain as EvmChainCode)).fees()).maxFeePerGas;
+  }
+
+  /** The step's own calls besides the platform fee: a venue deposit's, a bridge deposit's, none for a withdrawal. */
+  async #stepCalls(leg: GasLeg, token: Address): Promise<Call[]> {
+    if (leg.action === 'withdrawal') return [];
+    if (leg.action === 'bridge') return this.#bridgeCalls(leg, token);
+    const shape = VENUE_DEPOSIT[leg.venue!];
+    if (shape.calls === 'transfer') return [transferCall(token, shape.to?.(this.#wallet.evm) ?? PLACEHOLDER, leg.amount)];
+    return [{ to: token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [PLACEHOLDER, leg.amount] }) }, transferCall(token, PLACEHOLDER, leg.amount)];
   }
 
   /** The bridge quote's deposit calls for this amount, or the same shape (a token transfer) when it gives none. */
@@ -107,14 +145,13 @@ export class ChainGasEstimator implements GasEstimator {
     } catch {
       // No quote (refused amount, bridge down): the estimate reports that itself; gas is still computed.
     }
-    return [transferCall(token, PLACEHOLDER_RECIPIENT, leg.amount)];
+    return [transferCall(token, PLACEHOLDER, leg.amount)];
   }
 }
 
-function depositCalls(venue: VenueId, token: Address, amount: bigint): Call[] {
-  const transfer = transferCall(token, PLACEHOLDER_RECIPIENT, amount);
-  if (VENUE_DEPOSIT_SHAPE[venue] === 'transfer') return [transfer];
-  return [{ to: token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [PLACEHOLDER_RECIPIENT, amount] }) }, transfer];
+/** The configured EVM recipient of the platform fee; the placeholder (no balance: the dearest case) when none is configured. */
+function feeRecipient(recipient: string | undefined): Address {
+  return recipient && isAddress(recipient, { strict: false }) ? getAddress(recipient) : PLACEHOLDER;
 }
 
 function transferCall(token: Address, to: Address, amount: bigint): Call {

@@ -46,7 +46,7 @@ const GasPolicy = v.picklist(['venue', 'sponsored', 'user']);
 const EstimateStep = v.object({
   action: v.picklist(['deposit', 'withdrawal', 'bridge']),
   dex: v.pipe(v.string(), v.description('The venue id, or the bridge provider id for a bridge step.')),
-  cost_eth: v.pipe(Decimal, v.description('What the user pays in native gas (and any native value the call sends), as ETH; POL and SOL converted at the price source.')),
+  cost_eth: v.pipe(Decimal, v.description('What the user pays in native gas (and any native value the calls send), as ETH; POL and SOL converted at the price source.')),
   cost_usdc: v.pipe(Decimal, v.description('All of the step\'s cost in USD (USDC): the user\'s gas converted, plus bridge, platform and venue fees.')),
   breakdown: v.object({
     gas_cost_eth: Decimal,
@@ -54,7 +54,12 @@ const EstimateStep = v.object({
     platform_fee_usdc: v.pipe(Decimal, v.description('Charged once per transfer, on the first step.')),
     venue_fee_usdc: v.pipe(Decimal, v.description('The venue\'s own withdrawal or deposit fee (transfer_rules).')),
   }),
-  estimated_gas: v.pipe(v.nullable(v.number()), v.description('Gas units (EVM: eth_estimateGas; Solana: signatures). Null for a venue withdrawal: the venue sends its payout.')),
+  estimated_gas: v.pipe(
+    v.nullable(v.number()),
+    v.description(
+      'Gas units of every transaction the step sends from the user\'s wallet, as used (not the signer\'s padded gas limit): the platform fee transfer on the step that takes it, approvals, bridge and venue deposits (EVM: eth_estimateGas, summed; Solana: one signature per transaction). Null when the wallet sends nothing: a venue withdrawal without a platform fee (the venue sends its payout).',
+    ),
+  ),
   gas_breakdown: v.nullable(
     v.object({
       chain: v.picklist(CHAIN_CODES),
@@ -64,7 +69,7 @@ const EstimateStep = v.object({
       gas_cost_native: Decimal,
       native_value: v.pipe(Decimal, v.description('Native coin the call itself sends (venue_c\'s L1 message fee).')),
       gas_cost_usdc: Decimal,
-      paid_by: GasPolicy,
+      paid_by: v.pipe(v.picklist(['sponsored', 'user']), v.description('`user`: charged in `cost_eth` / `cost_usdc`; `sponsored`: shown, paid by the platform. A venue withdrawal\'s platform fee transfer is the user\'s.')),
     }),
   ),
   amount_in: Decimal,
@@ -83,6 +88,13 @@ const RouteStep = v.object({
   gas_policy: GasPolicy,
 });
 
+const EstimateWarning = v.object({
+  code: v.pipe(v.picklist(['DEX_NOT_INITIALIZED']), v.description('`DEX_NOT_INITIALIZED`: POST /transfer answers 409 with this code until POST /account/init-perp-dex sets the venue up.')),
+  side: v.pipe(v.picklist(['source', 'destination']), v.description('The body field naming the venue.')),
+  dex: v.picklist(VENUE_IDS),
+  message: v.string(),
+});
+
 /** Spec, "Transfer cost estimate" (+ step fields); the fields beyond the spec's are described. */
 export const TransferCostEstimateResponse = v.object({
   success: v.literal(true),
@@ -99,7 +111,7 @@ export const TransferCostEstimateResponse = v.object({
     reason: v.string(),
     hops: v.pipe(v.number(), v.description('Number of steps.')),
     steps: v.array(RouteStep),
-    gas_policy: v.pipe(v.picklist(['venue', 'user', 'sponsored', 'mixed']), v.description('Who pays the gas of the user\'s legs; `venue` when the route is a venue payout only.')),
+    gas_policy: v.pipe(v.picklist(['venue', 'user', 'sponsored', 'mixed']), v.description('Who pays the gas of what the user\'s wallet sends; `venue` when it sends nothing (a venue payout without a platform fee).')),
     chain_estimates: v.record(
       v.string(),
       v.object({ native_token: v.picklist(['ETH', 'POL', 'SOL']), gas_units: Integer, gas_price: Integer, native_cost: Decimal, cost_usdc: Decimal }),
@@ -108,5 +120,9 @@ export const TransferCostEstimateResponse = v.object({
     bridge_quote_expires_at: v.optional(v.string()),
     amount_received: v.pipe(Decimal, v.description('What reaches the destination after every fee.')),
     effective_minimum_deposit: v.pipe(Decimal, v.description('The least amount that survives the route\'s fees and minimums; less is a 422.')),
+    warnings: v.pipe(
+      v.array(EstimateWarning),
+      v.description('What POST /transfer would refuse although the route is priced (empty when nothing): a source or destination venue not initialized for this user. Each warning is also in `message`.'),
+    ),
   }),
 });

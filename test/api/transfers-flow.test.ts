@@ -1,9 +1,10 @@
-import { parseUnits } from 'viem';
-import { describe, expect, it } from 'vitest';
+import { Connection } from '@solana/web3.js';
+import { type Address, getAddress, type Hex, parseUnits } from 'viem';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { bridgeFee, findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
 import { platformFee } from '../../shared/transfers/estimate.ts';
 import { VENUE_RULES } from '../../shared/venues/rules.ts';
-import { chainBalance, faucet, newAccount, sandboxChains } from './support/chains.ts';
+import { chainBalance, chainInfo, evmClient, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, uniqueUser } from './support/client.ts';
 
 /**
@@ -77,18 +78,85 @@ async function fault(json: Record<string, unknown>) {
 }
 
 /** Sum of a checkpoint field over the task's steps (base units). */
-const checkpoints = (task: any) => task.metadata.checkpoints as { action: string; amount_in?: string; amount_out?: string; platform_fee?: string }[];
+const checkpoints = (task: any) => task.metadata.checkpoints as { action: string; amount_in?: string; amount_out?: string; platform_fee?: string; sends: Record<string, { chain: string; tx_hash: string }> }[];
 const platformFeeOf = (task: any) => checkpoints(task).reduce((sum, step) => sum + BigInt(step.platform_fee ?? '0'), 0n);
 const finalAmount = (task: any) => BigInt(checkpoints(task).at(-1)!.amount_out!);
 
+/** The estimate of a transfer body, asked just before the transfer itself (the wallet funded, the venue set up). */
+async function estimateOf(headers: Headers, body: Record<string, unknown>): Promise<any> {
+  const response = await call('account', 'POST', '/transfer/estimate-transfer-cost', { headers, json: body });
+  expect(response.status, JSON.stringify(response.body)).toBe(200);
+  return response.body;
+}
+
+/**
+ * What each step really cost the user's wallet in gas units, read from the chains through the
+ * task's recorded transactions (`metadata.checkpoints[i].sends`): EVM, the sum of the receipts'
+ * gasUsed (each checked to be sent by the wallet); Solana, the signatures of its transactions (the
+ * fee is per signature), each checked to be paid by the wallet.
+ */
+async function gasUsedPerStep(task: any, wallet: { evm: Address; sol: string }): Promise<bigint[]> {
+  const used: bigint[] = [];
+  for (const step of checkpoints(task)) {
+    let total = 0n;
+    for (const send of Object.values(step.sends)) {
+      if (send.chain === 'SOL') {
+        const connection = new Connection((await chainInfo('SOL')).rpc_url, 'confirmed');
+        const tx = await connection.getTransaction(send.tx_hash, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
+        expect(tx, send.tx_hash).not.toBeNull();
+        expect(tx!.transaction.message.staticAccountKeys[0]!.toBase58()).toBe(wallet.sol);
+        total += BigInt(tx!.transaction.signatures.length);
+      } else {
+        const receipt = await (await evmClient(send.chain)).getTransactionReceipt({ hash: send.tx_hash as Hex });
+        expect(getAddress(receipt.from)).toBe(getAddress(wallet.evm));
+        total += receipt.gasUsed;
+      }
+    }
+    used.push(total);
+  }
+  return used;
+}
+
+/** Per step: estimated gas units against the units the step's transactions used (logged, for the record). */
+const GAS_BAND_PERCENT = 125n;
+async function expectGasAsEstimated(label: string, estimate: any, task: any, wallet: { evm: Address; sol: string }) {
+  const used = await gasUsedPerStep(task, wallet);
+  const rows = estimate.steps.map((step: any, index: number) => ({ step: `${index}:${step.action}`, estimated: step.estimated_gas === null ? 0n : BigInt(step.estimated_gas), used: used[index]! }));
+  console.info(`gas ${label}: ${rows.map((r: any) => `${r.step} estimated ${r.estimated} used ${r.used}`).join('; ')}`);
+  for (const row of rows) {
+    // Never lower than what the user paid, and at most 25 % above.
+    expect(row.estimated, `${label} step ${row.step}: estimated ${row.estimated} < used ${row.used}`).toBeGreaterThanOrEqual(row.used);
+    expect(row.estimated * 100n, `${label} step ${row.step}: estimated ${row.estimated} > 125 % of used ${row.used}`).toBeLessThanOrEqual(row.used * GAS_BAND_PERCENT);
+  }
+}
+
 describe.runIf(isSandbox)('transfers end to end', () => {
+  /**
+   * A live venue's deposit contract always holds deposits; a fresh sandbox's holds none before its
+   * first one, which pays about 17k gas more per storage slot written from zero (the contract's
+   * token balance; venue_c's StarkGate also its deposit nonce): venue_a's, venue_c's and venue_d's
+   * deposit calls cost 58.6k, 81.7k and 60.5k gas there instead of 41.5k, 47.5k and 43.4k. The
+   * estimate cannot name those contracts (the venue's API does, and the estimate calls none:
+   * gas-estimator.ts VENUE_DEPOSIT), so it prices them as a live venue's; the gas comparisons below
+   * run after one deposit into each, as on a live venue.
+   */
+  beforeAll(async () => {
+    for (const dex of ['venue_a', 'venue_c', 'venue_d'] as const) {
+      const { headers } = await userAtVenue(dex);
+      await transfer(headers, { source: 'self', destination: dex, amount: '6', chain: VENUES[dex].chain, token: VENUES[dex].token });
+    }
+  }, 60_000);
+
   it.each(Object.keys(VENUES) as Venue[])('self to %s on its own chain: one deposit step, credited to the base unit', async (dex) => {
-    const { headers, evm } = await userAtVenue(dex);
+    const { headers, evm, sol } = await userAtVenue(dex);
     const venue = VENUES[dex];
     const walletBefore = await chainBalance(venue.chain, evm, venue.token);
     const venueBefore = await venueBalance(headers, dex);
 
-    const task = await transfer(headers, { source: 'self', destination: dex, amount: '10', chain: venue.chain, token: venue.token });
+    const body = { source: 'self', destination: dex, amount: '10', chain: venue.chain, token: venue.token };
+    const estimate = await estimateOf(headers, body);
+    const task = await transfer(headers, body);
+    await expectGasAsEstimated(`self to ${dex}`, estimate, task, { evm, sol });
     expect(task.progress).toMatchObject({ total_steps: 1, steps: [{ action: 'deposit', status: 'completed' }] });
     expect(await chainBalance(venue.chain, evm, venue.token)).toBe(walletBefore - USDC('10'));
     expect((await venueBalance(headers, dex)) - venueBefore).toBe(finalAmount(task));
@@ -106,11 +174,15 @@ describe.runIf(isSandbox)('transfers end to end', () => {
   }
 
   it('venue_b to self on its own chain: one withdrawal step; the payout lands in the wallet minus the venue fee and the platform fee', async () => {
-    const { headers, evm } = await fundedAtVenueB();
+    const { headers, evm, sol } = await fundedAtVenueB();
     const walletBefore = await chainBalance('ARB', evm, 'USDC');
     const venueBefore = await venueBalance(headers, 'venue_b');
 
-    const task = await transfer(headers, { source: 'venue_b', destination: 'self', amount: '6', chain: 'ARB' });
+    const body = { source: 'venue_b', destination: 'self', amount: '6', chain: 'ARB' };
+    const estimate = await estimateOf(headers, body);
+    const task = await transfer(headers, body);
+    // The venue sends the payout; the user's wallet sends the platform fee out of it.
+    await expectGasAsEstimated('venue_b to self', estimate, task, { evm, sol });
     expect(task.progress).toMatchObject({ total_steps: 1, steps: [{ action: 'withdrawal', status: 'completed' }] });
     expect(venueBefore - (await venueBalance(headers, 'venue_b'))).toBe(USDC('6'));
     const payout = USDC('6') - VENUE_RULES.venue_b.withdrawal.fee.amount;
@@ -120,7 +192,7 @@ describe.runIf(isSandbox)('transfers end to end', () => {
   });
 
   it('venue_b to venue_d across chains: withdrawal, bridge ARB → INK, deposit; every fee once, to the base unit', async () => {
-    const { headers, evm } = await fundedAtVenueB();
+    const { headers, evm, sol } = await fundedAtVenueB();
     await faucet('INK', evm, 'USDC', '20');
     await faucet('INK', evm, 'ETH', '0.05');
     expect((await call('account', 'POST', '/account/init-perp-dex', { headers, json: { dex: 'venue_d' } })).status).toBe(200);
@@ -129,7 +201,10 @@ describe.runIf(isSandbox)('transfers end to end', () => {
     const venueBBefore = await venueBalance(headers, 'venue_b');
     const venueDBefore = await venueBalance(headers, 'venue_d');
 
-    const task = await transfer(headers, { source: 'venue_b', destination: 'venue_d', amount: '10' });
+    const body = { source: 'venue_b', destination: 'venue_d', amount: '10' };
+    const estimate = await estimateOf(headers, body);
+    const task = await transfer(headers, body);
+    await expectGasAsEstimated('venue_b to venue_d', estimate, task, { evm, sol });
     expect(task.progress.steps.map((step: { action: string }) => step.action)).toEqual(['withdrawal', 'bridge', 'deposit']);
     const [withdrawal, bridge, deposit] = checkpoints(task);
     const payout = USDC('10') - VENUE_RULES.venue_b.withdrawal.fee.amount;
@@ -149,7 +224,10 @@ describe.runIf(isSandbox)('transfers end to end', () => {
     const { headers, evm, sol } = await fundedAtVenueB();
     const arbBefore = await chainBalance('ARB', evm, 'USDC');
     const solBefore = await chainBalance('SOL', sol, 'USDC');
-    const task = await transfer(headers, { source: 'venue_b', destination: 'self', amount: '8', destination_chain: 'SOL', destination_token: 'USDC' });
+    const body = { source: 'venue_b', destination: 'self', amount: '8', destination_chain: 'SOL', destination_token: 'USDC' };
+    const estimate = await estimateOf(headers, body);
+    const task = await transfer(headers, body);
+    await expectGasAsEstimated('venue_b to self on SOL', estimate, task, { evm, sol });
     expect(task.progress.steps.map((step: { action: string }) => step.action)).toEqual(['withdrawal', 'bridge']);
     const payout = USDC('8') - VENUE_RULES.venue_b.withdrawal.fee.amount;
     const afterFee = payout - platformFee(SANDBOX_PLATFORM_FEE, payout);
@@ -159,11 +237,14 @@ describe.runIf(isSandbox)('transfers end to end', () => {
   });
 
   it('self on ARB to venue_c on ETH: bridge then deposit', async () => {
-    const { headers, evm } = await userAtVenue('venue_c');
+    const { headers, evm, sol } = await userAtVenue('venue_c');
     await faucet('ARB', evm, 'USDC', '20');
     await faucet('ARB', evm, 'ETH', '0.05');
     const venueBefore = await venueBalance(headers, 'venue_c');
-    const task = await transfer(headers, { source: 'self', destination: 'venue_c', amount: '12', chain: 'ARB', token: 'USDC' });
+    const body = { source: 'self', destination: 'venue_c', amount: '12', chain: 'ARB', token: 'USDC' };
+    const estimate = await estimateOf(headers, body);
+    const task = await transfer(headers, body);
+    await expectGasAsEstimated('self ARB to venue_c', estimate, task, { evm, sol });
     expect(task.progress.steps.map((step: { action: string }) => step.action)).toEqual(['bridge', 'deposit']);
     const afterFee = USDC('12') - platformFee(SANDBOX_PLATFORM_FEE, USDC('12'));
     const route = findBridgeRoute({ chain: 'ARB', token: 'USDC' }, { chain: 'ETH', token: 'USDC' })!;
@@ -183,7 +264,10 @@ describe.runIf(isSandbox)('transfers end to end', () => {
     await faucet(from, walletOf(from), from === 'SOL' ? 'SOL' : from === 'POL' ? 'POL' : 'ETH', from === 'SOL' ? '1' : '0.05');
     const toBefore = await chainBalance(to, walletOf(to), 'USDC');
 
-    const task = await transfer(headers, { source: 'self', destination: 'self', amount: '12', chain: from, token: 'USDC', destination_chain: to, destination_token: 'USDC' });
+    const body = { source: 'self', destination: 'self', amount: '12', chain: from, token: 'USDC', destination_chain: to, destination_token: 'USDC' };
+    const estimate = await estimateOf(headers, body);
+    const task = await transfer(headers, body);
+    await expectGasAsEstimated(`self ${from} to self ${to}`, estimate, task, { evm, sol });
     expect(task.progress.steps.map((step: { action: string }) => step.action)).toEqual(['bridge']);
     const fee = platformFee(SANDBOX_PLATFORM_FEE, USDC('12'));
     const route = findBridgeRoute({ chain: from as 'ARB', token: 'USDC' }, { chain: to as 'SOL', token: 'USDC' })!;
@@ -214,5 +298,38 @@ describe.runIf(isSandbox)('transfers end to end', () => {
     expect((await chainBalance('ARB', evm, 'USDC')) - walletBefore).toBe(payout - platformFee(SANDBOX_PLATFORM_FEE, payout));
     const again = await call('account', 'POST', `/task/${taskId}/resume`, { headers });
     expect(again.status).toBe(409);
+  });
+});
+
+describe.runIf(isSandbox)('the estimate for a venue that is not initialized (issue 19)', () => {
+  it('destination not initialized: 200 with a DEX_NOT_INITIALIZED warning and message, where POST /transfer answers 409', async () => {
+    const { headers } = await newAccount(appOne, uniqueUser('est-uninit-dest'));
+    const body = { source: 'self', destination: 'venue_b', amount: '10' };
+    const estimate = await estimateOf(headers, body);
+    expect(estimate.route.warnings).toEqual([{ code: 'DEX_NOT_INITIALIZED', side: 'destination', dex: 'venue_b', message: expect.stringContaining('body.destination: venue_b is not initialized') }]);
+    expect(estimate.message).toContain('409 DEX_NOT_INITIALIZED');
+    expect(Number(estimate.route.amount_received)).toBeGreaterThan(0);
+    const refused = await call('account', 'POST', '/transfer', { headers, json: body });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expect(refused.body.error.code).toBe('DEX_NOT_INITIALIZED');
+  });
+
+  it('source not initialized (the destination is): the warning names the source only', async () => {
+    const { headers, evm } = await userAtVenue('venue_b');
+    const body = { source: 'venue_d', destination: 'venue_b', amount: '10' };
+    const estimate = await estimateOf(headers, body);
+    expect(estimate.route.warnings).toEqual([{ code: 'DEX_NOT_INITIALIZED', side: 'source', dex: 'venue_d', message: expect.stringContaining('body.source: venue_d is not initialized') }]);
+    expect(estimate.message).toContain('body.source: venue_d');
+    const refused = await call('account', 'POST', '/transfer', { headers, json: body });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'DEX_NOT_INITIALIZED', message: expect.stringContaining('body.source') });
+
+    // Once both venues are set up (venue_d's requirements: funds on INK), nothing to warn about.
+    await faucet('INK', evm, 'USDC', '20');
+    await faucet('INK', evm, 'ETH', '0.05');
+    expect((await call('account', 'POST', '/account/init-perp-dex', { headers, json: { dex: 'venue_d' } })).status).toBe(200);
+    const ready = await estimateOf(headers, body);
+    expect(ready.route.warnings).toEqual([]);
+    expect(ready.message).toBeNull();
   });
 });

@@ -23,7 +23,11 @@ import { planTransfer } from '../../shared/transfers/planner.ts';
 import { TransferCostEstimateResponse, TransferRequest } from '../../shared/transfers/schemas.ts';
 import type { ChainCode } from '../../shared/wallets/networks.ts';
 
-/** Test double: gas units per `action:chain` and a gas price per chain; records what it was asked. */
+/**
+ * Test double: gas units per `action:chain` for the step's own send, plus the platform fee
+ * transfer when the leg carries one (30,000 units on EVM, one signature on Solana), and a gas
+ * price per chain; records what it was asked.
+ */
 class TableGasEstimator implements GasEstimator {
   readonly legs: GasLeg[] = [];
   static readonly UNITS: Readonly<Record<string, bigint>> = {
@@ -35,8 +39,9 @@ class TableGasEstimator implements GasEstimator {
     'bridge:ETH': 100_000n,
     'bridge:INK': 90_000n,
     'bridge:POL': 90_000n,
-    'bridge:SOL': 2n, // signatures
+    'bridge:SOL': 1n, // signatures
   };
+  static readonly FEE_TRANSFER = 30_000n;
   static readonly PRICES: Readonly<Record<ChainCode, bigint>> = {
     ARB: 100_000_000n, // 0.1 gwei
     ETH: 10_000_000_000n, // 10 gwei
@@ -46,9 +51,10 @@ class TableGasEstimator implements GasEstimator {
   };
   estimateGas(leg: GasLeg): Promise<bigint> {
     this.legs.push(leg);
-    const units = TableGasEstimator.UNITS[`${leg.action}:${leg.chain}`];
+    const units = leg.action === 'withdrawal' ? 0n : TableGasEstimator.UNITS[`${leg.action}:${leg.chain}`];
     if (units === undefined) throw new Error(`no gas for ${leg.action} on ${leg.chain}`);
-    return Promise.resolve(units);
+    const fee = leg.platformFee ? (leg.chain === 'SOL' ? 1n : TableGasEstimator.FEE_TRANSFER) : 0n;
+    return Promise.resolve(units + fee);
   }
   gasPrice(chain: ChainCode): Promise<bigint> {
     return Promise.resolve(TableGasEstimator.PRICES[chain]);
@@ -99,31 +105,32 @@ async function refusal(body: Record<string, unknown>, d?: EstimateDeps) {
 describe('transfer cost estimate: fee arithmetic to the base unit', () => {
   it('self (ARB USDC) to venue_b: gas × price in ETH and USD, platform fee 10 bps', async () => {
     const result = await estimate({ source: 'self', destination: 'venue_b', amount: '100' });
-    // gas 65,000 × 0.1 gwei = 6.5e12 wei = 0.0000065 ETH; × 3,000 USD = 0.0195 USD.
+    // gas: the deposit's 65,000 and the platform fee transfer's 30,000, × 0.1 gwei = 9.5e12 wei = 0.0000095 ETH; × 3,000 USD = 0.0285 USD.
     expect(result.steps).toEqual([
       {
         action: 'deposit',
         dex: 'venue_b',
-        cost_eth: '0.0000065',
-        cost_usdc: '0.1195',
-        breakdown: { gas_cost_eth: '0.0000065', bridge_fee_usdc: '0', platform_fee_usdc: '0.1', venue_fee_usdc: '0' },
-        estimated_gas: 65_000,
-        gas_breakdown: { chain: 'ARB', native_token: 'ETH', gas_units: '65000', gas_price: '100000000', gas_cost_native: '0.0000065', native_value: '0', gas_cost_usdc: '0.0195', paid_by: 'user' },
+        cost_eth: '0.0000095',
+        cost_usdc: '0.1285',
+        breakdown: { gas_cost_eth: '0.0000095', bridge_fee_usdc: '0', platform_fee_usdc: '0.1', venue_fee_usdc: '0' },
+        estimated_gas: 95_000,
+        gas_breakdown: { chain: 'ARB', native_token: 'ETH', gas_units: '95000', gas_price: '100000000', gas_cost_native: '0.0000095', native_value: '0', gas_cost_usdc: '0.0285', paid_by: 'user' },
         amount_in: '100',
         amount_out: '99.9',
       },
     ]);
-    expect(result).toMatchObject({ success: true, source: 'self', destination: 'venue_b', amount: '100', total_cost_eth: '0.0000065', total_cost_usdc: '0.1195', gas_sponsored: false, message: null });
+    expect(result).toMatchObject({ success: true, source: 'self', destination: 'venue_b', amount: '100', total_cost_eth: '0.0000095', total_cost_usdc: '0.1285', gas_sponsored: false, message: null });
     expect(result.route).toEqual({
       route_id: 'self>ARB.USDC>venue_b',
       reason: 'Your wallet deposits USDC on ARB into venue_b.',
       hops: 1,
       steps: [{ action: 'deposit', dex: 'venue_b', chain: 'ARB', token: 'USDC', gas_policy: 'user' }],
       gas_policy: 'user',
-      chain_estimates: { ARB: { native_token: 'ETH', gas_units: '65000', gas_price: '100000000', native_cost: '0.0000065', cost_usdc: '0.0195' } },
+      chain_estimates: { ARB: { native_token: 'ETH', gas_units: '95000', gas_price: '100000000', native_cost: '0.0000095', cost_usdc: '0.0285' } },
       amount_received: '99.9',
       // 5 USDC deposit minimum; x − ceil(x × 10 / 10,000) ≥ 5,000,000 first holds at 5,005,006.
       effective_minimum_deposit: '5.005006',
+      warnings: [],
     });
   });
 
@@ -131,15 +138,17 @@ describe('transfer cost estimate: fee arithmetic to the base unit', () => {
     const bridge = new FormulaBridgeQuoter();
     const result = await estimate({ source: 'venue_b', destination: 'self', chain: 'SOL', amount: '100' }, deps({ bridge }));
     const [withdrawal, bridgeStep] = result.steps;
-    // 100 − 1 (venue_b fee) = 99; platform ceil(99 × 0.001) = 0.099; bridge gets 98.901.
-    expect(withdrawal).toMatchObject({ action: 'withdrawal', dex: 'venue_b', cost_eth: '0', cost_usdc: '1.099', estimated_gas: null, gas_breakdown: null, amount_out: '98.901' });
-    expect(withdrawal!.breakdown).toEqual({ gas_cost_eth: '0', bridge_fee_usdc: '0', platform_fee_usdc: '0.099', venue_fee_usdc: '1' });
+    // 100 − 1 (venue_b fee) = 99; platform ceil(99 × 0.001) = 0.099; bridge gets 98.901. The venue
+    // sends the payout; the wallet sends the platform fee out of it: 30,000 × 0.1 gwei = 0.000003 ETH = 0.009 USD.
+    expect(withdrawal).toMatchObject({ action: 'withdrawal', dex: 'venue_b', cost_eth: '0.000003', cost_usdc: '1.108', estimated_gas: 30_000, amount_out: '98.901' });
+    expect(withdrawal!.gas_breakdown).toMatchObject({ chain: 'ARB', gas_units: '30000', gas_cost_usdc: '0.009', paid_by: 'user' });
+    expect(withdrawal!.breakdown).toEqual({ gas_cost_eth: '0.000003', bridge_fee_usdc: '0', platform_fee_usdc: '0.099', venue_fee_usdc: '1' });
     expect(bridge.asked[0]).toEqual({ route: { from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'SOL', token: 'USDC' } }, amount: 98_901_000n });
     // 0.5 + ceil(98,901,000 × 4 / 10,000) = 500,000 + 39,561 units; gas 90,000 × 0.1 gwei = 0.000009 ETH = 0.027 USD.
     expect(bridgeStep).toMatchObject({ action: 'bridge', dex: 'test_bridge', cost_eth: '0.000009', cost_usdc: '0.566561', estimated_gas: 90_000, amount_in: '98.901', amount_out: '98.361439' });
     expect(bridgeStep!.breakdown.bridge_fee_usdc).toBe('0.539561');
-    expect(result.total_cost_usdc).toBe('1.665561');
-    expect(result.total_cost_eth).toBe('0.000009');
+    expect(result.total_cost_usdc).toBe('1.674561');
+    expect(result.total_cost_eth).toBe('0.000012');
     expect(result.route.amount_received).toBe('98.361439');
     expect(result.route.bridge_quote_expires_at).toBe('2026-11-22T12:05:00.000Z');
     expect(result.route.hops).toBe(2);
@@ -150,7 +159,8 @@ describe('transfer cost estimate: fee arithmetic to the base unit', () => {
   it('a Solana leg pays in SOL (signatures × lamports), converted through the SOL and ETH prices; the EVM leg is sponsored', async () => {
     const result = await estimate({ source: 'self', destination: 'venue_d', chain: 'SOL', amount: '50', gas_sponsored: true });
     const [bridgeStep, deposit] = result.steps;
-    // 2 × 5,000 lamports = 0.00001 SOL × 150 USD = 0.0015 USD = 0.0000005 ETH at 3,000 USD.
+    // Two transactions from the wallet, the platform fee and the bridge deposit: 2 signatures × 5,000
+    // lamports = 0.00001 SOL × 150 USD = 0.0015 USD = 0.0000005 ETH at 3,000 USD.
     expect(bridgeStep).toMatchObject({ action: 'bridge', cost_eth: '0.0000005', estimated_gas: 2 });
     expect(bridgeStep!.gas_breakdown).toMatchObject({ chain: 'SOL', native_token: 'SOL', gas_cost_native: '0.00001', gas_cost_usdc: '0.0015', paid_by: 'user' });
     // platform 0.05; bridge 0.5 + ceil(49,950,000 × 4 / 10,000) = 0.51998; cost 0.0015 + 0.51998 + 0.05.
@@ -171,17 +181,17 @@ describe('transfer cost estimate: fee arithmetic to the base unit', () => {
 
   it('POL gas converts through the POL price', async () => {
     const result = await estimate({ source: 'self', destination: 'venue_e', chain: 'POL', token: 'USDC.E', amount: '10' });
-    // 60,000 × 30 gwei = 0.0018 POL × 0.25 USD = 450 micro-USD = 1.5e11 wei of ETH.
-    expect(result.steps[0]).toMatchObject({ cost_eth: '0.00000015', cost_usdc: '0.01045', estimated_gas: 60_000 });
-    expect(result.steps[0]!.gas_breakdown).toMatchObject({ native_token: 'POL', gas_cost_native: '0.0018', gas_cost_usdc: '0.00045' });
+    // (60,000 + 30,000 for the platform fee) × 30 gwei = 0.0027 POL × 0.25 USD = 675 micro-USD = 2.25e11 wei of ETH.
+    expect(result.steps[0]).toMatchObject({ cost_eth: '0.000000225', cost_usdc: '0.010675', estimated_gas: 90_000 });
+    expect(result.steps[0]!.gas_breakdown).toMatchObject({ native_token: 'POL', gas_cost_native: '0.0027', gas_cost_usdc: '0.000675' });
   });
 
   it('venue_c\'s deposit also sends its L1 message fee in ETH, charged even with sponsored gas', async () => {
     const plain = await estimate({ source: 'self', destination: 'venue_c', chain: 'ETH', amount: '10' });
-    // gas 120,000 × 10 gwei = 0.0012 ETH (3.6 USD) + 0.0001 ETH value (0.3 USD) + platform 0.01.
-    expect(plain.steps[0]).toMatchObject({ cost_eth: '0.0013', cost_usdc: '3.91' });
-    expect(plain.steps[0]!.gas_breakdown).toMatchObject({ native_value: '0.0001', gas_cost_native: '0.0012' });
-    expect(plain.route.chain_estimates.ETH!.native_cost).toBe('0.0013');
+    // gas (120,000 + 30,000) × 10 gwei = 0.0015 ETH (4.5 USD) + 0.0001 ETH value (0.3 USD) + platform 0.01.
+    expect(plain.steps[0]).toMatchObject({ cost_eth: '0.0016', cost_usdc: '4.81' });
+    expect(plain.steps[0]!.gas_breakdown).toMatchObject({ native_value: '0.0001', gas_cost_native: '0.0015' });
+    expect(plain.route.chain_estimates.ETH!.native_cost).toBe('0.0016');
     const sponsored = await estimate({ source: 'self', destination: 'venue_c', chain: 'ETH', amount: '10', gas_sponsored: true });
     expect(sponsored.steps[0]).toMatchObject({ cost_eth: '0.0001', cost_usdc: '0.31' });
   });
@@ -202,11 +212,80 @@ describe('transfer cost estimate: fee arithmetic to the base unit', () => {
   it('asks the gas estimator about each leg with the amount reaching it', async () => {
     const gas = new TableGasEstimator();
     await estimate({ source: 'venue_b', destination: 'venue_d', amount: '20' }, deps({ gas }));
-    // 20 − 1 − 0.019 = 18.981 reaches the bridge; − (0.5 + 0.007593) = 18.473407 the deposit.
+    // 20 − 1 = 19 paid out, the platform fee 0.019 sent from it; 18.981 reaches the bridge; − (0.5 + 0.007593) = 18.473407 the deposit.
     expect(gas.legs).toEqual([
+      { action: 'withdrawal', chain: 'ARB', token: 'USDC', amount: 18_981_000n, venue: 'venue_b', platformFee: { amount: 19_000n } },
       { action: 'bridge', chain: 'ARB', token: 'USDC', amount: 18_981_000n, bridge: { from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'INK', token: 'USDC' } } },
       { action: 'deposit', chain: 'INK', token: 'USDC', amount: 18_473_407n, venue: 'venue_d' },
     ]);
+  });
+});
+
+describe('transfer cost estimate: every transaction from the wallet is priced (issue 19)', () => {
+  const RECIPIENT = '0x00000000000000000000000000000000000Fee00';
+
+  it('the platform fee transfer is part of the gas of the step that takes it, sent to the configured recipient', async () => {
+    const gas = new TableGasEstimator();
+    const result = await estimate({ source: 'self', destination: 'venue_d', chain: 'ARB', amount: '100' }, deps({ gas, platformFee: { ...DEFAULT_PLATFORM_FEE, recipient: RECIPIENT } }));
+    // Step 0 (the bridge) sends the fee, 0.1 USDC, and then 99.9 into the bridge; step 1 sends no fee.
+    expect(gas.legs[0]).toEqual({ action: 'bridge', chain: 'ARB', token: 'USDC', amount: 99_900_000n, bridge: { from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'INK', token: 'USDC' } }, platformFee: { amount: 100_000n, recipient: RECIPIENT } });
+    expect(gas.legs[1]).not.toHaveProperty('platformFee');
+    expect(result.steps.map((step) => step.estimated_gas)).toEqual([120_000, 80_000]);
+  });
+
+  it('without a fee no fee transfer is priced; a venue payout then sends nothing from the wallet', async () => {
+    const gas = new TableGasEstimator();
+    const noFee = deps({ gas, platformFee: { fixed: 0n, bps: 0n } });
+    expect((await estimate({ source: 'self', destination: 'venue_b', amount: '100' }, noFee)).steps[0]!.estimated_gas).toBe(65_000);
+    const payout = await estimate({ source: 'venue_a', destination: 'self', amount: '100' }, noFee);
+    expect(payout.steps[0]).toMatchObject({ action: 'withdrawal', estimated_gas: null, gas_breakdown: null, cost_eth: '0' });
+    expect(payout.route.gas_policy).toBe('venue');
+    expect(gas.legs.map((leg) => leg.action)).toEqual(['deposit']);
+  });
+
+  it('a venue payout\'s platform fee transfer is the user\'s gas even when sponsorship is asked for', async () => {
+    const result = await estimate({ source: 'venue_b', destination: 'self', amount: '100', gas_sponsored: true });
+    expect(result.steps[0]).toMatchObject({ action: 'withdrawal', estimated_gas: 30_000, cost_eth: '0.000003' });
+    expect(result.steps[0]!.gas_breakdown).toMatchObject({ paid_by: 'user' });
+    expect(result.route).toMatchObject({ gas_policy: 'user', chain_estimates: { ARB: { gas_units: '30000' } } });
+  });
+
+  it('a sponsored step shows the fee transfer\'s gas but does not charge it', async () => {
+    const result = await estimate({ source: 'self', destination: 'venue_b', amount: '100', gas_sponsored: true });
+    expect(result.steps[0]).toMatchObject({ estimated_gas: 95_000, cost_eth: '0', cost_usdc: '0.1' });
+    expect(result.steps[0]!.gas_breakdown).toMatchObject({ gas_units: '95000', paid_by: 'sponsored' });
+  });
+});
+
+describe('transfer cost estimate: venues not initialized (issue 19)', () => {
+  const initialized = { venue_a: { initialized: true }, venue_b: { initialized: true }, venue_d: { initialized: false } };
+  const withVenues = (body: Record<string, unknown>) => estimateTransferCost(deps(), planTransfer(parseInput(TransferRequest, body, 'body')), { venues: initialized });
+
+  it('a destination venue not initialized: still estimated, with a DEX_NOT_INITIALIZED warning and a message', async () => {
+    const result = await withVenues({ source: 'self', destination: 'venue_c', chain: 'ETH', amount: '100' });
+    expect(result.route.warnings).toEqual([
+      { code: 'DEX_NOT_INITIALIZED', side: 'destination', dex: 'venue_c', message: expect.stringMatching(/^body\.destination: venue_c is not initialized for this user.*409 DEX_NOT_INITIALIZED.*POST \/account\/init-perp-dex/) },
+    ]);
+    expect(result.message).toBe(result.route.warnings[0]!.message);
+    expect(result.route.amount_received).toBe('99.9');
+    expect(v.parse(TransferCostEstimateResponse, result)).toEqual(result);
+  });
+
+  it('a source venue not initialized (initialized: false), next to the other notes', async () => {
+    const result = await withVenues({ source: 'venue_d', destination: 'venue_b', amount: '100', gas_sponsored: true });
+    expect(result.route.warnings).toEqual([{ code: 'DEX_NOT_INITIALIZED', side: 'source', dex: 'venue_d', message: expect.stringContaining('body.source: venue_d is not initialized') }]);
+    expect(result.message).toContain('body.source: venue_d is not initialized');
+  });
+
+  it('both sides, and none when both are initialized or the estimate is not told about the account', async () => {
+    expect((await withVenues({ source: 'venue_c', destination: 'venue_e', amount: '100' })).route.warnings.map((w) => [w.side, w.dex])).toEqual([
+      ['source', 'venue_c'],
+      ['destination', 'venue_e'],
+    ]);
+    const ready = await withVenues({ source: 'venue_a', destination: 'venue_b', amount: '100' });
+    expect(ready.route.warnings).toEqual([]);
+    expect(ready.message).toBeNull();
+    expect((await estimate({ source: 'self', destination: 'venue_c', amount: '100' })).route.warnings).toEqual([]);
   });
 });
 
@@ -274,7 +353,7 @@ describe('transfer cost estimate: the bridge quote failing', () => {
     const result = await estimate({ source: 'self', destination: 'venue_d', amount: '100' }, deps({ bridge: new RefusingBridgeQuoter() }));
     expect(result.route.bridge_estimation_error).toBe('the bridge is unavailable');
     expect(result.route).not.toHaveProperty('bridge_quote_expires_at');
-    expect(result.steps[0]).toMatchObject({ action: 'bridge', dex: 'test_bridge', estimated_gas: 90_000 });
+    expect(result.steps[0]).toMatchObject({ action: 'bridge', dex: 'test_bridge', estimated_gas: 120_000 });
     expect(result.steps[0]!.breakdown.bridge_fee_usdc).toBe('0');
     expect(result.message).toMatch(/The bridge quote failed \(the bridge is unavailable\); the bridge fee is not included\./);
     // Without the bridge's fee and limits, the minimum is what the rest of the route needs.
@@ -328,9 +407,11 @@ describe('unit conversions round up, against the user', () => {
 
 describe('the estimate matches its response schema (the OpenAPI source)', () => {
   it.each([
-    [{ source: 'venue_c', destination: 'venue_e', gas_sponsored: true }, 'sponsored'],
+    // The sponsor pays the bridge and the deposit; the wallet pays the platform fee transfer out of venue_c's payout.
+    [{ source: 'venue_c', destination: 'venue_e', gas_sponsored: true }, 'mixed'],
+    [{ source: 'self', destination: 'venue_e', chain: 'POL', token: 'USDC.E', gas_sponsored: true }, 'sponsored'],
     [{ source: 'self', destination: 'venue_d', chain: 'SOL' }, 'user'],
-    [{ source: 'venue_a', destination: 'self' }, 'venue'],
+    [{ source: 'venue_a', destination: 'self' }, 'user'],
   ] as const)('%j', async (body, expected) => {
     const result = await estimate({ ...body, amount: '250' });
     expect(v.parse(TransferCostEstimateResponse, result)).toEqual(result);

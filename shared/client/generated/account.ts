@@ -93,7 +93,7 @@ export interface paths {
         put?: never;
         /**
          * Send from the user's wallet to an external address
-         * @description Token/chain pairs: ETH {ETH, USDC}, ARB {ETH, USDC, USDC.E}, POL {POL, USDC, USDC.E}, SOL {SOL, USDC}, INK {ETH, USDC}. Funds (token and gas) are checked before anything is signed: 422 INSUFFICIENT_FUNDS names what is missing; 422 TRANSACTION_WOULD_FAIL when the gas estimate says it would revert. The answer waits for inclusion (504 INCLUSION_TIMEOUT past WITHDRAW_INCLUSION_TIMEOUT_MS; 422 TRANSACTION_REVERTED when it reverted). Header `Idempotency-Key` (8-128 chars): a retry returns the first result (header `Idempotent-Replayed: true`) without a second transaction; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS. 409 SENDER_BUSY when too many transactions from the wallet queue at once (both 409s carry `Retry-After` in seconds); 502 BROADCAST_REJECTED when the node refuses the transaction (nothing was sent) and 502 CHAIN_UNAVAILABLE when the chain RPC fails (retry with the same Idempotency-Key). `gas_sponsored` (EVM only; ignored for SOL): the platform pays gas through EIP-7702. `Server-Timing` reports sign, broadcast and inclusion times.
+         * @description Token/chain pairs: ETH {ETH, USDC}, ARB {ETH, USDC, USDC.E}, POL {POL, USDC, USDC.E}, SOL {SOL, USDC}, INK {ETH, USDC}. Funds (token and gas) are checked before anything is signed: 422 INSUFFICIENT_FUNDS names what is missing; 422 TRANSACTION_WOULD_FAIL when the gas estimate says it would revert. The answer waits for inclusion (504 INCLUSION_TIMEOUT past WITHDRAW_INCLUSION_TIMEOUT_MS; 422 TRANSACTION_REVERTED when it reverted; 422 TRANSACTION_NO_EFFECT when it was included with a successful status but without the token transfer to the recipient, e.g. a sponsored call whose EIP-7702 authorisation the chain skipped: success is decided by the effect, and nothing is reported sent). Header `Idempotency-Key` (8-128 chars): a retry returns the first result (header `Idempotent-Replayed: true`) without a second transaction; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS. 409 SENDER_BUSY when too many transactions from the wallet queue at once (both 409s carry `Retry-After` in seconds); 502 BROADCAST_REJECTED when the node refuses the transaction (nothing was sent) and 502 CHAIN_UNAVAILABLE when the chain RPC fails (retry with the same Idempotency-Key). `gas_sponsored` (EVM only; ignored for SOL): the platform pays gas through EIP-7702. `Server-Timing` reports sign, broadcast and inclusion times.
          */
         post: operations["Withdraw"];
         delete?: never;
@@ -233,7 +233,7 @@ export interface paths {
         put?: never;
         /**
          * Start a transfer: answers 202 with the task id; execution is asynchronous
-         * @description Same body, validation and estimate as estimate-transfer-cost (its 400 and 422 apply; the estimate is kept in the task's metadata.route). 409 DEX_NOT_INITIALIZED when the source or destination venue is not initialized for the user. 202 `{success, task_id, message}` with header X-Task-ID; the task is `pending` and its Step Functions execution is started (should the start be lost, the first GET /task/{task_id} starts it, once). Header `Idempotency-Key` (8-128 chars) as on POST /withdraw: a retry with the same key and body returns the same task (`Idempotent-Replayed: true`); another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 TRANSFER_IN_PROGRESS with Retry-After; a retry after a crash finds the task the first attempt stored (its id is bound to the key before the task is stored), never a second task. 503 BRIDGE_NOT_CONFIGURED as the estimate; 503 BRIDGE_UNAVAILABLE when the bridge gives no quote (no task is made with an unknown fee).
+         * @description Same body, validation and estimate as estimate-transfer-cost (its 400 and 422 apply; the estimate is kept in the task's metadata.route). 409 DEX_NOT_INITIALIZED when the source or destination venue is not initialized for the user. 422 INSUFFICIENT_FUNDS, with the numbers and no task, when a `self` source's wallet does not hold what the first step spends (the amount; where the user pays gas, the first step's estimated gas with 20 % headroom); a venue source is refused by the venue when the task runs. 202 `{success, task_id, message}` with header X-Task-ID; the task is `pending` and its Step Functions execution is started (should the start be lost, the first GET /task/{task_id} starts it, once). Header `Idempotency-Key` (8-128 chars) as on POST /withdraw: a retry with the same key and body returns the same task (`Idempotent-Replayed: true`); another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 TRANSFER_IN_PROGRESS with Retry-After; a retry after a crash finds the task the first attempt stored (its id is bound to the key before the task is stored), never a second task. 503 BRIDGE_NOT_CONFIGURED as the estimate; 503 BRIDGE_UNAVAILABLE when the bridge gives no quote (no task is made with an unknown fee).
          */
         post: operations["CreateTransfer"];
         delete?: never;
@@ -1794,7 +1794,7 @@ export interface operations {
                             action: "deposit" | "withdrawal" | "bridge";
                             /** @description The venue id, or the bridge provider id for a bridge step. */
                             dex: string;
-                            /** @description What the user pays in native gas (and any native value the call sends), as ETH; POL and SOL converted at the price source. */
+                            /** @description What the user pays in native gas (and any native value the calls send), as ETH; POL and SOL converted at the price source. */
                             cost_eth: string;
                             /** @description All of the step's cost in USD (USDC): the user's gas converted, plus bridge, platform and venue fees. */
                             cost_usdc: string;
@@ -1808,7 +1808,7 @@ export interface operations {
                                 /** @description The venue's own withdrawal or deposit fee (transfer_rules). */
                                 venue_fee_usdc: string;
                             };
-                            /** @description Gas units (EVM: eth_estimateGas; Solana: signatures). Null for a venue withdrawal: the venue sends its payout. */
+                            /** @description Gas units of every transaction the step sends from the user's wallet, as used (not the signer's padded gas limit): the platform fee transfer on the step that takes it, approvals, bridge and venue deposits (EVM: eth_estimateGas, summed; Solana: one signature per transaction). Null when the wallet sends nothing: a venue withdrawal without a platform fee (the venue sends its payout). */
                             estimated_gas: number | null;
                             gas_breakdown: {
                                 /** @enum {string} */
@@ -1825,8 +1825,11 @@ export interface operations {
                                 native_value: string;
                                 /** @description Decimal string. */
                                 gas_cost_usdc: string;
-                                /** @enum {string} */
-                                paid_by: "venue" | "sponsored" | "user";
+                                /**
+                                 * @description `user`: charged in `cost_eth` / `cost_usdc`; `sponsored`: shown, paid by the platform. A venue withdrawal's platform fee transfer is the user's.
+                                 * @enum {string}
+                                 */
+                                paid_by: "sponsored" | "user";
                             } | null;
                             /** @description Decimal string. */
                             amount_in: string;
@@ -1866,7 +1869,7 @@ export interface operations {
                                 gas_policy: "venue" | "sponsored" | "user";
                             }[];
                             /**
-                             * @description Who pays the gas of the user's legs; `venue` when the route is a venue payout only.
+                             * @description Who pays the gas of what the user's wallet sends; `venue` when it sends nothing (a venue payout without a platform fee).
                              * @enum {string}
                              */
                             gas_policy: "venue" | "user" | "sponsored" | "mixed";
@@ -1891,6 +1894,22 @@ export interface operations {
                             amount_received: string;
                             /** @description The least amount that survives the route's fees and minimums; less is a 422. */
                             effective_minimum_deposit: string;
+                            /** @description What POST /transfer would refuse although the route is priced (empty when nothing): a source or destination venue not initialized for this user. Each warning is also in `message`. */
+                            warnings: {
+                                /**
+                                 * @description `DEX_NOT_INITIALIZED`: POST /transfer answers 409 with this code until POST /account/init-perp-dex sets the venue up.
+                                 * @enum {string}
+                                 */
+                                code: "DEX_NOT_INITIALIZED";
+                                /**
+                                 * @description The body field naming the venue.
+                                 * @enum {string}
+                                 */
+                                side: "source" | "destination";
+                                /** @enum {string} */
+                                dex: "venue_a" | "venue_b" | "venue_c" | "venue_d" | "venue_e";
+                                message: string;
+                            }[];
                         };
                     };
                 };
