@@ -48,13 +48,11 @@ export function toEvent(
   stageVariables: Readonly<Record<string, string>> | null = null,
 ): APIGatewayProxyEvent {
   const { path, query } = requestTarget(req.url);
-  const multiValueHeaders: Record<string, string[]> = {};
   const raw = req.rawHeaders ?? [];
-  for (let i = 0; i + 1 < raw.length; i += 2) (multiValueHeaders[raw[i]!] ??= []).push(raw[i + 1]!);
-  const headers = Object.fromEntries(Object.entries(multiValueHeaders).map(([name, values]) => [name, values.at(-1)!]));
-  const multiValueQueryStringParameters: Record<string, string[]> = {};
-  for (const [name, value] of new URLSearchParams(query)) (multiValueQueryStringParameters[name] ??= []).push(value);
-  const queryStringParameters = Object.fromEntries(Object.entries(multiValueQueryStringParameters).map(([name, values]) => [name, values.at(-1)!]));
+  const headerPairs: [string, string][] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) headerPairs.push([raw[i]!, raw[i + 1]!]);
+  const { single: headers, multi: multiValueHeaders } = grouped(headerPairs);
+  const { single: queryStringParameters, multi: multiValueQueryStringParameters } = grouped(new URLSearchParams(query));
   const hasHeaders = raw.length > 0;
   const hasQuery = Object.keys(queryStringParameters).length > 0;
   const method = req.method ?? 'GET';
@@ -106,6 +104,25 @@ export function toEvent(
         userArn: null,
       },
     },
+  };
+}
+
+/**
+ * Names and values as API Gateway groups them: the last value of each name, and all of them. A
+ * name is the caller's text (`__proto__`, `constructor`, `toString`): grouped in a Map and made
+ * own properties by Object.fromEntries, as the JSON.parse of a Lambda event makes them, so it
+ * neither finds nor replaces an Object.prototype member.
+ */
+function grouped(pairs: Iterable<[string, string]>): { single: Record<string, string>; multi: Record<string, string[]> } {
+  const byName = new Map<string, string[]>();
+  for (const [name, value] of pairs) {
+    const values = byName.get(name);
+    if (values) values.push(value);
+    else byName.set(name, [value]);
+  }
+  return {
+    single: Object.fromEntries([...byName].map(([name, values]) => [name, values.at(-1)!])),
+    multi: Object.fromEntries(byName),
   };
 }
 

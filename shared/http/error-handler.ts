@@ -8,7 +8,24 @@ const BODY_PARSER = '@middy/http-json-body-parser';
 
 interface MiddyHttpError {
   statusCode?: number;
-  cause?: { package?: string };
+  /** `data`: the key for a refused key (no `message`); the body for a parse failure (with `message`). */
+  cause?: { package?: string; data?: unknown; message?: string };
+}
+
+/**
+ * The keys the body parser refuses at any depth (@middy/util `jsonParseProtectProto`): `__proto__`,
+ * and `constructor` holding an object with a `prototype`: a key-by-key merge of the first sets an
+ * object's prototype, of the second writes to Object.prototype. Valid JSON, so a 400 naming the
+ * key rather than INVALID_JSON.
+ */
+const REFUSED_KEYS = new Map([
+  ['__proto__', 'body: a key named "__proto__" is not allowed (at any depth)'],
+  ['constructor', 'body: a key named "constructor" holding an object with a "prototype" key is not allowed (at any depth)'],
+]);
+
+function refusedKeyMessage(cause: MiddyHttpError['cause']): string | undefined {
+  if (cause?.message !== undefined || typeof cause?.data !== 'string') return undefined;
+  return REFUSED_KEYS.get(cause.data);
 }
 
 /**
@@ -28,6 +45,8 @@ export function toErrorResponse(error: unknown, requestId?: string) {
         error: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Content-Type must be application/json' },
       });
     }
+    const refused = refusedKeyMessage(httpError.cause);
+    if (refused) return jsonResponse(400, { success: false, error: { code: 'INVALID_REQUEST', message: refused } });
     return jsonResponse(400, { success: false, error: { code: 'INVALID_JSON', message: 'The request body is not valid JSON' } });
   }
   logger.error('unhandled error', { error });

@@ -40,13 +40,13 @@ function branchIssues(issue: v.BaseIssue<unknown>): { path: string | null; messa
 
 /**
  * The issue's path; an unknown key (a strict object's) is named only when it looks like a field
- * name, since it is the caller's own text.
+ * name, since it is the caller's own text (a leading underscore too: `__defineGetter__`).
  */
 function dotPath(issue: v.BaseIssue<unknown>): string | null {
   const path = v.getDotPath(issue);
   if (path === null || issue.expected !== 'never') return path;
   const key = String(issue.path?.at(-1)?.key ?? '');
-  return /^[A-Za-z][A-Za-z0-9_]{0,39}$/.test(key) ? path : `${path.slice(0, path.length - key.length)}(unknown field)`;
+  return /^[A-Za-z_][A-Za-z0-9_]{0,39}$/.test(key) ? path : `${path.slice(0, path.length - key.length)}(unknown field)`;
 }
 
 const clip = (field: string) => (field.length > MAX_FIELD ? `${field.slice(0, MAX_FIELD)}…` : field);

@@ -166,12 +166,12 @@ describe('request bodies', () => {
     expect(error.message).toContain('body.network');
   });
 
-  it('refuses a __proto__ key as invalid JSON rather than polluting objects', async () => {
+  it('refuses a __proto__ key with a 400 naming it rather than polluting objects', async () => {
     const response = await call('enclave', 'POST', '/v2/api/wallet', {
       headers: { 'x-service-secret-key': appOne.secret_key, 'content-type': 'application/json' },
       rawBody: '{"__proto__": {"polluted": true}, "auth_jwt": "x", "network": "ETH", "wallet_group_id": "g"}',
     });
     expect(response.status).toBe(400);
-    expectErrorShape(response.body);
+    expect(expectErrorShape(response.body)).toEqual({ code: 'INVALID_REQUEST', message: 'body: a key named "__proto__" is not allowed (at any depth)' });
   });
 });
