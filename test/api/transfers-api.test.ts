@@ -51,7 +51,9 @@ describe.runIf(isSandbox)('POST /transfer/estimate-transfer-cost', () => {
     const body = response.body;
     expect(body.route.route_id).toBe('venue_b>ARB.USDC>INK.USDC>venue_d');
     expect(body.steps.map((s: { action: string }) => s.action)).toEqual(['withdrawal', 'bridge', 'deposit']);
-    expect(body.steps[0].estimated_gas).toBeNull();
+    // The venue pays its payout's gas; the wallet pays the platform fee's transfer out of the payout.
+    expect(body.steps[0].estimated_gas).toBeGreaterThan(21_000);
+    expect(body.steps[0].gas_breakdown).toMatchObject({ chain: 'ARB', paid_by: 'user' });
     expect(body.steps[1].dex).toBe('sandbox_bridge');
     expect(Number(body.steps[1].breakdown.bridge_fee_usdc)).toBeGreaterThan(0);
     expect(body.steps[1].gas_breakdown.chain).toBe('ARB');
@@ -71,7 +73,8 @@ describe.runIf(isSandbox)('POST /transfer/estimate-transfer-cost', () => {
 
     const fromSol = await estimate(headers, { source: 'self', destination: 'self', amount: '30', chain: 'SOL', token: 'USDC', destination_chain: 'ARB', destination_token: 'USDC', gas_sponsored: true });
     expect(fromSol.status, JSON.stringify(fromSol.body)).toBe(200);
-    expect(fromSol.body.steps[0]).toMatchObject({ estimated_gas: 1, gas_breakdown: { chain: 'SOL', native_token: 'SOL', gas_units: '1', paid_by: 'user' } });
+    // Two transactions from the Solana wallet, one signature each: the bridge deposit and the platform fee.
+    expect(fromSol.body.steps[0]).toMatchObject({ estimated_gas: 2, gas_breakdown: { chain: 'SOL', native_token: 'SOL', gas_units: '2', paid_by: 'user' } });
     expect(BigInt(fromSol.body.steps[0].gas_breakdown.gas_price)).toBeGreaterThan(0n);
     expect(fromSol.body.message).toContain('Solana');
   });
