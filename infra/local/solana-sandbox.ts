@@ -19,13 +19,6 @@ import { Keypair, PublicKey, Transaction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from 'litesvm';
 import { FaucetRefusedError, tooLarge } from './faucet-refused.ts';
-import {
-  InstructionErrorCustom,
-  TransactionErrorDuplicateInstruction,
-  TransactionErrorInstructionError,
-  TransactionErrorInsufficientFundsForRent,
-  TransactionErrorProgramExecutionTemporarilyRestricted,
-} from 'litesvm/dist/internal.js';
 
 /**
  * A local Solana for the sandbox: a JSON-RPC 2.0 server over an in-process LiteSVM, answering the
@@ -137,10 +130,6 @@ const STATE_FORMAT = 1;
 const nodeRequire = createRequire(import.meta.url);
 const LITESVM_VERSION = (nodeRequire('litesvm/package.json') as { version: string }).version;
 const ENGINE = `litesvm@${LITESVM_VERSION}`;
-/** The engine's fieldless error enums, read at run time so the names always match the binary. */
-const nativeEnums = nodeRequire('litesvm/dist/internal.js') as { TransactionErrorFieldless: Record<string, number>; InstructionErrorFieldless: Record<string, number> };
-const TX_ERROR_NAMES = invert(nativeEnums.TransactionErrorFieldless);
-const IX_ERROR_NAMES = invert(nativeEnums.InstructionErrorFieldless);
 
 // ---------------------------------------------------------------------------------------------
 // JSON-RPC plumbing
@@ -440,132 +429,155 @@ interface TxFailure {
   readonly text: string;
 }
 
-const TX_ERROR_TEXT: Record<string, string> = {
-  AccountInUse: 'Account in use',
-  AccountLoadedTwice: 'Account loaded twice',
-  AccountNotFound: 'Attempt to debit an account but found no record of a prior credit.',
-  ProgramAccountNotFound: 'Attempt to load a program that does not exist',
-  InsufficientFundsForFee: 'Insufficient funds for fee',
-  InvalidAccountForFee: 'This account may not be used to pay transaction fees',
-  AlreadyProcessed: 'This transaction has already been processed',
-  BlockhashNotFound: 'Blockhash not found',
-  CallChainTooDeep: 'Loader call chain is too deep',
-  MissingSignatureForFee: 'Transaction requires a fee but has no signature present',
-  InvalidAccountIndex: 'Transaction contains an invalid account reference',
-  SignatureFailure: 'Transaction did not pass signature verification',
-  InvalidProgramForExecution: 'This program may not be used for executing instructions',
-  SanitizeFailure: 'Transaction failed to sanitize accounts offsets correctly',
-  ClusterMaintenance: 'Transactions are currently disabled due to cluster maintenance',
-  AccountBorrowOutstanding: 'Transaction processing left an account with an outstanding borrowed reference',
-  WouldExceedMaxBlockCostLimit: 'Transaction would exceed max Block Cost Limit',
-  UnsupportedVersion: 'Transaction version is unsupported',
-  InvalidWritableAccount: 'Transaction loads a writable account that cannot be written',
-  WouldExceedMaxAccountCostLimit: 'Transaction would exceed max account limit within the block',
-  WouldExceedAccountDataBlockLimit: 'Transaction would exceed account data limit within the block',
-  TooManyAccountLocks: 'Transaction locked too many accounts',
-  AddressLookupTableNotFound: "Transaction loads an address table account that doesn't exist",
-  InvalidAddressLookupTableOwner: 'Transaction loads an address table account with an invalid owner',
-  InvalidAddressLookupTableData: 'Transaction loads an address table account with invalid data',
-  InvalidAddressLookupTableIndex: 'Transaction address table lookup uses an invalid index',
-  InvalidRentPayingAccount: 'Transaction leaves an account with a lower balance than rent-exempt minimum',
-  WouldExceedMaxVoteCostLimit: 'Transaction would exceed max Vote Cost Limit',
-  WouldExceedAccountDataTotalLimit: 'Transaction would exceed total account data limit',
-  MaxLoadedAccountsDataSizeExceeded: 'Transaction exceeded max loaded accounts data size cap',
-  InvalidLoadedAccountsDataSizeLimit: 'LoadedAccountsDataSizeLimit set for transaction must be greater than 0.',
-  ResanitizationNeeded: 'ResanitizationNeeded',
-  UnbalancedTransaction: 'Sum of account balances before and after transaction do not match',
-  ProgramCacheHitMaxLimit: 'Program cache hit max limit',
-  CommitCancelled: 'CommitCancelled',
+/**
+ * What litesvm's `FailedTransactionMetadata.err()` returns: a number for a variant without fields,
+ * an object for the others. Its entry point exports neither the classes of those objects nor the
+ * TransactionErrorFieldless / InstructionErrorFieldless enums that name the numbers (only
+ * `litesvm/dist/internal.js` has them, and there the enums are native classes without members at
+ * run time: names read from them come out empty), so the variants are told apart by their declared
+ * fields and the numbers are named by the tables below.
+ */
+type EngineTxError = ReturnType<FailedTransactionMetadata['err']>;
+type EngineIxError = ReturnType<Extract<EngineTxError, { err(): unknown }>['err']>;
+type ErrorTable = Readonly<Record<number, readonly [name: string, text: string]>>;
+
+/**
+ * TransactionErrorFieldless by number (Agave's TransactionError order, the variants with fields
+ * left out): the variant's name, which is its JSON form, and Agave's Display text. Keyed by the
+ * type err() declares, so a litesvm whose enum gains or loses a variant fails the typecheck.
+ */
+const TX_ERRORS: Record<Extract<EngineTxError, number>, readonly [name: string, text: string]> = {
+  0: ['AccountInUse', 'Account in use'],
+  1: ['AccountLoadedTwice', 'Account loaded twice'],
+  2: ['AccountNotFound', 'Attempt to debit an account but found no record of a prior credit.'],
+  3: ['ProgramAccountNotFound', 'Attempt to load a program that does not exist'],
+  4: ['InsufficientFundsForFee', 'Insufficient funds for fee'],
+  5: ['InvalidAccountForFee', 'This account may not be used to pay transaction fees'],
+  6: ['AlreadyProcessed', 'This transaction has already been processed'],
+  7: ['BlockhashNotFound', 'Blockhash not found'],
+  8: ['CallChainTooDeep', 'Loader call chain is too deep'],
+  9: ['MissingSignatureForFee', 'Transaction requires a fee but has no signature present'],
+  10: ['InvalidAccountIndex', 'Transaction contains an invalid account reference'],
+  11: ['SignatureFailure', 'Transaction did not pass signature verification'],
+  12: ['InvalidProgramForExecution', 'This program may not be used for executing instructions'],
+  13: ['SanitizeFailure', 'Transaction failed to sanitize accounts offsets correctly'],
+  14: ['ClusterMaintenance', 'Transactions are currently disabled due to cluster maintenance'],
+  15: ['AccountBorrowOutstanding', 'Transaction processing left an account with an outstanding borrowed reference'],
+  16: ['WouldExceedMaxBlockCostLimit', 'Transaction would exceed max Block Cost Limit'],
+  17: ['UnsupportedVersion', 'Transaction version is unsupported'],
+  18: ['InvalidWritableAccount', 'Transaction loads a writable account that cannot be written'],
+  19: ['WouldExceedMaxAccountCostLimit', 'Transaction would exceed max account limit within the block'],
+  20: ['WouldExceedAccountDataBlockLimit', 'Transaction would exceed account data limit within the block'],
+  21: ['TooManyAccountLocks', 'Transaction locked too many accounts'],
+  22: ['AddressLookupTableNotFound', "Transaction loads an address table account that doesn't exist"],
+  23: ['InvalidAddressLookupTableOwner', 'Transaction loads an address table account with an invalid owner'],
+  24: ['InvalidAddressLookupTableData', 'Transaction loads an address table account with invalid data'],
+  25: ['InvalidAddressLookupTableIndex', 'Transaction address table lookup uses an invalid index'],
+  26: ['InvalidRentPayingAccount', 'Transaction leaves an account with a lower balance than rent-exempt minimum'],
+  27: ['WouldExceedMaxVoteCostLimit', 'Transaction would exceed max Vote Cost Limit'],
+  28: ['WouldExceedAccountDataTotalLimit', 'Transaction would exceed total account data limit'],
+  29: ['MaxLoadedAccountsDataSizeExceeded', 'Transaction exceeded max loaded accounts data size cap'],
+  30: ['ResanitizationNeeded', 'ResanitizationNeeded'],
+  31: ['InvalidLoadedAccountsDataSizeLimit', 'LoadedAccountsDataSizeLimit set for transaction must be greater than 0.'],
+  32: ['UnbalancedTransaction', 'Sum of account balances before and after transaction do not match'],
+  33: ['ProgramCacheHitMaxLimit', 'Program cache hit max limit'],
+  34: ['CommitCancelled', 'CommitCancelled'],
 };
 
-const IX_ERROR_TEXT: Record<string, string> = {
-  GenericError: 'generic instruction error',
-  InvalidArgument: 'invalid program argument',
-  InvalidInstructionData: 'invalid instruction data',
-  InvalidAccountData: 'invalid account data for instruction',
-  AccountDataTooSmall: 'account data too small for instruction',
-  InsufficientFunds: 'insufficient funds for instruction',
-  IncorrectProgramId: 'incorrect program id for instruction',
-  MissingRequiredSignature: 'missing required signature for instruction',
-  AccountAlreadyInitialized: 'instruction requires an uninitialized account',
-  UninitializedAccount: 'instruction requires an initialized account',
-  UnbalancedInstruction: 'sum of account balances before and after instruction do not match',
-  ModifiedProgramId: 'instruction illegally modified the program id of an account',
-  ExternalAccountLamportSpend: 'instruction spent from the balance of an account it does not own',
-  ExternalAccountDataModified: 'instruction modified data of an account it does not own',
-  ReadonlyLamportChange: 'instruction changed the balance of a read-only account',
-  ReadonlyDataModified: 'instruction modified data of a read-only account',
-  DuplicateAccountIndex: 'instruction contains duplicate accounts',
-  ExecutableModified: 'instruction changed executable bit of an account',
-  RentEpochModified: 'instruction modified rent epoch of an account',
-  NotEnoughAccountKeys: 'insufficient account keys for instruction',
-  AccountDataSizeChanged: "program other than the account's owner changed the size of the account data",
-  AccountNotExecutable: 'instruction expected an executable account',
-  AccountBorrowFailed: 'instruction tries to borrow reference for an account which is already borrowed',
-  AccountBorrowOutstanding: 'instruction left account with an outstanding borrowed reference',
-  DuplicateAccountOutOfSync: 'instruction modifications of multiply-passed account differ',
-  InvalidError: 'program returned invalid error code',
-  ExecutableDataModified: 'instruction changed executable accounts data',
-  ExecutableLamportChange: 'instruction changed the balance of an executable account',
-  ExecutableAccountNotRentExempt: 'executable accounts must be rent exempt',
-  UnsupportedProgramId: 'Unsupported program id',
-  CallDepth: 'Cross-program invocation call depth too deep',
-  MissingAccount: 'An account required by the instruction is missing',
-  ReentrancyNotAllowed: 'Cross-program invocation reentrancy not allowed for this instruction',
-  MaxSeedLengthExceeded: 'Length of the seed is too long for address generation',
-  InvalidSeeds: 'Provided seeds do not result in a valid address',
-  InvalidRealloc: 'Failed to reallocate account data',
-  ComputationalBudgetExceeded: 'Computational budget exceeded',
-  PrivilegeEscalation: 'Cross-program invocation with unauthorized signer or writable account',
-  ProgramEnvironmentSetupFailure: 'Failed to create program execution environment',
-  ProgramFailedToComplete: 'Program failed to complete',
-  ProgramFailedToCompile: 'Program failed to compile',
-  Immutable: 'Account is immutable',
-  IncorrectAuthority: 'Incorrect authority provided',
-  BorshIoError: 'Failed to serialize or deserialize account data',
-  AccountNotRentExempt: 'An account does not have enough lamports to be rent-exempt',
-  InvalidAccountOwner: 'Invalid account owner',
-  ArithmeticOverflow: 'Program arithmetic overflowed',
-  UnsupportedSysvar: 'Unsupported sysvar',
-  IllegalOwner: 'Provided owner is not allowed',
-  MaxAccountsDataAllocationsExceeded: 'Accounts data allocations exceeded the maximum allowed per transaction',
-  MaxAccountsExceeded: 'Max accounts exceeded',
-  MaxInstructionTraceLengthExceeded: 'Max instruction trace length exceeded',
-  BuiltinProgramsMustConsumeComputeUnits: 'Builtin programs must consume compute units',
+/** InstructionErrorFieldless by number, as TX_ERRORS. */
+const IX_ERRORS: Record<Extract<EngineIxError, number>, readonly [name: string, text: string]> = {
+  0: ['GenericError', 'generic instruction error'],
+  1: ['InvalidArgument', 'invalid program argument'],
+  2: ['InvalidInstructionData', 'invalid instruction data'],
+  3: ['InvalidAccountData', 'invalid account data for instruction'],
+  4: ['AccountDataTooSmall', 'account data too small for instruction'],
+  5: ['InsufficientFunds', 'insufficient funds for instruction'],
+  6: ['IncorrectProgramId', 'incorrect program id for instruction'],
+  7: ['MissingRequiredSignature', 'missing required signature for instruction'],
+  8: ['AccountAlreadyInitialized', 'instruction requires an uninitialized account'],
+  9: ['UninitializedAccount', 'instruction requires an initialized account'],
+  10: ['UnbalancedInstruction', 'sum of account balances before and after instruction do not match'],
+  11: ['ModifiedProgramId', 'instruction illegally modified the program id of an account'],
+  12: ['ExternalAccountLamportSpend', 'instruction spent from the balance of an account it does not own'],
+  13: ['ExternalAccountDataModified', 'instruction modified data of an account it does not own'],
+  14: ['ReadonlyLamportChange', 'instruction changed the balance of a read-only account'],
+  15: ['ReadonlyDataModified', 'instruction modified data of a read-only account'],
+  16: ['DuplicateAccountIndex', 'instruction contains duplicate accounts'],
+  17: ['ExecutableModified', 'instruction changed executable bit of an account'],
+  18: ['RentEpochModified', 'instruction modified rent epoch of an account'],
+  19: ['NotEnoughAccountKeys', 'insufficient account keys for instruction'],
+  20: ['AccountDataSizeChanged', "program other than the account's owner changed the size of the account data"],
+  21: ['AccountNotExecutable', 'instruction expected an executable account'],
+  22: ['AccountBorrowFailed', 'instruction tries to borrow reference for an account which is already borrowed'],
+  23: ['AccountBorrowOutstanding', 'instruction left account with an outstanding borrowed reference'],
+  24: ['DuplicateAccountOutOfSync', 'instruction modifications of multiply-passed account differ'],
+  25: ['InvalidError', 'program returned invalid error code'],
+  26: ['ExecutableDataModified', 'instruction changed executable accounts data'],
+  27: ['ExecutableLamportChange', 'instruction changed the balance of an executable account'],
+  28: ['ExecutableAccountNotRentExempt', 'executable accounts must be rent exempt'],
+  29: ['UnsupportedProgramId', 'Unsupported program id'],
+  30: ['CallDepth', 'Cross-program invocation call depth too deep'],
+  31: ['MissingAccount', 'An account required by the instruction is missing'],
+  32: ['ReentrancyNotAllowed', 'Cross-program invocation reentrancy not allowed for this instruction'],
+  33: ['MaxSeedLengthExceeded', 'Length of the seed is too long for address generation'],
+  34: ['InvalidSeeds', 'Provided seeds do not result in a valid address'],
+  35: ['InvalidRealloc', 'Failed to reallocate account data'],
+  36: ['ComputationalBudgetExceeded', 'Computational budget exceeded'],
+  37: ['PrivilegeEscalation', 'Cross-program invocation with unauthorized signer or writable account'],
+  38: ['ProgramEnvironmentSetupFailure', 'Failed to create program execution environment'],
+  39: ['ProgramFailedToComplete', 'Program failed to complete'],
+  40: ['ProgramFailedToCompile', 'Program failed to compile'],
+  41: ['Immutable', 'Account is immutable'],
+  42: ['IncorrectAuthority', 'Incorrect authority provided'],
+  43: ['AccountNotRentExempt', 'An account does not have enough lamports to be rent-exempt'],
+  44: ['InvalidAccountOwner', 'Invalid account owner'],
+  45: ['ArithmeticOverflow', 'Program arithmetic overflowed'],
+  46: ['UnsupportedSysvar', 'Unsupported sysvar'],
+  47: ['IllegalOwner', 'Provided owner is not allowed'],
+  48: ['MaxAccountsDataAllocationsExceeded', 'Accounts data allocations exceeded the maximum allowed per transaction'],
+  49: ['MaxAccountsExceeded', 'Max accounts exceeded'],
+  50: ['MaxInstructionTraceLengthExceeded', 'Max instruction trace length exceeded'],
+  51: ['BuiltinProgramsMustConsumeComputeUnits', 'Builtin programs must consume compute units'],
+  52: ['BorshIoError', 'Failed to serialize or deserialize account data'],
 };
+
+const TX_ERROR_TEXT = new Map(Object.values(TX_ERRORS));
+const IX_ERROR_TEXT = new Map(Object.values(IX_ERRORS));
+
+const nameOf = (table: ErrorTable, value: number) => table[value]?.[0] ?? `UnknownError${value}`;
 
 function simpleFailure(name: string): TxFailure {
-  return { json: name, text: TX_ERROR_TEXT[name] ?? name };
+  return { json: name, text: TX_ERROR_TEXT.get(name) ?? name };
 }
 
-function describeFailure(err: ReturnType<FailedTransactionMetadata['err']>): TxFailure {
-  if (typeof err === 'number') return simpleFailure(TX_ERROR_NAMES.get(err) ?? `UnknownError${err}`);
-  if (err instanceof TransactionErrorInstructionError) {
+function instructionFailure(name: string): { json: unknown; text: string } {
+  return { json: name, text: IX_ERROR_TEXT.get(name) ?? name };
+}
+
+function describeFailure(err: EngineTxError): TxFailure {
+  if (typeof err === 'number') return simpleFailure(nameOf(TX_ERRORS, err));
+  if ('err' in err) {
+    // InstructionError: the failing instruction's index, and its error (fieldless, Custom or BorshIoError).
     const inner = err.err();
-    let json: unknown;
-    let text: string;
-    if (typeof inner === 'number') {
-      const name = IX_ERROR_NAMES.get(inner) ?? `UnknownError${inner}`;
-      json = name;
-      text = IX_ERROR_TEXT[name] ?? name;
-    } else if (inner instanceof InstructionErrorCustom) {
-      json = { Custom: inner.code };
-      text = `custom program error: 0x${inner.code.toString(16)}`;
-    } else {
-      json = 'BorshIoError';
-      text = IX_ERROR_TEXT.BorshIoError!;
-    }
+    const { json, text } =
+      typeof inner === 'number'
+        ? instructionFailure(nameOf(IX_ERRORS, inner))
+        : 'code' in inner
+          ? { json: { Custom: inner.code }, text: `custom program error: 0x${inner.code.toString(16)}` }
+          : instructionFailure('BorshIoError');
     return { json: { InstructionError: [err.index, json] }, text: `Error processing Instruction ${err.index}: ${text}` };
   }
-  if (err instanceof TransactionErrorDuplicateInstruction) return { json: { DuplicateInstruction: err.index }, text: `Transaction contains a duplicate instruction (${err.index}) that is not allowed` };
-  if (err instanceof TransactionErrorInsufficientFundsForRent) {
+  if ('index' in err) return { json: { DuplicateInstruction: err.index }, text: `Transaction contains a duplicate instruction (${err.index}) that is not allowed` };
+  if ('accountIndex' in err) {
+    // InsufficientFundsForRent and ProgramExecutionTemporarilyRestricted declare the same field:
+    // only the name litesvm gives their classes tells them apart.
+    if (err.constructor.name === 'TransactionErrorProgramExecutionTemporarilyRestricted') {
+      return {
+        json: { ProgramExecutionTemporarilyRestricted: { account_index: err.accountIndex } },
+        text: `Execution of the program referenced by account at index ${err.accountIndex} is temporarily restricted.`,
+      };
+    }
     return { json: { InsufficientFundsForRent: { account_index: err.accountIndex } }, text: `Transaction results in an account (${err.accountIndex}) with insufficient funds for rent` };
-  }
-  if (err instanceof TransactionErrorProgramExecutionTemporarilyRestricted) {
-    return {
-      json: { ProgramExecutionTemporarilyRestricted: { account_index: err.accountIndex } },
-      text: `Execution of the program referenced by account at index ${err.accountIndex} is temporarily restricted.`,
-    };
   }
   return simpleFailure(String(err));
 }
@@ -1139,10 +1151,6 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
 
 function nextPowerOfTwo(value: number): number {
   return 2 ** Math.ceil(Math.log2(value));
-}
-
-function invert(enumObject: Record<string, number>): Map<number, string> {
-  return new Map(Object.entries(enumObject).map(([name, value]) => [value, name]));
 }
 
 // ---------------------------------------------------------------------------------------------

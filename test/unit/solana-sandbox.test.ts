@@ -15,7 +15,7 @@ import {
   TransactionMessage,
   VersionedTransaction,
   type SignatureStatus,
-  type TransactionInstruction,
+  TransactionInstruction,
 } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -237,6 +237,33 @@ describe('Solana sandbox over JSON-RPC', { timeout: 30_000 }, () => {
     expect(staleError).toMatchObject({ message: 'Transaction simulation failed: Blockhash not found', data: { err: 'BlockhashNotFound', logs: [] } });
 
     expect(await lamportsOf(alice.publicKey)).toBe(solBefore);
+  });
+
+  it("names the engine's own refusals as a validator does, in the preflight error and in a landed transaction's status", async () => {
+    const stranger = Keypair.generate();
+    const unfunded = await v0Transaction(stranger, [SystemProgram.transfer({ fromPubkey: stranger.publicKey, toPubkey: bob.publicKey, lamports: 1 })]);
+    const unfundedError = await expectRefused(connection.sendRawTransaction(unfunded.serialize()), -32002);
+    expect(unfundedError).toMatchObject({ message: 'Transaction simulation failed: Attempt to debit an account but found no record of a prior credit.', data: { err: 'AccountNotFound' } });
+
+    const unknownInstruction = new TransactionInstruction({ programId: SystemProgram.programId, keys: [{ pubkey: alice.publicKey, isSigner: true, isWritable: true }], data: Buffer.from([99, 0, 0, 0]) });
+    const garbled = await v0Transaction(alice, [unknownInstruction]);
+    const garbledError = await expectRefused(connection.sendRawTransaction(garbled.serialize()), -32002);
+    expect(garbledError).toMatchObject({
+      message: 'Transaction simulation failed: Error processing Instruction 0: invalid instruction data',
+      data: { err: { InstructionError: [0, 'InvalidInstructionData'] } },
+    });
+
+    // One lamport to a new account leaves it below the rent-exempt minimum: refused by preflight;
+    // with skipPreflight it lands (the fee is charged) and its status carries the error.
+    const dust = await v0Transaction(alice, [SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1 })]);
+    const belowRent = { InsufficientFundsForRent: { account_index: 1 } };
+    const dustError = await expectRefused(connection.sendRawTransaction(dust.serialize()), -32002);
+    expect(dustError).toMatchObject({ message: 'Transaction simulation failed: Transaction results in an account (1) with insufficient funds for rent', data: { err: belowRent } });
+    const solBefore = await lamportsOf(alice.publicKey);
+    const signature = await connection.sendRawTransaction(dust.serialize(), { skipPreflight: true });
+    expect((await waitFinalized(signature)).err).toEqual(belowRent);
+    expect(await lamportsOf(alice.publicKey)).toBe(solBefore - 5_000n);
+    expect((await connection.getTransaction(signature, { maxSupportedTransactionVersion: 0 }))?.meta?.err).toEqual(belowRent);
   });
 
   it('keeps a blockhash valid for 150 blocks, one block per processed transaction', async () => {
