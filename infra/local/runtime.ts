@@ -25,7 +25,7 @@ import { startEvmSandbox } from './evm-sandbox.ts';
 import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
 import { serveDocs } from './docs-routes.ts';
 import { requestIdOf } from '../../shared/http/request-id.ts';
-import { startSolanaSandbox } from './solana-sandbox.ts';
+import { startSolanaSandbox } from './solana-sandbox/index.ts';
 import { type SandboxVenueListing, startSandboxVenues } from './venues/framework.ts';
 import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.ts';
 import { type LocalStepFunctions, startLocalStepFunctions } from './step-functions/server.ts';

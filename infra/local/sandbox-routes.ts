@@ -11,7 +11,7 @@ import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
 import { FaultRequest } from '../../shared/sandbox/fault-request.ts';
 import type { EvmSandbox } from './evm-sandbox.ts';
 import { FaucetRefusedError, MAX_UNITS } from './faucet-refused.ts';
-import type { SolanaSandbox } from './solana-sandbox.ts';
+import type { SolanaSandbox } from './solana-sandbox/index.ts';
 import { type SandboxVenues, VenueNotRunningError } from './venues/framework.ts';
 import type { SandboxBridge } from './bridge/server.ts';
 import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';

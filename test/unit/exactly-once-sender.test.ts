@@ -8,7 +8,7 @@ import { type Address, type Hex, createPublicClient, erc20Abi, http, parseTransa
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
-import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox.ts';
+import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox/index.ts';
 import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
 import { BroadcastRejectedError, CallWouldFailError, ChainUnavailableError, TransactionNoEffectError } from '../../shared/chains/errors.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';

@@ -8,7 +8,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SandboxBridge, startSandboxBridge } from '../../infra/local/bridge/server.ts';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
-import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox.ts';
+import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox/index.ts';
 import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';

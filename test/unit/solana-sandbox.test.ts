@@ -19,7 +19,7 @@ import {
 } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSolanaSandbox, type SolanaSandbox } from '../../infra/local/solana-sandbox.ts';
+import { startSolanaSandbox, type SolanaSandbox } from '../../infra/local/solana-sandbox/index.ts';
 
 /**
  * The local Solana sandbox, driven only through @solana/web3.js v1 `Connection` and

@@ -11,7 +11,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SandboxBridge, startSandboxBridge } from '../../infra/local/bridge/server.ts';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
-import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox.ts';
+import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox/index.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { venueBModule } from '../../infra/local/venues/venue-b.ts';
 import { venueDModule } from '../../infra/local/venues/venue-d.ts';

@@ -34,7 +34,7 @@ import {
   findBridgeRoute,
 } from '../../../shared/transfers/bridge-routes.ts';
 import type { EvmSandbox } from '../evm-sandbox.ts';
-import type { SolanaSandbox } from '../solana-sandbox.ts';
+import type { SolanaSandbox } from '../solana-sandbox/index.ts';
 import { DurableState } from '../venues/durable-state.ts';
 import { listenPreferring } from '../listen-preferring.ts';
 
