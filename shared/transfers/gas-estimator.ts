@@ -74,6 +74,8 @@ interface Call {
   readonly to: Address;
   readonly data: Hex;
   readonly value: bigint;
+  /** The calldata the step will send differs from this one's (a bridge quote's id): see calldataMargin. */
+  readonly calldataVaries?: boolean;
 }
 
 export class ChainGasEstimator implements GasEstimator {
@@ -104,7 +106,7 @@ export class ChainGasEstimator implements GasEstimator {
         ]),
       },
     ];
-    const estimates = calls.map((call) => chain.client.estimateGas({ account: this.#wallet.evm, to: call.to, data: call.data, value: call.value, stateOverride }));
+    const estimates = calls.map(async (call) => (await chain.client.estimateGas({ account: this.#wallet.evm, to: call.to, data: call.data, value: call.value, stateOverride })) + calldataMargin(call));
     try {
       return (await Promise.all(estimates)).reduce((sum, gas) => sum + gas, 0n);
     } catch {
@@ -140,13 +142,25 @@ export class ChainGasEstimator implements GasEstimator {
     try {
       const on = (chain: string) => (chain === 'SOL' ? this.#wallet.sol : this.#wallet.evm);
       const quote = await this.#bridge.quote({ route, amount: leg.amount, sender: on(route.from.chain), recipient: on(route.to.chain) });
-      const calls = quote.deposit.flatMap((call) => (call.kind === 'evm_transaction' ? [{ to: call.to, data: call.data, value: call.value }] : []));
+      const calls = quote.deposit.flatMap((call) => (call.kind === 'evm_transaction' ? [{ to: call.to, data: call.data, value: call.value, calldataVaries: true }] : []));
       if (calls.length) return calls;
     } catch {
       // No quote (refused amount, bridge down): the estimate reports that itself; gas is still computed.
     }
     return [transferCall(token, PLACEHOLDER, leg.amount)];
   }
+}
+
+/**
+ * A quote's calldata carries the quote's own id: the step sends another quote's, whose bytes differ.
+ * Calldata costs 16 gas a non-zero byte and 4 a zero byte (EIP-2028), so the zero bytes of the
+ * estimated calldata are priced as non-zero: the estimate never falls below the send.
+ */
+function calldataMargin(call: Call): bigint {
+  if (!call.calldataVaries) return 0n;
+  let zeros = 0n;
+  for (let i = 2; i < call.data.length; i += 2) if (call.data[i] === '0' && call.data[i + 1] === '0') zeros++;
+  return 12n * zeros;
 }
 
 /** The configured EVM recipient of the platform fee; the placeholder (no balance: the dearest case) when none is configured. */
