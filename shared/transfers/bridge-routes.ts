@@ -1,8 +1,8 @@
 /**
  * The bridge's routes: one table read by the sandbox bridge (infra/local/bridge/) and by the
  * transfer planner. Every number is in base units of a 6-decimal USDC / USDC.E and is either
- * published (source beside it) or marked "sandbox choice" with the research it follows
- * (../shared/research/transfers.md Part C, cited as C.n).
+ * published (source beside it) or marked "sandbox choice" with the public practice it follows
+ * (Across's and LI.FI's published quote and fee rules; the C.n tags name the rule, e.g. C.6 rounding).
  *
  * Fee = fixed + ceil(amount × bps / 10 000) (C.6: rounding up, against the user); the fill pays
  * amount − fee on the destination chain. An amount below `min`, above `max`, or not above the fee

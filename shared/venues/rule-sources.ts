@@ -1,8 +1,8 @@
 import type { VenueId } from './default-status.ts';
 
 /**
- * Where each rule of shared/venues/rules.ts comes from: a research tag ([O] official, [S]
- * secondary, [I] inference; ../shared/research/venues.md) or `sandbox choice` where research found
+ * Where each rule of shared/venues/rules.ts comes from: a source tag ([O] the venue's official
+ * docs or SDK, [S] a secondary source, [I] an inference from them) or `sandbox choice` where research found
  * nothing. Kept apart from the rules so the functions' bundles carry the numbers, not this prose;
  * `GET /sandbox/venues` lists both.
  */

@@ -4,7 +4,7 @@ import type { VenueId } from './default-status.ts';
 import { VENUE_RULE_SOURCES } from './rule-sources.ts';
 
 /**
- * Every venue's funding rules (issue 10; research: ../shared/research/venues.md §0–§5), in base
+ * Every venue's funding rules (issue 10; from each venue's public documentation and SDKs), in base
  * units of the venue's token. The sandbox venues apply these and the drivers refuse what breaks
  * them. Each rule names its source in shared/venues/rule-sources.ts: a research tag ([O]
  * official, [S] secondary, [I] inference) or `sandbox choice` where research found nothing. These

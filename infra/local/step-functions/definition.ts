@@ -2,7 +2,7 @@ import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctio
 
 /**
  * What the local interpreter (aws-local-stepfunctions 3.0.0) would run differently from AWS
- * without saying so (research/transfers.md A.1): JSONata fields are accepted and silently
+ * without saying so (aws-local-stepfunctions 3.0.0: no JSONata support): JSONata fields are accepted and silently
  * ignored, `.waitForTaskToken` has no token, a Task without TimeoutSeconds is cut at 60 s
  * locally but not on AWS. A definition using any of them is refused when loaded.
  */

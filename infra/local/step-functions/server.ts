@@ -17,7 +17,7 @@ import { type ExecutionOutcome, type ExecutionStatus, type FunctionResolver, typ
  *
  * Standard-workflow semantics kept: StartExecution with the name of a RUNNING execution and the same
  * input returns that execution; once it has closed, or with another input, ExecutionAlreadyExists
- * (research/transfers.md B). Every execution is on disk (DATA_DIR/stepfunctions/executions.json)
+ * (the AWS Step Functions API's own semantics). Every execution is on disk (DATA_DIR/stepfunctions/executions.json)
  * before StartExecution answers and again when it closes. An execution still RUNNING on disk when
  * the sandbox starts was cut by a kill: `redriveRunning()` runs it again with the same input (the
  * step Lambdas are idempotent) within what is left of the machine's timeout.
