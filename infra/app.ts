@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { App } from 'aws-cdk-lib';
 import * as v from 'valibot';
 import { ChainsConfigSchema } from '../shared/chains/chain-config.ts';
-import { ServicesStack } from './services-stack.ts';
+import { ServiceStacks } from './services-stack.ts';
 import { StatefulStack } from './stateful-stack.ts';
 
 /** `-c deletionProtection=false` arrives as a string; cdk.json may hold a boolean. */
@@ -53,9 +53,10 @@ const stateful = new StatefulStack(app, 'PerpWallet-Stateful', {
   rpcUrlsSecretName: app.node.tryGetContext('rpcUrlsSecret') as string | undefined,
 });
 
-new ServicesStack(app, 'PerpWallet-Services', {
+// PerpWallet-ApiGatewayLogging, -Enclave, -Transfers, -Account, -Express (docs/deploy.md, "Stacks").
+new ServiceStacks(app, {
+  prefix: 'PerpWallet-',
   env,
-  description: 'Perp wallet: account, enclave and express REST APIs and functions',
   table: stateful.table,
   enclaveKey: stateful.enclaveKey,
   accountKey: stateful.accountKey,
@@ -66,7 +67,7 @@ new ServicesStack(app, 'PerpWallet-Services', {
   webAclArn: (app.node.tryGetContext('webAclArn') as string | undefined) || undefined,
   // `-c apiGatewayCloudWatchRole=false` where the account's API Gateway logging role is managed elsewhere (docs/deploy.md).
   apiGatewayCloudWatchRole: booleanContext(app, 'apiGatewayCloudWatchRole', true),
-  // Checked by the stack (venue ids, http(s) URLs).
+  // Checked at synth (venue ids, http(s) URLs).
   venueUrls: venueUrlsContext(app),
   // `-c bridgeUrl=https://…`: the bridge API (BRIDGE_URL). Absent: the transfer routes answer 503.
   bridgeUrl: (app.node.tryGetContext('bridgeUrl') as string | undefined) || undefined,

@@ -2,10 +2,10 @@ import { AccountRootPrincipal, PolicyDocument, PolicyStatement } from 'aws-cdk-l
 import type { SigningKeyOperation, WrappingKeyOperation } from '../../functions/routes.ts';
 
 /**
- * Who may use which KMS key, and for what: one module read by both stacks, so the key policies
- * (stateful stack) and the role tags and IAM grants (services stack) cannot drift apart.
+ * Who may use which KMS key, and for what: one module read by every stack, so the key policies
+ * (stateful stack) and the role tags and IAM grants (service stacks) cannot drift apart.
  *
- * The keys live in the stateful stack and the roles in the services stack; a key policy naming
+ * The keys live in the stateful stack and the roles in the service stacks; a key policy naming
  * the roles would make each stack import from the other (a cycle), and a key policy naming role
  * ARNs by string would break on every role replacement. So the key policy names no role:
  *

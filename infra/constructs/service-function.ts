@@ -37,7 +37,7 @@ export const TABLE_ACTIONS: Record<TableAccess, readonly string[]> = {
   ],
 };
 
-/** Everything a route's `needs` may refer to (stateful resources and the services stack's own values). */
+/** Everything a route's `needs` may refer to (stateful resources and the service stacks' own values). */
 export interface NeedsResources {
   readonly table: ITable;
   readonly enclaveKey: IKey;

@@ -35,7 +35,7 @@ const LAMBDA_INVOKE = 'arn:aws:states:::lambda:invoke';
 export interface TransferMachineProps {
   /** The step Lambdas (functions/transfer-steps.ts): one per kind. */
   readonly steps: readonly TransferStepFunction[];
-  /** What the steps' `needs` refer to (the services stack's resources). */
+  /** What the steps' `needs` refer to (the transfers stack's resources). */
   readonly resources: NeedsResources;
   /** ASL file relative to the repository root. @default TRANSFER_ASL_FILE */
   readonly definitionFile?: string;

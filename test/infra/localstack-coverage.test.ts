@@ -20,7 +20,7 @@ import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 
 /**
  * LocalStack's free edition (issue 9), checked statically because LocalStack cannot run here (no
- * Docker engine): every CloudFormation resource type of both stacks and of the CDK bootstrap
+ * Docker engine): every CloudFormation resource type of our stacks and of the CDK bootstrap
  * stack, every AWS operation the functions can call (and the deployed test run and the deploy
  * tooling), must be in infra/localstack/free-coverage.json. Each failure names the type or
  * operation and where it occurs. LocalStack itself skips unsupported resource types by default,
@@ -191,8 +191,8 @@ describe("the project on LocalStack's free edition", () => {
     const aslDir = join(ROOT, 'statemachines');
     const asl = existsSync(aslDir) ? readdirSync(aslDir).filter((f) => f.endsWith('.asl.json')).map((f) => ({ label: `statemachines/${f}`, text: readFileSync(join(aslDir, f), 'utf8') })) : [];
     for (const { label, text } of [...templates, ...asl]) stateMachineOperations(text, label, operations, unknown);
-    // The transfer machine invokes its step functions (lambda:invoke), in the template and in the file.
-    expect([...(operations.get('lambda Invoke') ?? [])].sort()).toEqual(expect.arrayContaining(['Services', 'statemachines/transfer.asl.json']));
+    // The transfer machine invokes its step functions (lambda:invoke), in its stack's template and in the file.
+    expect([...(operations.get('lambda Invoke') ?? [])].sort()).toEqual(expect.arrayContaining(['Transfers', 'statemachines/transfer.asl.json']));
     expect([...operations.keys()]).toEqual(['lambda Invoke']);
     expect(unknown).toEqual([]);
     expect(outsideFreeCoverage({ operations })).toEqual([]);

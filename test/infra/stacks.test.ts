@@ -1,22 +1,28 @@
 import { App, Stack, type CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, type RouteDefinition, type RouteNeeds, type ServiceName } from '../../functions/routes.ts';
 import { keyUseTag } from '../../infra/constructs/key-use.ts';
 import { AccessLogField, RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { AssetManifestArtifact, type CloudAssembly } from 'aws-cdk-lib/cx-api';
 import { parseRouteKey, resourceTree } from '../../infra/api-resources.ts';
+import type { ServiceApiStack } from '../../infra/api-stack.ts';
 import { API_FUNCTION_TIMEOUT, type ServiceFunction } from '../../infra/constructs/service-function.ts';
 import { stepFunctionTimeout } from '../../infra/constructs/transfer-machine.ts';
-import { API_INTEGRATION_TIMEOUT, API_STAGE_NAME, DEFAULT_API_THROTTLE, ServicesStack } from '../../infra/services-stack.ts';
+import { API_INTEGRATION_TIMEOUT, API_STAGE_NAME, DEFAULT_API_THROTTLE, type ServiceStacks } from '../../infra/services-stack.ts';
 import { DEFAULT_RPC_URLS_SECRET_NAME, StatefulStack } from '../../infra/stateful-stack.ts';
 import { buildStacks } from './support/stacks.ts';
 import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import { TABLE_KEY_SCHEMA } from '../../shared/db/table-definition.ts';
 import { RPC_URLS_PLACEHOLDER_KEY } from '../../shared/chains/rpc-urls.ts';
 
-type Resources = Record<string, { Properties?: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
+type Resources = Record<string, { Type?: string; Properties?: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string; DependsOn?: string[] }>;
+type Outputs = Record<string, { Value: unknown; Export?: { Name: string } }>;
 type KeyName = 'enclaveKey' | 'accountKey' | 'opJwtKey';
 /** The `needs` field of each key. */
 const KEY_NEED = { enclaveKey: 'enclaveWalletKey', accountKey: 'accountAccessKey', opJwtKey: 'opJwtKey' } as const;
@@ -24,52 +30,98 @@ const KEY_PURPOSE = { enclaveKey: 'enclave-wallet', accountKey: 'account-access-
 
 const SERVICES: readonly ServiceName[] = ['account', 'enclave', 'express'];
 
-/** Every function of the services stack and its needs: one per route, one per transfer step (functions/transfer-steps.ts). */
+/** Every function of the service stacks and its needs: one per route, one per transfer step (functions/transfer-steps.ts). */
 const FUNCTIONS: readonly { id: string; needs: RouteNeeds }[] = [...ROUTES, ...TRANSFER_STEP_FUNCTIONS];
 
-// Synthesising bundles every handler with esbuild: do it once for the whole file.
+/** CloudFormation refuses a stack of more than 500 resources; ours stay well under, with room for new routes. */
+const MAX_RESOURCES_PER_STACK = 300;
+
+// Synthesising bundles every handler with esbuild: do it once for the whole file (the cold-start
+// test below loads these very bundles from the assembly).
 let stateful: StatefulStack;
-let services: ServicesStack;
+let services: ServiceStacks;
+let assembly: CloudAssembly;
 let statefulTemplate: Template;
-let servicesTemplate: Template;
+/** The stateless stacks' templates (ApiGatewayLogging, Enclave, Transfers, Account, Express). */
+let serviceTemplates: ReadonlyMap<Stack, Template>;
 
 beforeAll(() => {
-  const app = new App();
+  // The assembly (and the bundles in it) outside the repository: Lambda loads index.js as CommonJS
+  // (its zip has no package.json), and so does Node here only where no package.json says
+  // "type": "module", as the repository's does.
+  const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'stacks-test-')) });
   ({ stateful, services } = buildStacks(app));
+  assembly = app.synth();
   statefulTemplate = Template.fromStack(stateful);
-  servicesTemplate = Template.fromStack(services);
+  serviceTemplates = new Map(services.stacks.map((stack) => [stack, Template.fromStack(stack)]));
 }, 120_000);
 
+afterAll(() => {
+  if (assembly) rmSync(assembly.directory, { recursive: true, force: true });
+});
+
+/** A construct's logical id in its own stack's template (what `Ref` and `Fn::GetAtt` name there). */
 function logicalId(construct: IConstruct): string {
   return Stack.of(construct).getLogicalId(construct.node.defaultChild as CfnResource);
 }
 
+/**
+ * Logical ids are unique within a template only: across the service stacks, a resource is
+ * `<stack name>/<logical id>`.
+ */
+const qualify = (stack: Stack, id: string) => `${stack.stackName}/${id}`;
+const qualifiedId = (construct: IConstruct) => qualify(Stack.of(construct), logicalId(construct));
+
+/** Every resource of the service stacks (of `type`, when given), by qualified id. */
+function serviceResources(type?: string): Resources {
+  const out: Resources = {};
+  for (const [stack, template] of serviceTemplates) {
+    for (const [id, resource] of Object.entries(template.toJSON().Resources as Resources)) if (!type || resource.Type === type) out[qualify(stack, id)] = resource;
+  }
+  return out;
+}
+
+const countOf = (type: string) => Object.keys(serviceResources(type)).length;
+
+/** A construct's resource in its stack's template. */
+function resourceOf(construct: IConstruct): NonNullable<Resources[string]> {
+  const template = Stack.of(construct) === stateful ? statefulTemplate : serviceTemplates.get(Stack.of(construct));
+  const resource = (template?.toJSON().Resources as Resources | undefined)?.[logicalId(construct)];
+  if (!resource) throw new Error(`${construct.node.path} is in no template`);
+  return resource;
+}
+
 /** A route's function (by route id) or a transfer step's (by step id). */
 function functionOf(id: string): ServiceFunction {
-  const fn = services.functions.get(id) ?? [...services.transfers.stepFunctions.values()].find((step) => step.node.id === id);
+  const fn = services.functions.get(id);
   if (!fn) throw new Error(`no function for ${id}`);
   return fn;
 }
 
-function functionLogicalId(id: string): string {
-  return logicalId(functionOf(id).lambda);
+function functionId(id: string): string {
+  return qualifiedId(functionOf(id).lambda);
 }
 
-function roleLogicalId(id: string): string {
-  return logicalId(functionOf(id).role);
+function roleId(id: string): string {
+  return qualifiedId(functionOf(id).role);
 }
 
 /**
- * How the services stack refers to a stateful resource's ARN: the import of the export holding it
- * (`Fn::GetAtt … Arn`, or `Ref` for a secret, whose Ref is its ARN).
+ * How a consuming stack refers to another stack's resource: the import of the export (in the
+ * producing stack's template) whose value is `value` (`Fn::GetAtt … Arn`, or `Ref`).
  */
+function imported(resource: IConstruct, value: unknown): unknown {
+  const producer = Stack.of(resource);
+  const template = producer === stateful ? statefulTemplate : serviceTemplates.get(producer)!;
+  const exported = Object.values(template.toJSON().Outputs as Outputs).find((o) => o.Export && JSON.stringify(o.Value) === JSON.stringify(value));
+  if (!exported?.Export) throw new Error(`${resource.node.path}: ${JSON.stringify(value)} is not exported`);
+  return { 'Fn::ImportValue': exported.Export.Name };
+}
+
+/** A stateful resource's ARN as the service stacks refer to it (`Ref` for a secret, whose Ref is its ARN). */
 function importedArn(resource: IConstruct, via: 'GetAtt' | 'Ref' = 'GetAtt'): unknown {
   const id = logicalId(resource);
-  const value = via === 'Ref' ? { Ref: id } : { 'Fn::GetAtt': [id, 'Arn'] };
-  const outputs = statefulTemplate.toJSON().Outputs as Record<string, { Value: unknown; Export?: { Name: string } }>;
-  const exported = Object.values(outputs).find((o) => JSON.stringify(o.Value) === JSON.stringify(value));
-  if (!exported?.Export) throw new Error(`${resource.node.path} ARN is not exported`);
-  return { 'Fn::ImportValue': exported.Export.Name };
+  return imported(resource, via === 'Ref' ? { Ref: id } : { 'Fn::GetAtt': [id, 'Arn'] });
 }
 
 const importedKeyArn = (key: KeyName) => importedArn(stateful[key]);
@@ -79,16 +131,18 @@ const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : [
 type Statement = Record<string, unknown>;
 type PolicyDocument = { Statement: Statement[] };
 
-/** Every IAM statement attached to a role of the services stack, with that role's logical id. */
+/** Every IAM statement attached to a role of the service stacks, with that role's qualified id. */
 function roleStatements(): Array<{ role: string; statement: Statement }> {
   const out: Array<{ role: string; statement: Statement }> = [];
-  for (const policy of Object.values(servicesTemplate.findResources('AWS::IAM::Policy') as Resources)) {
-    const props = policy.Properties as { PolicyDocument: PolicyDocument; Roles: Array<{ Ref: string }> };
-    for (const statement of props.PolicyDocument.Statement) for (const role of props.Roles) out.push({ role: role.Ref, statement });
-  }
-  for (const [roleId, role] of Object.entries(servicesTemplate.findResources('AWS::IAM::Role') as Resources)) {
-    const inline = (role.Properties?.Policies ?? []) as Array<{ PolicyDocument: PolicyDocument }>;
-    for (const policy of inline) for (const statement of policy.PolicyDocument.Statement) out.push({ role: roleId, statement });
+  for (const [stack, template] of serviceTemplates) {
+    for (const policy of Object.values(template.findResources('AWS::IAM::Policy') as Resources)) {
+      const props = policy.Properties as { PolicyDocument: PolicyDocument; Roles: Array<{ Ref: string }> };
+      for (const statement of props.PolicyDocument.Statement) for (const role of props.Roles) out.push({ role: qualify(stack, role.Ref), statement });
+    }
+    for (const [id, role] of Object.entries(template.findResources('AWS::IAM::Role') as Resources)) {
+      const inline = (role.Properties?.Policies ?? []) as Array<{ PolicyDocument: PolicyDocument }>;
+      for (const policy of inline) for (const statement of policy.PolicyDocument.Statement) out.push({ role: qualify(stack, id), statement });
+    }
   }
   return out;
 }
@@ -104,14 +158,14 @@ function allows(statement: Statement, action: string, resource?: unknown): boole
 }
 
 /**
- * Role logical ids that some IAM statement allows `action` (or a wildcard covering it) on
+ * Roles (qualified ids) that some IAM statement allows `action` (or a wildcard covering it) on
  * `resource` (or `*`): standalone AWS::IAM::Policy resources and roles' inline policies.
  */
 function rolesAllowed(action: string, resource?: unknown): Set<string> {
   return new Set(roleStatements().filter(({ statement }) => allows(statement, action, resource)).map(({ role }) => role));
 }
 
-const rolesOf = (functions: readonly { id: string }[]) => new Set(functions.map((fn) => roleLogicalId(fn.id)));
+const rolesOf = (functions: readonly { id: string }[]) => new Set(functions.map((fn) => roleId(fn.id)));
 
 /** Roles of the routes whose `needs` list `operation` for `key`. */
 function rolesNeedingKey(key: KeyName, operation: string): Set<string> {
@@ -121,19 +175,90 @@ function rolesNeedingKey(key: KeyName, operation: string): Set<string> {
 const HEALTH_AND_NOT_FOUND = ROUTES.filter((route) => route.routeKey === 'GET /health' || route.routeKey === '$default');
 
 function environmentOf(routeId: string): Record<string, unknown> {
-  return servicesTemplate.toJSON().Resources[functionLogicalId(routeId)].Properties.Environment.Variables;
+  return (resourceOf(functionOf(routeId).lambda).Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
 }
 
-describe('services stack: functions', () => {
+/** TEE_URL as a function of `stack` sees it: the enclave's stage URL, the API's id imported outside the enclave's stack. */
+function enclaveUrlIn(stack: Stack): unknown {
+  const enclaveApi = services.apis.enclave;
+  const id = Stack.of(enclaveApi) === stack ? { Ref: logicalId(enclaveApi) } : imported(enclaveApi, { Ref: logicalId(enclaveApi) });
+  return { 'Fn::Join': ['', ['https://', id, '.execute-api.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }, `/${API_STAGE_NAME}`]] };
+}
+
+describe('stacks', () => {
+  it('splits the stateless side into one stack per service, the transfer machine, and API Gateway\'s logging role', () => {
+    expect(services.stacks.map((stack) => stack.stackName)).toEqual(['ApiGatewayLogging', 'Enclave', 'Transfers', 'Account', 'Express']);
+    for (const service of SERVICES) {
+      const stack = services.apiStacks[service];
+      expect(stack.service).toBe(service);
+      expect(Stack.of(stack.api)).toBe(stack);
+      // Each route's function lives in its own service's stack, and nothing else does.
+      expect([...stack.functions.keys()].sort(), service).toEqual(ROUTES.filter((route) => route.service === service).map((route) => route.id).sort());
+      for (const fn of stack.functions.values()) expect(Stack.of(fn), fn.node.id).toBe(stack);
+      const lambdas = Object.keys(serviceTemplates.get(stack)!.findResources('AWS::Lambda::Function')).map((id) => qualify(stack, id));
+      expect(lambdas.sort(), service).toEqual([...stack.functions.values()].map((fn) => qualifiedId(fn.lambda)).sort());
+    }
+    // The transfer machine and its step functions, and no API, in their own stack.
+    const transfers = serviceTemplates.get(services.transfers)!;
+    expect(Object.keys(transfers.findResources('AWS::Lambda::Function')).sort()).toEqual([...services.transfers.transfers.stepFunctions.values()].map((fn) => logicalId(fn.lambda)).sort());
+    transfers.resourceCountIs('AWS::StepFunctions::StateMachine', 1);
+    transfers.resourceCountIs('AWS::ApiGateway::RestApi', 0);
+    // The logging stack holds the account setting and its role only.
+    expect(Object.values(serviceTemplates.get(services.apiGatewayLogging!)!.toJSON().Resources as Resources).map((r) => r.Type).sort()).toEqual(['AWS::ApiGateway::Account', 'AWS::IAM::Role']);
+  });
+
+  it(`keeps every stack at ${MAX_RESOURCES_PER_STACK} resources or fewer (CloudFormation's limit is 500)`, () => {
+    const counts = Object.fromEntries([stateful, ...services.stacks].map((stack) => [stack.stackName, Object.keys(Template.fromStack(stack).toJSON().Resources).length]));
+    for (const [stack, count] of Object.entries(counts)) expect(count, stack).toBeLessThanOrEqual(MAX_RESOURCES_PER_STACK);
+    // The check reads real templates: together they hold every function, method and resource.
+    expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBeGreaterThan(400);
+    // And so does what CDK synthesised (the assembly `cdk deploy` reads).
+    for (const artifact of assembly.stacks) expect(Object.keys(artifact.template.Resources).length, artifact.stackName).toBeLessThanOrEqual(MAX_RESOURCES_PER_STACK);
+    expect(assembly.stacks).toHaveLength(services.stacks.length + 1);
+  });
+
+  it('orders the stacks by what they import: Stateful and the logging role, then Enclave, Transfers, Account; Express after Enclave', () => {
+    const dependsOn = (stack: Stack) => stack.dependencies.map((d) => d.stackName).sort();
+    expect(dependsOn(services.apiGatewayLogging!)).toEqual([]);
+    expect(dependsOn(stateful)).toEqual([]);
+    expect(dependsOn(services.enclave)).toEqual(['ApiGatewayLogging', 'Stateful']);
+    expect(dependsOn(services.transfers)).toEqual(['Enclave', 'Stateful']);
+    expect(dependsOn(services.account)).toEqual(['ApiGatewayLogging', 'Enclave', 'Stateful', 'Transfers']);
+    expect(dependsOn(services.express)).toEqual(['ApiGatewayLogging', 'Enclave', 'Stateful']);
+  });
+
+  it('exports exactly what other stacks import: the enclave API\'s id, the transfer machine and its step functions', () => {
+    const exportsOf = (stack: Stack) =>
+      Object.values((serviceTemplates.get(stack)!.toJSON().Outputs ?? {}) as Outputs)
+        .filter((output) => output.Export)
+        .map((output) => output.Value);
+    expect(exportsOf(services.enclave)).toEqual([{ Ref: logicalId(services.apis.enclave) }]);
+    const machine = services.transfers.transfers.stateMachine;
+    expect(exportsOf(services.transfers)).toEqual(
+      expect.arrayContaining([{ Ref: logicalId(machine) }, { 'Fn::GetAtt': [logicalId(machine), 'Name'] }, ...TRANSFER_STEP_FUNCTIONS.map((step) => ({ 'Fn::GetAtt': [logicalId(functionOf(step.id).lambda), 'Arn'] }))]),
+    );
+    expect(exportsOf(services.transfers)).toHaveLength(2 + TRANSFER_STEP_FUNCTIONS.length);
+    for (const stack of [services.apiGatewayLogging!, services.account, services.express]) expect(exportsOf(stack), stack.stackName).toEqual([]);
+    // Imports, not SSM parameters or weak references (docs/deploy.md, "Stacks").
+    for (const [stack, template] of serviceTemplates) {
+      const json = template.toJSON() as { Parameters?: Record<string, unknown> };
+      expect(JSON.stringify(json), stack.stackName).not.toContain('Fn::GetStackOutput');
+      expect(Object.keys(json.Parameters ?? {}).filter((name) => name !== 'BootstrapVersion'), stack.stackName).toEqual([]);
+      expect(Object.keys(template.findResources('AWS::SSM::Parameter')), stack.stackName).toEqual([]);
+    }
+  });
+});
+
+describe('service stacks: functions', () => {
   it('makes one function per route and per transfer step, and nothing else', () => {
-    const functions = servicesTemplate.findResources('AWS::Lambda::Function');
+    const functions = serviceResources('AWS::Lambda::Function');
     expect(TRANSFER_STEP_FUNCTIONS).toHaveLength(4);
-    expect(Object.keys(functions).sort()).toEqual(FUNCTIONS.map((fn) => functionLogicalId(fn.id)).sort());
+    expect(Object.keys(functions).sort()).toEqual(FUNCTIONS.map((fn) => functionId(fn.id)).sort());
   });
 
   it('runs every function on nodejs24.x, arm64, traced, with source maps; the API timeout for routes, the step timeout for steps', () => {
-    const steps = new Map(TRANSFER_STEP_FUNCTIONS.map((step) => [functionLogicalId(step.id), stepFunctionTimeout(step.kind).toSeconds()]));
-    for (const [id, fn] of Object.entries(servicesTemplate.findResources('AWS::Lambda::Function') as Resources)) {
+    const steps = new Map(TRANSFER_STEP_FUNCTIONS.map((step) => [functionId(step.id), stepFunctionTimeout(step.kind).toSeconds()]));
+    for (const [id, fn] of Object.entries(serviceResources('AWS::Lambda::Function'))) {
       expect(fn.Properties?.Timeout, id).toBe(steps.get(id) ?? API_FUNCTION_TIMEOUT.toSeconds());
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs24.x',
@@ -148,11 +273,13 @@ describe('services stack: functions', () => {
 
   it('keeps each function\'s logs for one month in its own log group', () => {
     // One per function, one access log per API, one for the transfer state machine.
-    servicesTemplate.resourceCountIs('AWS::Logs::LogGroup', FUNCTIONS.length + 3 + 1);
-    servicesTemplate.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+    expect(countOf('AWS::Logs::LogGroup')).toBe(FUNCTIONS.length + 3 + 1);
+    for (const group of Object.values(serviceResources('AWS::Logs::LogGroup'))) expect(group.Properties?.RetentionInDays).toBe(30);
     for (const route of FUNCTIONS) {
-      const logGroupId = logicalId(functionOf(route.id).logGroup);
-      expect(servicesTemplate.toJSON().Resources[functionLogicalId(route.id)].Properties.LoggingConfig).toEqual({ LogGroup: { Ref: logGroupId } });
+      const fn = functionOf(route.id);
+      // A Ref within the template: the log group is in the function's own stack.
+      expect(Stack.of(fn.logGroup)).toBe(Stack.of(fn.lambda));
+      expect(resourceOf(fn.lambda).Properties!.LoggingConfig).toEqual({ LogGroup: { Ref: logicalId(fn.logGroup) } });
     }
   });
 
@@ -161,7 +288,6 @@ describe('services stack: functions', () => {
   });
 
   it('gives each function exactly the environment its needs imply', () => {
-    const enclaveUrl = services.resolve(services.stageUrl('enclave'));
     for (const route of FUNCTIONS) {
       const { needs } = route;
       const expected = ['NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'POWERTOOLS_METRICS_NAMESPACE', 'LOG_LEVEL'];
@@ -178,7 +304,7 @@ describe('services stack: functions', () => {
       if (needs.transfers) expected.push('TRANSFER_STATE_MACHINE_ARN', 'TRANSFER_STEP_FUNCTIONS');
       const variables = environmentOf(route.id);
       expect(Object.keys(variables).sort(), route.id).toEqual(expected.sort());
-      if (needs.enclaveUrl) expect(variables.TEE_URL).toEqual(enclaveUrl);
+      if (needs.enclaveUrl) expect(variables.TEE_URL, route.id).toEqual(enclaveUrlIn(Stack.of(functionOf(route.id))));
       if (needs.enclaveWalletKey || needs.accountAccessKey) expect(variables.KEY_PROVIDER).toBe('kms');
       if (needs.opJwtKey) expect(variables.OP_JWT_SIGNER).toBe('kms');
     }
@@ -195,15 +321,24 @@ describe('services stack: functions', () => {
         expect(Object.keys(JSON.parse(variables.CHAINS_CONFIG as string))).toEqual(expect.arrayContaining(['ETH', 'ARB', 'POL', 'INK', 'SOL']));
       }
     }
-    for (const template of [servicesTemplate, statefulTemplate]) expect(JSON.stringify(template.toJSON())).not.toMatch(/publicnode|arbitrum\.io|polygon-rpc|inkonchain|solana\.com|https?:\/\/[^"]*(rpc|mainnet)/);
+    for (const template of [...serviceTemplates.values(), statefulTemplate]) expect(JSON.stringify(template.toJSON())).not.toMatch(/publicnode|arbitrum\.io|polygon-rpc|inkonchain|solana\.com|https?:\/\/[^"]*(rpc|mainnet)/);
   });
 });
 
 /** A REST API resource's or method's `ResourceId`/`ParentId`: the API's root, or another resource. */
 type ResourceRef = { 'Fn::GetAtt': [string, 'RootResourceId'] } | { Ref: string };
 
-/** Every REST API resource of the services stack by logical id, with its full path and API. */
-function restResources(template: Template): Map<string, { api: string; path: string }> {
+/** Every REST API resource of the service stacks by qualified id, with its full path and API (qualified id). */
+function restResources(): Map<string, { api: string; path: string }> {
+  const out = new Map<string, { api: string; path: string }>();
+  for (const [stack, template] of serviceTemplates) {
+    for (const [id, entry] of restResourcesOf(template)) out.set(qualify(stack, id), { api: qualify(stack, entry.api), path: entry.path });
+  }
+  return out;
+}
+
+/** Every REST API resource of one template by logical id, with its full path and API. */
+function restResourcesOf(template: Template): Map<string, { api: string; path: string }> {
   const resources = template.findResources('AWS::ApiGateway::Resource') as Resources;
   const out = new Map<string, { api: string; path: string }>();
   const resolve = (id: string): { api: string; path: string } => {
@@ -219,9 +354,18 @@ function restResources(template: Template): Map<string, { api: string; path: str
   return out;
 }
 
-/** `METHOD /path` -> logical id of the function its AWS_PROXY integration invokes, per API logical id. */
-function restMethods(template: Template): Map<string, Map<string, string>> {
-  const paths = restResources(template);
+/** `METHOD /path` -> qualified id of the function its AWS_PROXY integration invokes, per API (qualified id), over the service stacks. */
+function restMethods(): Map<string, Map<string, string>> {
+  const out = new Map<string, Map<string, string>>();
+  for (const [stack, template] of serviceTemplates) {
+    for (const [api, methods] of restMethodsOf(template)) out.set(qualify(stack, api), new Map([...methods].map(([key, fn]) => [key, qualify(stack, fn)])));
+  }
+  return out;
+}
+
+/** `METHOD /path` -> logical id of the function its AWS_PROXY integration invokes, per API logical id, in one template. */
+function restMethodsOf(template: Template): Map<string, Map<string, string>> {
+  const paths = restResourcesOf(template);
   const out = new Map<string, Map<string, string>>();
   for (const method of Object.values(template.findResources('AWS::ApiGateway::Method') as Resources)) {
     const props = method.Properties as {
@@ -271,28 +415,29 @@ function invokeTails(route: RouteDefinition): string[] {
 }
 
 /**
- * Everything wrong with a services stack's Lambda permissions: empty when each function has exactly
+ * Everything wrong with a service stack's Lambda permissions: empty when each of its functions has exactly
  * one per method it serves (a GET route's function two: GET and HEAD), for
  * `apigateway.amazonaws.com`, whose SourceArn is its own API's stage and its own method and
  * resource (`/*\/*` for the `$default` function), never a wildcard API id, another API, or the
  * console's test-invoke stage.
  */
-function permissionProblems(stack: ServicesStack, template: Template): string[] {
+function permissionProblems(stack: ServiceApiStack, template: Template): string[] {
   const id = (construct: IConstruct) => stack.getLogicalId(construct.node.defaultChild as CfnResource);
+  const routes = ROUTES.filter((route) => route.service === stack.service);
   const problems: string[] = [];
   const counts = new Map<string, number>();
   const granted = new Map<string, Set<string>>();
   for (const permission of Object.values(template.findResources('AWS::Lambda::Permission') as Resources)) {
     const props = permission.Properties as { Action: string; Principal: string; FunctionName: unknown; SourceArn?: unknown };
     const fnId = /"Fn::GetAtt":\["([^"]+)","Arn"\]/.exec(JSON.stringify(props.FunctionName))?.[1];
-    const route = ROUTES.find((r) => id(stack.functions.get(r.id)!.lambda) === fnId);
+    const route = routes.find((r) => id(stack.functions.get(r.id)!.lambda) === fnId);
     if (!route) {
       problems.push(`permission for ${JSON.stringify(props.FunctionName)}, not a route's function`);
       continue;
     }
     counts.set(route.id, (counts.get(route.id) ?? 0) + 1);
     if (props.Action !== 'lambda:InvokeFunction' || props.Principal !== 'apigateway.amazonaws.com') problems.push(`${route.id}: ${props.Action} for ${props.Principal}`);
-    const api = stack.apis[route.service];
+    const api = stack.api;
     const prefix = ['arn:', { Ref: 'AWS::Partition' }, ':execute-api:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':', { Ref: id(api) }, '/', { Ref: id(api.deploymentStage) }];
     const join = (props.SourceArn as { 'Fn::Join'?: [string, unknown[]] } | undefined)?.['Fn::Join'];
     const parts = join?.[0] === '' ? join[1] : undefined;
@@ -301,7 +446,7 @@ function permissionProblems(stack: ServicesStack, template: Template): string[] 
     if (!ok) problems.push(`${route.id}: SourceArn ${JSON.stringify(props.SourceArn)}`);
     else granted.set(route.id, new Set([...(granted.get(route.id) ?? []), tail]));
   }
-  for (const route of ROUTES) {
+  for (const route of routes) {
     const expected = invokeTails(route);
     if (counts.get(route.id) !== expected.length) problems.push(`${route.id} has ${counts.get(route.id) ?? 0} permissions`);
     for (const tail of expected) if (!granted.get(route.id)?.has(tail)) problems.push(`${route.id}: no permission for ${tail}`);
@@ -309,11 +454,15 @@ function permissionProblems(stack: ServicesStack, template: Template): string[] 
   return problems;
 }
 
-describe('services stack: REST APIs', () => {
-  it('has three REGIONAL REST APIs and nothing of API Gateway v2 (HTTP APIs) in either stack', () => {
-    servicesTemplate.resourceCountIs('AWS::ApiGateway::RestApi', 3);
-    servicesTemplate.allResourcesProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });
-    for (const template of [servicesTemplate, statefulTemplate]) {
+describe('service stacks: REST APIs', () => {
+  it('has three REGIONAL REST APIs, one per service stack, and nothing of API Gateway v2 (HTTP APIs) in any stack', () => {
+    expect(countOf('AWS::ApiGateway::RestApi')).toBe(3);
+    for (const service of SERVICES) {
+      const template = serviceTemplates.get(services.apiStacks[service])!;
+      template.resourceCountIs('AWS::ApiGateway::RestApi', 1);
+      template.allResourcesProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });
+    }
+    for (const template of [...serviceTemplates.values(), statefulTemplate]) {
       const types = Object.values(template.toJSON().Resources as Resources).map((resource) => (resource as { Type: string }).Type);
       expect(types.filter((type) => type.startsWith('AWS::ApiGatewayV2::'))).toEqual([]);
     }
@@ -321,9 +470,9 @@ describe('services stack: REST APIs', () => {
   });
 
   it('creates each service\'s resources: every route path and its prefixes, and the {proxy+} catch-alls', () => {
-    const resources = [...restResources(servicesTemplate).values()];
+    const resources = [...restResources().values()];
     for (const service of SERVICES) {
-      const apiId = logicalId(services.apis[service]);
+      const apiId = qualifiedId(services.apis[service]);
       const paths = resources.filter((resource) => resource.api === apiId).map((resource) => resource.path);
       expect(new Set(paths).size, service).toBe(paths.length);
       expect(paths.sort(), service).toEqual(resourceTree(ROUTES.filter((route) => route.service === service)).resources.map((r) => r.path).filter((p) => p !== '/').sort());
@@ -335,52 +484,54 @@ describe('services stack: REST APIs', () => {
       expect(paths, service).toContain('/{proxy+}');
       expect(paths, service).toContain('/health/{proxy+}');
     }
-    const express = resources.filter((resource) => resource.api === logicalId(services.apis.express)).map((resource) => resource.path);
+    const express = resources.filter((resource) => resource.api === qualifiedId(services.apis.express)).map((resource) => resource.path);
     // A greedy variable may not sit beside another variable: /v1/wallet/sign has {operation}, so no {proxy+}.
     expect(express).toContain('/v1/wallet/sign/{operation}');
     expect(express).toContain('/v1/wallet/sign/{operation}/{proxy+}');
     expect(express).not.toContain('/v1/wallet/sign/{proxy+}');
-    const account = resources.filter((resource) => resource.api === logicalId(services.apis.account)).map((resource) => resource.path);
+    const account = resources.filter((resource) => resource.api === qualifiedId(services.apis.account)).map((resource) => resource.path);
     expect(account).toContain('/account/{proxy+}');
     expect(account).toContain('/demo/wallet/balance/{proxy+}');
   });
 
   it('puts every route on its resource as a method invoking its own function, and ANY on every resource (root included) for $default', () => {
-    const methods = restMethods(servicesTemplate);
+    const methods = restMethods();
     expect(methods.size).toBe(3);
-    const resources = [...restResources(servicesTemplate).values()];
+    const resources = [...restResources().values()];
     for (const service of SERVICES) {
-      const apiId = logicalId(services.apis[service]);
-      const fallback = functionLogicalId(fallbackOf(service).id);
+      const apiId = qualifiedId(services.apis[service]);
+      const fallback = functionId(fallbackOf(service).id);
       const expected = new Map<string, string>();
       for (const route of ROUTES.filter((r) => r.service === service && r.routeKey !== '$default')) {
-        expected.set(route.routeKey, functionLogicalId(route.id));
+        expected.set(route.routeKey, functionId(route.id));
         // HEAD beside every GET, by the GET route's own function (no function of its own).
-        if (route.routeKey.startsWith('GET ')) expected.set(route.routeKey.replace(/^GET /, 'HEAD '), functionLogicalId(route.id));
+        if (route.routeKey.startsWith('GET ')) expected.set(route.routeKey.replace(/^GET /, 'HEAD '), functionId(route.id));
       }
       for (const path of ['/', ...resources.filter((resource) => resource.api === apiId).map((resource) => resource.path)]) expected.set(`ANY ${path}`, fallback);
       expect(Object.fromEntries([...methods.get(apiId)!].sort()), service).toEqual(Object.fromEntries([...expected].sort()));
     }
     // Spot checks, spelled out.
-    const account = methods.get(logicalId(services.apis.account))!;
-    expect(account.get('POST /account')).toBe(functionLogicalId('CreateAccount'));
-    expect(account.get('GET /account')).toBe(functionLogicalId('GetAccount'));
-    expect(account.get('ANY /account')).toBe(functionLogicalId('AccountNotFound'));
-    expect(account.get('ANY /')).toBe(functionLogicalId('AccountNotFound'));
-    expect(account.get('HEAD /account')).toBe(functionLogicalId('GetAccount'));
-    expect(account.get('HEAD /health')).toBe(functionLogicalId('AccountHealth'));
-    expect(account.get('HEAD /task/{task_id}')).toBe(functionLogicalId('GetTask'));
+    const account = methods.get(qualifiedId(services.apis.account))!;
+    expect(account.get('POST /account')).toBe(functionId('CreateAccount'));
+    expect(account.get('GET /account')).toBe(functionId('GetAccount'));
+    expect(account.get('ANY /account')).toBe(functionId('AccountNotFound'));
+    expect(account.get('ANY /')).toBe(functionId('AccountNotFound'));
+    expect(account.get('HEAD /account')).toBe(functionId('GetAccount'));
+    expect(account.get('HEAD /health')).toBe(functionId('AccountHealth'));
+    expect(account.get('HEAD /task/{task_id}')).toBe(functionId('GetTask'));
     // Only where GET is: a POST-only resource has none.
     expect(account.get('HEAD /withdraw')).toBeUndefined();
     expect([...account.keys()].filter((key) => key.startsWith('HEAD ')).length).toBe(ROUTES.filter((r) => r.service === 'account' && r.routeKey.startsWith('GET ')).length);
-    expect(methods.get(logicalId(services.apis.express))!.get('POST /v1/wallet/sign/{operation}')).toBe(functionLogicalId('ExpressSignV1'));
+    expect(methods.get(qualifiedId(services.apis.express))!.get('POST /v1/wallet/sign/{operation}')).toBe(functionId('ExpressSignV1'));
   });
 
   it('answers in the services\' JSON error shape wherever API Gateway itself answers (413, 429, 504, 4XX, 5XX)', () => {
-    const responses = servicesTemplate.findResources('AWS::ApiGateway::GatewayResponse');
+    expect(countOf('AWS::ApiGateway::GatewayResponse')).toBe(3 * 6);
     for (const service of SERVICES) {
-      const apiId = services.getLogicalId(services.apis[service].node.defaultChild as CfnResource);
+      const responses = serviceTemplates.get(services.apiStacks[service])!.findResources('AWS::ApiGateway::GatewayResponse');
+      const apiId = logicalId(services.apis[service]);
       const mine = Object.values(responses).filter((r) => JSON.stringify(r.Properties.RestApiId) === JSON.stringify({ Ref: apiId }));
+      expect(mine).toHaveLength(Object.keys(responses).length);
       const byType: Record<string, { StatusCode?: string; ResponseTemplates: Record<string, string> }> = Object.fromEntries(mine.map((r) => [r.Properties.ResponseType, r.Properties]));
       expect(Object.keys(byType).sort()).toEqual(['DEFAULT_4XX', 'DEFAULT_5XX', 'INTEGRATION_TIMEOUT', 'MISSING_AUTHENTICATION_TOKEN', 'REQUEST_TOO_LARGE', 'THROTTLED']);
       expect(byType.REQUEST_TOO_LARGE!.StatusCode).toBe('413');
@@ -401,9 +552,14 @@ describe('services stack: REST APIs', () => {
   });
 
   it('deploys one throttled, traced stage per API, execution logs at ERROR without bodies', () => {
-    servicesTemplate.resourceCountIs('AWS::ApiGateway::Stage', 3);
-    servicesTemplate.resourceCountIs('AWS::ApiGateway::Deployment', 3);
-    for (const stage of Object.values(servicesTemplate.findResources('AWS::ApiGateway::Stage') as Resources)) {
+    for (const service of SERVICES) {
+      const template = serviceTemplates.get(services.apiStacks[service])!;
+      template.resourceCountIs('AWS::ApiGateway::Stage', 1);
+      template.resourceCountIs('AWS::ApiGateway::Deployment', 1);
+    }
+    expect(countOf('AWS::ApiGateway::Stage')).toBe(3);
+    expect(countOf('AWS::ApiGateway::Deployment')).toBe(3);
+    for (const stage of Object.values(serviceResources('AWS::ApiGateway::Stage'))) {
       expect(stage.Properties).toMatchObject({ StageName: API_STAGE_NAME, TracingEnabled: true });
       expect(stage.Properties?.MethodSettings).toEqual([
         {
@@ -421,51 +577,59 @@ describe('services stack: REST APIs', () => {
 
   it('throttles the stages as the throttle prop says', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const { services: stack } = buildStacks(app, { ids: ['SlowStateful', 'SlowServices'], services: { throttle: { rateLimit: 5, burstLimit: 7 } } });
-    const stages = Object.values(Template.fromStack(stack).findResources('AWS::ApiGateway::Stage') as Resources);
+    const { services: slow } = buildStacks(app, { prefix: 'Slow', services: { throttle: { rateLimit: 5, burstLimit: 7 } } });
+    const stages = Object.values(slow.stacks).flatMap((stack) => Object.values(Template.fromStack(stack).findResources('AWS::ApiGateway::Stage') as Resources));
     expect(stages).toHaveLength(3);
     for (const stage of stages) expect(stage.Properties?.MethodSettings).toEqual([expect.objectContaining({ ResourcePath: '/*', HttpMethod: '*', ThrottlingRateLimit: 5, ThrottlingBurstLimit: 7 })]);
   });
 
   it('writes each API\'s access log as JSON request metadata (no headers, query or body) to its own log group', () => {
-    const stages = Object.values(servicesTemplate.findResources('AWS::ApiGateway::Stage') as Resources);
-    const logGroups = servicesTemplate.toJSON().Resources as Resources;
     const destinations = new Set<string>();
-    for (const stage of stages) {
-      const settings = stage.Properties?.AccessLogSetting as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
-      const [logGroupId] = settings.DestinationArn['Fn::GetAtt'];
-      expect(logGroups[logGroupId]?.Properties?.RetentionInDays).toBe(30);
-      destinations.add(logGroupId);
-      const format = JSON.parse(settings.Format) as Record<string, string>;
-      expect(format).toMatchObject({ requestId: '$context.requestId', extendedRequestId: '$context.extendedRequestId', status: '$context.status', resourcePath: '$context.resourcePath' });
-      // Only variables API Gateway documents for REST API access logs (CDK's AccessLogField list; routeKey is HTTP/WebSocket only).
-      for (const value of Object.values(format)) expect(REST_ACCESS_LOG_VARIABLES, value).toContain(value);
-      expect(settings.Format).not.toContain('$context.routeKey');
-      expect(settings.Format).not.toMatch(/request\.header|querystring|\$input|authorizer|identity\.(user|caller|apiKey|cognito)|apiKey|clientCert/i);
+    for (const [stack, template] of serviceTemplates) {
+      const logGroups = template.toJSON().Resources as Resources;
+      for (const stage of Object.values(template.findResources('AWS::ApiGateway::Stage') as Resources)) {
+        const settings = stage.Properties?.AccessLogSetting as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
+        const [logGroupId] = settings.DestinationArn['Fn::GetAtt'];
+        expect(logGroups[logGroupId]?.Properties?.RetentionInDays).toBe(30);
+        destinations.add(qualify(stack, logGroupId));
+        const format = JSON.parse(settings.Format) as Record<string, string>;
+        expect(format).toMatchObject({ requestId: '$context.requestId', extendedRequestId: '$context.extendedRequestId', status: '$context.status', resourcePath: '$context.resourcePath' });
+        // Only variables API Gateway documents for REST API access logs (CDK's AccessLogField list; routeKey is HTTP/WebSocket only).
+        for (const value of Object.values(format)) expect(REST_ACCESS_LOG_VARIABLES, value).toContain(value);
+        expect(settings.Format).not.toContain('$context.routeKey');
+        expect(settings.Format).not.toMatch(/request\.header|querystring|\$input|authorizer|identity\.(user|caller|apiKey|cognito)|apiKey|clientCert/i);
+      }
     }
     expect(destinations.size).toBe(3);
   });
 
   it('lets API Gateway invoke each function only from its own API\'s stage, for its own method (one permission per method it serves)', () => {
-    servicesTemplate.resourceCountIs('AWS::Lambda::Permission', ROUTES.flatMap(invokeTails).length);
-    expect(permissionProblems(services, servicesTemplate)).toEqual([]);
+    expect(countOf('AWS::Lambda::Permission')).toBe(ROUTES.flatMap(invokeTails).length);
+    for (const service of SERVICES) {
+      const stack = services.apiStacks[service];
+      expect(permissionProblems(stack, serviceTemplates.get(stack)!), service).toEqual([]);
+    }
     // Spelled out for two functions.
-    const sourceArnOf = (routeId: string) =>
-      Object.values(servicesTemplate.findResources('AWS::Lambda::Permission') as Resources).find(
-        (p) => JSON.stringify(p.Properties?.FunctionName) === JSON.stringify({ 'Fn::GetAtt': [functionLogicalId(routeId), 'Arn'] }),
+    const sourceArnOf = (routeId: string) => {
+      const fn = functionOf(routeId).lambda;
+      return Object.values(serviceTemplates.get(Stack.of(fn))!.findResources('AWS::Lambda::Permission') as Resources).find(
+        (p) => JSON.stringify(p.Properties?.FunctionName) === JSON.stringify({ 'Fn::GetAtt': [logicalId(fn), 'Arn'] }),
       )!.Properties!.SourceArn;
+    };
     expect(joinParts(sourceArnOf('ExpressSignV1')).slice(6)).toEqual([':', { Ref: logicalId(services.apis.express) }, '/', { Ref: logicalId(services.apis.express.deploymentStage) }, '/POST/v1/wallet/sign/*']);
     expect(joinParts(sourceArnOf('EnclaveNotFound')).slice(6)).toEqual([':', { Ref: logicalId(services.apis.enclave) }, '/', { Ref: logicalId(services.apis.enclave.deploymentStage) }, '/*/*']);
   });
 
   it('would catch a function invocable from another API, from any API, or twice (the permission check is not vacuous)', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const { services: widened } = buildStacks(app, { ids: ['WidenedStateful', 'WidenedServices'] });
+    const { services: widened } = buildStacks(app, { prefix: 'Widened' });
     const apigateway = new ServicePrincipal('apigateway.amazonaws.com');
-    widened.functions.get('AccountNotFound')!.lambda.addPermission('FromEnclaveApi', { principal: apigateway, sourceArn: widened.apis.enclave.arnForExecuteApi() });
-    widened.functions.get('GetAccount')!.lambda.addPermission('FromAnyApi', { principal: apigateway, sourceArn: `arn:aws:execute-api:${widened.region}:${widened.account}:*/prod/*/*` });
-    widened.functions.get('AccountHealth')!.lambda.addPermission('TestInvoke', { principal: apigateway, sourceArn: widened.apis.account.arnForExecuteApi('GET', '/health', 'test-invoke-stage') });
-    const problems = permissionProblems(widened, Template.fromStack(widened));
+    const account = widened.account;
+    // The enclave's API is in another stack: its id is imported, still not this API's.
+    account.functions.get('AccountNotFound')!.lambda.addPermission('FromEnclaveApi', { principal: apigateway, sourceArn: widened.apis.enclave.arnForExecuteApi() });
+    account.functions.get('GetAccount')!.lambda.addPermission('FromAnyApi', { principal: apigateway, sourceArn: `arn:aws:execute-api:${account.region}:${account.account}:*/prod/*/*` });
+    account.functions.get('AccountHealth')!.lambda.addPermission('TestInvoke', { principal: apigateway, sourceArn: widened.apis.account.arnForExecuteApi('GET', '/health', 'test-invoke-stage') });
+    const problems = permissionProblems(account, Template.fromStack(account));
     expect(problems.filter((problem) => problem.startsWith('AccountNotFound: SourceArn'))).toHaveLength(1);
     expect(problems.filter((problem) => problem.startsWith('GetAccount: SourceArn'))).toHaveLength(1);
     expect(problems.filter((problem) => problem.startsWith('AccountHealth: SourceArn'))).toHaveLength(1);
@@ -473,24 +637,35 @@ describe('services stack: REST APIs', () => {
     expect(problems).toHaveLength(6);
   });
 
-  it('outputs the three stage URLs (with the stage name, without a trailing slash) and gives the enclave\'s to TEE_URL', () => {
-    const outputs = servicesTemplate.toJSON().Outputs as Record<string, { Value: unknown }>;
-    expect(Object.keys(outputs).sort()).toEqual(['AccountApiUrl', 'EnclaveApiUrl', 'ExpressApiUrl', 'TransferStateMachineArn']);
+  it('outputs each stage URL (with the stage name, without a trailing slash) from its own stack, and gives the enclave\'s to TEE_URL', () => {
+    const outputNames = (stack: Stack) => Object.keys(serviceTemplates.get(stack)!.toJSON().Outputs ?? {}).filter((name) => !name.startsWith('ExportsOutput'));
+    expect(outputNames(services.transfers)).toEqual(['TransferStateMachineArn']);
+    expect(outputNames(services.apiGatewayLogging!)).toEqual([]);
     for (const service of SERVICES) {
       const id = `${service[0]!.toUpperCase()}${service.slice(1)}ApiUrl`;
-      const parts = joinParts(outputs[id]!.Value);
+      const stack = services.apiStacks[service];
+      expect(outputNames(stack), service).toEqual([id]);
+      const parts = joinParts((serviceTemplates.get(stack)!.toJSON().Outputs as Outputs)[id]!.Value);
       expect(parts).toEqual(['https://', { Ref: logicalId(services.apis[service]) }, '.execute-api.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }, `/${API_STAGE_NAME}`]);
     }
-    const teeUrl = services.resolve(services.stageUrl('enclave'));
-    expect(JSON.stringify(teeUrl)).toMatch(/"\/prod"\]\]\}$/);
-    for (const route of FUNCTIONS.filter((r) => r.needs.enclaveUrl)) expect(environmentOf(route.id).TEE_URL, route.id).toEqual(teeUrl);
+    const users = FUNCTIONS.filter((r) => r.needs.enclaveUrl);
+    // The account and express services and the signing transfer steps: all outside the enclave's stack.
+    expect(new Set(users.map((route) => Stack.of(functionOf(route.id)).stackName))).toEqual(new Set(['Account', 'Express', 'Transfers']));
+    for (const route of users) {
+      const teeUrl = environmentOf(route.id).TEE_URL;
+      expect(teeUrl, route.id).toEqual(enclaveUrlIn(Stack.of(functionOf(route.id))));
+      expect(JSON.stringify(teeUrl), route.id).toMatch(/^\{"Fn::Join":\["",\["https:\/\/",\{"Fn::ImportValue":"Enclave:ExportsOutputRefEnclaveApi[^"]*"\}.*"\/prod"\]\]\}$/);
+    }
   });
 
   it('sets API Gateway\'s account-level CloudWatch Logs role once, retained, with the AWS-managed push policy, before any stage', () => {
-    servicesTemplate.resourceCountIs('AWS::ApiGateway::Account', 1);
-    const [accountId, account] = Object.entries(servicesTemplate.findResources('AWS::ApiGateway::Account') as Resources)[0]!;
-    const roleId = (account.Properties?.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-    const role = (servicesTemplate.toJSON().Resources as Resources)[roleId]!;
+    expect(countOf('AWS::ApiGateway::Account')).toBe(1);
+    const logging = services.apiGatewayLogging!;
+    const template = serviceTemplates.get(logging)!;
+    const [, account] = Object.entries(template.findResources('AWS::ApiGateway::Account') as Resources)[0]!;
+    const loggingRoleId = (account.Properties?.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    expect(loggingRoleId).toBe(logicalId(logging.role));
+    const role = (template.toJSON().Resources as Resources)[loggingRoleId]!;
     expect(role).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
     expect(role.Properties?.AssumeRolePolicyDocument).toEqual({
       Version: '2012-10-17',
@@ -500,38 +675,40 @@ describe('services stack: REST APIs', () => {
       { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs']] },
     ]);
     expect(role.Properties?.Policies).toBeUndefined();
-    expect(roleStatements().filter((entry) => entry.role === roleId)).toEqual([]);
-    for (const stage of Object.values(servicesTemplate.findResources('AWS::ApiGateway::Stage')) as Array<{ DependsOn?: string[] }>) expect(stage.DependsOn).toContain(accountId);
+    expect(roleStatements().filter((entry) => entry.role === qualify(logging, loggingRoleId))).toEqual([]);
+    // Each stage waits for the setting: its API's stack deploys after the logging stack.
+    for (const service of SERVICES) expect(services.apiStacks[service].dependencies, service).toContain(logging);
   });
 
   it('leaves the account-level CloudWatch role out when apiGatewayCloudWatchRole is false', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const { services: stack } = buildStacks(app, { ids: ['NoRoleStateful', 'NoRoleServices'], services: { apiGatewayCloudWatchRole: false } });
-    const template = Template.fromStack(stack);
-    template.resourceCountIs('AWS::ApiGateway::Account', 0);
+    const { services: bare } = buildStacks(app, { prefix: 'NoRole', services: { apiGatewayCloudWatchRole: false } });
+    expect(bare.apiGatewayLogging).toBeUndefined();
+    expect(bare.stacks.map((stack) => stack.stackName)).toEqual(['NoRoleEnclave', 'NoRoleTransfers', 'NoRoleAccount', 'NoRoleExpress']);
+    const templates = bare.stacks.map((stack) => Template.fromStack(stack));
+    const count = (type: string) => templates.reduce((sum, template) => sum + Object.keys(template.findResources(type)).length, 0);
+    expect(count('AWS::ApiGateway::Account')).toBe(0);
     // One per function and the transfer state machine's.
-    template.resourceCountIs('AWS::IAM::Role', FUNCTIONS.length + 1);
+    expect(count('AWS::IAM::Role')).toBe(FUNCTIONS.length + 1);
   });
 
   it('associates no web ACL by default, and the given one with each stage when webAclArn is set', () => {
-    servicesTemplate.resourceCountIs('AWS::WAFv2::WebACLAssociation', 0);
+    expect(countOf('AWS::WAFv2::WebACLAssociation')).toBe(0);
     const webAclArn = 'arn:aws:wafv2:eu-west-1:123456789012:regional/webacl/perp-wallet/0a1b2c3d-1111-2222-3333-444455556666';
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const { services: stack } = buildStacks(app, { ids: ['WafStateful', 'WafServices'], services: { webAclArn } });
-    const template = Template.fromStack(stack);
-    const associations = Object.values(template.findResources('AWS::WAFv2::WebACLAssociation') as Resources) as Array<{ Properties: { WebACLArn: string; ResourceArn: unknown } }>;
-    expect(associations).toHaveLength(3);
-    const stageIds = SERVICES.map((service) => stack.getLogicalId(stack.apis[service].deploymentStage.node.defaultChild as CfnResource));
-    const apiIds = SERVICES.map((service) => stack.getLogicalId(stack.apis[service].node.defaultChild as CfnResource));
-    for (const association of associations) expect(association.Properties.WebACLArn).toBe(webAclArn);
-    // arn:<partition>:apigateway:<region>::/restapis/<api-id>/stages/<stage>, one per API; the Ref to the stage orders it after the stage.
-    const resourceArns = associations.map((association) => joinParts(association.Properties.ResourceArn));
-    expect(resourceArns.map((parts) => apiIds.findIndex((id) => JSON.stringify(parts[5]) === JSON.stringify({ Ref: id }))).sort()).toEqual([0, 1, 2]);
-    for (const parts of resourceArns) {
-      const api = apiIds.findIndex((id) => JSON.stringify(parts[5]) === JSON.stringify({ Ref: id }));
-      expect(parts).toEqual(['arn:', { Ref: 'AWS::Partition' }, ':apigateway:', { Ref: 'AWS::Region' }, '::/restapis/', { Ref: apiIds[api] }, '/stages/', { Ref: stageIds[api] }]);
+    const { services: waf } = buildStacks(app, { prefix: 'Waf', services: { webAclArn } });
+    for (const service of SERVICES) {
+      const stack = waf.apiStacks[service];
+      const associations = Object.values(Template.fromStack(stack).findResources('AWS::WAFv2::WebACLAssociation') as Resources) as Array<{ Properties: { WebACLArn: string; ResourceArn: unknown } }>;
+      expect(associations, service).toHaveLength(1);
+      const stageId = stack.getLogicalId(stack.api.deploymentStage.node.defaultChild as CfnResource);
+      const apiId = stack.getLogicalId(stack.api.node.defaultChild as CfnResource);
+      expect(associations[0]!.Properties.WebACLArn).toBe(webAclArn);
+      // arn:<partition>:apigateway:<region>::/restapis/<api-id>/stages/<stage>, its own API's; the Ref to the stage orders it after the stage.
+      expect(joinParts(associations[0]!.Properties.ResourceArn)).toEqual(['arn:', { Ref: 'AWS::Partition' }, ':apigateway:', { Ref: 'AWS::Region' }, '::/restapis/', { Ref: apiId }, '/stages/', { Ref: stageId }]);
     }
-    expect(() => buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { ids: ['BadStateful', 'BadServices'], services: { webAclArn: 'arn:aws:wafv2:us-east-1:123456789012:global/webacl/x/y' } })).toThrow(
+    for (const stack of [waf.transfers, waf.apiGatewayLogging!]) Template.fromStack(stack).resourceCountIs('AWS::WAFv2::WebACLAssociation', 0);
+    expect(() => buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix: 'Bad', services: { webAclArn: 'arn:aws:wafv2:us-east-1:123456789012:global/webacl/x/y' } })).toThrow(
       /REGIONAL WAFv2 web ACL/,
     );
   });
@@ -541,14 +718,14 @@ describe('least privilege per route', () => {
   it('gives health and not-found functions nothing beyond their own logs and X-Ray', () => {
     expect(HEALTH_AND_NOT_FOUND).toHaveLength(6);
     for (const route of HEALTH_AND_NOT_FOUND) {
-      const role = roleLogicalId(route.id);
+      const role = roleId(route.id);
       const actions = roleStatements()
         .filter((entry) => entry.role === role)
         .flatMap(({ statement }) => asArray(statement.Action));
       expect(actions.sort(), route.id).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
     }
     for (const action of ['kms:Decrypt', 'kms:GenerateDataKey', 'kms:Sign', 'kms:GetPublicKey', 'dynamodb:GetItem', 'secretsmanager:GetSecretValue']) {
-      for (const route of HEALTH_AND_NOT_FOUND) expect(rolesAllowed(action).has(roleLogicalId(route.id)), `${route.id} ${action}`).toBe(false);
+      for (const route of HEALTH_AND_NOT_FOUND) expect(rolesAllowed(action).has(roleId(route.id)), `${route.id} ${action}`).toBe(false);
     }
   });
 
@@ -574,9 +751,9 @@ describe('least privilege per route', () => {
     expect(rolesNeedingKey('accountKey', 'Decrypt')).toEqual(
       rolesOf(FUNCTIONS.filter((r) => ['SignWithWallet', 'Withdraw', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp', 'TransferWithdrawalStep', 'TransferBridgeStep', 'TransferDepositStep'].includes(r.id))),
     );
-    expect(rolesNeedingKey('accountKey', 'Decrypt').has(roleLogicalId('TransferSettle'))).toBe(false);
-    expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleLogicalId('CreateAccount'))).toBe(false);
-    expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleLogicalId('ExpressSignData'))).toBe(true);
+    expect(rolesNeedingKey('accountKey', 'Decrypt').has(roleId('TransferSettle'))).toBe(false);
+    expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleId('CreateAccount'))).toBe(false);
+    expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleId('ExpressSignData'))).toBe(true);
   });
 
   it('conditions every wrapping-key grant on its purpose\'s encryption context, and op_jwt Sign on ES256 over a raw message', () => {
@@ -598,12 +775,12 @@ describe('least privilege per route', () => {
   });
 
   it('tags each role for exactly the key operations its route needs (what the key policies check)', () => {
-    const roles = servicesTemplate.toJSON().Resources as Resources;
+    const roles = serviceResources('AWS::IAM::Role');
     for (const route of FUNCTIONS) {
       const expected = (['enclaveKey', 'accountKey', 'opJwtKey'] as const).flatMap((key) =>
         ((route.needs[KEY_NEED[key]] ?? []) as readonly string[]).map((operation) => keyUseTag(KEY_PURPOSE[key], operation as never)),
       );
-      const tags = ((roles[roleLogicalId(route.id)]?.Properties?.Tags ?? []) as Array<{ Key: string; Value: string }>);
+      const tags = ((roles[roleId(route.id)]?.Properties?.Tags ?? []) as Array<{ Key: string; Value: string }>);
       expect(tags.map((tag) => tag.Key).sort(), route.id).toEqual(expected.sort());
       for (const tag of tags) expect(tag.Value).toBe('allow');
     }
@@ -618,8 +795,8 @@ describe('least privilege per route', () => {
       expect(rolesAllowed(action, tableArn), action).toEqual(writers);
     }
     for (const readOnly of ['GetAccount', 'GetIdentityProvider', 'SignWithWallet', 'SignDataV1', 'ExpressSignData', 'ExpressWalletV1']) {
-      expect(readers.has(roleLogicalId(readOnly)), readOnly).toBe(true);
-      expect(writers.has(roleLogicalId(readOnly)), readOnly).toBe(false);
+      expect(readers.has(roleId(readOnly)), readOnly).toBe(true);
+      expect(writers.has(roleId(readOnly)), readOnly).toBe(false);
     }
     expect(rolesAllowed('dynamodb:Scan')).toEqual(new Set());
     expect(rolesAllowed('dynamodb:DeleteTable')).toEqual(new Set());
@@ -634,7 +811,7 @@ describe('least privilege per route', () => {
         ),
       ),
     );
-    expect(chainRoutes.has(roleLogicalId('TransferSettle'))).toBe(false);
+    expect(chainRoutes.has(roleId('TransferSettle'))).toBe(false);
     const secretArn = importedArn(stateful.rpcUrlsSecret, 'Ref');
     expect(rolesAllowed('secretsmanager:GetSecretValue', secretArn)).toEqual(chainRoutes);
     const secretStatements = roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('secretsmanager:')));
@@ -649,7 +826,7 @@ describe('least privilege per route', () => {
   });
 
   it('uses Resource "*" only for X-Ray and, on the state machine\'s role, Step Functions log delivery (no resource-level permissions)', () => {
-    const machineRole = logicalId(services.transfers.role);
+    const machineRole = qualifiedId(services.transfers.transfers.role);
     const wildcards = roleStatements().filter(({ statement }) => asArray(statement.Resource).includes('*'));
     const functionWildcards = wildcards.filter(({ role }) => role !== machineRole);
     expect(functionWildcards).toHaveLength(FUNCTIONS.length);
@@ -675,25 +852,25 @@ describe('least privilege per route', () => {
 
   it('names the secret as given in rpcUrlsSecretName, and points the chain functions at it', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const { stateful: own, services: stack } = buildStacks(app, { ids: ['OwnStateful', 'OwnServices'], stateful: { rpcUrlsSecretName: 'staging/rpc-urls' } });
+    const { stateful: own, services: stacks } = buildStacks(app, { prefix: 'Own', stateful: { rpcUrlsSecretName: 'staging/rpc-urls' } });
     Template.fromStack(own).hasResourceProperties('AWS::SecretsManager::Secret', { Name: 'staging/rpc-urls' });
-    const template = JSON.stringify(Template.fromStack(stack).toJSON());
     const secretExport = `"RPC_URLS_SECRET":{"Fn::ImportValue":"OwnStateful:ExportsOutputRef${own.getLogicalId(own.rpcUrlsSecret.node.defaultChild as CfnResource)}`;
-    expect(template).toContain(secretExport);
+    // The account routes and the transfer steps that read chains, each in its own stack.
+    for (const stack of [stacks.account, stacks.transfers]) expect(JSON.stringify(Template.fromStack(stack).toJSON()), stack.stackName).toContain(secretExport);
     expect(JSON.stringify(Template.fromStack(own).toJSON())).not.toContain(DEFAULT_RPC_URLS_SECRET_NAME);
   });
 
   it('writes each function\'s logs only to its own log group, with no managed policy', () => {
     for (const route of FUNCTIONS) {
-      const role = roleLogicalId(route.id);
+      const role = roleId(route.id);
       const logs = roleStatements().filter((entry) => entry.role === role && asArray(entry.statement.Action).some((a) => String(a).startsWith('logs:')));
       expect(logs.map(({ statement }) => statement.Resource), route.id).toEqual([{ 'Fn::GetAtt': [logicalId(functionOf(route.id).logGroup), 'Arn'] }]);
     }
     // The one managed policy is API Gateway's account-level logging role's (asserted in the REST APIs block).
-    const withManagedPolicy = Object.entries(servicesTemplate.findResources('AWS::IAM::Role') as Resources).filter(([, role]) => role.Properties?.ManagedPolicyArns !== undefined);
-    const account = (servicesTemplate.toJSON().Resources as Resources)[services.getLogicalId(services.apiGatewayAccount!)]!;
-    expect(withManagedPolicy.map(([id]) => id)).toEqual([(account.Properties?.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]]);
-    for (const route of FUNCTIONS) expect(servicesTemplate.toJSON().Resources[roleLogicalId(route.id)].Properties.ManagedPolicyArns, route.id).toBeUndefined();
+    const roles = serviceResources('AWS::IAM::Role');
+    const withManagedPolicy = Object.entries(roles).filter(([, role]) => role.Properties?.ManagedPolicyArns !== undefined);
+    expect(withManagedPolicy.map(([id]) => id)).toEqual([qualifiedId(services.apiGatewayLogging!.role)]);
+    for (const route of FUNCTIONS) expect(roles[roleId(route.id)]!.Properties!.ManagedPolicyArns, route.id).toBeUndefined();
   });
 });
 
@@ -701,7 +878,7 @@ describe('venue routes (need `venues`)', () => {
   const VENUE_ROUTES = ['CheckPerpDexRequirements', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp'];
   const actionsOf = (routeId: string) =>
     roleStatements()
-      .filter((entry) => entry.role === roleLogicalId(routeId))
+      .filter((entry) => entry.role === roleId(routeId))
       .flatMap(({ statement }) => asArray(statement.Action) as string[])
       .filter((action) => !action.startsWith('logs:') && !action.startsWith('xray:'))
       .sort();
@@ -728,21 +905,22 @@ describe('venue routes (need `venues`)', () => {
     for (const id of ['CheckPerpDexRequirements', 'GetPerpCredentials']) {
       for (const name of ['TEE_URL', 'KEY_PROVIDER', 'OP_JWT_SIGNER']) expect(environmentOf(id)[name], `${id} ${name}`).toBeUndefined();
     }
-    expect(rolesAllowed('kms:GenerateDataKey', importedKeyArn('accountKey')).has(roleLogicalId('InitPerpDex'))).toBe(false);
+    expect(rolesAllowed('kms:GenerateDataKey', importedKeyArn('accountKey')).has(roleId('InitPerpDex'))).toBe(false);
   });
 
   it('passes the venueUrls prop (checked as the functions check it) to VENUE_URLS; a bad one stops the synth', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const venueUrls = { venue_b: 'https://api.venue-b.example.com/', venue_d: 'https://gateway.venue-d.example.com/v1' };
-    const { services: stack } = buildStacks(app, { ids: ['VenueStateful', 'VenueServices'], services: { venueUrls } });
+    const { services: venues } = buildStacks(app, { prefix: 'Venue', services: { venueUrls } });
+    const stack = venues.account;
     const resources = Template.fromStack(stack).toJSON().Resources;
     const variables = resources[stack.getLogicalId(stack.functions.get('InitPerpDex')!.lambda.node.defaultChild as CfnResource)].Properties.Environment.Variables;
     expect(JSON.parse(variables.VENUE_URLS)).toEqual({ venue_b: 'https://api.venue-b.example.com', venue_d: 'https://gateway.venue-d.example.com/v1' });
     const other = resources[stack.getLogicalId(stack.functions.get('GetAccount')!.lambda.node.defaultChild as CfnResource)].Properties.Environment.Variables;
     expect(other.VENUE_URLS).toBeUndefined();
-    const bad = (venueUrls: Record<string, string>, ids: [string, string]) => () => buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { ids, services: { venueUrls } });
-    expect(bad({ venue_z: 'https://x.example.com' }, ['BadVenueStateful', 'BadVenueServices'])).toThrow(/VENUE_URLS: venue_z: is not a venue id/);
-    expect(bad({ venue_a: 'x' }, ['BadUrlStateful', 'BadUrlServices'])).toThrow(/VENUE_URLS: venue_a: must be a URL/);
+    const bad = (venueUrls: Record<string, string>, prefix: string) => () => buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix, services: { venueUrls } });
+    expect(bad({ venue_z: 'https://x.example.com' }, 'BadVenue')).toThrow(/VENUE_URLS: venue_z: is not a venue id/);
+    expect(bad({ venue_a: 'x' }, 'BadUrl')).toThrow(/VENUE_URLS: venue_a: must be a URL/);
   });
 });
 
@@ -853,27 +1031,30 @@ describe('stateful stack', () => {
     // No SecretString, no KmsKeyId, no rotation, no resource policy widening who may read it.
     statefulTemplate.resourceCountIs('AWS::SecretsManager::RotationSchedule', 0);
     statefulTemplate.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
-    servicesTemplate.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
+    expect(countOf('AWS::SecretsManager::ResourcePolicy')).toBe(0);
   });
 });
 
-describe('services stack: function configuration', () => {
+describe('service stacks: function configuration', () => {
   /**
    * Each handler parses its configuration at module load and refuses to cold-start without it.
-   * Load every handler module in a fresh Node process with exactly the environment the template
-   * gives its function (CloudFormation references replaced by placeholders): a missing variable
-   * fails here instead of in AWS.
+   * Load every function's bundle, the very one CDK built for the synth above (the assembly's
+   * asset of that function's code), in a fresh Node process with exactly the environment the
+   * template gives its function (CloudFormation references replaced by placeholders): a missing
+   * variable fails here instead of in AWS.
    */
-  it('every function bundle (built as CDK builds it) cold-starts with the environment its function is deployed with', async () => {
+  it('every function bundle (the one CDK built) cold-starts with the environment its function is deployed with', async () => {
     const { execFile } = await import('node:child_process');
-    const { mkdtemp, rm } = await import('node:fs/promises');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
+    const { existsSync } = await import('node:fs');
     const { promisify } = await import('node:util');
-    const { build } = await import('esbuild');
-    const { ESBUILD_OPTIONS } = await import('../../infra/bundling.ts');
     const run = promisify(execFile);
-    const outDir = await mkdtemp(join(tmpdir(), 'bundles-'));
+    // S3 object key of each file asset (`<hash>.zip`, the functions' Code.S3Key) -> its staged directory.
+    const bundles = new Map<string, string>();
+    for (const manifest of assembly.artifacts.filter((artifact): artifact is AssetManifestArtifact => artifact instanceof AssetManifestArtifact)) {
+      for (const file of Object.values(manifest.contents.files ?? {})) {
+        for (const destination of Object.values(file.destinations)) if (file.source.path) bundles.set(destination.objectKey, join(assembly.directory, file.source.path));
+      }
+    }
     const fakeArn = (kind: string) => `arn:aws:lambda:us-east-1:123456789012:function:placeholder-${kind}`;
     const placeholder = (name: string, value: unknown) =>
       typeof value === 'string'
@@ -886,26 +1067,30 @@ describe('services stack: function configuration', () => {
               ? `https://enclave.example.com/${API_STAGE_NAME}`
               : 'placeholder-id';
     const failures: string[] = [];
-    try {
-      await Promise.all(
-        [...ROUTES, ...TRANSFER_STEP_FUNCTIONS].map(async (route) => {
-          const outfile = join(outDir, route.id, 'index.cjs');
-          await build({ ...ESBUILD_OPTIONS, absWorkingDir: new URL('../..', import.meta.url).pathname, entryPoints: [route.entry], outfile, logLevel: 'silent' });
-          const variables = environmentOf(route.id);
-          const env = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, placeholder(name, value)]));
-          const script = `const m = await import(${JSON.stringify(outfile)}); if (typeof m.handler !== 'function') process.exit(3);`;
-          try {
-            await run(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1', ...env } });
-          } catch (error) {
-            const stderr = String((error as { stderr?: string }).stderr ?? error);
-            failures.push(`${route.id}: ${/(?:\[\w*Error\]|^\w*Error): .*$/m.exec(stderr)?.[0] ?? stderr.slice(0, 300)}`);
-          }
-        }),
-      );
-      // Every failing route at once, each with its first error line.
-      expect(failures.sort()).toEqual([]);
-    } finally {
-      await rm(outDir, { recursive: true, force: true });
-    }
+    const loaded: string[] = [];
+    await Promise.all(
+      FUNCTIONS.map(async (route) => {
+        const code = resourceOf(functionOf(route.id).lambda).Properties!.Code as { S3Key?: string };
+        const dir = code.S3Key === undefined ? undefined : bundles.get(code.S3Key);
+        const bundle = dir && join(dir, 'index.js');
+        if (!bundle || !existsSync(bundle)) {
+          failures.push(`${route.id}: no bundle in the assembly for ${JSON.stringify(code)}`);
+          return;
+        }
+        const variables = environmentOf(route.id);
+        const env = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, placeholder(name, value)]));
+        const script = `const m = await import(${JSON.stringify(bundle)}); if (typeof m.handler !== 'function') process.exit(3);`;
+        try {
+          await run(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1', ...env } });
+          loaded.push(route.id);
+        } catch (error) {
+          const stderr = String((error as { stderr?: string }).stderr ?? error);
+          failures.push(`${route.id}: ${/(?:\[\w*Error\]|^\w*Error): .*$/m.exec(stderr)?.[0] ?? stderr.slice(0, 300)}`);
+        }
+      }),
+    );
+    // Every failing route at once, each with its first error line.
+    expect(failures.sort()).toEqual([]);
+    expect(loaded.sort()).toEqual(FUNCTIONS.map((fn) => fn.id).sort());
   }, 120_000);
 });

@@ -7,15 +7,16 @@ import { ROUTES, type RouteNeeds } from '../../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import { ServiceFunction } from '../../infra/constructs/service-function.ts';
 import { checkTransferDefinition, SETTLE_FUNCTION_TIMEOUT, STEP_FUNCTION_TIMEOUT, TRANSFER_ASL_FILE } from '../../infra/constructs/transfer-machine.ts';
-import type { ServicesStack } from '../../infra/services-stack.ts';
+import type { ServiceStacks } from '../../infra/services-stack.ts';
 import type { StatefulStack } from '../../infra/stateful-stack.ts';
 import { buildStacks } from './support/stacks.ts';
 
 /**
  * The AWS side of transfers (issue 11): the Standard state machine of
  * statemachines/transfer.asl.json, its role (invoke the four step functions, nothing else), the
- * step functions (each exactly its `needs`), and the routes that start executions. Template
- * assertions only: asset bundling is skipped (test/infra/stacks.test.ts bundles every function).
+ * step functions (each exactly its `needs`), all in the transfers stack, and the routes that start
+ * executions, in the account service's stack, which imports the machine's and the steps' ARNs.
+ * Template assertions only: asset bundling is skipped (test/infra/stacks.test.ts bundles every function).
  */
 type Resources = Record<string, { Type: string; Properties?: Record<string, unknown>; DependsOn?: unknown }>;
 type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
@@ -29,47 +30,66 @@ const PLATFORM_FEE = { bps: 10, recipients: { EVM: '0x00000000000000000000000000
 const START_TRANSFER_NEEDS: RouteNeeds = { table: 'read-write', transfers: true, bridge: true, platformFee: true, chains: true };
 
 let stateful: StatefulStack;
-let services: ServicesStack;
-let template: Template;
+let services: ServiceStacks;
+/** The service stacks' templates. */
+let templates: ReadonlyMap<Stack, Template>;
+/** The transfers stack's resources, by logical id. */
 let resources: Resources;
 let probe: ServiceFunction;
 
 const id = (construct: IConstruct) => Stack.of(construct).getLogicalId(construct.node.defaultChild as CfnResource);
+/** Logical ids are unique within a template only: across stacks, `<stack name>/<logical id>`. */
+const qualifiedId = (construct: IConstruct) => `${Stack.of(construct).stackName}/${id(construct)}`;
 
 beforeAll(() => {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   ({ stateful, services } = buildStacks(app, { services: { bridgeUrl: BRIDGE_URL, platformFee: PLATFORM_FEE } }));
-  // A function bound like a transfer route (the routes themselves come from another branch; once
-  // merged, the ROUTES-driven assertions below cover them too).
-  probe = new ServiceFunction(services, 'StartTransferProbe', { entry: 'functions/common/health.ts', service: 'account' }).bindNeeds(START_TRANSFER_NEEDS, services.needsResources);
-  template = Template.fromStack(services);
-  resources = template.toJSON().Resources as Resources;
+  // A function bound like a transfer route, in the account service's stack (the ROUTES-driven
+  // assertions below cover the real routes too).
+  probe = new ServiceFunction(services.account, 'StartTransferProbe', { entry: 'functions/common/health.ts', service: 'account' }).bindNeeds(START_TRANSFER_NEEDS, services.account.needsResources);
+  templates = new Map(services.stacks.map((stack) => [stack, Template.fromStack(stack)]));
+  resources = templates.get(services.transfers)!.toJSON().Resources as Resources;
 }, 60_000);
 
-/** Every IAM statement of the services stack, by role logical id (standalone policies and inline ones). */
+const resourcesOf = (stack: Stack) => templates.get(stack)!.toJSON().Resources as Resources;
+
+/** Every IAM statement of the service stacks, by role (qualified id; standalone policies and inline ones). */
 function statements(): Array<{ role: string; statement: Statement }> {
   const out: Array<{ role: string; statement: Statement }> = [];
-  for (const resource of Object.values(resources)) {
-    if (resource.Type === 'AWS::IAM::Policy') {
-      const props = resource.Properties as { PolicyDocument: { Statement: Statement[] }; Roles: Array<{ Ref: string }> };
-      for (const statement of props.PolicyDocument.Statement) for (const role of props.Roles) out.push({ role: role.Ref, statement });
-    }
-    if (resource.Type === 'AWS::IAM::Role') {
-      for (const policy of (resource.Properties?.Policies ?? []) as Array<{ PolicyDocument: { Statement: Statement[] } }>) {
-        for (const statement of policy.PolicyDocument.Statement) out.push({ role: '?inline', statement });
+  for (const stack of templates.keys()) {
+    for (const resource of Object.values(resourcesOf(stack))) {
+      if (resource.Type === 'AWS::IAM::Policy') {
+        const props = resource.Properties as { PolicyDocument: { Statement: Statement[] }; Roles: Array<{ Ref: string }> };
+        for (const statement of props.PolicyDocument.Statement) for (const role of props.Roles) out.push({ role: `${stack.stackName}/${role.Ref}`, statement });
+      }
+      if (resource.Type === 'AWS::IAM::Role') {
+        for (const policy of (resource.Properties?.Policies ?? []) as Array<{ PolicyDocument: { Statement: Statement[] } }>) {
+          for (const statement of policy.PolicyDocument.Statement) out.push({ role: '?inline', statement });
+        }
       }
     }
   }
   return out;
 }
 
+/** How another stack refers to `value` of `producer` (by default the transfers stack): the import of its export. */
+function imported(value: unknown, producer: Stack = services.transfers): unknown {
+  const outputs = (producer === stateful ? Template.fromStack(stateful) : templates.get(producer)!).toJSON().Outputs as Record<string, { Value: unknown; Export?: { Name: string } }>;
+  const exported = Object.values(outputs).find((output) => output.Export && JSON.stringify(output.Value) === JSON.stringify(value));
+  if (!exported?.Export) throw new Error(`${JSON.stringify(value)} is not exported`);
+  return { 'Fn::ImportValue': exported.Export.Name };
+}
+
 const actionsOfRole = (role: string) => statements().filter((entry) => entry.role === role).flatMap(({ statement }) => asArray(statement.Action));
 const rolesWith = (prefix: string) => new Set(statements().filter(({ statement }) => asArray(statement.Action).some((a) => a.startsWith(prefix))).map(({ role }) => role));
-const machineId = () => id(services.transfers.stateMachine);
-const machineRoleId = () => id(services.transfers.role);
-const stepFn = (kind: string) => services.transfers.stepFunctions.get(kind as never)!;
-const environmentOf = (fn: ServiceFunction) => (resources[id(fn.lambda)]!.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
-const transferRouteRoles = () => new Set([...ROUTES.filter((r) => r.needs.transfers).map((r) => id(services.functions.get(r.id)!.role)), id(probe.role)]);
+const machine = () => services.transfers.transfers;
+const machineId = () => id(machine().stateMachine);
+/** The machine's role: its logical id in the transfers stack, and qualified (statements()). */
+const machineRoleLogicalId = () => id(machine().role);
+const machineRoleId = () => qualifiedId(machine().role);
+const stepFn = (kind: string) => machine().stepFunctions.get(kind as never)!;
+const environmentOf = (fn: ServiceFunction) => (resourcesOf(Stack.of(fn))[id(fn.lambda)]!.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
+const transferRouteRoles = () => new Set([...ROUTES.filter((r) => r.needs.transfers).map((r) => qualifiedId(services.account.functions.get(r.id)!.role)), qualifiedId(probe.role)]);
 
 const LOG_DELIVERY = [
   'logs:CreateLogDelivery',
@@ -85,12 +105,13 @@ const XRAY_MACHINE = ['xray:GetSamplingRules', 'xray:GetSamplingTargets', 'xray:
 
 describe('the transfer state machine', () => {
   it('exists once, Standard, with the definition of statemachines/transfer.asl.json inline', () => {
-    template.resourceCountIs('AWS::StepFunctions::StateMachine', 1);
+    templates.get(services.transfers)!.resourceCountIs('AWS::StepFunctions::StateMachine', 1);
+    for (const stack of templates.keys()) if (stack !== services.transfers) templates.get(stack)!.resourceCountIs('AWS::StepFunctions::StateMachine', 0);
     const props = resources[machineId()]!.Properties!;
     expect(props.StateMachineType).toBe('STANDARD');
     expect(JSON.parse(props.DefinitionString as string)).toEqual(ASL);
     expect(props.DefinitionS3Location).toBeUndefined();
-    expect(props.RoleArn).toEqual({ 'Fn::GetAtt': [machineRoleId(), 'Arn'] });
+    expect(props.RoleArn).toEqual({ 'Fn::GetAtt': [machineRoleLogicalId(), 'Arn'] });
   });
 
   it('has the Map over $.steps with lambda:invoke Tasks naming their function from the input, and a TimeoutSeconds on each Task and the machine', () => {
@@ -112,14 +133,14 @@ describe('the transfer state machine', () => {
 
   it('logs ALL events without execution data to its own log group (a month), and is traced', () => {
     const props = resources[machineId()]!.Properties!;
-    const logGroupId = id(services.transfers.logGroup);
+    const logGroupId = id(machine().logGroup);
     expect(props.LoggingConfiguration).toEqual({ Destinations: [{ CloudWatchLogsLogGroup: { LogGroupArn: { 'Fn::GetAtt': [logGroupId, 'Arn'] } } }], IncludeExecutionData: false, Level: 'ALL' });
     expect(props.TracingConfiguration).toEqual({ Enabled: true });
     expect(resources[logGroupId]!.Properties).toMatchObject({ RetentionInDays: 30, LogGroupName: expect.stringMatching(/^\/aws\/vendedlogs\/states\//) });
   });
 
   it('its role (assumed by Step Functions only) may invoke exactly the four step functions and nothing else of Lambda', () => {
-    expect((resources[machineRoleId()]!.Properties!.AssumeRolePolicyDocument as { Statement: unknown[] }).Statement).toEqual([
+    expect((resources[machineRoleLogicalId()]!.Properties!.AssumeRolePolicyDocument as { Statement: unknown[] }).Statement).toEqual([
       { Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { Service: 'states.amazonaws.com' } },
     ]);
     const mine = statements().filter((entry) => entry.role === machineRoleId());
@@ -140,14 +161,18 @@ describe('the transfer state machine', () => {
 
 describe('the step functions', () => {
   it('makes one function per TRANSFER_STEP_FUNCTIONS entry, with the step timeout, reachable by no API', () => {
-    expect([...services.transfers.stepFunctions.keys()].sort()).toEqual(['bridge', 'deposit', 'settle', 'withdrawal']);
+    expect([...machine().stepFunctions.keys()].sort()).toEqual(['bridge', 'deposit', 'settle', 'withdrawal']);
     for (const step of TRANSFER_STEP_FUNCTIONS) {
       const fn = stepFn(step.kind);
       expect(fn.node.id).toBe(step.id);
       expect(fn.entry).toBe(step.entry);
       const timeout = step.kind === 'settle' ? SETTLE_FUNCTION_TIMEOUT : STEP_FUNCTION_TIMEOUT;
+      expect(Stack.of(fn)).toBe(services.transfers);
       expect(resources[id(fn.lambda)]!.Properties).toMatchObject({ Timeout: timeout.toSeconds(), Runtime: 'nodejs24.x', TracingConfig: { Mode: 'Active' } });
-      const permissions = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Permission' && JSON.stringify(r.Properties!.FunctionName).includes(`"${id(fn.lambda)}"`));
+      // In any stack: by Ref/GetAtt in the transfers stack, or by an import (whose name carries the logical id) elsewhere.
+      const permissions = [...templates.keys()].flatMap((stack) =>
+        Object.values(resourcesOf(stack)).filter((r) => r.Type === 'AWS::Lambda::Permission' && JSON.stringify(r.Properties!.FunctionName).includes(id(fn.lambda))),
+      );
       expect(permissions, step.id).toEqual([]);
     }
     expect(STEP_FUNCTION_TIMEOUT.toSeconds()).toBeGreaterThan(Duration.seconds(27).toSeconds());
@@ -174,7 +199,7 @@ describe('the step functions', () => {
   });
 
   it('grants each step only what its needs list: settle the table alone, no step any Step Functions action', () => {
-    const roleOf = (kind: string) => id(stepFn(kind).role);
+    const roleOf = (kind: string) => qualifiedId(stepFn(kind).role);
     const nonLogging = (kind: string) => actionsOfRole(roleOf(kind)).filter((a) => !a.startsWith('logs:') && !a.startsWith('xray:')).sort();
     const rw = ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'];
     const signing = ['kms:Decrypt', 'kms:GetPublicKey', 'kms:Sign', 'secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'];
@@ -182,7 +207,7 @@ describe('the step functions', () => {
     expect(nonLogging('settle')).toEqual(rw);
     for (const kind of ['withdrawal', 'bridge', 'deposit', 'settle']) expect(actionsOfRole(roleOf(kind)).filter((a) => a.startsWith('states:')), kind).toEqual([]);
     // The signing steps open the account access key (Decrypt), never wrap (GenerateDataKey), never touch the enclave's key.
-    const accountKey = JSON.stringify(services.resolve(stateful.accountKey.keyArn));
+    const accountKey = JSON.stringify(imported({ 'Fn::GetAtt': [id(stateful.accountKey), 'Arn'] }, stateful));
     for (const kind of ['withdrawal', 'bridge', 'deposit']) {
       const kms = statements().filter(({ role, statement }) => role === roleOf(kind) && asArray(statement.Action).some((a) => a.startsWith('kms:Decrypt') || a === 'kms:GenerateDataKey'));
       expect(kms.map(({ statement }) => statement.Action), kind).toEqual(['kms:Decrypt']);
@@ -193,17 +218,19 @@ describe('the step functions', () => {
   it('refuses a step function that needs transfers (a step cannot start executions)', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const steps = TRANSFER_STEP_FUNCTIONS.map((step) => (step.kind === 'settle' ? { ...step, needs: { ...step.needs, transfers: true as const } } : step));
-    expect(() => buildStacks(app, { ids: ['LoopStateful', 'LoopServices'], services: { transferSteps: steps } })).toThrow(/TransferSettle: a step function cannot start transfers/);
+    expect(() => buildStacks(app, { prefix: 'Loop', services: { transferSteps: steps } })).toThrow(/TransferSettle: a step function cannot start transfers/);
   });
 });
 
 describe('routes that start transfers (need `transfers`)', () => {
   it('may StartExecution on this machine and DescribeExecution on its executions only; no other role may', () => {
     const roles = transferRouteRoles();
-    const machineArn = { Ref: machineId() };
-    const executions = services.resolve(services.transfers.executionsArn);
-    expect(JSON.stringify(executions)).toContain(':execution:');
-    expect(JSON.stringify(executions)).toContain(`"Fn::GetAtt":["${machineId()}","Name"]`);
+    // The routes are in the account service's stack: the machine's ARN and name are imported from the transfers stack.
+    for (const route of ROUTES.filter((r) => r.needs.transfers)) expect(Stack.of(services.account.functions.get(route.id)!)).toBe(services.account);
+    const machineArn = imported({ Ref: machineId() });
+    const executions = {
+      'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':states:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':execution:', imported({ 'Fn::GetAtt': [machineId(), 'Name'] }), ':*']],
+    };
     const states = statements().filter(({ statement }) => asArray(statement.Action).some((a) => a.startsWith('states:')));
     expect(new Set(states.map(({ role }) => role))).toEqual(roles);
     for (const role of roles) {
@@ -216,13 +243,13 @@ describe('routes that start transfers (need `transfers`)', () => {
   });
 
   it('gives them the machine ARN and the step functions\' ARNs by kind', () => {
-    for (const role of [...ROUTES.filter((r) => r.needs.transfers).map((r) => services.functions.get(r.id)!), probe]) {
+    for (const role of [...ROUTES.filter((r) => r.needs.transfers).map((r) => services.account.functions.get(r.id)!), probe]) {
       const variables = environmentOf(role);
-      expect(variables.TRANSFER_STATE_MACHINE_ARN).toEqual({ Ref: machineId() });
+      expect(variables.TRANSFER_STATE_MACHINE_ARN).toEqual(imported({ Ref: machineId() }));
       const json = JSON.stringify(variables.TRANSFER_STEP_FUNCTIONS);
       for (const kind of ['withdrawal', 'bridge', 'deposit', 'settle']) {
         expect(json).toContain(`\\"${kind}\\":\\"`);
-        expect(json).toContain(`"Fn::GetAtt":["${id(stepFn(kind).lambda)}","Arn"]`);
+        expect(json).toContain(JSON.stringify(imported({ 'Fn::GetAtt': [id(stepFn(kind).lambda), 'Arn'] })));
       }
     }
     expect(Object.keys(environmentOf(probe))).toEqual(expect.arrayContaining(['BRIDGE_URL', 'PLATFORM_FEE', 'TRANSFER_STATE_MACHINE_ARN', 'TRANSFER_STEP_FUNCTIONS']));
@@ -236,19 +263,20 @@ describe('routes that start transfers (need `transfers`)', () => {
 
   it('sets BRIDGE_URL and PLATFORM_FEE only when configured (absent: no bridge, no fee), and refuses bad values at synth', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const { services: bare } = buildStacks(app, { ids: ['BareStateful', 'BareServices'] });
-    const bareResources = Template.fromStack(bare).toJSON().Resources as Resources;
-    for (const fn of [...bare.transfers.stepFunctions.values(), ...bare.functions.values()]) {
+    const { services: bare } = buildStacks(app, { prefix: 'Bare' });
+    expect(bare.functions.size).toBe(ROUTES.length + TRANSFER_STEP_FUNCTIONS.length);
+    for (const fn of bare.functions.values()) {
+      const bareResources = Template.fromStack(Stack.of(fn)).toJSON().Resources as Resources;
       const variables = (bareResources[id(fn.lambda)]!.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
       expect(variables.BRIDGE_URL, fn.node.id).toBeUndefined();
       expect(variables.PLATFORM_FEE, fn.node.id).toBeUndefined();
     }
-    const build = (ids: [string, string], options: { bridgeUrl?: string; platformFee?: unknown }) => () =>
-      buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { ids, services: options });
-    expect(build(['B1', 'B2'], { bridgeUrl: 'ftp://bridge.example.com' })).toThrow(/bridgeUrl must be an http\(s\) URL/);
-    expect(build(['B3', 'B4'], { bridgeUrl: 'bridge' })).toThrow(/bridgeUrl must be an http\(s\) URL/);
-    expect(build(['F1', 'F2'], { platformFee: '{"bps":5000,"recipients":{}}' })).toThrow(/PLATFORM_FEE: bps/);
-    expect(build(['F3', 'F4'], { platformFee: 'not json' })).toThrow(/PLATFORM_FEE: must be JSON/);
+    const build = (prefix: string, options: { bridgeUrl?: string; platformFee?: unknown }) => () =>
+      buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix, services: options });
+    expect(build('B1', { bridgeUrl: 'ftp://bridge.example.com' })).toThrow(/bridgeUrl must be an http\(s\) URL/);
+    expect(build('B3', { bridgeUrl: 'bridge' })).toThrow(/bridgeUrl must be an http\(s\) URL/);
+    expect(build('F1', { platformFee: '{"bps":5000,"recipients":{}}' })).toThrow(/PLATFORM_FEE: bps/);
+    expect(build('F3', { platformFee: 'not json' })).toThrow(/PLATFORM_FEE: must be JSON/);
   });
 });
 
