@@ -43,22 +43,31 @@ function parseJsonBody(event: APIGatewayProxyEvent): unknown {
   }
 }
 
-/** `POST /sandbox/faults`: sets or clears a sandbox venue's or the sandbox bridge's fault. */
+/** `POST /sandbox/faults`: sets or clears a sandbox venue's or the sandbox bridge's fault, for one address or for anyone. */
 async function setFault(venues: SandboxVenues | undefined, bridge: SandboxBridge | undefined, json: unknown) {
   const body = parseInput(FaultRequest, json, 'body');
+  const answer = (fault: { mode: string; remaining: number } | null, address: string | undefined) => ({
+    success: true,
+    sandbox: true,
+    target: body.target,
+    operation: body.operation,
+    ...(address === undefined ? {} : { address }),
+    fault: fault ? { mode: fault.mode, remaining: fault.remaining } : null,
+  });
   if (body.target === 'bridge') {
     if (body.operation !== 'bridge') throw new ValidationError('body.operation: the bridge takes "bridge"', 'INVALID_OPERATION');
     if (body.mode !== 'clear' && body.count === undefined) throw new ValidationError('body.count: is required unless mode is "clear"');
+    const address = body.address === undefined ? undefined : faultAddress(body.address, ['evm', 'sol'], 'the bridge');
     if (!bridge) throw new ValidationError('body.target: the sandbox bridge is not running', 'TARGET_NOT_AVAILABLE');
-    const fault = await bridge.setFault({ mode: body.mode, count: body.count ?? 0 });
-    return { success: true, sandbox: true, target: body.target, operation: body.operation, fault: fault ? { mode: fault.mode, remaining: fault.remaining } : null };
+    return answer(await bridge.setFault({ mode: body.mode, count: body.count ?? 0, ...(address === undefined ? {} : { address }) }), address);
   }
   if (body.operation === 'bridge') throw new ValidationError('body.operation: a venue takes "deposit" or "withdrawal"; "bridge" is for the bridge target', 'INVALID_OPERATION');
   if (body.mode !== 'clear' && body.count === undefined) throw new ValidationError('body.count: is required unless mode is "clear"');
+  const address = body.address === undefined ? undefined : (faultAddress(body.address, ['evm'], body.target) as `0x${string}`);
   if (!venues) throw new ValidationError(`body.target: ${body.target} has no sandbox venue running`, 'VENUE_NOT_RUNNING');
   try {
-    const fault = await venues.setFault({ target: body.target, operation: body.operation, mode: body.mode, count: body.count ?? 0 });
-    return { success: true, sandbox: true, target: body.target, operation: body.operation, fault: fault ? { mode: fault.mode, remaining: fault.remaining } : null };
+    const fault = await venues.setFault({ target: body.target, operation: body.operation, mode: body.mode, count: body.count ?? 0, ...(address === undefined ? {} : { address }) });
+    return answer(fault, address);
   } catch (error) {
     if (error instanceof VenueNotRunningError) throw new ValidationError(`body.target: ${error.message}`, error.code);
     throw error;
@@ -115,6 +124,22 @@ export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxy
   } catch (error) {
     return toErrorResponse(error instanceof FaucetRefusedError ? new ValidationError(error.message, error.code) : error);
   }
+}
+
+/**
+ * A fault's address: EIP-55 (EVM) or base58 (Solana), of the kinds the target sees; a venue sees
+ * only EVM wallets, the bridge both.
+ */
+function faultAddress(address: string, kinds: readonly ('evm' | 'sol')[], target: string): string {
+  for (const kind of kinds) {
+    try {
+      return normaliseRecipient(kind === 'sol' ? 'SOL' : 'ARB', address);
+    } catch {
+      // not this kind
+    }
+  }
+  const expected = kinds.length === 2 ? 'a 0x-prefixed 20-byte EVM address or a base58 Solana address (32 bytes)' : 'a 0x-prefixed 20-byte EVM address';
+  throw new ValidationError(`body.address: must be ${expected}: ${target} sees its users by ${kinds.length === 2 ? 'their EVM or Solana wallet' : 'their EVM wallet'}`, 'INVALID_ADDRESS');
 }
 
 const ZERO_KEYS = new Set(['0x0000000000000000000000000000000000000000', '11111111111111111111111111111111']);

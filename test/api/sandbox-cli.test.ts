@@ -307,8 +307,9 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('CLIs against a dev-app
     expect(row).toMatch(new RegExp(`^${taskId}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d  completed\\s+self → venue_b: 12 USDC on ARB  1/1$`));
     expect(listed.stdout).toContain(`follow one: npm run task:watch -- <task id> --sub ${sub}`);
 
-    // A failed venue withdrawal: exit 1 with the failure and the resume command; that command completes it.
-    const fault = await fetch(`${accountUrl}/sandbox/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1 }) });
+    // A failed venue withdrawal (this user's only: other test files share the sandbox): exit 1 with
+    // the failure and the resume command; that command completes it.
+    const fault = await fetch(`${accountUrl}/sandbox/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1, address }) });
     expect(fault.status).toBe(200);
     const back = await api('POST', '/transfer', bearer, { source: 'venue_b', destination: 'self', amount: '6', chain: 'ARB' });
     expect(back.status, JSON.stringify(back.body)).toBe(202);

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { chainBalance, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, expectErrorShape, uniqueUser } from './support/client.ts';
+import { setUserFault } from './support/faults.ts';
 
 /**
  * The transfer and task routes through the local runtime (issue 11 §1, §4): estimate shapes from
@@ -18,12 +19,6 @@ const isSandbox = (await sandboxChains()) !== undefined;
  * task failed (EXECUTION_FAILED); the test that needs a transfer to complete runs once they exist.
  */
 const STEP_LAMBDAS_PRESENT = existsSync(new URL('../../functions/transfers/bridge-step.ts', import.meta.url));
-
-/** Sets or clears a sandbox venue's fault (POST /sandbox/faults). */
-async function setFault(body: { target: string; operation: string; mode: string; count?: number }): Promise<void> {
-  const answer = await call('account', 'POST', '/sandbox/faults', { json: body });
-  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-}
 
 const estimate = (headers: Record<string, string>, json: unknown) => call('account', 'POST', '/transfer/estimate-transfer-cost', { headers, json });
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -237,8 +232,8 @@ describe.runIf(isSandbox)('POST /transfer and the task routes', () => {
     await faucet('ARB', evm, 'ETH', '0.01');
     expect((await call('account', 'POST', '/account/init-perp-dex', { headers, json: { dex: 'venue_b' } })).status).toBe(200);
     const json = { source: 'self', destination: 'venue_b', amount: '10' };
-    // The venue refunds the deposit: the step fails DEPOSIT_REFUNDED, the task ends failed; resume starts attempt 1 from step 1.
-    await setFault({ target: 'venue_b', operation: 'deposit', mode: 'refund', count: 1 });
+    // The venue refunds this user's deposit: the step fails DEPOSIT_REFUNDED, the task ends failed; resume starts attempt 1 from step 1.
+    await setUserFault({ target: 'venue_b', operation: 'deposit', mode: 'refund', count: 1, address: evm });
     let failing;
     try {
       failing = await call('account', 'POST', '/transfer', { headers, json });
@@ -246,7 +241,7 @@ describe.runIf(isSandbox)('POST /transfer and the task routes', () => {
       const failed = await untilSettled(headers, failing.body.task_id);
       expect(failed.status, JSON.stringify(failed.metadata)).toBe('failed');
     } finally {
-      await setFault({ target: 'venue_b', operation: 'deposit', mode: 'clear' });
+      await setUserFault({ target: 'venue_b', operation: 'deposit', mode: 'clear', address: evm });
     }
     const resumed = await call('account', 'POST', `/task/${failing.body.task_id}/resume`, { headers });
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(202);

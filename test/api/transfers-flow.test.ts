@@ -6,6 +6,7 @@ import { platformFee } from '../../shared/transfers/estimate.ts';
 import { VENUE_RULES } from '../../shared/venues/rules.ts';
 import { chainBalance, chainInfo, evmClient, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, uniqueUser } from './support/client.ts';
+import { setUserFault } from './support/faults.ts';
 
 /**
  * Transfers end to end on the sandbox: POST /transfer, the task followed through GET /task until
@@ -71,11 +72,6 @@ async function transfer(headers: Headers, body: Record<string, unknown>) {
 
 /** The sandbox's platform fee (PLATFORM_FEE, 10 bps: a sandbox choice) on what first sits in the user's wallet. */
 const SANDBOX_PLATFORM_FEE = { fixed: 0n, bps: 10n };
-
-async function fault(json: Record<string, unknown>) {
-  const response = await call('account', 'POST', '/sandbox/faults', { json });
-  expect(response.status, JSON.stringify(response.body)).toBe(200);
-}
 
 /** Sum of a checkpoint field over the task's steps (base units). */
 const checkpoints = (task: any) => task.metadata.checkpoints as { action: string; amount_in?: string; amount_out?: string; platform_fee?: string; sends: Record<string, { chain: string; tx_hash: string }> }[];
@@ -281,7 +277,7 @@ describe.runIf(isSandbox)('transfers end to end', () => {
     const { headers, evm } = await fundedAtVenueB();
     const walletBefore = await chainBalance('ARB', evm, 'USDC');
     const venueBefore = await venueBalance(headers, 'venue_b');
-    await fault({ target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1 });
+    await setUserFault({ target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1, address: evm });
     const taskId = await start(headers, { source: 'venue_b', destination: 'self', amount: '6', chain: 'ARB' });
     const failed = await waitForTask(headers, taskId);
     expect(failed.status, JSON.stringify(failed)).toBe('failed');

@@ -254,6 +254,38 @@ describe('faults', () => {
     }
   });
 
+  it("a fault scoped to one sender leaves another sender's deposit alone", async () => {
+    const route = findBridgeRoute({ chain: 'ARB', token: 'USDC' }, { chain: 'ETH', token: 'USDC' })!;
+    const [faulted, other] = [await evmUser('ARB', 10n * USDC), await evmUser('ARB', 10n * USDC)];
+    const recipient = privateKeyToAccount(generatePrivateKey()).address;
+    expect(await bridge.setFault({ mode: 'fail', count: 1, address: faulted.address })).toEqual({ mode: 'fail', remaining: 1 });
+    // The other sender bridges first: the fault standing for `faulted` does not take it.
+    const otherTx = await other.send(await client.quote({ route, amount: 10n * USDC, sender: other.address, recipient }));
+    expect(await waitFinal('ARB', otherTx)).toMatchObject({ status: 'DONE', substatus: 'COMPLETED' });
+    const faultedTx = await faulted.send(await client.quote({ route, amount: 10n * USDC, sender: faulted.address, recipient }));
+    expect(await waitFinal('ARB', faultedTx)).toMatchObject({ status: 'FAILED', substatus: 'REFUNDED', refund: { chain: 'ARB', amount: 10n * USDC } });
+    expect(await usdcOf('ETH', recipient)).toBe(10n * USDC - bridgeFee(route, 10n * USDC));
+  });
+
+  it("two scopes at once (a sender's, a Solana recipient's): each held by its own stall, released by its own clear", async () => {
+    const toEth = findBridgeRoute({ chain: 'ARB', token: 'USDC' }, { chain: 'ETH', token: 'USDC' })!;
+    const toSol = findBridgeRoute({ chain: 'ARB', token: 'USDC' }, { chain: 'SOL', token: 'USDC' })!;
+    const [bySender, byRecipient] = [await evmUser('ARB', 10n * USDC), await evmUser('ARB', 10n * USDC)];
+    const solRecipient = solUser().address;
+    await bridge.setFault({ mode: 'stall', count: 1, address: bySender.address.toLowerCase() });
+    await bridge.setFault({ mode: 'stall', count: 1, address: solRecipient });
+    const senderTx = await bySender.send(await client.quote({ route: toEth, amount: 10n * USDC, sender: bySender.address, recipient: privateKeyToAccount(generatePrivateKey()).address }));
+    const recipientTx = await byRecipient.send(await client.quote({ route: toSol, amount: 10n * USDC, sender: byRecipient.address, recipient: solRecipient }));
+    // Both held: still pending after ten of the bridge's rounds.
+    for (const tx of [senderTx, recipientTx]) expect(await waitFinal('ARB', tx, 500)).toMatchObject({ status: 'PENDING', substatus: 'WAIT_DESTINATION_TRANSACTION' });
+    expect(await bridge.setFault({ mode: 'clear', count: 0, address: solRecipient })).toBeNull();
+    expect(await waitFinal('ARB', recipientTx)).toMatchObject({ status: 'DONE', substatus: 'COMPLETED' });
+    expect(await solana.balance(solRecipient, 'USDC')).toBe(10n * USDC - bridgeFee(toSol, 10n * USDC));
+    expect(await client.status({ chain: 'ARB', tx: senderTx })).toMatchObject({ status: 'PENDING', substatus: 'WAIT_DESTINATION_TRANSACTION' });
+    expect(await bridge.setFault({ mode: 'clear', count: 0, address: bySender.address })).toBeNull();
+    expect(await waitFinal('ARB', senderTx)).toMatchObject({ status: 'DONE', substatus: 'COMPLETED' });
+  });
+
   it('a stalled fill past its fill deadline is refunded on the source chain', async () => {
     const user = await evmUser('POL', 10n * USDC);
     const recipient = privateKeyToAccount(generatePrivateKey()).address;

@@ -322,6 +322,46 @@ describe('venue_b sandbox: faults', () => {
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
   });
 
+  it("a withdrawal fault scoped to one user leaves another user's withdrawal alone", async () => {
+    const [faulted, other] = [await newUser(10n * USDC), await newUser(10n * USDC)];
+    await deposit(faulted, 10n * USDC);
+    await deposit(other, 10n * USDC);
+    expect(await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1, address: faulted.account.address })).toEqual({ mode: 'fail', remaining: 1 });
+    // The other user withdraws first: the fault standing for `faulted` does not take it.
+    const paid = await driver.withdraw(other.wallet, other.fields, 5n * USDC, uuidv7());
+    expect(await eventually(() => driver.withdrawalStatus(other.wallet, other.fields, paid.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    await expect(driver.withdraw(faulted.wallet, faulted.fields, 5n * USDC, uuidv7())).rejects.toBeInstanceOf(VenueBRefusedError);
+    expect((await driver.balances(faulted.wallet, faulted.fields)).balance).toBe(10n * USDC);
+    expect((await driver.balances(other.wallet, other.fields)).balance).toBe(5n * USDC);
+  });
+
+  it("two users' stalls at once: each clear releases its own user's payout only; an unscoped fault still hits anyone", async () => {
+    const [first, second] = [await newUser(10n * USDC), await newUser(10n * USDC)];
+    await deposit(first, 10n * USDC);
+    await deposit(second, 10n * USDC);
+    const [firstBefore, secondBefore] = [await usdcOnChain(first.account.address), await usdcOnChain(second.account.address)];
+    await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'stall', count: 1, address: first.account.address });
+    // Lower-case: an EVM address names the same wallet whatever its case.
+    await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'stall', count: 1, address: second.account.address.toLowerCase() as Address });
+    const firstOut = await driver.withdraw(first.wallet, first.fields, 5n * USDC, uuidv7());
+    const secondOut = await driver.withdraw(second.wallet, second.fields, 5n * USDC, uuidv7());
+    expect(await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0, address: second.account.address })).toBeNull();
+    expect(await eventually(() => driver.withdrawalStatus(second.wallet, second.fields, secondOut.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(await usdcOnChain(second.account.address)).toBe(secondBefore + 4n * USDC);
+    // The first user's payout is still held, by its own address's fault.
+    const payouts = Object.values(JSON.parse(await readFile(join(dataDir, 'venues', 'venue_b.json'), 'utf8')).payouts as Record<string, { to: string; held: boolean; heldBy?: string; state: string }>);
+    expect(payouts.filter((p) => p.to === first.account.address && p.state === 'queued')).toEqual([expect.objectContaining({ held: true, heldBy: first.account.address.toLowerCase() })]);
+    expect(await driver.withdrawalStatus(first.wallet, first.fields, firstOut.reference)).toEqual({ state: 'pending' });
+    expect(await usdcOnChain(first.account.address)).toBe(firstBefore);
+    await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0, address: first.account.address });
+    expect(await eventually(() => driver.withdrawalStatus(first.wallet, first.fields, firstOut.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+
+    // Without an address: whoever withdraws next, the second user here.
+    await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'refund', count: 1 });
+    const refused = await driver.withdraw(second.wallet, second.fields, 2n * USDC, uuidv7());
+    expect(await driver.withdrawalStatus(second.wallet, second.fields, refused.reference)).toMatchObject({ state: 'failed' });
+  });
+
   it('a venue that is not running is named in the error', async () => {
     // A framework running no venue: every target is "not running" (all five run under npm start).
     const none = await startSandboxVenues({ dataDir, evm, modules: [] });

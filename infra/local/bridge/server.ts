@@ -36,6 +36,7 @@ import {
 import type { EvmSandbox } from '../evm-sandbox.ts';
 import type { SolanaSandbox } from '../solana-sandbox/index.ts';
 import { DurableState } from '../venues/durable-state.ts';
+import { ANY_ADDRESS, type FaultTable, faultTableOf, scopeOf, takeFault } from '../fault-scopes.ts';
 import { listenPreferring } from '../listen-preferring.ts';
 
 /**
@@ -58,7 +59,8 @@ import { listenPreferring } from '../listen-preferring.ts';
  *   unknown, used, wrong amount: FAILED/…), when a fault says `fail` (FAILED/REFUNDED), or when
  *   the fill expires (past the route's fill deadline, or a `refund` fault: DONE/REFUNDED).
  * - Faults (`setFault('bridge', …)`): the next n deposits fail, stall (held until `clear`, or
- *   until the fill deadline passes, then refunded) or are refunded.
+ *   until the fill deadline passes, then refunded) or are refunded; a fault scoped to an address
+ *   (infra/local/fault-scopes.ts) is taken only by deposits it sends or its quote pays to.
  */
 export type BridgeFaultMode = 'fail' | 'stall' | 'refund';
 
@@ -93,6 +95,8 @@ interface TransferRecord {
   state: TransferState;
   fill_at_ms: number;
   deadline_ms: number;
+  /** A held transfer: the scope of the stall fault holding it (ANY_ADDRESS when absent). */
+  held_by?: string;
   /** Why a refund: the final status it ends in. */
   refund_as?: { status: 'DONE' | 'FAILED'; substatus: 'REFUNDED' | 'EXPIRED' | 'NOT_PROCESSABLE_REFUND_NEEDED'; message: string };
   fill_payout?: string;
@@ -123,6 +127,9 @@ interface BridgeState {
   quotes: Record<string, QuoteRecord>;
   transfers: Record<string, TransferRecord>;
   payouts: Record<string, PayoutRecord>;
+  /** The active faults by scope (an address key, or ANY_ADDRESS for the unscoped one). */
+  faults?: FaultTable<BridgeFaultMode>;
+  /** An earlier sandbox's single fault (before scopes): read once at start into `faults`. */
   fault?: BridgeFaultSetting;
 }
 
@@ -148,8 +155,12 @@ export interface SandboxBridgeListing {
 export interface SandboxBridge {
   readonly url: string;
   readonly listing: SandboxBridgeListing;
-  /** Sets (or with `clear`, ends) the bridge's fault; `clear` releases held deposits. */
-  setFault(input: { mode: BridgeFaultMode | 'clear'; count: number }): Promise<BridgeFaultSetting | null>;
+  /**
+   * Sets (or with `clear`, ends) the bridge's fault for `address` (EVM or Solana: only deposits it
+   * sends, or whose quote pays it, take it), or without one for anyone; `clear` releases the
+   * deposits that fault held.
+   */
+  setFault(input: { mode: BridgeFaultMode | 'clear'; count: number; address?: string }): Promise<BridgeFaultSetting | null>;
   stop(): Promise<void>;
 }
 
@@ -188,6 +199,12 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     transfers: {},
     payouts: {},
   }));
+  if (store.read().fault) {
+    await store.transact((draft) => {
+      draft.faults = { ...faultTableOf(draft.fault), ...draft.faults };
+      delete draft.fault;
+    });
+  }
   const vault = privateKeyToAccount(store.read().evm_vault.private_key);
   const solSecret = Uint8Array.from(Buffer.from(store.read().sol_vault.secret, 'hex'));
   const solVault = getAddressDecoder().decode(ed25519.getPublicKey(solSecret)) as string;
@@ -291,15 +308,17 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
       if (route.from.chain !== deposit.chain || route.from.token !== deposit.token) return refuse('NOT_PROCESSABLE_REFUND_NEEDED', `quote ${quote.id} is for ${route.from.chain} ${route.from.token}`);
       if (deposit.amount !== BigInt(quote.amount)) return refuse('NOT_PROCESSABLE_REFUND_NEEDED', `deposit of ${deposit.amount} does not match the quoted ${quote.amount}`);
       if (deposit.timeMs > quote.expires_ms) return refuse('EXPIRED', `the deposit landed after quote ${quote.id} expired`);
-      const fault = takeFault(draft);
-      if (fault === 'fail') {
+      const fault = draft.faults ? takeFault(draft.faults, [deposit.sender, quote.recipient]) : undefined;
+      if (draft.faults && Object.keys(draft.faults).length === 0) delete draft.faults;
+      if (fault?.mode === 'fail') {
         transfer.refund_as = { status: 'FAILED', substatus: 'REFUNDED', message: 'sandbox fault: the bridge failed this deposit and refunds it' };
         startRefund(draft, transfer);
-      } else if (fault === 'refund') {
+      } else if (fault?.mode === 'refund') {
         transfer.refund_as = { status: 'DONE', substatus: 'REFUNDED', message: 'sandbox fault: the fill expired; refunded on the source chain' };
         startRefund(draft, transfer);
-      } else if (fault === 'stall') {
+      } else if (fault?.mode === 'stall') {
         transfer.state = 'held';
+        transfer.held_by = fault.scope;
       }
     });
 
@@ -308,14 +327,6 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     draft.payouts[id] = { id, chain: transfer.chain, to: transfer.sender, token: transfer.token, amount: transfer.amount, state: 'queued' };
     transfer.refund_payout = id;
     transfer.state = 'refunding';
-  };
-
-  const takeFault = (draft: BridgeState): BridgeFaultMode | undefined => {
-    const fault = draft.fault;
-    if (!fault || fault.remaining <= 0) return undefined;
-    if (fault.remaining === 1) delete draft.fault;
-    else draft.fault = { mode: fault.mode, remaining: fault.remaining - 1 };
-    return fault.mode;
   };
 
   /** Reads one EVM transaction: the Transfer logs to the vault and the quote id in the calldata suffix. */
@@ -663,17 +674,22 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     url,
     listing: listing(),
     setFault: async (input) => {
+      const scope = scopeOf(input.address);
       const setting = await transact((draft) => {
+        draft.faults ??= {};
+        const faults = draft.faults;
         if (input.mode !== 'clear') {
-          draft.fault = { mode: input.mode, remaining: input.count };
-          return draft.fault;
+          faults[scope] = { mode: input.mode, remaining: input.count };
+          return faults[scope];
         }
-        delete draft.fault;
-        // `clear` releases what a stall held: filled from now (or refunded if past the deadline).
+        delete faults[scope];
+        if (Object.keys(faults).length === 0) delete draft.faults;
+        // `clear` releases what this scope's stall held: filled from now (or refunded if past the deadline).
         const now = Date.now();
         for (const transfer of Object.values(draft.transfers)) {
-          if (transfer.state !== 'held') continue;
+          if (transfer.state !== 'held' || (transfer.held_by ?? ANY_ADDRESS) !== scope) continue;
           transfer.state = 'waiting';
+          delete transfer.held_by;
           transfer.fill_at_ms = Math.min(transfer.fill_at_ms, now);
         }
         return null;

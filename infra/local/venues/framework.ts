@@ -21,6 +21,7 @@ import type { VenueRules } from '../../../shared/venues/driver.ts';
 import { venueRulesJson } from '../../../shared/venues/rules.ts';
 import type { EvmSandbox } from '../evm-sandbox.ts';
 import { DurableState } from './durable-state.ts';
+import { ANY_ADDRESS, type FaultTable, type TakenFault, faultTableOf, scopeOf, takeFault } from '../fault-scopes.ts';
 import { listenPreferring } from '../listen-preferring.ts';
 
 /**
@@ -35,13 +36,16 @@ import { listenPreferring } from '../listen-preferring.ts';
  *   write as the credit). Only what the chain shows is credited, never a caller's word.
  * - A deposit passes the venue's deposit fault first: `fail` (seen, not credited), `stall` (held
  *   until `clear`, then credited), `refund` (the vault sends it back to the depositor on chain);
- *   otherwise `module.credit` applies the venue's rules (minimum, fee) to the venue state.
+ *   otherwise `module.credit` applies the venue's rules (minimum, fee) to the venue state. A fault
+ *   scoped to an address (infra/local/fault-scopes.ts) is taken only by that depositor's deposits.
  * - `host.pay` queues a payout from the vault (an EOA whose key lives in the state file, funded
  *   from the sandbox faucet at start): it is signed, recorded (raw tx + hash) before broadcast,
  *   broadcast, and confirmed, and resumed after a restart, so it is paid exactly once. A payout
  *   `held` by a withdrawal `stall` fault waits for `clear`.
- * - Faults: `host.takeFault(draft, 'withdrawal')` inside a transaction consumes one of the next n
- *   operations' fault; the module decides what fail / stall / refund mean for its requests.
+ * - Faults: `host.takeFault(draft, 'withdrawal', parties)` inside a transaction consumes one
+ *   operation of the fault scoped to one of `parties` (the withdrawer, the recipient), else of the
+ *   unscoped one; the module decides what fail / stall / refund mean for its requests, and a payout
+ *   a stall holds names the fault's scope (`heldBy`), whose `clear` releases it.
  * - `module.handle` answers the venue's HTTP API; it changes state only through `host.transact`.
  *
  * `startSandboxVenues` starts the given modules (all implemented ones by default) and returns the
@@ -55,6 +59,9 @@ export interface FaultSetting {
   readonly remaining: number;
 }
 
+/** A fault an operation took: its mode and its scope (an address key, or ANY_ADDRESS). */
+export type VenueFault = TakenFault<FaultMode>;
+
 export interface Payout {
   readonly id: string;
   readonly to: Address;
@@ -62,6 +69,8 @@ export interface Payout {
   readonly amount: string;
   state: 'queued' | 'sent' | 'completed' | 'failed';
   held: boolean;
+  /** The scope of the stall fault holding it (ANY_ADDRESS when absent: a payout held before faults had scopes). */
+  heldBy?: string;
   rawTx?: Hex;
   txHash?: Hex;
   reason?: string;
@@ -75,6 +84,8 @@ export interface SeenLog {
   readonly block: string;
   /** The venue's own id for the deposit, when its log carries one (venue_a's commitment id). */
   readonly reference?: string;
+  /** A stalled deposit: the scope of the fault that stalled it (ANY_ADDRESS when absent). */
+  readonly stalledBy?: string;
 }
 
 /** The file DATA_DIR/venues/<id>.json: the framework's part and the venue's own (`venue`). */
@@ -86,7 +97,8 @@ export interface VenueState<S> {
   cursor: string;
   /** Every deposit log handled, keyed `txHash:logIndex`. */
   seen: Record<string, SeenLog>;
-  faults: Partial<Record<FaultOperation, FaultSetting>>;
+  /** Per operation, the active faults by scope (an address key, or ANY_ADDRESS for the unscoped one). */
+  faults: Partial<Record<FaultOperation, FaultTable<FaultMode>>>;
   payouts: Record<string, Payout>;
   venue: S;
 }
@@ -128,10 +140,17 @@ export interface VenueHost<S> {
   read(): VenueState<S>;
   /** One change of the venue's state, on disk before it resolves. */
   transact<R>(change: (draft: VenueState<S>) => R): Promise<R>;
-  /** Consumes one operation of an active fault, inside a transaction; undefined when none. */
-  takeFault(draft: VenueState<S>, operation: FaultOperation): FaultMode | undefined;
-  /** Queues an on-chain payout of `amount` of `token` from the vault to `to`, inside a transaction. */
-  pay(draft: VenueState<S>, payout: { id: string; to: Address; token: Address; amount: bigint; held?: boolean }): void;
+  /**
+   * Consumes one operation of an active fault, inside a transaction: the fault scoped to the first
+   * of `parties` (the addresses the operation is for: withdrawer, recipient) that has one, else the
+   * unscoped fault; undefined when none applies.
+   */
+  takeFault(draft: VenueState<S>, operation: FaultOperation, parties: readonly Address[]): VenueFault | undefined;
+  /**
+   * Queues an on-chain payout of `amount` of `token` from the vault to `to`, inside a transaction;
+   * `heldBy` (a stall fault's scope) holds it until that scope's `clear`.
+   */
+  pay(draft: VenueState<S>, payout: { id: string; to: Address; token: Address; amount: bigint; heldBy?: string }): void;
   /**
    * A raw JSON-RPC call to the venue's sandbox chain, for what only a sandbox can do at start
    * (`anvil_setCode` to install a venue contract at its real address, `anvil_impersonateAccount`
@@ -186,8 +205,12 @@ export interface SandboxVenues {
   readonly listing: SandboxVenueListing;
   /** Base URL per running venue: the account service's VENUE_URLS. */
   readonly urls: Partial<Record<VenueId, string>>;
-  /** Sets (or with `clear`, ends) a venue's fault; throws VenueNotRunningError for a venue not running. */
-  setFault(input: { target: VenueId; operation: FaultOperation; mode: FaultMode | 'clear'; count: number }): Promise<FaultSetting | null>;
+  /**
+   * Sets (or with `clear`, ends) a venue's fault for `address` (an EVM address: only its deposits
+   * or withdrawals take it), or without one for anyone; `clear` releases what that fault stalled.
+   * Throws VenueNotRunningError for a venue not running.
+   */
+  setFault(input: { target: VenueId; operation: FaultOperation; mode: FaultMode | 'clear'; count: number; address?: Address }): Promise<FaultSetting | null>;
   stop(): Promise<void>;
 }
 
@@ -230,7 +253,7 @@ export async function startSandboxVenues(options: SandboxVenuesOptions): Promise
       if (!venue) {
         throw new VenueNotRunningError(`${input.target} has no sandbox venue yet; running: ${started.map((v) => v.id).join(', ') || 'none'}`);
       }
-      return venue.setFault(input.operation, input.mode, input.count);
+      return venue.setFault(input.operation, input.mode, input.count, input.address);
     },
     stop: async () => {
       await Promise.all(started.map((venue) => venue.stop()));
@@ -241,7 +264,7 @@ export async function startSandboxVenues(options: SandboxVenuesOptions): Promise
 interface RunningVenue {
   readonly id: VenueId;
   readonly listing: SandboxVenueListing['venues'][number];
-  setFault(operation: FaultOperation, mode: FaultMode | 'clear', count: number): Promise<FaultSetting | null>;
+  setFault(operation: FaultOperation, mode: FaultMode | 'clear', count: number, address: Address | undefined): Promise<FaultSetting | null>;
   stop(): Promise<void>;
 }
 
@@ -270,6 +293,12 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
   }));
   const vault = privateKeyToAccount(store.read().vault.privateKey);
   const wallet = createWalletClient({ chain: viemChain, transport, account: vault });
+  // A state file of a sandbox from before fault scopes holds one fault per operation: it applies to anyone.
+  if (Object.values(store.read().faults).some((stored) => typeof (stored as { mode?: unknown }).mode === 'string')) {
+    await store.transact((draft) => {
+      for (const operation of Object.keys(draft.faults) as FaultOperation[]) draft.faults[operation] = faultTableOf(draft.faults[operation]);
+    });
+  }
 
   // The vault pays gas and withdrawals: topped up from the sandbox faucet at every start.
   if ((await client.getBalance({ address: vault.address })) < VAULT_NATIVE_MINIMUM) {
@@ -301,17 +330,24 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
       wakePayer();
       return result;
     },
-    takeFault: (draft, operation) => {
-      const fault = draft.faults[operation];
-      if (!fault || fault.remaining <= 0) return undefined;
-      const remaining = fault.remaining - 1;
-      if (remaining === 0) delete draft.faults[operation];
-      else draft.faults[operation] = { mode: fault.mode, remaining };
-      return fault.mode;
+    takeFault: (draft, operation, parties) => {
+      const table = draft.faults[operation];
+      if (!table) return undefined;
+      const taken = takeFault(table, parties);
+      if (Object.keys(table).length === 0) delete draft.faults[operation];
+      return taken;
     },
     pay: (draft, payout) => {
       if (draft.payouts[payout.id]) throw new Error(`${module.id}: payout ${payout.id} exists`);
-      draft.payouts[payout.id] = { id: payout.id, to: getAddress(payout.to), token: payout.token, amount: payout.amount.toString(), state: 'queued', held: payout.held ?? false };
+      draft.payouts[payout.id] = {
+        id: payout.id,
+        to: getAddress(payout.to),
+        token: payout.token,
+        amount: payout.amount.toString(),
+        state: 'queued',
+        held: payout.heldBy !== undefined,
+        ...(payout.heldBy === undefined ? {} : { heldBy: payout.heldBy }),
+      };
     },
     rpc: (method, params) => client.request({ method: method as never, params: params as never }),
     sendFromVault: async (tx) => {
@@ -382,24 +418,33 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
   return {
     id: module.id,
     listing: { dex: module.id, url, chain: module.rules.chain, token: module.rules.token, deposit_address: module.depositAddress, rules: venueRulesJson(module.rules) },
-    setFault: async (operation, mode, count) => {
+    setFault: async (operation, mode, count, address) => {
+      const scope = scopeOf(address);
       const setting = await store.transact((draft) => {
+        draft.faults[operation] ??= {};
+        const table = draft.faults[operation];
         if (mode !== 'clear') {
-          draft.faults[operation] = { mode, remaining: count };
-          return draft.faults[operation];
+          table[scope] = { mode, remaining: count };
+          return table[scope];
         }
-        delete draft.faults[operation];
-        // `clear` releases what a stall held: deposits are credited, payouts go out.
+        delete table[scope];
+        if (Object.keys(table).length === 0) delete draft.faults[operation];
+        // `clear` releases what this scope's stall held: deposits are credited, payouts go out.
         if (operation === 'deposit') {
           for (const [key, seen] of Object.entries(draft.seen)) {
-            if (seen.state !== 'stalled') continue;
+            if (seen.state !== 'stalled' || (seen.stalledBy ?? ANY_ADDRESS) !== scope) continue;
             const [txHash, logIndex] = key.split(':') as [Hex, string];
             const deposit = { key, txHash, logIndex: Number(logIndex), block: BigInt(seen.block), depositor: seen.depositor, amount: BigInt(seen.amount), reference: seen.reference };
             const credited = module.credit(draft, deposit, host);
-            draft.seen[key] = { ...seen, state: credited ? 'credited' : 'failed' };
+            const { stalledBy: _released, ...rest } = seen;
+            draft.seen[key] = { ...rest, state: credited ? 'credited' : 'failed' };
           }
         } else {
-          for (const payout of Object.values(draft.payouts)) payout.held = false;
+          for (const payout of Object.values(draft.payouts)) {
+            if (!payout.held || (payout.heldBy ?? ANY_ADDRESS) !== scope) continue;
+            payout.held = false;
+            delete payout.heldBy;
+          }
         }
         return null;
       });
@@ -462,10 +507,10 @@ async function pollDeposits<S>(module: VenueModule<S>, host: VenueHost<S>, clien
           block: deposit.block.toString(),
           ...(deposit.reference === undefined ? {} : { reference: deposit.reference }),
         };
-        const fault = host.takeFault(draft, 'deposit');
-        if (fault === 'fail') draft.seen[key] = { ...record, state: 'failed' };
-        else if (fault === 'stall') draft.seen[key] = { ...record, state: 'stalled' };
-        else if (fault === 'refund') {
+        const fault = host.takeFault(draft, 'deposit', [deposit.depositor]);
+        if (fault?.mode === 'fail') draft.seen[key] = { ...record, state: 'failed' };
+        else if (fault?.mode === 'stall') draft.seen[key] = { ...record, state: 'stalled', stalledBy: fault.scope };
+        else if (fault?.mode === 'refund') {
           host.pay(draft, { id: `refund:${key}`, to: deposit.depositor, token, amount: deposit.amount });
           draft.seen[key] = { ...record, state: 'refunded' };
         } else {

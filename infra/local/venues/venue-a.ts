@@ -373,20 +373,20 @@ function withdraw(account: AccountRecord, body: unknown, host: Host): Promise<Ve
     const available = BigInt(record.balance);
     if (amount > available) return fail(400, 'Insufficient balance for withdrawal');
 
-    const fault = host.takeFault(draft, 'withdrawal');
+    const fault = host.takeFault(draft, 'withdrawal', [record.wallet]);
     // Refused as a whole: nothing debited, the quote and the salt stay free for a retry.
-    if (fault === 'fail') return fail(422, 'Withdrawal failed (sandbox fault)');
+    if (fault?.mode === 'fail') return fail(422, 'Withdrawal failed (sandbox fault)');
     const id = String(state.nextId++);
     quote.usedBy = id;
     const fee = BigInt(quote.fee);
     const base = { id, type: 'SLOW_WITHDRAWAL', accountId: account.id, amount: amount.toString(), fee: quote.fee, time: Date.now(), salt } as const;
-    if (fault === 'refund') {
+    if (fault?.mode === 'refund') {
       state.operations[id] = { ...base, refused: 'Withdrawal returned to the account balance (sandbox fault)' };
       return ok(Number(id));
     }
     record.balance = (available - amount).toString();
     const payout = `withdrawal:${id}`;
-    host.pay(draft, { id: payout, to: record.wallet, token: ARBITRUM_USDC, amount: amount - fee, held: fault === 'stall' });
+    host.pay(draft, { id: payout, to: record.wallet, token: ARBITRUM_USDC, amount: amount - fee, heldBy: fault?.mode === 'stall' ? fault.scope : undefined });
     state.operations[id] = { ...base, payout };
     return ok(Number(id));
   });

@@ -274,22 +274,22 @@ function withdraw(draft: Draft, user: UserRecord, signer: Address, action: Extra
   if (amount <= fee) return err(`Withdrawal amount must be greater than the ${usdc(fee)} USDC fee`);
   const balance = BigInt(user.balance);
   if (amount > balance) return err('Insufficient balance for withdrawal');
-  const fault = host.takeFault(draft, 'withdrawal');
-  if (fault === 'fail') {
+  const fault = host.takeFault(draft, 'withdrawal', [signer, getAddress(action.destination)]);
+  if (fault?.mode === 'fail') {
     // Refused as a whole: the nonce stays free, so a retry of the same signed request can succeed.
     user.nonces = user.nonces.filter((nonce) => nonce !== action.time);
     return err('Withdrawal failed (sandbox fault)');
   }
   const hash = keccak256(toHex(`withdraw:${signer.toLowerCase()}:${action.time}`));
   const delta = { type: 'withdraw', usdc: usdc(amount), nonce: action.time, fee: usdc(fee) } as const;
-  if (fault === 'refund') {
+  if (fault?.mode === 'refund') {
     // Accepted, then returned to the venue balance: the ledger shows a failed withdrawal.
     user.ledger.push({ time: now, hash, delta, refused: 'Withdrawal refunded to the venue balance (sandbox fault)' });
     return ok;
   }
   user.balance = (balance - amount).toString();
   const payout = `withdraw:${signer.toLowerCase()}:${action.time}`;
-  host.pay(draft, { id: payout, to: getAddress(action.destination), token: ARBITRUM_USDC, amount: amount - fee, held: fault === 'stall' });
+  host.pay(draft, { id: payout, to: getAddress(action.destination), token: ARBITRUM_USDC, amount: amount - fee, heldBy: fault?.mode === 'stall' ? fault.scope : undefined });
   user.ledger.push({ time: now, hash, delta, payout });
   return ok;
 }

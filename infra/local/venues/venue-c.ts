@@ -620,21 +620,21 @@ async function withdraw(request: VenueRequest, account: string, host: Host): Pro
     }
     const available = BigInt(state.balances[account] ?? '0');
     if (amount > available) return error(400, 'VALIDATION_ERROR', `insufficient free collateral: ${decimal(available)} USDC available`);
-    const fault = host.takeFault(draft, 'withdrawal');
+    const fault = host.takeFault(draft, 'withdrawal', [state.accounts[account]!.ethereumAccount, recipient]);
     // A failed request is refused as a whole: the nonce stays free for a retry.
-    if (fault === 'fail') return error(400, 'REQUEST_NOT_ALLOWED', 'Withdrawal failed (sandbox fault)');
+    if (fault?.mode === 'fail') return error(400, 'REQUEST_NOT_ALLOWED', 'Withdrawal failed (sandbox fault)');
     const now = Date.now();
     const id = String(state.nextTransferId++);
     const base = { id, account, kind: 'WITHDRAWAL', amount: decimal(amount), external_account: recipient, external_txn_hash: null, created_at: now, last_updated_at: now, nonce: body.nonce } as const;
     let transfer: TransferRecord;
-    if (fault === 'refund') {
+    if (fault?.mode === 'refund') {
       // Accepted, then rejected on L2: the balance stays, the transfer is FAILED.
       transfer = { ...base, status: 'FAILED', failure_reason: 'Withdrawal reverted on L2; funds remain in the account (sandbox fault)' };
     } else {
       state.balances[account] = (available - amount).toString();
       const payout = `withdraw:${account}:${body.nonce}`;
       // No fee and a socialized-loss factor of 0 ([O] P5; sandbox choice): the recipient gets the amount.
-      host.pay(draft, { id: payout, to: recipient, token: ETHEREUM_USDC, amount, held: fault === 'stall' });
+      host.pay(draft, { id: payout, to: recipient, token: ETHEREUM_USDC, amount, heldBy: fault?.mode === 'stall' ? fault.scope : undefined });
       transfer = { ...base, status: 'PENDING', failure_reason: null, payout };
     }
     state.transfers.push(transfer);

@@ -355,19 +355,19 @@ async function withdrawCollateral(request: v.InferOutput<typeof WithdrawExecute>
         ? failure(type, 'Executing this action could result in exceeding your borrowing limit as your spot leverage is set to false', VENUE_D_ERROR.spotExecuteExceedsBorrowLimit, signature)
         : failure(type, 'Subaccount health insufficient: the amount plus the withdrawal fee exceeds the balance', VENUE_D_ERROR.subaccountHealthTooLow, signature);
     }
-    const fault = host.takeFault(draft, 'withdrawal');
+    const fault = host.takeFault(draft, 'withdrawal', [owner]);
     // Refused as a whole: the nonce stays unused, so the same signed request can succeed later.
-    if (fault === 'fail') return failure(type, 'Withdrawal failed (sandbox fault)', VENUE_D_ERROR.internalError, signature);
+    if (fault?.mode === 'fail') return failure(type, 'Withdrawal failed (sandbox fault)', VENUE_D_ERROR.internalError, signature);
     useNonce(draft, owner, tx.nonce);
     const record = { nonce: tx.nonce.toString(), amount: tx.amount.toString(), fee: fee.toString(), signer: signer, time: now };
-    if (fault === 'refund') {
+    if (fault?.mode === 'refund') {
       // Accepted, then returned to the balance: reported failed.
       account.withdrawals[record.nonce] = { ...record, refused: 'Withdrawal returned to the venue balance (sandbox fault)' };
       return { status: 'success', signature, data: null, request_type: type };
     }
     account.balance = (balance - tx.amount - fee).toString();
     const payout = `withdraw:${tx.sender}:${record.nonce}`;
-    host.pay(draft, { id: payout, to: owner, token: quoteToken(host), amount: tx.amount, held: fault === 'stall' });
+    host.pay(draft, { id: payout, to: owner, token: quoteToken(host), amount: tx.amount, heldBy: fault?.mode === 'stall' ? fault.scope : undefined });
     account.withdrawals[record.nonce] = { ...record, payout };
     return { status: 'success', signature, data: null, request_type: type };
   });

@@ -423,17 +423,17 @@ async function withdraw(request: VenueRequest, host: Host): Promise<VenueRespons
   let move: string | undefined;
   const answer = await host.transact((draft): VenueResponse => {
     registerOwner(draft, owner);
-    const fault = host.takeFault(draft, 'withdrawal');
-    if (fault === 'fail') return error(503, 'withdrawal failed (sandbox fault)');
+    const fault = host.takeFault(draft, 'withdrawal', [owner, recipient]);
+    if (fault?.mode === 'fail') return error(503, 'withdrawal failed (sandbox fault)');
     if (amount > available) return error(400, 'not enough balance');
     const record = { id: withdrawalId, address, owner, proxy, recipient, toChainId, toTokenAddress: toToken, amount: amount.toString(), createdTimeMs: Date.now() };
-    if (fault === 'refund') {
+    if (fault?.mode === 'refund') {
       draft.venue.withdrawals[address.toLowerCase()] = { ...record, payout: null, refused: 'withdrawal refunded to the wallet (sandbox fault)' };
       return { status: 200, body: withdrawAnswer(address) };
     }
     const id = `withdraw:${address.toLowerCase()}`;
     // No venue fee ([O] M17): the recipient gets the amount; the pUSD leaves the proxy once.
-    host.pay(draft, { id, to: recipient, token: POLYGON_USDC_E, amount, held: fault === 'stall' });
+    host.pay(draft, { id, to: recipient, token: POLYGON_USDC_E, amount, heldBy: fault?.mode === 'stall' ? fault.scope : undefined });
     draft.venue.moves[id] = { id, kind: 'unwrap', proxy, log: null, token: PUSD, amount: amount.toString(), state: 'queued', nonce: null, txHash: null, reason: null };
     draft.venue.withdrawals[address.toLowerCase()] = { ...record, payout: id, refused: null };
     move = id;

@@ -393,7 +393,7 @@ export interface paths {
         put?: never;
         /**
          * Make a sandbox venue's or the sandbox bridge's next operations fail, stall or refund
-         * @description SANDBOX ONLY: served by `npm start`, absent from AWS deployments. No credentials (the sandbox listens on 127.0.0.1). The target's next `count` operations of the kind fail, stall (held until `clear`) or refund (a deposit is sent back on chain, a withdrawal returned to the venue balance); `clear` ends the fault and releases what a stall held. The `bridge` target takes operation `bridge`: its next deposits fail (refunded, FAILED/REFUNDED), stall (held until `clear` or the fill deadline, then refunded) or refund (DONE/REFUNDED). 400 VENUE_NOT_RUNNING for a venue that is not running.
+         * @description SANDBOX ONLY: served by `npm start`, absent from AWS deployments. No credentials (the sandbox listens on 127.0.0.1). The target's next `count` operations of the kind fail, stall (held until `clear`) or refund (a deposit is sent back on chain, a withdrawal returned to the venue balance); `clear` ends the fault and releases what a stall held. The `bridge` target takes operation `bridge`: its next deposits fail (refunded, FAILED/REFUNDED), stall (held until `clear` or the fill deadline, then refunded) or refund (DONE/REFUNDED). With `address` the fault is that wallet's only (a venue: its deposits, withdrawals or payouts to it; the bridge: deposits it sends or is paid by), several addresses' faults at once, and `clear` with the address releases only what that fault stalled; without it, the next operations of anyone. 400 INVALID_ADDRESS for an address of a kind the target does not see (a venue: EVM only); 400 VENUE_NOT_RUNNING for a venue that is not running.
          */
         post: operations["SandboxFaults"];
         delete?: never;
@@ -2674,6 +2674,8 @@ export interface operations {
                     mode: "fail" | "stall" | "refund" | "clear";
                     /** @description How many of the next operations; required unless mode is "clear". */
                     count?: number;
+                    /** @description Scopes the fault to one wallet: only operations of this address take it (a venue: the depositor, or the withdrawer or recipient of a withdrawal, an EVM address; the bridge: the sender of a deposit or the recipient of its quote, EVM or Solana). `clear` with the address ends that fault and releases what it stalled. Without it the fault hits anyone. */
+                    address?: string;
                 };
             };
         };
