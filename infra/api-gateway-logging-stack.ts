@@ -27,7 +27,7 @@ export class ApiGatewayLoggingStack extends Stack {
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
       reason:
-        'The policy AWS documents for API Gateway\'s account-level logging role. The role serves every REST API of the account and region, and API Gateway creates the execution log groups itself (API-Gateway-Execution-Logs_<api-id>/<stage>), so it cannot be narrowed to this stack\'s log groups.',
+        "The policy AWS documents for API Gateway's account-level logging role. The role serves every REST API of the account and region, and API Gateway creates the execution log groups itself (API-Gateway-Execution-Logs_<api-id>/<stage>), so it cannot be narrowed to this stack's log groups.",
     });
     this.apiGatewayAccount = new CfnAccount(this, 'ApiGatewayAccount', { cloudWatchRoleArn: this.role.roleArn });
   }

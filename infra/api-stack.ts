@@ -3,9 +3,9 @@ import {
   AccessLogFormat,
   AwsIntegration,
   EndpointType,
+  type Integration,
   type IResource,
   type IRestApi,
-  type Integration,
   LogGroupLogDestination,
   MethodLoggingLevel,
   ResponseType,
@@ -157,7 +157,10 @@ export class ServiceApiStack extends Stack {
     this.functions = functions;
     this.addRoutes(routes);
 
-    new CfnOutput(this, `${API_IDS[props.service]}Url`, { value: stageUrl(this.api, this), description: `${props.service} API: its stage URL, no trailing slash` });
+    new CfnOutput(this, `${API_IDS[props.service]}Url`, {
+      value: stageUrl(this.api, this),
+      description: `${props.service} API: its stage URL, no trailing slash`,
+    });
   }
 
   private createApi(throttle: ApiThrottle, webAclArn: string | undefined, apiGatewayAccount: IConstruct | undefined): RestApi {
@@ -199,23 +202,23 @@ export class ServiceApiStack extends Stack {
       Validations.of(api).acknowledge({
         id: 'AwsSolutions-APIG3',
         reason:
-          'No AWS WAF web ACL unless the operator passes -c webAclArn=… (ServiceStacks webAclArn, associated with each stage): a web ACL costs a monthly fee per ACL and rule, and LocalStack\'s free edition, which these stacks must deploy on, has no WAF. Each stage is throttled and every handler authenticates.',
+          "No AWS WAF web ACL unless the operator passes -c webAclArn=… (ServiceStacks webAclArn, associated with each stage): a web ACL costs a monthly fee per ACL and rule, and LocalStack's free edition, which these stacks must deploy on, has no WAF. Each stage is throttled and every handler authenticates.",
       });
     }
     Validations.of(api).acknowledge({
       id: 'AwsSolutions-APIG2',
       reason:
-        'Requests are validated in each handler with the valibot schemas the OpenAPI document is generated from, answering 400 with the spec\'s JSON error body; an API Gateway request validator would duplicate those schemas as models and answer with a different body.',
+        "Requests are validated in each handler with the valibot schemas the OpenAPI document is generated from, answering 400 with the spec's JSON error body; an API Gateway request validator would duplicate those schemas as models and answer with a different body.",
     });
     Validations.of(api).acknowledge({
       id: 'AwsSolutions-APIG4',
       reason:
-        'Authorization is done in each handler (app secret key, user JWT verified against the app\'s identity provider, API key, op_jwt or service token: shared/auth/), as the spec defines it per route; an API Gateway authorizer cannot express these and would add a hop. /health and the $default 404/405 are public on purpose.',
+        "Authorization is done in each handler (app secret key, user JWT verified against the app's identity provider, API key, op_jwt or service token: shared/auth/), as the spec defines it per route; an API Gateway authorizer cannot express these and would add a hop. /health and the $default 404/405 are public on purpose.",
     });
     Validations.of(api).acknowledge({
       id: 'AwsSolutions-COG4',
       reason:
-        'No Cognito user pool: callers authenticate with app secret keys, user JWTs from each app\'s own identity provider, API keys, op_jwt or service tokens, all verified in the handlers (shared/auth/); see AwsSolutions-APIG4.',
+        "No Cognito user pool: callers authenticate with app secret keys, user JWTs from each app's own identity provider, API keys, op_jwt or service tokens, all verified in the handlers (shared/auth/); see AwsSolutions-APIG4.",
     });
     return api;
   }
@@ -231,16 +234,24 @@ export class ServiceApiStack extends Stack {
     const api = this.api;
     const tree = resourceTree(routes);
     const nodes = new Map<string, IResource>([['/', api.root]]);
-    const fallback = this.functions.get(tree.fallback.id)!.lambda;
+    const lambdaOf = (route: RouteDefinition) => {
+      const fn = this.functions.get(route.id);
+      if (!fn) throw new Error(`${this.node.path}: no function for route ${route.id}`);
+      return fn.lambda;
+    };
+    const fallback = lambdaOf(tree.fallback);
     for (const resource of tree.resources) {
       let node = nodes.get(resource.path);
       if (!node) {
+        // resourceTree lists parents before children.
         const cut = resource.path.lastIndexOf('/');
-        node = nodes.get(resource.path.slice(0, cut) || '/')!.addResource(resource.path.slice(cut + 1));
+        const parent = nodes.get(resource.path.slice(0, cut) || '/');
+        if (!parent) throw new Error(`${this.node.path}: ${resource.path} comes before its parent`);
+        node = parent.addResource(resource.path.slice(cut + 1));
         nodes.set(resource.path, node);
       }
       for (const [httpMethod, route] of resource.methods) {
-        const fn = this.functions.get(route.id)!.lambda;
+        const fn = lambdaOf(route);
         const method = node.addMethod(httpMethod, lambdaProxyIntegration(fn));
         // A GET route's function also serves HEAD: a second permission, for that method only.
         const implied = httpMethod !== parseRouteKey(route.routeKey).method;

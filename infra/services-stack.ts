@@ -7,13 +7,21 @@ import type { ChainsConfig } from '../shared/chains/chain-config.ts';
 import { loadVenueUrls, type VenueUrls } from '../shared/config.ts';
 import { loadPlatformFee, type PlatformFeeSettings } from '../shared/transfers/platform-fee.ts';
 import { ApiGatewayLoggingStack } from './api-gateway-logging-stack.ts';
-import { type ApiThrottle, type SharedNeedsResources, ServiceApiStack } from './api-stack.ts';
+import { type ApiThrottle, ServiceApiStack, type SharedNeedsResources } from './api-stack.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 import { TransfersStack } from './transfers-stack.ts';
 
 // The stateless stacks' public names, where infra/api-stack.ts defines them.
-export { ACCESS_LOG_FORMAT, API_INTEGRATION_TIMEOUT, API_STAGE_NAME, type ApiThrottle, DEFAULT_API_THROTTLE, GATEWAY_RESPONSES, stageUrl } from './api-stack.ts';
+export {
+  ACCESS_LOG_FORMAT,
+  API_INTEGRATION_TIMEOUT,
+  API_STAGE_NAME,
+  type ApiThrottle,
+  DEFAULT_API_THROTTLE,
+  GATEWAY_RESPONSES,
+  stageUrl,
+} from './api-stack.ts';
 
 export interface ServiceStacksProps extends StatefulResources {
   /** Stack ids are `<prefix>Enclave`, `<prefix>Transfers`, … @default 'PerpWallet-' */
@@ -97,7 +105,7 @@ export class ServiceStacks {
     if (props.apiGatewayCloudWatchRole ?? true) {
       this.apiGatewayLogging = new ApiGatewayLoggingStack(scope, `${prefix}ApiGatewayLogging`, {
         env: props.env,
-        description: 'Perp wallet: API Gateway\'s account-level CloudWatch Logs role (one per region)',
+        description: "Perp wallet: API Gateway's account-level CloudWatch Logs role (one per region)",
       });
     }
     const api = (service: ServiceName, extra: { enclaveApi?: RestApi; transfers?: TransfersStack }) =>

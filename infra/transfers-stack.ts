@@ -36,6 +36,9 @@ export class TransfersStack extends Stack {
       executionsArn: this.transfers.executionsArn,
       stepFunctionArns: this.transfers.stepFunctionArns(),
     };
-    new CfnOutput(this, 'TransferStateMachineArn', { value: this.transfers.stateMachine.stateMachineArn, description: 'Transfer state machine (redrive, stop: docs/deploy.md)' });
+    new CfnOutput(this, 'TransferStateMachineArn', {
+      value: this.transfers.stateMachine.stateMachineArn,
+      description: 'Transfer state machine (redrive, stop: docs/deploy.md)',
+    });
   }
 }

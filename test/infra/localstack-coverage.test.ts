@@ -4,6 +4,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { AssetManifestArtifact } from 'aws-cdk-lib/cx-api';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES } from '../../functions/routes.ts';
+import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import {
   COVERAGE,
   type Found,
@@ -16,7 +17,6 @@ import {
   yamlResourceTypes,
 } from '../../infra/localstack/coverage.ts';
 import { buildStacks } from './support/stacks.ts';
-import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 
 /**
  * LocalStack's free edition (issue 9), checked statically because LocalStack cannot run here (no
@@ -40,7 +40,10 @@ beforeAll(() => {
   const assembly = app.synth();
   stackTypes = new Map();
   // Nested stacks are Stack constructs too, so custom-resource provider stacks are included.
-  templates = app.node.findAll().filter(Stack.isStack).map((stack) => ({ label: stack.node.path, text: readFileSync(join(assembly.directory, stack.templateFile), 'utf8') }));
+  templates = app.node
+    .findAll()
+    .filter(Stack.isStack)
+    .map((stack) => ({ label: stack.node.path, text: readFileSync(join(assembly.directory, stack.templateFile), 'utf8') }));
   for (const { label, text } of templates) templateResourceTypes(JSON.parse(text), label, stackTypes);
   containerImages = assembly.artifacts
     .filter((artifact): artifact is AssetManifestArtifact => artifact instanceof AssetManifestArtifact)
@@ -58,7 +61,9 @@ describe('the coverage data', () => {
     expect(COVERAGE.sdk.inferred).toBe(true);
     expect(COVERAGE.tooling.inferred).toBe(true);
     // What the issue takes as given: REST APIs are free, HTTP APIs are not.
-    expect(COVERAGE.resource_types.free).toEqual(expect.arrayContaining(['AWS::ApiGateway::RestApi', 'AWS::Lambda::Function', 'AWS::DynamoDB::Table', 'AWS::KMS::Key']));
+    expect(COVERAGE.resource_types.free).toEqual(
+      expect.arrayContaining(['AWS::ApiGateway::RestApi', 'AWS::Lambda::Function', 'AWS::DynamoDB::Table', 'AWS::KMS::Key']),
+    );
     expect(COVERAGE.resource_types.free.filter((type) => type.startsWith('AWS::ApiGatewayV2::'))).toEqual([]);
     expect(COVERAGE.services.minimum_plan.apigatewayv2).toBe('Base');
   });
@@ -87,12 +92,12 @@ describe('the check (synthetic input)', () => {
     );
     expect(unknown).toEqual([]);
     expect(outsideFreeCoverage({ resourceTypes: types, operations })).toEqual([
-      'resource type AWS::ApiGatewayV2::Api is not in LocalStack\'s free coverage (Synthetic/Api)',
-      'resource type AWS::CloudFormation::CustomResource is not in LocalStack\'s free coverage (Synthetic/Seed)',
-      'resource type AWS::WAFv2::WebACLAssociation is not in LocalStack\'s free coverage (Synthetic/Acl)',
-      'operation dynamodb CreateBackup is not in LocalStack\'s free coverage of dynamodb (synthetic.ts)',
-      'operation dynamodb DescribeContributorInsights is not in LocalStack\'s free coverage of dynamodb (synthetic.ts)',
-      'operation xray PutTraceSegments: xray needs LocalStack\'s Ultimate plan (synthetic.ts)',
+      "resource type AWS::ApiGatewayV2::Api is not in LocalStack's free coverage (Synthetic/Api)",
+      "resource type AWS::CloudFormation::CustomResource is not in LocalStack's free coverage (Synthetic/Seed)",
+      "resource type AWS::WAFv2::WebACLAssociation is not in LocalStack's free coverage (Synthetic/Acl)",
+      "operation dynamodb CreateBackup is not in LocalStack's free coverage of dynamodb (synthetic.ts)",
+      "operation dynamodb DescribeContributorInsights is not in LocalStack's free coverage of dynamodb (synthetic.ts)",
+      "operation xray PutTraceSegments: xray needs LocalStack's Ultimate plan (synthetic.ts)",
     ]);
     // GetItem (client and document client) and the Lambda function pass; a type-only import is no call.
     expect(operations.has('dynamodb GetItem')).toBe(true);
@@ -145,7 +150,8 @@ describe('the check (synthetic input)', () => {
   });
 
   it('reads resource types out of a YAML template', () => {
-    const yaml = "Conditions:\n  X: !Equals [a, b]\nResources:\n  Bucket:\n    Type: AWS::S3::Bucket\n  Policy:\n    Type: 'AWS::S3::BucketPolicy'\nOutputs:\n  Y:\n    Value: 1\n";
+    const yaml =
+      "Conditions:\n  X: !Equals [a, b]\nResources:\n  Bucket:\n    Type: AWS::S3::Bucket\n  Policy:\n    Type: 'AWS::S3::BucketPolicy'\nOutputs:\n  Y:\n    Value: 1\n";
     expect([...yamlResourceTypes(yaml, 'T')].map(([type, where]) => [type, [...where]])).toEqual([
       ['AWS::S3::Bucket', ['T/Bucket']],
       ['AWS::S3::BucketPolicy', ['T/Policy']],
@@ -179,17 +185,24 @@ describe("the project on LocalStack's free edition", () => {
     for (const file of files.filter((f) => f.endsWith('.ts'))) sdkOperations(readFileSync(join(ROOT, file), 'utf8'), file, operations, unknown);
     expect(unknown).toEqual([]);
     // The scan must have seen the calls we know of, or an empty result would prove nothing.
-    expect([...operations.keys()]).toEqual(expect.arrayContaining(['dynamodb GetItem', 'dynamodb PutItem', 'kms Sign', 'kms Decrypt', 'secretsmanager GetSecretValue']));
+    expect([...operations.keys()]).toEqual(
+      expect.arrayContaining(['dynamodb GetItem', 'dynamodb PutItem', 'kms Sign', 'kms Decrypt', 'secretsmanager GetSecretValue']),
+    );
     expect(outsideFreeCoverage({ operations })).toEqual([]);
     // Step Functions: only what the `transfers` need grants (infra/constructs/service-function.ts, bindTransfers).
-    for (const key of operations.keys()) if (key.startsWith('stepfunctions ')) expect(['stepfunctions StartExecution', 'stepfunctions DescribeExecution'], key).toContain(key);
+    for (const key of operations.keys())
+      if (key.startsWith('stepfunctions ')) expect(['stepfunctions StartExecution', 'stepfunctions DescribeExecution'], key).toContain(key);
   });
 
   it('the state machines (templates and statemachines/*.asl.json) call only free operations', () => {
     const operations: Found = new Map();
     const unknown: string[] = [];
     const aslDir = join(ROOT, 'statemachines');
-    const asl = existsSync(aslDir) ? readdirSync(aslDir).filter((f) => f.endsWith('.asl.json')).map((f) => ({ label: `statemachines/${f}`, text: readFileSync(join(aslDir, f), 'utf8') })) : [];
+    const asl = existsSync(aslDir)
+      ? readdirSync(aslDir)
+          .filter((f) => f.endsWith('.asl.json'))
+          .map((f) => ({ label: `statemachines/${f}`, text: readFileSync(join(aslDir, f), 'utf8') }))
+      : [];
     for (const { label, text } of [...templates, ...asl]) stateMachineOperations(text, label, operations, unknown);
     // The transfer machine invokes its step functions (lambda:invoke), in its stack's template and in the file.
     expect([...(operations.get('lambda Invoke') ?? [])].sort()).toEqual(expect.arrayContaining(['Transfers', 'statemachines/transfer.asl.json']));

@@ -100,6 +100,16 @@ describe('cdk-nag AwsSolutions', () => {
     new StateMachine(stack, 'Machine', { definitionBody: DefinitionBody.fromChainable(new Pass(stack, 'Nothing')) });
     const rules = findings(stack).map((finding) => finding.rule);
     expect(rules).toEqual(expect.arrayContaining(['AwsSolutions-SF1', 'AwsSolutions-SF2']));
-    expect(rules).toEqual(expect.arrayContaining(['AwsSolutions-APIG1', 'AwsSolutions-APIG2', 'AwsSolutions-APIG3', 'AwsSolutions-APIG4', 'AwsSolutions-APIG6', 'AwsSolutions-COG4', 'AwsSolutions-IAM5[Resource::*]']));
+    expect(rules).toEqual(
+      expect.arrayContaining([
+        'AwsSolutions-APIG1',
+        'AwsSolutions-APIG2',
+        'AwsSolutions-APIG3',
+        'AwsSolutions-APIG4',
+        'AwsSolutions-APIG6',
+        'AwsSolutions-COG4',
+        'AwsSolutions-IAM5[Resource::*]',
+      ]),
+    );
   });
 });

@@ -1,27 +1,30 @@
-import { App, Stack, type CfnResource } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
-import type { IConstruct } from 'constructs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES, type RouteDefinition, type RouteNeeds, type ServiceName } from '../../functions/routes.ts';
-import { keyUseTag } from '../../infra/constructs/key-use.ts';
+import { App, type CfnResource, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AccessLogField, RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { AssetManifestArtifact, type CloudAssembly } from 'aws-cdk-lib/cx-api';
+import type { IConstruct } from 'constructs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROUTES, type RouteDefinition, type RouteNeeds, type ServiceName } from '../../functions/routes.ts';
+import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import { parseRouteKey, resourceTree } from '../../infra/api-resources.ts';
 import type { ServiceApiStack } from '../../infra/api-stack.ts';
+import { keyUseTag } from '../../infra/constructs/key-use.ts';
 import { API_FUNCTION_TIMEOUT, type ServiceFunction } from '../../infra/constructs/service-function.ts';
 import { stepFunctionTimeout } from '../../infra/constructs/transfer-machine.ts';
 import { API_INTEGRATION_TIMEOUT, API_STAGE_NAME, DEFAULT_API_THROTTLE, type ServiceStacks } from '../../infra/services-stack.ts';
 import { DEFAULT_RPC_URLS_SECRET_NAME, StatefulStack } from '../../infra/stateful-stack.ts';
-import { buildStacks } from './support/stacks.ts';
-import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
-import { TABLE_KEY_SCHEMA } from '../../shared/db/table-definition.ts';
 import { RPC_URLS_PLACEHOLDER_KEY } from '../../shared/chains/rpc-urls.ts';
+import { TABLE_KEY_SCHEMA } from '../../shared/db/table-definition.ts';
+import { buildStacks } from './support/stacks.ts';
 
-type Resources = Record<string, { Type?: string; Properties?: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string; DependsOn?: string[] }>;
+type Resources = Record<
+  string,
+  { Type?: string; Properties?: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string; DependsOn?: string[] }
+>;
 type Outputs = Record<string, { Value: unknown; Export?: { Name: string } }>;
 type KeyName = 'enclaveKey' | 'accountKey' | 'opJwtKey';
 /** The `needs` field of each key. */
@@ -76,7 +79,8 @@ const qualifiedId = (construct: IConstruct) => qualify(Stack.of(construct), logi
 function serviceResources(type?: string): Resources {
   const out: Resources = {};
   for (const [stack, template] of serviceTemplates) {
-    for (const [id, resource] of Object.entries(template.toJSON().Resources as Resources)) if (!type || resource.Type === type) out[qualify(stack, id)] = resource;
+    for (const [id, resource] of Object.entries(template.toJSON().Resources as Resources))
+      if (!type || resource.Type === type) out[qualify(stack, id)] = resource;
   }
   return out;
 }
@@ -162,7 +166,11 @@ function allows(statement: Statement, action: string, resource?: unknown): boole
  * `resource` (or `*`): standalone AWS::IAM::Policy resources and roles' inline policies.
  */
 function rolesAllowed(action: string, resource?: unknown): Set<string> {
-  return new Set(roleStatements().filter(({ statement }) => allows(statement, action, resource)).map(({ role }) => role));
+  return new Set(
+    roleStatements()
+      .filter(({ statement }) => allows(statement, action, resource))
+      .map(({ role }) => role),
+  );
 }
 
 const rolesOf = (functions: readonly { id: string }[]) => new Set(functions.map((fn) => roleId(fn.id)));
@@ -186,34 +194,47 @@ function enclaveUrlIn(stack: Stack): unknown {
 }
 
 describe('stacks', () => {
-  it('splits the stateless side into one stack per service, the transfer machine, and API Gateway\'s logging role', () => {
+  it("splits the stateless side into one stack per service, the transfer machine, and API Gateway's logging role", () => {
     expect(services.stacks.map((stack) => stack.stackName)).toEqual(['ApiGatewayLogging', 'Enclave', 'Transfers', 'Account', 'Express']);
     for (const service of SERVICES) {
       const stack = services.apiStacks[service];
       expect(stack.service).toBe(service);
       expect(Stack.of(stack.api)).toBe(stack);
       // Each route's function lives in its own service's stack, and nothing else does.
-      expect([...stack.functions.keys()].sort(), service).toEqual(ROUTES.filter((route) => route.service === service).map((route) => route.id).sort());
+      expect([...stack.functions.keys()].sort(), service).toEqual(
+        ROUTES.filter((route) => route.service === service)
+          .map((route) => route.id)
+          .sort(),
+      );
       for (const fn of stack.functions.values()) expect(Stack.of(fn), fn.node.id).toBe(stack);
       const lambdas = Object.keys(serviceTemplates.get(stack)!.findResources('AWS::Lambda::Function')).map((id) => qualify(stack, id));
       expect(lambdas.sort(), service).toEqual([...stack.functions.values()].map((fn) => qualifiedId(fn.lambda)).sort());
     }
     // The transfer machine and its step functions, and no API, in their own stack.
     const transfers = serviceTemplates.get(services.transfers)!;
-    expect(Object.keys(transfers.findResources('AWS::Lambda::Function')).sort()).toEqual([...services.transfers.transfers.stepFunctions.values()].map((fn) => logicalId(fn.lambda)).sort());
+    expect(Object.keys(transfers.findResources('AWS::Lambda::Function')).sort()).toEqual(
+      [...services.transfers.transfers.stepFunctions.values()].map((fn) => logicalId(fn.lambda)).sort(),
+    );
     transfers.resourceCountIs('AWS::StepFunctions::StateMachine', 1);
     transfers.resourceCountIs('AWS::ApiGateway::RestApi', 0);
     // The logging stack holds the account setting and its role only.
-    expect(Object.values(serviceTemplates.get(services.apiGatewayLogging!)!.toJSON().Resources as Resources).map((r) => r.Type).sort()).toEqual(['AWS::ApiGateway::Account', 'AWS::IAM::Role']);
+    expect(
+      Object.values(serviceTemplates.get(services.apiGatewayLogging!)!.toJSON().Resources as Resources)
+        .map((r) => r.Type)
+        .sort(),
+    ).toEqual(['AWS::ApiGateway::Account', 'AWS::IAM::Role']);
   });
 
   it(`keeps every stack at ${MAX_RESOURCES_PER_STACK} resources or fewer (CloudFormation's limit is 500)`, () => {
-    const counts = Object.fromEntries([stateful, ...services.stacks].map((stack) => [stack.stackName, Object.keys(Template.fromStack(stack).toJSON().Resources).length]));
+    const counts = Object.fromEntries(
+      [stateful, ...services.stacks].map((stack) => [stack.stackName, Object.keys(Template.fromStack(stack).toJSON().Resources).length]),
+    );
     for (const [stack, count] of Object.entries(counts)) expect(count, stack).toBeLessThanOrEqual(MAX_RESOURCES_PER_STACK);
     // The check reads real templates: together they hold every function, method and resource.
     expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBeGreaterThan(400);
     // And so does what CDK synthesised (the assembly `cdk deploy` reads).
-    for (const artifact of assembly.stacks) expect(Object.keys(artifact.template.Resources).length, artifact.stackName).toBeLessThanOrEqual(MAX_RESOURCES_PER_STACK);
+    for (const artifact of assembly.stacks)
+      expect(Object.keys(artifact.template.Resources).length, artifact.stackName).toBeLessThanOrEqual(MAX_RESOURCES_PER_STACK);
     expect(assembly.stacks).toHaveLength(services.stacks.length + 1);
   });
 
@@ -227,7 +248,7 @@ describe('stacks', () => {
     expect(dependsOn(services.express)).toEqual(['ApiGatewayLogging', 'Enclave', 'Stateful']);
   });
 
-  it('exports exactly what other stacks import: the enclave API\'s id, the transfer machine and its step functions', () => {
+  it("exports exactly what other stacks import: the enclave API's id, the transfer machine and its step functions", () => {
     const exportsOf = (stack: Stack) =>
       Object.values((serviceTemplates.get(stack)!.toJSON().Outputs ?? {}) as Outputs)
         .filter((output) => output.Export)
@@ -235,7 +256,11 @@ describe('stacks', () => {
     expect(exportsOf(services.enclave)).toEqual([{ Ref: logicalId(services.apis.enclave) }]);
     const machine = services.transfers.transfers.stateMachine;
     expect(exportsOf(services.transfers)).toEqual(
-      expect.arrayContaining([{ Ref: logicalId(machine) }, { 'Fn::GetAtt': [logicalId(machine), 'Name'] }, ...TRANSFER_STEP_FUNCTIONS.map((step) => ({ 'Fn::GetAtt': [logicalId(functionOf(step.id).lambda), 'Arn'] }))]),
+      expect.arrayContaining([
+        { Ref: logicalId(machine) },
+        { 'Fn::GetAtt': [logicalId(machine), 'Name'] },
+        ...TRANSFER_STEP_FUNCTIONS.map((step) => ({ 'Fn::GetAtt': [logicalId(functionOf(step.id).lambda), 'Arn'] })),
+      ]),
     );
     expect(exportsOf(services.transfers)).toHaveLength(2 + TRANSFER_STEP_FUNCTIONS.length);
     for (const stack of [services.apiGatewayLogging!, services.account, services.express]) expect(exportsOf(stack), stack.stackName).toEqual([]);
@@ -243,7 +268,10 @@ describe('stacks', () => {
     for (const [stack, template] of serviceTemplates) {
       const json = template.toJSON() as { Parameters?: Record<string, unknown> };
       expect(JSON.stringify(json), stack.stackName).not.toContain('Fn::GetStackOutput');
-      expect(Object.keys(json.Parameters ?? {}).filter((name) => name !== 'BootstrapVersion'), stack.stackName).toEqual([]);
+      expect(
+        Object.keys(json.Parameters ?? {}).filter((name) => name !== 'BootstrapVersion'),
+        stack.stackName,
+      ).toEqual([]);
       expect(Object.keys(template.findResources('AWS::SSM::Parameter')), stack.stackName).toEqual([]);
     }
   });
@@ -271,7 +299,7 @@ describe('service stacks: functions', () => {
     }
   });
 
-  it('keeps each function\'s logs for one month in its own log group', () => {
+  it("keeps each function's logs for one month in its own log group", () => {
     // One per function, one access log per API, one for the transfer state machine.
     expect(countOf('AWS::Logs::LogGroup')).toBe(FUNCTIONS.length + 3 + 1);
     for (const group of Object.values(serviceResources('AWS::Logs::LogGroup'))) expect(group.Properties?.RetentionInDays).toBe(30);
@@ -283,7 +311,7 @@ describe('service stacks: functions', () => {
     }
   });
 
-  it('names each function\'s service for Powertools', () => {
+  it("names each function's service for Powertools", () => {
     for (const route of ROUTES) expect(environmentOf(route.id).POWERTOOLS_SERVICE_NAME, route.id).toBe(route.service);
   });
 
@@ -310,7 +338,7 @@ describe('service stacks: functions', () => {
     }
   });
 
-  it('keeps RPC URLs out of the templates: no URL in any environment, CHAINS_CONFIG without rpc_url, the secret\'s ARN instead', () => {
+  it("keeps RPC URLs out of the templates: no URL in any environment, CHAINS_CONFIG without rpc_url, the secret's ARN instead", () => {
     for (const route of FUNCTIONS) {
       const variables = environmentOf(route.id);
       for (const [name, value] of Object.entries(variables)) {
@@ -321,7 +349,8 @@ describe('service stacks: functions', () => {
         expect(Object.keys(JSON.parse(variables.CHAINS_CONFIG as string))).toEqual(expect.arrayContaining(['ETH', 'ARB', 'POL', 'INK', 'SOL']));
       }
     }
-    for (const template of [...serviceTemplates.values(), statefulTemplate]) expect(JSON.stringify(template.toJSON())).not.toMatch(/publicnode|arbitrum\.io|polygon-rpc|inkonchain|solana\.com|https?:\/\/[^"]*(rpc|mainnet)/);
+    for (const template of [...serviceTemplates.values(), statefulTemplate])
+      expect(JSON.stringify(template.toJSON())).not.toMatch(/publicnode|arbitrum\.io|polygon-rpc|inkonchain|solana\.com|https?:\/\/[^"]*(rpc|mainnet)/);
   });
 });
 
@@ -436,9 +465,21 @@ function permissionProblems(stack: ServiceApiStack, template: Template): string[
       continue;
     }
     counts.set(route.id, (counts.get(route.id) ?? 0) + 1);
-    if (props.Action !== 'lambda:InvokeFunction' || props.Principal !== 'apigateway.amazonaws.com') problems.push(`${route.id}: ${props.Action} for ${props.Principal}`);
+    if (props.Action !== 'lambda:InvokeFunction' || props.Principal !== 'apigateway.amazonaws.com')
+      problems.push(`${route.id}: ${props.Action} for ${props.Principal}`);
     const api = stack.api;
-    const prefix = ['arn:', { Ref: 'AWS::Partition' }, ':execute-api:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':', { Ref: id(api) }, '/', { Ref: id(api.deploymentStage) }];
+    const prefix = [
+      'arn:',
+      { Ref: 'AWS::Partition' },
+      ':execute-api:',
+      { Ref: 'AWS::Region' },
+      ':',
+      { Ref: 'AWS::AccountId' },
+      ':',
+      { Ref: id(api) },
+      '/',
+      { Ref: id(api.deploymentStage) },
+    ];
     const join = (props.SourceArn as { 'Fn::Join'?: [string, unknown[]] } | undefined)?.['Fn::Join'];
     const parts = join?.[0] === '' ? join[1] : undefined;
     const tail = parts?.slice(prefix.length).join('') ?? '';
@@ -469,13 +510,18 @@ describe('service stacks: REST APIs', () => {
     for (const service of SERVICES) expect(services.apis[service]).toBeInstanceOf(RestApi);
   });
 
-  it('creates each service\'s resources: every route path and its prefixes, and the {proxy+} catch-alls', () => {
+  it("creates each service's resources: every route path and its prefixes, and the {proxy+} catch-alls", () => {
     const resources = [...restResources().values()];
     for (const service of SERVICES) {
       const apiId = qualifiedId(services.apis[service]);
       const paths = resources.filter((resource) => resource.api === apiId).map((resource) => resource.path);
       expect(new Set(paths).size, service).toBe(paths.length);
-      expect(paths.sort(), service).toEqual(resourceTree(ROUTES.filter((route) => route.service === service)).resources.map((r) => r.path).filter((p) => p !== '/').sort());
+      expect(paths.sort(), service).toEqual(
+        resourceTree(ROUTES.filter((route) => route.service === service))
+          .resources.map((r) => r.path)
+          .filter((p) => p !== '/')
+          .sort(),
+      );
       // Independently of resourceTree: every route's path and each of its prefixes exists.
       for (const route of ROUTES.filter((r) => r.service === service && r.routeKey !== '$default')) {
         const segments = routePath(route).split('/').slice(1);
@@ -507,7 +553,8 @@ describe('service stacks: REST APIs', () => {
         // HEAD beside every GET, by the GET route's own function (no function of its own).
         if (route.routeKey.startsWith('GET ')) expected.set(route.routeKey.replace(/^GET /, 'HEAD '), functionId(route.id));
       }
-      for (const path of ['/', ...resources.filter((resource) => resource.api === apiId).map((resource) => resource.path)]) expected.set(`ANY ${path}`, fallback);
+      for (const path of ['/', ...resources.filter((resource) => resource.api === apiId).map((resource) => resource.path)])
+        expected.set(`ANY ${path}`, fallback);
       expect(Object.fromEntries([...methods.get(apiId)!].sort()), service).toEqual(Object.fromEntries([...expected].sort()));
     }
     // Spot checks, spelled out.
@@ -521,19 +568,30 @@ describe('service stacks: REST APIs', () => {
     expect(account.get('HEAD /task/{task_id}')).toBe(functionId('GetTask'));
     // Only where GET is: a POST-only resource has none.
     expect(account.get('HEAD /withdraw')).toBeUndefined();
-    expect([...account.keys()].filter((key) => key.startsWith('HEAD ')).length).toBe(ROUTES.filter((r) => r.service === 'account' && r.routeKey.startsWith('GET ')).length);
+    expect([...account.keys()].filter((key) => key.startsWith('HEAD ')).length).toBe(
+      ROUTES.filter((r) => r.service === 'account' && r.routeKey.startsWith('GET ')).length,
+    );
     expect(methods.get(qualifiedId(services.apis.express))!.get('POST /v1/wallet/sign/{operation}')).toBe(functionId('ExpressSignV1'));
   });
 
-  it('answers in the services\' JSON error shape wherever API Gateway itself answers (413, 429, 504, 4XX, 5XX)', () => {
+  it("answers in the services' JSON error shape wherever API Gateway itself answers (413, 429, 504, 4XX, 5XX)", () => {
     expect(countOf('AWS::ApiGateway::GatewayResponse')).toBe(3 * 6);
     for (const service of SERVICES) {
       const responses = serviceTemplates.get(services.apiStacks[service])!.findResources('AWS::ApiGateway::GatewayResponse');
       const apiId = logicalId(services.apis[service]);
       const mine = Object.values(responses).filter((r) => JSON.stringify(r.Properties.RestApiId) === JSON.stringify({ Ref: apiId }));
       expect(mine).toHaveLength(Object.keys(responses).length);
-      const byType: Record<string, { StatusCode?: string; ResponseTemplates: Record<string, string> }> = Object.fromEntries(mine.map((r) => [r.Properties.ResponseType, r.Properties]));
-      expect(Object.keys(byType).sort()).toEqual(['DEFAULT_4XX', 'DEFAULT_5XX', 'INTEGRATION_TIMEOUT', 'MISSING_AUTHENTICATION_TOKEN', 'REQUEST_TOO_LARGE', 'THROTTLED']);
+      const byType: Record<string, { StatusCode?: string; ResponseTemplates: Record<string, string> }> = Object.fromEntries(
+        mine.map((r) => [r.Properties.ResponseType, r.Properties]),
+      );
+      expect(Object.keys(byType).sort()).toEqual([
+        'DEFAULT_4XX',
+        'DEFAULT_5XX',
+        'INTEGRATION_TIMEOUT',
+        'MISSING_AUTHENTICATION_TOKEN',
+        'REQUEST_TOO_LARGE',
+        'THROTTLED',
+      ]);
       expect(byType.REQUEST_TOO_LARGE!.StatusCode).toBe('413');
       expect(byType.THROTTLED!.StatusCode).toBe('429');
       expect(byType.DEFAULT_4XX!.StatusCode).toBeUndefined(); // keeps API Gateway's own 4xx status
@@ -541,7 +599,10 @@ describe('service stacks: REST APIs', () => {
         const template = properties.ResponseTemplates['application/json'] as string;
         // A valid JSON document once API Gateway substitutes its variables (each a JSON string).
         const body = JSON.parse(template.replace('$context.error.messageString', '"Unsupported Media Type"'));
-        expect(body, type).toMatchObject({ success: false, error: { code: expect.stringMatching(/^[A-Z_]+$/), message: expect.any(String), request_id: '$context.requestId' } });
+        expect(body, type).toMatchObject({
+          success: false,
+          error: { code: expect.stringMatching(/^[A-Z_]+$/), message: expect.any(String), request_id: '$context.requestId' },
+        });
       }
     }
   });
@@ -580,10 +641,13 @@ describe('service stacks: REST APIs', () => {
     const { services: slow } = buildStacks(app, { prefix: 'Slow', services: { throttle: { rateLimit: 5, burstLimit: 7 } } });
     const stages = Object.values(slow.stacks).flatMap((stack) => Object.values(Template.fromStack(stack).findResources('AWS::ApiGateway::Stage') as Resources));
     expect(stages).toHaveLength(3);
-    for (const stage of stages) expect(stage.Properties?.MethodSettings).toEqual([expect.objectContaining({ ResourcePath: '/*', HttpMethod: '*', ThrottlingRateLimit: 5, ThrottlingBurstLimit: 7 })]);
+    for (const stage of stages)
+      expect(stage.Properties?.MethodSettings).toEqual([
+        expect.objectContaining({ ResourcePath: '/*', HttpMethod: '*', ThrottlingRateLimit: 5, ThrottlingBurstLimit: 7 }),
+      ]);
   });
 
-  it('writes each API\'s access log as JSON request metadata (no headers, query or body) to its own log group', () => {
+  it("writes each API's access log as JSON request metadata (no headers, query or body) to its own log group", () => {
     const destinations = new Set<string>();
     for (const [stack, template] of serviceTemplates) {
       const logGroups = template.toJSON().Resources as Resources;
@@ -593,7 +657,12 @@ describe('service stacks: REST APIs', () => {
         expect(logGroups[logGroupId]?.Properties?.RetentionInDays).toBe(30);
         destinations.add(qualify(stack, logGroupId));
         const format = JSON.parse(settings.Format) as Record<string, string>;
-        expect(format).toMatchObject({ requestId: '$context.requestId', extendedRequestId: '$context.extendedRequestId', status: '$context.status', resourcePath: '$context.resourcePath' });
+        expect(format).toMatchObject({
+          requestId: '$context.requestId',
+          extendedRequestId: '$context.extendedRequestId',
+          status: '$context.status',
+          resourcePath: '$context.resourcePath',
+        });
         // Only variables API Gateway documents for REST API access logs (CDK's AccessLogField list; routeKey is HTTP/WebSocket only).
         for (const value of Object.values(format)) expect(REST_ACCESS_LOG_VARIABLES, value).toContain(value);
         expect(settings.Format).not.toContain('$context.routeKey');
@@ -603,7 +672,7 @@ describe('service stacks: REST APIs', () => {
     expect(destinations.size).toBe(3);
   });
 
-  it('lets API Gateway invoke each function only from its own API\'s stage, for its own method (one permission per method it serves)', () => {
+  it("lets API Gateway invoke each function only from its own API's stage, for its own method (one permission per method it serves)", () => {
     expect(countOf('AWS::Lambda::Permission')).toBe(ROUTES.flatMap(invokeTails).length);
     for (const service of SERVICES) {
       const stack = services.apiStacks[service];
@@ -616,8 +685,20 @@ describe('service stacks: REST APIs', () => {
         (p) => JSON.stringify(p.Properties?.FunctionName) === JSON.stringify({ 'Fn::GetAtt': [logicalId(fn), 'Arn'] }),
       )!.Properties!.SourceArn;
     };
-    expect(joinParts(sourceArnOf('ExpressSignV1')).slice(6)).toEqual([':', { Ref: logicalId(services.apis.express) }, '/', { Ref: logicalId(services.apis.express.deploymentStage) }, '/POST/v1/wallet/sign/*']);
-    expect(joinParts(sourceArnOf('EnclaveNotFound')).slice(6)).toEqual([':', { Ref: logicalId(services.apis.enclave) }, '/', { Ref: logicalId(services.apis.enclave.deploymentStage) }, '/*/*']);
+    expect(joinParts(sourceArnOf('ExpressSignV1')).slice(6)).toEqual([
+      ':',
+      { Ref: logicalId(services.apis.express) },
+      '/',
+      { Ref: logicalId(services.apis.express.deploymentStage) },
+      '/POST/v1/wallet/sign/*',
+    ]);
+    expect(joinParts(sourceArnOf('EnclaveNotFound')).slice(6)).toEqual([
+      ':',
+      { Ref: logicalId(services.apis.enclave) },
+      '/',
+      { Ref: logicalId(services.apis.enclave.deploymentStage) },
+      '/*/*',
+    ]);
   });
 
   it('would catch a function invocable from another API, from any API, or twice (the permission check is not vacuous)', () => {
@@ -626,18 +707,28 @@ describe('service stacks: REST APIs', () => {
     const apigateway = new ServicePrincipal('apigateway.amazonaws.com');
     const account = widened.account;
     // The enclave's API is in another stack: its id is imported, still not this API's.
-    account.functions.get('AccountNotFound')!.lambda.addPermission('FromEnclaveApi', { principal: apigateway, sourceArn: widened.apis.enclave.arnForExecuteApi() });
-    account.functions.get('GetAccount')!.lambda.addPermission('FromAnyApi', { principal: apigateway, sourceArn: `arn:aws:execute-api:${account.region}:${account.account}:*/prod/*/*` });
-    account.functions.get('AccountHealth')!.lambda.addPermission('TestInvoke', { principal: apigateway, sourceArn: widened.apis.account.arnForExecuteApi('GET', '/health', 'test-invoke-stage') });
+    account.functions
+      .get('AccountNotFound')!
+      .lambda.addPermission('FromEnclaveApi', { principal: apigateway, sourceArn: widened.apis.enclave.arnForExecuteApi() });
+    account.functions
+      .get('GetAccount')!
+      .lambda.addPermission('FromAnyApi', { principal: apigateway, sourceArn: `arn:aws:execute-api:${account.region}:${account.account}:*/prod/*/*` });
+    account.functions
+      .get('AccountHealth')!
+      .lambda.addPermission('TestInvoke', { principal: apigateway, sourceArn: widened.apis.account.arnForExecuteApi('GET', '/health', 'test-invoke-stage') });
     const problems = permissionProblems(account, Template.fromStack(account));
     expect(problems.filter((problem) => problem.startsWith('AccountNotFound: SourceArn'))).toHaveLength(1);
     expect(problems.filter((problem) => problem.startsWith('GetAccount: SourceArn'))).toHaveLength(1);
     expect(problems.filter((problem) => problem.startsWith('AccountHealth: SourceArn'))).toHaveLength(1);
-    expect(problems.filter((problem) => / has [2-9] permissions$/.test(problem)).sort()).toEqual(['AccountHealth has 3 permissions', 'AccountNotFound has 2 permissions', 'GetAccount has 3 permissions']);
+    expect(problems.filter((problem) => / has [2-9] permissions$/.test(problem)).sort()).toEqual([
+      'AccountHealth has 3 permissions',
+      'AccountNotFound has 2 permissions',
+      'GetAccount has 3 permissions',
+    ]);
     expect(problems).toHaveLength(6);
   });
 
-  it('outputs each stage URL (with the stage name, without a trailing slash) from its own stack, and gives the enclave\'s to TEE_URL', () => {
+  it("outputs each stage URL (with the stage name, without a trailing slash) from its own stack, and gives the enclave's to TEE_URL", () => {
     const outputNames = (stack: Stack) => Object.keys(serviceTemplates.get(stack)!.toJSON().Outputs ?? {}).filter((name) => !name.startsWith('ExportsOutput'));
     expect(outputNames(services.transfers)).toEqual(['TransferStateMachineArn']);
     expect(outputNames(services.apiGatewayLogging!)).toEqual([]);
@@ -646,7 +737,15 @@ describe('service stacks: REST APIs', () => {
       const stack = services.apiStacks[service];
       expect(outputNames(stack), service).toEqual([id]);
       const parts = joinParts((serviceTemplates.get(stack)!.toJSON().Outputs as Outputs)[id]!.Value);
-      expect(parts).toEqual(['https://', { Ref: logicalId(services.apis[service]) }, '.execute-api.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }, `/${API_STAGE_NAME}`]);
+      expect(parts).toEqual([
+        'https://',
+        { Ref: logicalId(services.apis[service]) },
+        '.execute-api.',
+        { Ref: 'AWS::Region' },
+        '.',
+        { Ref: 'AWS::URLSuffix' },
+        `/${API_STAGE_NAME}`,
+      ]);
     }
     const users = FUNCTIONS.filter((r) => r.needs.enclaveUrl);
     // The account and express services and the signing transfer steps: all outside the enclave's stack.
@@ -654,16 +753,18 @@ describe('service stacks: REST APIs', () => {
     for (const route of users) {
       const teeUrl = environmentOf(route.id).TEE_URL;
       expect(teeUrl, route.id).toEqual(enclaveUrlIn(Stack.of(functionOf(route.id))));
-      expect(JSON.stringify(teeUrl), route.id).toMatch(/^\{"Fn::Join":\["",\["https:\/\/",\{"Fn::ImportValue":"Enclave:ExportsOutputRefEnclaveApi[^"]*"\}.*"\/prod"\]\]\}$/);
+      expect(JSON.stringify(teeUrl), route.id).toMatch(
+        /^\{"Fn::Join":\["",\["https:\/\/",\{"Fn::ImportValue":"Enclave:ExportsOutputRefEnclaveApi[^"]*"\}.*"\/prod"\]\]\}$/,
+      );
     }
   });
 
-  it('sets API Gateway\'s account-level CloudWatch Logs role once, retained, with the AWS-managed push policy, before any stage', () => {
+  it("sets API Gateway's account-level CloudWatch Logs role once, retained, with the AWS-managed push policy, before any stage", () => {
     expect(countOf('AWS::ApiGateway::Account')).toBe(1);
     const logging = services.apiGatewayLogging!;
     const template = serviceTemplates.get(logging)!;
     const [, account] = Object.entries(template.findResources('AWS::ApiGateway::Account') as Resources)[0]!;
-    const loggingRoleId = (account.Properties?.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const loggingRoleId = (account.Properties!.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     expect(loggingRoleId).toBe(logicalId(logging.role));
     const role = (template.toJSON().Resources as Resources)[loggingRoleId]!;
     expect(role).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
@@ -699,18 +800,32 @@ describe('service stacks: REST APIs', () => {
     const { services: waf } = buildStacks(app, { prefix: 'Waf', services: { webAclArn } });
     for (const service of SERVICES) {
       const stack = waf.apiStacks[service];
-      const associations = Object.values(Template.fromStack(stack).findResources('AWS::WAFv2::WebACLAssociation') as Resources) as Array<{ Properties: { WebACLArn: string; ResourceArn: unknown } }>;
+      const associations = Object.values(Template.fromStack(stack).findResources('AWS::WAFv2::WebACLAssociation') as Resources) as Array<{
+        Properties: { WebACLArn: string; ResourceArn: unknown };
+      }>;
       expect(associations, service).toHaveLength(1);
       const stageId = stack.getLogicalId(stack.api.deploymentStage.node.defaultChild as CfnResource);
       const apiId = stack.getLogicalId(stack.api.node.defaultChild as CfnResource);
       expect(associations[0]!.Properties.WebACLArn).toBe(webAclArn);
       // arn:<partition>:apigateway:<region>::/restapis/<api-id>/stages/<stage>, its own API's; the Ref to the stage orders it after the stage.
-      expect(joinParts(associations[0]!.Properties.ResourceArn)).toEqual(['arn:', { Ref: 'AWS::Partition' }, ':apigateway:', { Ref: 'AWS::Region' }, '::/restapis/', { Ref: apiId }, '/stages/', { Ref: stageId }]);
+      expect(joinParts(associations[0]!.Properties.ResourceArn)).toEqual([
+        'arn:',
+        { Ref: 'AWS::Partition' },
+        ':apigateway:',
+        { Ref: 'AWS::Region' },
+        '::/restapis/',
+        { Ref: apiId },
+        '/stages/',
+        { Ref: stageId },
+      ]);
     }
     for (const stack of [waf.transfers, waf.apiGatewayLogging!]) Template.fromStack(stack).resourceCountIs('AWS::WAFv2::WebACLAssociation', 0);
-    expect(() => buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix: 'Bad', services: { webAclArn: 'arn:aws:wafv2:us-east-1:123456789012:global/webacl/x/y' } })).toThrow(
-      /REGIONAL WAFv2 web ACL/,
-    );
+    expect(() =>
+      buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), {
+        prefix: 'Bad',
+        services: { webAclArn: 'arn:aws:wafv2:us-east-1:123456789012:global/webacl/x/y' },
+      }),
+    ).toThrow(/REGIONAL WAFv2 web ACL/);
   });
 });
 
@@ -729,7 +844,7 @@ describe('least privilege per route', () => {
     }
   });
 
-  it('lets only the enclave\'s creating and signing (v2) functions decrypt or wrap with the wallet key', () => {
+  it("lets only the enclave's creating and signing (v2) functions decrypt or wrap with the wallet key", () => {
     const expected = rolesOf(ROUTES.filter((route) => route.service === 'enclave' && /^(CreateWallet|Sign\w+)V2$/.test(route.id)));
     expect(expected.size).toBe(5);
     expect(rolesAllowed('kms:Decrypt', importedKeyArn('enclaveKey'))).toEqual(expected);
@@ -742,21 +857,40 @@ describe('least privilege per route', () => {
       for (const operation of operations[key]) {
         expect(rolesAllowed(`kms:${operation}`, importedKeyArn(key)), `${key} ${operation}`).toEqual(rolesNeedingKey(key, operation));
       }
-      for (const other of ['kms:Encrypt', 'kms:ReEncryptFrom', 'kms:CreateGrant', 'kms:PutKeyPolicy', ...(key === 'opJwtKey' ? ['kms:Decrypt', 'kms:GenerateDataKey'] : ['kms:Sign'])]) {
+      for (const other of [
+        'kms:Encrypt',
+        'kms:ReEncryptFrom',
+        'kms:CreateGrant',
+        'kms:PutKeyPolicy',
+        ...(key === 'opJwtKey' ? ['kms:Decrypt', 'kms:GenerateDataKey'] : ['kms:Sign']),
+      ]) {
         expect(rolesAllowed(other, importedKeyArn(key)), `${key} ${other}`).toEqual(new Set());
       }
     }
     // Spot checks against the code paths (functions/routes.ts explains each).
     expect(rolesNeedingKey('accountKey', 'GenerateDataKey')).toEqual(rolesOf(ROUTES.filter((r) => r.id === 'CreateAccount')));
     expect(rolesNeedingKey('accountKey', 'Decrypt')).toEqual(
-      rolesOf(FUNCTIONS.filter((r) => ['SignWithWallet', 'Withdraw', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp', 'TransferWithdrawalStep', 'TransferBridgeStep', 'TransferDepositStep'].includes(r.id))),
+      rolesOf(
+        FUNCTIONS.filter((r) =>
+          [
+            'SignWithWallet',
+            'Withdraw',
+            'InitPerpDex',
+            'InitPerpDexTrading',
+            'GetPerp',
+            'TransferWithdrawalStep',
+            'TransferBridgeStep',
+            'TransferDepositStep',
+          ].includes(r.id),
+        ),
+      ),
     );
     expect(rolesNeedingKey('accountKey', 'Decrypt').has(roleId('TransferSettle'))).toBe(false);
     expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleId('CreateAccount'))).toBe(false);
     expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleId('ExpressSignData'))).toBe(true);
   });
 
-  it('conditions every wrapping-key grant on its purpose\'s encryption context, and op_jwt Sign on ES256 over a raw message', () => {
+  it("conditions every wrapping-key grant on its purpose's encryption context, and op_jwt Sign on ES256 over a raw message", () => {
     const contexts = { enclaveKey: ['enclave-wallet', 'wallet_id'], accountKey: ['account-access-keys', 'user_id'] } as const;
     for (const [key, [purpose, idKey]] of Object.entries(contexts) as Array<[keyof typeof contexts, readonly [string, string]]>) {
       const grants = roleStatements().filter(({ statement }) => JSON.stringify(statement.Resource) === JSON.stringify(importedKeyArn(key)));
@@ -771,7 +905,8 @@ describe('least privilege per route', () => {
     }
     const signs = roleStatements().filter(({ statement }) => allows(statement, 'kms:Sign', importedKeyArn('opJwtKey')));
     expect(signs.length).toBeGreaterThan(0);
-    for (const { statement } of signs) expect(statement.Condition).toEqual({ StringEquals: { 'kms:SigningAlgorithm': 'ECDSA_SHA_256', 'kms:MessageType': 'RAW' } });
+    for (const { statement } of signs)
+      expect(statement.Condition).toEqual({ StringEquals: { 'kms:SigningAlgorithm': 'ECDSA_SHA_256', 'kms:MessageType': 'RAW' } });
   });
 
   it('tags each role for exactly the key operations its route needs (what the key policies check)', () => {
@@ -780,7 +915,7 @@ describe('least privilege per route', () => {
       const expected = (['enclaveKey', 'accountKey', 'opJwtKey'] as const).flatMap((key) =>
         ((route.needs[KEY_NEED[key]] ?? []) as readonly string[]).map((operation) => keyUseTag(KEY_PURPOSE[key], operation as never)),
       );
-      const tags = ((roles[roleId(route.id)]?.Properties?.Tags ?? []) as Array<{ Key: string; Value: string }>);
+      const tags = (roles[roleId(route.id)]?.Properties?.Tags ?? []) as Array<{ Key: string; Value: string }>;
       expect(tags.map((tag) => tag.Key).sort(), route.id).toEqual(expected.sort());
       for (const tag of tags) expect(tag.Value).toBe('allow');
     }
@@ -807,7 +942,19 @@ describe('least privilege per route', () => {
     expect(chainRoutes).toEqual(
       rolesOf(
         FUNCTIONS.filter((route) =>
-          ['Withdraw', 'GetDemoBalance', 'CheckPerpDexRequirements', 'InitPerpDex', 'InitPerpDexTrading', 'GetPerp', 'TransferWithdrawalStep', 'TransferBridgeStep', 'TransferDepositStep', 'EstimateTransferCost', 'CreateTransfer'].includes(route.id),
+          [
+            'Withdraw',
+            'GetDemoBalance',
+            'CheckPerpDexRequirements',
+            'InitPerpDex',
+            'InitPerpDexTrading',
+            'GetPerp',
+            'TransferWithdrawalStep',
+            'TransferBridgeStep',
+            'TransferDepositStep',
+            'EstimateTransferCost',
+            'CreateTransfer',
+          ].includes(route.id),
         ),
       ),
     );
@@ -819,10 +966,15 @@ describe('least privilege per route', () => {
     for (const { statement } of secretStatements) {
       expect(statement).toEqual({ Effect: 'Allow', Action: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'], Resource: secretArn });
     }
-    for (const action of ['secretsmanager:PutSecretValue', 'secretsmanager:ListSecrets', 'secretsmanager:UpdateSecret']) expect(rolesAllowed(action), action).toEqual(new Set());
+    for (const action of ['secretsmanager:PutSecretValue', 'secretsmanager:ListSecrets', 'secretsmanager:UpdateSecret'])
+      expect(rolesAllowed(action), action).toEqual(new Set());
     // The SSM parameter and its aws/ssm decrypt grant are gone: nothing may call SSM, nor use KMS on a wildcard key.
     expect(roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('ssm:')))).toEqual([]);
-    expect(roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('kms:')) && JSON.stringify(statement.Resource).includes('key/*'))).toEqual([]);
+    expect(
+      roleStatements().filter(
+        ({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('kms:')) && JSON.stringify(statement.Resource).includes('key/*'),
+      ),
+    ).toEqual([]);
   });
 
   it('uses Resource "*" only for X-Ray and, on the state machine\'s role, Step Functions log delivery (no resource-level permissions)', () => {
@@ -860,11 +1012,14 @@ describe('least privilege per route', () => {
     expect(JSON.stringify(Template.fromStack(own).toJSON())).not.toContain(DEFAULT_RPC_URLS_SECRET_NAME);
   });
 
-  it('writes each function\'s logs only to its own log group, with no managed policy', () => {
+  it("writes each function's logs only to its own log group, with no managed policy", () => {
     for (const route of FUNCTIONS) {
       const role = roleId(route.id);
       const logs = roleStatements().filter((entry) => entry.role === role && asArray(entry.statement.Action).some((a) => String(a).startsWith('logs:')));
-      expect(logs.map(({ statement }) => statement.Resource), route.id).toEqual([{ 'Fn::GetAtt': [logicalId(functionOf(route.id).logGroup), 'Arn'] }]);
+      expect(
+        logs.map(({ statement }) => statement.Resource),
+        route.id,
+      ).toEqual([{ 'Fn::GetAtt': [logicalId(functionOf(route.id).logGroup), 'Arn'] }]);
     }
     // The one managed policy is API Gateway's account-level logging role's (asserted in the REST APIs block).
     const roles = serviceResources('AWS::IAM::Role');
@@ -884,7 +1039,11 @@ describe('venue routes (need `venues`)', () => {
       .sort();
 
   it('gives VENUE_URLS (`{}` by default) to exactly the routes that call venues', () => {
-    expect(ROUTES.filter((route) => route.needs.venues).map((route) => route.id).sort()).toEqual([...VENUE_ROUTES].sort());
+    expect(
+      ROUTES.filter((route) => route.needs.venues)
+        .map((route) => route.id)
+        .sort(),
+    ).toEqual([...VENUE_ROUTES].sort());
     for (const route of ROUTES) {
       const variables = environmentOf(route.id);
       if (route.needs.venues) expect(variables.VENUE_URLS, route.id).toBe('{}');
@@ -914,11 +1073,13 @@ describe('venue routes (need `venues`)', () => {
     const { services: venues } = buildStacks(app, { prefix: 'Venue', services: { venueUrls } });
     const stack = venues.account;
     const resources = Template.fromStack(stack).toJSON().Resources;
-    const variables = resources[stack.getLogicalId(stack.functions.get('InitPerpDex')!.lambda.node.defaultChild as CfnResource)].Properties.Environment.Variables;
+    const variables =
+      resources[stack.getLogicalId(stack.functions.get('InitPerpDex')!.lambda.node.defaultChild as CfnResource)].Properties.Environment.Variables;
     expect(JSON.parse(variables.VENUE_URLS)).toEqual({ venue_b: 'https://api.venue-b.example.com', venue_d: 'https://gateway.venue-d.example.com/v1' });
     const other = resources[stack.getLogicalId(stack.functions.get('GetAccount')!.lambda.node.defaultChild as CfnResource)].Properties.Environment.Variables;
     expect(other.VENUE_URLS).toBeUndefined();
-    const bad = (venueUrls: Record<string, string>, prefix: string) => () => buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix, services: { venueUrls } });
+    const bad = (venueUrls: Record<string, string>, prefix: string) => () =>
+      buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix, services: { venueUrls } });
     expect(bad({ venue_z: 'https://x.example.com' }, 'BadVenue')).toThrow(/VENUE_URLS: venue_z: is not a venue id/);
     expect(bad({ venue_a: 'x' }, 'BadUrl')).toThrow(/VENUE_URLS: venue_a: must be a URL/);
   });
@@ -944,13 +1105,19 @@ describe('key policies', () => {
         expect(asArray(statement.Action)).toHaveLength(1);
         const [action] = asArray(statement.Action) as string[];
         const operation = action!.replace('kms:', '');
-        expect((statement.Condition as { StringEquals: Record<string, string> }).StringEquals[`aws:PrincipalTag/${keyUseTag(KEY_PURPOSE[key], operation as never)}`], `${key} ${action}`).toBe('allow');
+        expect(
+          (statement.Condition as { StringEquals: Record<string, string> }).StringEquals[`aws:PrincipalTag/${keyUseTag(KEY_PURPOSE[key], operation as never)}`],
+          `${key} ${action}`,
+        ).toBe('allow');
       }
     }
   });
 
-  it('bind wallet-key and access-key use to their purpose\'s encryption context', () => {
-    for (const [key, purpose, idKey] of [['enclaveKey', 'enclave-wallet', 'wallet_id'], ['accountKey', 'account-access-keys', 'user_id']] as const) {
+  it("bind wallet-key and access-key use to their purpose's encryption context", () => {
+    for (const [key, purpose, idKey] of [
+      ['enclaveKey', 'enclave-wallet', 'wallet_id'],
+      ['accountKey', 'account-access-keys', 'user_id'],
+    ] as const) {
       const uses = policyOf(key).Statement.filter((statement) => statement.Sid !== 'AdministerButNotUse');
       expect(uses.flatMap((statement) => asArray(statement.Action)).sort(), key).toEqual(['kms:Decrypt', 'kms:GenerateDataKey']);
       for (const statement of uses) {
@@ -1015,7 +1182,7 @@ describe('stateful stack', () => {
     statefulTemplate.allResources('AWS::KMS::Key', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
-  it('outputs the table name, key ids and the RPC URLs secret\'s name', () => {
+  it("outputs the table name, key ids and the RPC URLs secret's name", () => {
     for (const name of ['TableName', 'EnclaveKeyId', 'AccountKeyId', 'OpJwtKeyId', 'RpcUrlsSecretName']) statefulTemplate.hasOutput(name, {});
   });
 
@@ -1052,7 +1219,8 @@ describe('service stacks: function configuration', () => {
     const bundles = new Map<string, string>();
     for (const manifest of assembly.artifacts.filter((artifact): artifact is AssetManifestArtifact => artifact instanceof AssetManifestArtifact)) {
       for (const file of Object.values(manifest.contents.files ?? {})) {
-        for (const destination of Object.values(file.destinations)) if (file.source.path) bundles.set(destination.objectKey, join(assembly.directory, file.source.path));
+        for (const destination of Object.values(file.destinations))
+          if (file.source.path) bundles.set(destination.objectKey, join(assembly.directory, file.source.path));
       }
     }
     const fakeArn = (kind: string) => `arn:aws:lambda:us-east-1:123456789012:function:placeholder-${kind}`;

@@ -21,7 +21,7 @@ import { buildStacks } from './support/stacks.ts';
 type Resources = Record<string, { Type: string; Properties?: Record<string, unknown>; DependsOn?: unknown }>;
 type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
 
-const asArray = <T,>(value: T | T[]): T[] => (Array.isArray(value) ? value : [value]);
+const asArray = <T>(value: T | T[]): T[] => (Array.isArray(value) ? value : [value]);
 const ASL = JSON.parse(readFileSync(new URL(`../../${TRANSFER_ASL_FILE}`, import.meta.url), 'utf8')) as Record<string, unknown>;
 
 const BRIDGE_URL = 'https://bridge.example.com/api/';
@@ -46,7 +46,10 @@ beforeAll(() => {
   ({ stateful, services } = buildStacks(app, { services: { bridgeUrl: BRIDGE_URL, platformFee: PLATFORM_FEE } }));
   // A function bound like a transfer route, in the account service's stack (the ROUTES-driven
   // assertions below cover the real routes too).
-  probe = new ServiceFunction(services.account, 'StartTransferProbe', { entry: 'functions/common/health.ts', service: 'account' }).bindNeeds(START_TRANSFER_NEEDS, services.account.needsResources);
+  probe = new ServiceFunction(services.account, 'StartTransferProbe', { entry: 'functions/common/health.ts', service: 'account' }).bindNeeds(
+    START_TRANSFER_NEEDS,
+    services.account.needsResources,
+  );
   templates = new Map(services.stacks.map((stack) => [stack, Template.fromStack(stack)]));
   resources = templates.get(services.transfers)!.toJSON().Resources as Resources;
 }, 60_000);
@@ -74,22 +77,35 @@ function statements(): Array<{ role: string; statement: Statement }> {
 
 /** How another stack refers to `value` of `producer` (by default the transfers stack): the import of its export. */
 function imported(value: unknown, producer: Stack = services.transfers): unknown {
-  const outputs = (producer === stateful ? Template.fromStack(stateful) : templates.get(producer)!).toJSON().Outputs as Record<string, { Value: unknown; Export?: { Name: string } }>;
+  const outputs = (producer === stateful ? Template.fromStack(stateful) : templates.get(producer)!).toJSON().Outputs as Record<
+    string,
+    { Value: unknown; Export?: { Name: string } }
+  >;
   const exported = Object.values(outputs).find((output) => output.Export && JSON.stringify(output.Value) === JSON.stringify(value));
   if (!exported?.Export) throw new Error(`${JSON.stringify(value)} is not exported`);
   return { 'Fn::ImportValue': exported.Export.Name };
 }
 
-const actionsOfRole = (role: string) => statements().filter((entry) => entry.role === role).flatMap(({ statement }) => asArray(statement.Action));
-const rolesWith = (prefix: string) => new Set(statements().filter(({ statement }) => asArray(statement.Action).some((a) => a.startsWith(prefix))).map(({ role }) => role));
+const actionsOfRole = (role: string) =>
+  statements()
+    .filter((entry) => entry.role === role)
+    .flatMap(({ statement }) => asArray(statement.Action));
+const rolesWith = (prefix: string) =>
+  new Set(
+    statements()
+      .filter(({ statement }) => asArray(statement.Action).some((a) => a.startsWith(prefix)))
+      .map(({ role }) => role),
+  );
 const machine = () => services.transfers.transfers;
 const machineId = () => id(machine().stateMachine);
 /** The machine's role: its logical id in the transfers stack, and qualified (statements()). */
 const machineRoleLogicalId = () => id(machine().role);
 const machineRoleId = () => qualifiedId(machine().role);
 const stepFn = (kind: string) => machine().stepFunctions.get(kind as never)!;
-const environmentOf = (fn: ServiceFunction) => (resourcesOf(Stack.of(fn))[id(fn.lambda)]!.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
-const transferRouteRoles = () => new Set([...ROUTES.filter((r) => r.needs.transfers).map((r) => qualifiedId(services.account.functions.get(r.id)!.role)), qualifiedId(probe.role)]);
+const environmentOf = (fn: ServiceFunction) =>
+  (resourcesOf(Stack.of(fn))[id(fn.lambda)]!.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
+const transferRouteRoles = () =>
+  new Set([...ROUTES.filter((r) => r.needs.transfers).map((r) => qualifiedId(services.account.functions.get(r.id)!.role)), qualifiedId(probe.role)]);
 
 const LOG_DELIVERY = [
   'logs:CreateLogDelivery',
@@ -119,10 +135,14 @@ describe('the transfer state machine', () => {
     expect(typeof definition.TimeoutSeconds).toBe('number');
     const map = definition.States[definition.StartAt];
     expect(map).toMatchObject({ Type: 'Map', ItemsPath: '$.steps', MaxConcurrency: 1 });
-    const inner = Object.values(map.ItemProcessor.States as Record<string, { Type: string; Resource?: string; Parameters?: Record<string, unknown>; TimeoutSeconds?: number }>);
+    const inner = Object.values(
+      map.ItemProcessor.States as Record<string, { Type: string; Resource?: string; Parameters?: Record<string, unknown>; TimeoutSeconds?: number }>,
+    );
     const tasks = inner.filter((state) => state.Type === 'Task');
     expect(tasks.length).toBeGreaterThanOrEqual(2); // submit and poll
-    const outer = Object.values(definition.States as Record<string, { Type: string; Resource?: string; Parameters?: Record<string, unknown>; TimeoutSeconds?: number }>).filter((s) => s.Type === 'Task');
+    const outer = Object.values(
+      definition.States as Record<string, { Type: string; Resource?: string; Parameters?: Record<string, unknown>; TimeoutSeconds?: number }>,
+    ).filter((s) => s.Type === 'Task');
     for (const task of [...tasks, ...outer]) {
       expect(task.Resource).toBe('arn:aws:states:::lambda:invoke');
       expect(Object.keys(task.Parameters ?? {})).toContain('FunctionName.$');
@@ -134,7 +154,11 @@ describe('the transfer state machine', () => {
   it('logs ALL events without execution data to its own log group (a month), and is traced', () => {
     const props = resources[machineId()]!.Properties!;
     const logGroupId = id(machine().logGroup);
-    expect(props.LoggingConfiguration).toEqual({ Destinations: [{ CloudWatchLogsLogGroup: { LogGroupArn: { 'Fn::GetAtt': [logGroupId, 'Arn'] } } }], IncludeExecutionData: false, Level: 'ALL' });
+    expect(props.LoggingConfiguration).toEqual({
+      Destinations: [{ CloudWatchLogsLogGroup: { LogGroupArn: { 'Fn::GetAtt': [logGroupId, 'Arn'] } } }],
+      IncludeExecutionData: false,
+      Level: 'ALL',
+    });
     expect(props.TracingConfiguration).toEqual({ Enabled: true });
     expect(resources[logGroupId]!.Properties).toMatchObject({ RetentionInDays: 30, LogGroupName: expect.stringMatching(/^\/aws\/vendedlogs\/states\//) });
   });
@@ -153,7 +177,9 @@ describe('the transfer state machine', () => {
     expect(asArray(invoke[0]!.statement.Resource)).toHaveLength(4);
     // Nothing else: the other statements are logging and tracing on "*" (no resource-level permissions).
     expect(mine.flatMap(({ statement }) => asArray(statement.Action)).sort()).toEqual(['lambda:InvokeFunction', ...LOG_DELIVERY, ...XRAY_MACHINE].sort());
-    for (const { statement } of mine) if (asArray(statement.Resource).includes('*')) expect(asArray(statement.Action).every((a) => a.startsWith('xray:') || LOG_DELIVERY.includes(a))).toBe(true);
+    for (const { statement } of mine)
+      if (asArray(statement.Resource).includes('*'))
+        expect(asArray(statement.Action).every((a) => a.startsWith('xray:') || LOG_DELIVERY.includes(a))).toBe(true);
     // And no other role may invoke a function directly (API Gateway invokes through resource permissions).
     expect(rolesWith('lambda:')).toEqual(new Set([machineRoleId()]));
   });
@@ -171,7 +197,9 @@ describe('the step functions', () => {
       expect(resources[id(fn.lambda)]!.Properties).toMatchObject({ Timeout: timeout.toSeconds(), Runtime: 'nodejs24.x', TracingConfig: { Mode: 'Active' } });
       // In any stack: by Ref/GetAtt in the transfers stack, or by an import (whose name carries the logical id) elsewhere.
       const permissions = [...templates.keys()].flatMap((stack) =>
-        Object.values(resourcesOf(stack)).filter((r) => r.Type === 'AWS::Lambda::Permission' && JSON.stringify(r.Properties!.FunctionName).includes(id(fn.lambda))),
+        Object.values(resourcesOf(stack)).filter(
+          (r) => r.Type === 'AWS::Lambda::Permission' && JSON.stringify(r.Properties!.FunctionName).includes(id(fn.lambda)),
+        ),
       );
       expect(permissions, step.id).toEqual([]);
     }
@@ -181,7 +209,17 @@ describe('the step functions', () => {
 
   it('gives each step exactly the environment of its needs (the bridge step no VENUE_URLS, settle only the table)', () => {
     const base = ['NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'POWERTOOLS_METRICS_NAMESPACE', 'LOG_LEVEL'];
-    const signing = ['TABLE_NAME', 'KEY_PROVIDER', 'ACCOUNT_KMS_KEY_ID', 'OP_JWT_SIGNER', 'OP_JWT_KMS_KEY_ID', 'TEE_URL', 'CHAINS_CONFIG', 'RPC_URLS_SECRET', 'PLATFORM_FEE'];
+    const signing = [
+      'TABLE_NAME',
+      'KEY_PROVIDER',
+      'ACCOUNT_KMS_KEY_ID',
+      'OP_JWT_SIGNER',
+      'OP_JWT_KMS_KEY_ID',
+      'TEE_URL',
+      'CHAINS_CONFIG',
+      'RPC_URLS_SECRET',
+      'PLATFORM_FEE',
+    ];
     const expected: Record<string, string[]> = {
       withdrawal: [...base, ...signing, 'VENUE_URLS'],
       bridge: [...base, ...signing, 'BRIDGE_URL', 'ALLOWED_7702_DELEGATES'],
@@ -200,17 +238,38 @@ describe('the step functions', () => {
 
   it('grants each step only what its needs list: settle the table alone, no step any Step Functions action', () => {
     const roleOf = (kind: string) => qualifiedId(stepFn(kind).role);
-    const nonLogging = (kind: string) => actionsOfRole(roleOf(kind)).filter((a) => !a.startsWith('logs:') && !a.startsWith('xray:')).sort();
-    const rw = ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'];
+    const nonLogging = (kind: string) =>
+      actionsOfRole(roleOf(kind))
+        .filter((a) => !a.startsWith('logs:') && !a.startsWith('xray:'))
+        .sort();
+    const rw = [
+      'dynamodb:BatchGetItem',
+      'dynamodb:BatchWriteItem',
+      'dynamodb:ConditionCheckItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ];
     const signing = ['kms:Decrypt', 'kms:GetPublicKey', 'kms:Sign', 'secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'];
     for (const kind of ['withdrawal', 'bridge', 'deposit']) expect(nonLogging(kind), kind).toEqual([...rw, ...signing].sort());
     expect(nonLogging('settle')).toEqual(rw);
-    for (const kind of ['withdrawal', 'bridge', 'deposit', 'settle']) expect(actionsOfRole(roleOf(kind)).filter((a) => a.startsWith('states:')), kind).toEqual([]);
+    for (const kind of ['withdrawal', 'bridge', 'deposit', 'settle'])
+      expect(
+        actionsOfRole(roleOf(kind)).filter((a) => a.startsWith('states:')),
+        kind,
+      ).toEqual([]);
     // The signing steps open the account access key (Decrypt), never wrap (GenerateDataKey), never touch the enclave's key.
     const accountKey = JSON.stringify(imported({ 'Fn::GetAtt': [id(stateful.accountKey), 'Arn'] }, stateful));
     for (const kind of ['withdrawal', 'bridge', 'deposit']) {
-      const kms = statements().filter(({ role, statement }) => role === roleOf(kind) && asArray(statement.Action).some((a) => a.startsWith('kms:Decrypt') || a === 'kms:GenerateDataKey'));
-      expect(kms.map(({ statement }) => statement.Action), kind).toEqual(['kms:Decrypt']);
+      const kms = statements().filter(
+        ({ role, statement }) => role === roleOf(kind) && asArray(statement.Action).some((a) => a.startsWith('kms:Decrypt') || a === 'kms:GenerateDataKey'),
+      );
+      expect(
+        kms.map(({ statement }) => statement.Action),
+        kind,
+      ).toEqual(['kms:Decrypt']);
       expect(JSON.stringify(kms[0]!.statement.Resource)).toBe(accountKey);
     }
   });
@@ -229,7 +288,20 @@ describe('routes that start transfers (need `transfers`)', () => {
     for (const route of ROUTES.filter((r) => r.needs.transfers)) expect(Stack.of(services.account.functions.get(route.id)!)).toBe(services.account);
     const machineArn = imported({ Ref: machineId() });
     const executions = {
-      'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':states:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':execution:', imported({ 'Fn::GetAtt': [machineId(), 'Name'] }), ':*']],
+      'Fn::Join': [
+        '',
+        [
+          'arn:',
+          { Ref: 'AWS::Partition' },
+          ':states:',
+          { Ref: 'AWS::Region' },
+          ':',
+          { Ref: 'AWS::AccountId' },
+          ':execution:',
+          imported({ 'Fn::GetAtt': [machineId(), 'Name'] }),
+          ':*',
+        ],
+      ],
     };
     const states = statements().filter(({ statement }) => asArray(statement.Action).some((a) => a.startsWith('states:')));
     expect(new Set(states.map(({ role }) => role))).toEqual(roles);
@@ -242,7 +314,7 @@ describe('routes that start transfers (need `transfers`)', () => {
     }
   });
 
-  it('gives them the machine ARN and the step functions\' ARNs by kind', () => {
+  it("gives them the machine ARN and the step functions' ARNs by kind", () => {
     for (const role of [...ROUTES.filter((r) => r.needs.transfers).map((r) => services.account.functions.get(r.id)!), probe]) {
       const variables = environmentOf(role);
       expect(variables.TRANSFER_STATE_MACHINE_ARN).toEqual(imported({ Ref: machineId() }));
@@ -252,7 +324,9 @@ describe('routes that start transfers (need `transfers`)', () => {
         expect(json).toContain(JSON.stringify(imported({ 'Fn::GetAtt': [id(stepFn(kind).lambda), 'Arn'] })));
       }
     }
-    expect(Object.keys(environmentOf(probe))).toEqual(expect.arrayContaining(['BRIDGE_URL', 'PLATFORM_FEE', 'TRANSFER_STATE_MACHINE_ARN', 'TRANSFER_STEP_FUNCTIONS']));
+    expect(Object.keys(environmentOf(probe))).toEqual(
+      expect.arrayContaining(['BRIDGE_URL', 'PLATFORM_FEE', 'TRANSFER_STATE_MACHINE_ARN', 'TRANSFER_STEP_FUNCTIONS']),
+    );
   });
 
   it('gives no role states:* nor any Step Functions action beyond Start/DescribeExecution', () => {
@@ -281,7 +355,12 @@ describe('routes that start transfers (need `transfers`)', () => {
 });
 
 describe('the definition check (synthetic definitions)', () => {
-  const task = (extra: Record<string, unknown>) => JSON.stringify({ StartAt: 'T', TimeoutSeconds: 600, States: { T: { Type: 'Task', Resource: 'arn:aws:states:::lambda:invoke', TimeoutSeconds: 90, End: true, ...extra } } });
+  const task = (extra: Record<string, unknown>) =>
+    JSON.stringify({
+      StartAt: 'T',
+      TimeoutSeconds: 600,
+      States: { T: { Type: 'Task', Resource: 'arn:aws:states:::lambda:invoke', TimeoutSeconds: 90, End: true, ...extra } },
+    });
   it('accepts the repository file and a minimal lambda:invoke Task', () => {
     expect(() => checkTransferDefinition(JSON.stringify(ASL))).not.toThrow();
     expect(() => checkTransferDefinition(task({}))).not.toThrow();
@@ -292,8 +371,20 @@ describe('the definition check (synthetic definitions)', () => {
     expect(() => checkTransferDefinition(task({ TimeoutSeconds: undefined }))).toThrow(/T: no TimeoutSeconds/);
     expect(() => checkTransferDefinition(task({ TimeoutSeconds: 30 }))).toThrow(/T: TimeoutSeconds 30 < the step functions' 60 s timeout/);
     expect(() => checkTransferDefinition(task({ QueryLanguage: 'JSONata' }))).toThrow(/T: JSONata/);
-    expect(() => checkTransferDefinition(JSON.stringify({ StartAt: 'P', States: { P: { Type: 'Pass', End: true } } }))).toThrow(/the machine has no TimeoutSeconds; no Task state/);
-    const nested = JSON.stringify({ StartAt: 'M', TimeoutSeconds: 60, States: { M: { Type: 'Map', ItemProcessor: { StartAt: 'X', States: { X: { Type: 'Task', Resource: 'arn:aws:states:::sqs:sendMessage', TimeoutSeconds: 90, End: true } } }, End: true } } });
+    expect(() => checkTransferDefinition(JSON.stringify({ StartAt: 'P', States: { P: { Type: 'Pass', End: true } } }))).toThrow(
+      /the machine has no TimeoutSeconds; no Task state/,
+    );
+    const nested = JSON.stringify({
+      StartAt: 'M',
+      TimeoutSeconds: 60,
+      States: {
+        M: {
+          Type: 'Map',
+          ItemProcessor: { StartAt: 'X', States: { X: { Type: 'Task', Resource: 'arn:aws:states:::sqs:sendMessage', TimeoutSeconds: 90, End: true } } },
+          End: true,
+        },
+      },
+    });
     expect(() => checkTransferDefinition(nested)).toThrow(/M\/X: Resource/);
   });
 });

@@ -7,7 +7,10 @@ import { StatefulStack, type StatefulStackProps } from '../../../infra/stateful-
 import { ChainsConfigSchema } from '../../../shared/chains/chain-config.ts';
 
 /** Optional ServiceStacks props a test may set (the rest come from the stateful stack and the chains config). */
-type ServicesOptions = Pick<ServiceStacksProps, 'throttle' | 'webAclArn' | 'apiGatewayCloudWatchRole' | 'venueUrls' | 'bridgeUrl' | 'platformFee' | 'transferSteps'>;
+type ServicesOptions = Pick<
+  ServiceStacksProps,
+  'throttle' | 'webAclArn' | 'apiGatewayCloudWatchRole' | 'venueUrls' | 'bridgeUrl' | 'platformFee' | 'transferSteps'
+>;
 
 /**
  * The stacks as infra/app.ts wires them, with the default (mainnet) chains config. Stack ids are
