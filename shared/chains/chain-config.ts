@@ -44,7 +44,12 @@ export type ChainsConfig = v.InferOutput<typeof ChainsConfigSchema>;
 /** One chain with its RPC URL resolved: what the chain adapters are built from. */
 export type EvmChainConfig = v.InferOutput<typeof EvmChain> & { readonly rpc_url: string };
 export type SolanaChainConfig = v.InferOutput<typeof SolanaChain> & { readonly rpc_url: string };
-export type EvmChainCode = 'ETH' | 'ARB' | 'POL' | 'INK';
 
+export const EVM_CHAIN_CODES = ['ETH', 'ARB', 'POL', 'INK'] as const;
+export type EvmChainCode = (typeof EVM_CHAIN_CODES)[number];
+
+const EVM_CODES = new Set<string>(EVM_CHAIN_CODES);
+/** A chain code of an EVM chain (what `EvmChains.evm` takes): every chain but SOL. */
+export const isEvmChain = (code: string): code is EvmChainCode => EVM_CODES.has(code);
 
 export const NATIVE_DECIMALS = { evm: 18, sol: 9 } as const;

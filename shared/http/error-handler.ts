@@ -1,4 +1,5 @@
 import type middy from '@middy/core';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { DomainError } from '../errors.ts';
 import { logger } from '../logger.ts';
 import { REQUEST_ID_KEY, requestIdOf } from './request-id.ts';
@@ -56,10 +57,13 @@ export function toErrorResponse(error: unknown, requestId?: string) {
   });
 }
 
-export function errorHandler(): middy.MiddlewareObj {
+/** What `observability()` leaves in middy's `request.internal`. */
+type Internal = { readonly [REQUEST_ID_KEY]?: string };
+
+export function errorHandler(): middy.MiddlewareObj<APIGatewayProxyEvent, unknown, Error, Context, Internal> {
   return {
     onError: async (request) => {
-      const requestId = ((request.internal as Record<string, unknown> | undefined)?.[REQUEST_ID_KEY] as string | undefined) ?? requestIdOf(request.event as never, request.context as never);
+      const requestId = request.internal?.[REQUEST_ID_KEY] ?? requestIdOf(request.event, request.context);
       request.response = toErrorResponse(request.error, requestId);
     },
   };
