@@ -28,7 +28,7 @@ export interface TransferExecutor {
 
 /** Builds the execution input for the steps still to run (not completed). */
 export function executionInput(
-  task: { readonly app_id: string; readonly app_user_id: string; readonly task_id: string; readonly attempt: number; readonly steps: readonly StepRecord[] },
+  task: { readonly app_id: string; readonly app_user_id: string; readonly task_id: string; readonly attempt: number; readonly steps: readonly Pick<StepRecord, 'index' | 'action' | 'status'>[] },
   functions: StepFunctions,
 ): ExecutionInput {
   return {

@@ -12,7 +12,7 @@ import { claimIdempotencyKey, type IdempotencyRecord, requestHash, type StoredRe
 import type { ChainCode } from '../wallets/networks.ts';
 import { type EstimateDeps, estimateTransferCost, type TransferCostEstimate } from './estimate.ts';
 import { executionInput, type ExecutionStatus, type TransferExecutor } from './executor.ts';
-import { planToJson, planTransfer, TRANSFER_DECIMALS, type TransferPlan } from './planner.ts';
+import { type PlannedStep, planToJson, planTransfer, TRANSFER_DECIMALS, type TransferPlan } from './planner.ts';
 import type { TransferInput } from './schemas.ts';
 import { type ClosedOutcome, claimRekick, completeFinishedTask, getTask, listTasks, markStarted, putTask, resumeTask, settleClosed } from './task-store.ts';
 import { executionName, type StepRecord, type TaskRecord, toTaskResource } from './task.ts';
@@ -198,14 +198,7 @@ function accepted(taskId: string, steps: number, routeId: string) {
 
 function newTask(deps: TransferServiceDeps, user: AuthenticatedUser, account: AccountRecord, body: TransferInput, plan: TransferPlan, estimate: TransferCostEstimate, taskId: string): TaskRecord {
   const now = deps.now().toISOString();
-  const steps: StepRecord[] = plan.steps.map((step, index) => ({
-    index,
-    action: step.action,
-    ...(step.action === 'bridge' ? { from: step.from, to: step.to } : { venue: step.venue, holding: step.holding }),
-    gas_policy: step.gasPolicy,
-    status: 'pending',
-    try: 0,
-  }));
+  const steps = plan.steps.map(newStep);
   // The wire `chain`/`token`: the wallet side of the route (a self source's, else where the money lands in the wallet).
   const walletSide = plan.source === 'self' || plan.destination !== 'self' ? plan.origin : plan.target;
   return {
@@ -243,6 +236,19 @@ function newTask(deps: TransferServiceDeps, user: AuthenticatedUser, account: Ac
     steps,
     current_step: 0,
   };
+}
+
+/** A planned step as its record starts: pending, try 0, nothing sent. */
+function newStep(step: PlannedStep, index: number): StepRecord {
+  const fresh = { index, status: 'pending', try: 0 } as const;
+  switch (step.action) {
+    case 'withdrawal':
+      return { ...fresh, action: step.action, venue: step.venue, holding: step.holding, gas_policy: step.gasPolicy };
+    case 'bridge':
+      return { ...fresh, action: step.action, from: step.from, to: step.to, gas_policy: step.gasPolicy };
+    case 'deposit':
+      return { ...fresh, action: step.action, venue: step.venue, holding: step.holding, gas_policy: step.gasPolicy };
+  }
 }
 
 /** Starts the task's current attempt and records the start; a failure is logged and leaves the task pending (GET re-kicks it). */

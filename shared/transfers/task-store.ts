@@ -2,6 +2,7 @@ import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/li
 import { isConditionalCheckFailed, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
 import { executionName, type StepRecord, type TaskRecord } from './task.ts';
+import { parseTaskItem } from './task-record.ts';
 
 /**
  * The task item's reads and the API's conditional writes (shared/transfers/task.ts). Every write
@@ -13,6 +14,7 @@ const keyOf = (task: TaskKey) => keys.task(task.app_id, task.app_user_id, task.t
 
 /** The per-try fields of a step that a resume moves to `previous_tries`. */
 export const PER_TRY_FIELDS = ['sends', 'idempotency_key', 'reference', 'baseline', 'expected_credit', 'deposit_calls', 'amount_in', 'error'] as const;
+const PER_TRY = new Set<string>(PER_TRY_FIELDS);
 
 export async function putTask(table: Table, task: TaskRecord): Promise<void> {
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keyOf(task), ...task }, ConditionExpression: 'attribute_not_exists(pk)' }));
@@ -20,7 +22,7 @@ export async function putTask(table: Table, task: TaskRecord): Promise<void> {
 
 export async function getTask(table: Table, appId: string, appUserId: string, taskId: string): Promise<TaskRecord | undefined> {
   const out = await table.doc.send(new GetCommand({ TableName: table.name, Key: keys.task(appId, appUserId, taskId), ConsistentRead: true }));
-  return out.Item ? strip(out.Item) : undefined;
+  return out.Item ? parseTaskItem(out.Item) : undefined;
 }
 
 /** The user's most recent tasks, newest first: a Query on the user's task partition (task ids are UUIDv7). */
@@ -34,12 +36,8 @@ export async function listTasks(table: Table, appId: string, appUserId: string, 
       Limit: limit,
     }),
   );
-  return (out.Items ?? []).map(strip);
-}
-
-function strip(item: Record<string, unknown>): TaskRecord {
-  const { pk: _pk, sk: _sk, ...task } = item;
-  return task as unknown as TaskRecord;
+  // The schema drops the keys (pk, sk): a task is what it holds, not where it is stored.
+  return (out.Items ?? []).map((item) => parseTaskItem(item));
 }
 
 /** Runs a conditional update; false when the condition failed. */
@@ -125,10 +123,9 @@ export async function resumeTask(table: Table, seen: TaskRecord, k: number, now:
     names['#try'] = 'try';
     names['#stepStatus'] = 'status';
     const record: Record<string, unknown> = { try: step.try };
-    for (const field of PER_TRY_FIELDS) {
-      if (step[field] !== undefined) record[field] = step[field];
-      names[`#f_${field}`] = field;
-    }
+    // The kind's own per-try fields are among them (a deposit has no idempotency key): taken as the step holds them.
+    for (const [field, value] of Object.entries(step)) if (PER_TRY.has(field) && value !== undefined) record[field] = value;
+    for (const field of PER_TRY_FIELDS) names[`#f_${field}`] = field;
     Object.assign(values, { ':stepFailed': 'failed', ':seenTry': step.try, ':nextTry': step.try + 1, ':prev': [record], ':empty': [] });
     set.push(`${path}.#stepStatus = :pending`, `${path}.#try = :nextTry`, `${path}.previous_tries = list_append(if_not_exists(${path}.previous_tries, :empty), :prev)`);
     remove.push(...PER_TRY_FIELDS.map((field) => `${path}.#f_${field}`));

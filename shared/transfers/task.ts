@@ -1,121 +1,10 @@
-import type { ExpectedEffect } from '../chains/sender/ports.ts';
-import type { VenueId } from '../venues/default-status.ts';
-import type { Holding, StepGasPolicy } from './planner.ts';
-import type { TransferLocation } from './schemas.ts';
+import type { StepAction, TaskRecord } from './task-record.ts';
 
 /**
- * A transfer task as stored: ONE item of the single table holds the task, its route and the
- * exactly-once record of every step (spec, "Transfer task"; issue 11). Step Lambdas update their
- * own `steps[i]` with conditional writes; the API reads one item.
- *
- * Keys (shared/db/keys.ts `keys.task`, `keys.tasksOf`):
- * - pk `TASKS#<app_id>#<app_user_id>`, sk `TASK#<task_id>`. task ids are UUIDv7, so sk order is
- *   creation order: `GET /tasks` is a Query on pk with ScanIndexForward=false (never a Scan);
- *   `GET /task/{id}` is a GetItem with the caller's pk, so another user's task is simply absent.
- *
- * Amounts are base-unit integers as decimal strings (`"25500000"`) in the item, bigint in code,
- * decimal strings ("25.5") on the wire.
+ * The transfer task item and its steps (types, schema and parser): task-record.ts. This module
+ * holds what the API and the state machine exchange about a task.
  */
-export type TaskStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'cancelled';
-
-/** One step's exactly-once state. `pending` → `submitted` → `completed` | `failed`. */
-export type StepStatus = 'pending' | 'submitted' | 'completed' | 'failed';
-
-/** A transaction the step signed, recorded BEFORE it is broadcast (shared/chains/sender SendJournal). */
-export interface RecordedSend {
-  readonly chain: string;
-  readonly tx_hash: string;
-  /** The signed wire form (0x-hex or base64), kept to re-broadcast after a crash; never in a response. */
-  readonly raw: string;
-  /** What it must move to count as sent (shared/chains/sender/effect.ts); absent on older records. */
-  readonly effect?: ExpectedEffect;
-}
-
-export interface StepRecord {
-  readonly index: number;
-  readonly action: 'withdrawal' | 'bridge' | 'deposit';
-  /** withdrawal/deposit: the venue. */
-  readonly venue?: VenueId;
-  /** withdrawal/deposit: where the money is (the venue's chain and token). bridge: see from/to. */
-  readonly holding?: Holding;
-  readonly from?: Holding;
-  readonly to?: Holding;
-  readonly gas_policy: StepGasPolicy;
-  status: StepStatus;
-  /** Incremented by a resume that re-runs a failed step; every per-try record below belongs to this try. */
-  try: number;
-  /** What this step moves (base units). Filled when the step submits: step 0 from the task, step i from steps[i-1].amount_out. */
-  amount_in?: string;
-  /** What reached the next holding (base units), once completed. */
-  amount_out?: string;
-  /** Platform fee taken by this step (base units; only the first step that holds the money in the user's wallet). */
-  platform_fee?: string;
-  /**
-   * Exactly-once intent records of this try, written with conditional updates BEFORE acting:
-   * - `sends[label]`: each transaction (labels like `approve`, `deposit`, `bridge`, `platform_fee`).
-   * - `idempotency_key`: the venue withdrawal's key (a UUIDv7), chosen once per try.
-   * - `reference`: the venue's withdrawal reference / the bridge quote id.
-   * - `baseline`: the venue balance read before a deposit (the credit is seen as balance ≥ baseline + expected).
-   * - `expected_credit`: what the venue will credit.
-   */
-  sends?: Record<string, RecordedSend>;
-  idempotency_key?: string;
-  reference?: string;
-  baseline?: string;
-  expected_credit?: string;
-  /** deposit: how many calls the venue's plan has (`sends.deposit_0` … `deposit_<n-1>`), recorded with the baseline. */
-  deposit_calls?: number;
-  /** Public outcome hashes: venue payout tx, bridge fill/refund tx. */
-  result_tx_hashes?: Record<string, string>;
-  error?: { readonly code: string; readonly message: string };
-  /**
-   * Records of earlier tries of this step, moved here by a resume (POST /task/{id}/resume) when it
-   * resets a failed step to `pending` with `try + 1`. A new try must first look at them: a venue
-   * withdrawal or bridge deposit of an earlier try that is not finally failed is adopted (polled),
-   * never requested again.
-   */
-  previous_tries?: { readonly try: number; readonly sends?: Record<string, RecordedSend>; readonly idempotency_key?: string; readonly reference?: string; readonly baseline?: string; readonly expected_credit?: string; readonly deposit_calls?: number; readonly amount_in?: string; readonly error?: { readonly code: string; readonly message: string } }[];
-  started_at?: string;
-  completed_at?: string;
-}
-
-export interface TaskRecord {
-  readonly entity: 'task';
-  readonly task_id: string;
-  readonly user_id: string;
-  readonly app_id: string;
-  readonly app_user_id: string;
-  /** The JWT issuer of the user (public): steps mint an op_jwt for (iss, app_user_id) without any stored JWT. */
-  readonly iss: string;
-  readonly source: TransferLocation;
-  readonly destination: TransferLocation;
-  /** Decimal string as requested. */
-  readonly amount: string;
-  readonly chain: string;
-  readonly token: string;
-  readonly destination_chain?: string;
-  readonly destination_token?: string;
-  readonly gas_sponsored: boolean;
-  status: TaskStatus;
-  readonly created_at: string;
-  updated_at: string;
-  /** 0 for the first execution; each accepted resume adds one. */
-  attempt: number;
-  /** `<task_id>-a<attempt>`: the Step Functions execution name of the current attempt. */
-  execution_name: string;
-  /** Set once StartExecution for the current attempt returned; absent = the start may have been lost (GET re-kicks once). */
-  execution_started_at?: string;
-  /** True once GET re-kicked a pending task whose start was lost (it does so at most once per attempt). */
-  rekicked?: boolean;
-  /** The planned route (planToJson) and the estimate's numbers at creation. */
-  readonly route: Record<string, unknown>;
-  readonly steps: StepRecord[];
-  /** Index of the step running or next to run. */
-  current_step: number;
-  failure?: { readonly step: number; readonly code: string; readonly message: string };
-  /** Why a task became cancelled (execution aborted or timed out). */
-  cancel_reason?: string;
-}
+export type { BridgeStep, DepositStep, RecordedSend, StepAction, StepOf, StepRecord, StepStatus, TaskRecord, TaskStatus, WithdrawalStep } from './task-record.ts';
 
 /** What a Step Functions execution of statemachines/transfer.asl.json identifies a task by. */
 export interface TaskRef {
@@ -132,7 +21,7 @@ export interface TaskRef {
 export interface ExecutionInput {
   readonly task: TaskRef;
   readonly attempt: number;
-  readonly steps: readonly { readonly index: number; readonly action: StepRecord['action']; readonly function: string; readonly first_wait_seconds: number }[];
+  readonly steps: readonly { readonly index: number; readonly action: StepAction; readonly function: string; readonly first_wait_seconds: number }[];
   /** The settle Lambda (records a failure the steps could not record themselves). */
   readonly settle_function: string;
 }
@@ -180,7 +69,7 @@ export function toTaskResource(task: TaskRecord) {
   const steps = task.steps.map((step) => ({
     action: step.action,
     status: step.status,
-    ...(step.venue ? { dex: step.venue } : {}),
+    ...(step.action !== 'bridge' ? { dex: step.venue } : {}),
     tx_hashes: [...Object.values(step.sends ?? {}).map((send) => send.tx_hash), ...Object.values(step.result_tx_hashes ?? {})],
   }));
   return {
@@ -207,7 +96,7 @@ export function toTaskResource(task: TaskRecord) {
         ...(step.amount_in ? { amount_in: step.amount_in } : {}),
         ...(step.amount_out ? { amount_out: step.amount_out } : {}),
         ...(step.platform_fee ? { platform_fee: step.platform_fee } : {}),
-        ...(step.reference ? { reference: step.reference } : {}),
+        ...('reference' in step && step.reference ? { reference: step.reference } : {}),
         sends: Object.fromEntries(Object.entries(step.sends ?? {}).map(([label, send]) => [label, { chain: send.chain, tx_hash: send.tx_hash }])),
         ...(step.result_tx_hashes ? { results: step.result_tx_hashes } : {}),
         ...(step.error ? { error: step.error } : {}),

@@ -434,7 +434,8 @@ async function runUser(user: User, count: number) {
     }
     else {
       const record = await loadTask(table, { app_id: runtime.apps[0]!.app_id, app_user_id: user.sub, task_id: taskId });
-      const steps = record?.steps.map(({ index, action, venue, status, try: tryNumber, amount_in, reference, baseline, expected_credit, started_at, sends, error }) => ({ index, action, venue, status, try: tryNumber, amount_in, reference, baseline, expected_credit, started_at, sends: Object.fromEntries(Object.entries(sends ?? {}).map(([label, send]) => [label, `${send.chain}:${send.tx_hash}`])), error }));
+      const shown = new Set(['index', 'action', 'venue', 'status', 'try', 'amount_in', 'reference', 'baseline', 'expected_credit', 'started_at', 'error']);
+      const steps = record?.steps.map((step) => ({ ...Object.fromEntries(Object.entries(step).filter(([field]) => shown.has(field))), sends: Object.fromEntries(Object.entries(step.sends ?? {}).map(([label, send]) => [label, `${send.chain}:${send.tx_hash}`])) }));
       stats.stuck.push(`${taskId} ${shape} ${task.status} ${JSON.stringify(steps)}`);
     }
   }

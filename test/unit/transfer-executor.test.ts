@@ -42,7 +42,7 @@ describe('SfnTransferExecutor', () => {
   });
 
   it('builds the input of the steps not completed, each naming its function', () => {
-    const step = (index: number, action: StepRecord['action'], status: StepRecord['status']): StepRecord => ({ index, action, status, try: 0, gas_policy: 'user' });
+    const step = (index: number, action: StepRecord['action'], status: StepRecord['status']) => ({ index, action, status });
     const built = executionInput({ app_id: 'a', app_user_id: 'u', task_id: 't', attempt: 2, steps: [step(0, 'withdrawal', 'completed'), step(1, 'bridge', 'failed'), step(2, 'deposit', 'pending')] }, FUNCTIONS);
     expect(built).toEqual({
       task: { app_id: 'a', app_user_id: 'u', task_id: 't' },

@@ -27,13 +27,28 @@ import { HttpBridgeClient } from '../../shared/transfers/bridge.ts';
 import { platformFee } from '../../shared/transfers/estimate.ts';
 import type { PlatformFeeSettings } from '../../shared/transfers/platform-fee.ts';
 import { bridgeClientFromEnv } from '../../shared/deps/transfer-bridge-step.ts';
-import { runStep as runKinds } from '../../shared/transfers/steps/core.ts';
+import { BRIDGE_KIND, type BridgeStepDeps } from '../../shared/transfers/steps/bridge.ts';
+import { runStep as runKinds, settle } from '../../shared/transfers/steps/core.ts';
 import { DEPOSIT_KIND } from '../../shared/transfers/steps/deposit.ts';
-import { runStep, settle, type StepDeps } from '../../shared/transfers/steps/run-step.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
+import type { VenueStepDeps } from '../../shared/transfers/steps/venue.ts';
+import { WITHDRAWAL_KIND } from '../../shared/transfers/steps/withdrawal.ts';
 import { resumeTask } from '../../shared/transfers/task-store.ts';
 import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
-import { STEP_FAILED_ERROR, STEP_RETRYABLE_ERROR, type StepInvocation, type StepRecord, type TaskRecord, type TaskRef } from '../../shared/transfers/task.ts';
+import { isStepOf } from '../../shared/transfers/task-record.ts';
+import {
+  type BridgeStep,
+  type DepositStep,
+  STEP_FAILED_ERROR,
+  STEP_RETRYABLE_ERROR,
+  type StepAction,
+  type StepInvocation,
+  type StepOf,
+  type StepRecord,
+  type TaskRecord,
+  type TaskRef,
+  type WithdrawalStep,
+} from '../../shared/transfers/task.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
 import { VenueRegistry } from '../../shared/venues/registry.ts';
 import { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
@@ -41,7 +56,7 @@ import { startDynaliteTable } from './support/dynalite-table.ts';
 import { depositThroughPlan, keyWallet, tokenBalance } from './support/venue-test-wallets.ts';
 
 /**
- * The transfer step use case (shared/transfers/steps/run-step.ts) on real sandbox pieces: anvil
+ * The transfer step use case (shared/transfers/steps/core.ts runStep, with every kind) on real sandbox pieces: anvil
  * chains, the LiteSVM Solana RPC, the venue_b sandbox, the sandbox bridge, dynalite, and the
  * production exactly-once senders. The signer ports are local keys (as in exactly-once-sender.test.ts;
  * the enclave adapter, enclaveStepWallets, goes through the same walletSigner as /withdraw).
@@ -50,6 +65,18 @@ import { depositThroughPlan, keyWallet, tokenBalance } from './support/venue-tes
 const USDC = 1_000_000n;
 const ETHER = 10n ** 18n;
 const APP_ID = 'app-transfer-steps';
+
+/** Every kind in one process (the Lambdas each run their own: functions/transfers/*-step.ts). */
+type StepDeps = VenueStepDeps & BridgeStepDeps;
+const KINDS = { withdrawal: WITHDRAWAL_KIND, deposit: DEPOSIT_KIND, bridge: BRIDGE_KIND };
+const runStep = (stepDeps: StepDeps, inv: StepInvocation) => runKinds(stepDeps, KINDS, inv);
+
+/** Step `index` of the task, of the kind the test set up (any other kind fails the test). */
+function stepOf<A extends StepAction>(task: TaskRecord, index: number, action: A): StepOf<A> {
+  const step = task.steps[index];
+  if (!step || !isStepOf(step, action)) throw new Error(`step ${index} is not a ${action}`);
+  return step;
+}
 
 let dataDir: string;
 let evm: EvmSandbox;
@@ -160,7 +187,7 @@ async function newUser(usdc: bigint): Promise<TestUser> {
   return user;
 }
 
-type PlannedStep = Pick<StepRecord, 'action' | 'venue' | 'holding' | 'from' | 'to' | 'gas_policy'>;
+type PlannedStep = Pick<WithdrawalStep, 'action' | 'venue' | 'holding' | 'gas_policy'> | Pick<BridgeStep, 'action' | 'from' | 'to' | 'gas_policy'> | Pick<DepositStep, 'action' | 'venue' | 'holding' | 'gas_policy'>;
 
 /** The task item as POST /transfer writes it. */
 async function newTask(user: TestUser, source: string, destination: string, amount: string, steps: PlannedStep[], extra: Partial<TaskRecord> = {}): Promise<TaskRef> {
@@ -317,7 +344,7 @@ describe('withdrawal step (venue_b → self)', () => {
     const fee = platformFee({ bps: 10n, fixed: 0n }, 9n * USDC);
     expect(task.status).toBe('completed');
     expect(task.steps[0]).toMatchObject({ status: 'completed', amount_in: '10000000', platform_fee: fee.toString(), amount_out: (9n * USDC - fee).toString() });
-    expect(task.steps[0]!.idempotency_key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
+    expect(stepOf(task, 0, 'withdrawal').idempotency_key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
     expect(task.steps[0]!.result_tx_hashes!.payout).toMatch(/^0x[0-9a-f]{64}$/);
     expect(await usdcOn('ARB', user.evmAddress)).toBe(9n * USDC - fee);
     expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(fee);
@@ -330,7 +357,7 @@ describe('bridge step', () => {
     const user = await newUser(20n * USDC);
     const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'POL', destination_token: 'USDC' });
     const task = await drive(ref, 0);
-    const step = task.steps[0]!;
+    const step = stepOf(task, 0, 'bridge');
     expect(task.status).toBe('completed');
     expect(step.platform_fee).toBe('10000');
     expect(step.reference).toMatch(/./);
@@ -637,24 +664,27 @@ describe('guards and settle', () => {
   });
 });
 
+/** The step as planned (its kind's route fields and gas policy), pending at the next try, with `previous` added to its earlier tries. */
+function replanned(step: StepRecord, previous: { try: number }): StepRecord {
+  const again = { index: step.index, status: 'pending', try: step.try + 1 } as const;
+  switch (step.action) {
+    case 'withdrawal':
+      return { ...again, action: step.action, venue: step.venue, holding: step.holding, gas_policy: step.gas_policy, previous_tries: [...(step.previous_tries ?? []), previous] };
+    case 'bridge':
+      return { ...again, action: step.action, from: step.from, to: step.to, gas_policy: step.gas_policy, previous_tries: [...(step.previous_tries ?? []), previous] };
+    case 'deposit':
+      return { ...again, action: step.action, venue: step.venue, holding: step.holding, gas_policy: step.gas_policy, previous_tries: [...(step.previous_tries ?? []), previous] };
+  }
+}
+
 /** What POST /task/{id}/resume does to the item (the API's part): the failed step's try is moved to previous_tries, a new attempt starts. */
 async function resume(ref: TaskRef, mode: 'reset to pending' | 'left failed' = 'reset to pending'): Promise<number> {
   const task = (await loadTask(table, ref))!;
   const index = task.failure!.step;
   const step = task.steps[index]!;
-  const { sends, idempotency_key, reference, baseline, expected_credit, amount_in, error } = step;
-  const previous = { try: step.try, sends, idempotency_key, reference, baseline, expected_credit, amount_in, error };
-  const reset: StepRecord = {
-    index,
-    action: step.action,
-    ...(step.venue ? { venue: step.venue } : {}),
-    ...(step.holding ? { holding: step.holding } : {}),
-    ...(step.from ? { from: step.from, to: step.to } : {}),
-    gas_policy: step.gas_policy,
-    status: 'pending',
-    try: step.try + 1,
-    previous_tries: [...(step.previous_tries ?? []), JSON.parse(JSON.stringify(previous))],
-  };
+  const moved = new Set(['sends', 'idempotency_key', 'reference', 'baseline', 'expected_credit', 'amount_in', 'error']);
+  const previous = { try: step.try, ...Object.fromEntries(Object.entries(step).filter(([field]) => moved.has(field))) };
+  const reset = replanned(step, JSON.parse(JSON.stringify(previous)));
   const { failure: _failure, ...rest } = task;
   const attempt = task.attempt + 1;
   // Either way works: the new attempt's first step write reopens a task left failed (and clears its failure).
@@ -759,7 +789,7 @@ describe('venue_d (INK): a two-call deposit, and a crash between the withdrawal 
     });
     const ref = await newTask(user, 'venue_d', 'self', '5', [{ action: 'withdrawal', venue: 'venue_d', holding: INK_USDC, gas_policy: 'venue' }], { chain: 'INK' });
     await expect(runStep({ ...deps, venues: crashingRegistry }, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_RETRYABLE_ERROR });
-    const crashed = (await loadTask(table, ref))!.steps[0]!;
+    const crashed = stepOf((await loadTask(table, ref))!, 0, 'withdrawal');
     expect(crashed.idempotency_key).toBeDefined();
     expect(crashed.reference).toBeUndefined();
     expect(crashed.baseline).toBe('9990000');

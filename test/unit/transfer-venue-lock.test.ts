@@ -27,7 +27,18 @@ import type { VenueStepDeps } from '../../shared/transfers/steps/venue.ts';
 import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
 import { releaseVenueLock, takeVenueLock, venueBalanceLease } from '../../shared/transfers/steps/venue-lock.ts';
 import { WITHDRAWAL_KIND } from '../../shared/transfers/steps/withdrawal.ts';
-import { type StepInvocation, STEP_FAILED_ERROR, STEP_RETRYABLE_ERROR, type StepRecord, type TaskRecord, type TaskRef } from '../../shared/transfers/task.ts';
+import { isStepOf } from '../../shared/transfers/task-record.ts';
+import {
+  type DepositStep,
+  type StepAction,
+  type StepInvocation,
+  STEP_FAILED_ERROR,
+  STEP_RETRYABLE_ERROR,
+  type StepOf,
+  type TaskRecord,
+  type TaskRef,
+  type WithdrawalStep,
+} from '../../shared/transfers/task.ts';
 import { resumeTask } from '../../shared/transfers/task-store.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
 import { VenueRegistry } from '../../shared/venues/registry.ts';
@@ -121,6 +132,12 @@ const registry = (overrides: ConstructorParameters<typeof VenueRegistry>[1] = {}
   new VenueRegistry({ venue_b: venues.urls.venue_b, venue_d: venues.urls.venue_d }, { ...venueDriverFactories(chains as never, 'sandbox'), ...overrides });
 const KINDS = { deposit: DEPOSIT_KIND, withdrawal: WITHDRAWAL_KIND };
 const runStep = (stepDeps: VenueStepDeps, inv: StepInvocation) => runKinds(stepDeps, KINDS, inv);
+/** The task's one step, of the kind the test set up (any other kind fails the test). */
+function stepOf<A extends StepAction>(task: TaskRecord, action: A): StepOf<A> {
+  const step = task.steps[0];
+  if (!step || !isStepOf(step, action)) throw new Error(`step 0 is not a ${action}`);
+  return step;
+}
 const invocation = (task: TaskRef, phase: StepInvocation['phase'], attempt = 0): StepInvocation => ({ task, attempt, index: 0, phase });
 const usdcOn = (code: 'ARB' | 'INK', owner: Address) => tokenBalance(evm, code, evm.chains[code].tokens.USDC!.address as Address, owner);
 const venueBalance = async (user: TestUser, venue: 'venue_b' | 'venue_d') =>
@@ -159,7 +176,7 @@ async function newUser(arb: bigint, ink: bigint, withVenueD = false): Promise<Te
 }
 
 /** A one-step task item as POST /transfer writes it. */
-async function newTask(user: TestUser, source: string, destination: string, amount: string, step: Pick<StepRecord, 'action' | 'venue' | 'holding' | 'gas_policy'>, chain = 'ARB'): Promise<TaskRef> {
+async function newTask(user: TestUser, source: string, destination: string, amount: string, step: Pick<WithdrawalStep, 'action' | 'venue' | 'holding' | 'gas_policy'> | Pick<DepositStep, 'action' | 'venue' | 'holding' | 'gas_policy'>, chain = 'ARB'): Promise<TaskRef> {
   const task_id = uuidv7();
   const now = new Date().toISOString();
   const item: TaskRecord = {
@@ -233,7 +250,7 @@ describe('the per-(user, venue) balance lock', () => {
       const held = (await lockOf(user, 'venue_b'))!;
       expect(held.owner).toBe(`${deposit.task_id}:0:0`);
       expect(await runStep(deps, invocation(withdrawal, 'submit'))).toMatchObject({ settled: false });
-      const waiting = (await loadTask(table, withdrawal))!.steps[0]!;
+      const waiting = stepOf((await loadTask(table, withdrawal))!, 'withdrawal');
       expect(waiting.status).toBe('submitted');
       expect(waiting.idempotency_key).toBeUndefined(); // nothing recorded while it waits
     } finally {
@@ -256,7 +273,7 @@ describe('the per-(user, venue) balance lock', () => {
     const withdrawal = await newTask(user, 'venue_b', 'self', '5', { action: 'withdrawal', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'venue' });
     const deposit = await newTask(user, 'self', 'venue_b', '10', { action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' });
     await runStep(deps, invocation(withdrawal, 'submit'));
-    expect((await loadTask(table, withdrawal))!.steps[0]!.reference).toBeDefined();
+    expect(stepOf((await loadTask(table, withdrawal))!, 'withdrawal').reference).toBeDefined();
     expect((await lockOf(user, 'venue_b'))?.owner).toBeUndefined(); // released once the venue debited
     const [withdrawn, deposited] = await Promise.all([drive(withdrawal, { submitted: true }), drive(deposit)]);
     expect([withdrawn.status, deposited.status]).toEqual(['completed', 'completed']);
@@ -290,7 +307,7 @@ describe('the lock across invocations (takeVenueLock)', () => {
   it('a holder takes it back as itself; others wait; after an expiry and a take-over the first holder learns it lost it', async () => {
     const ref: TaskRef = { app_id: APP_ID, app_user_id: `user-${uuidv7()}`, task_id: uuidv7() };
     const other: TaskRef = { ...ref, task_id: uuidv7() };
-    const step = { index: 0, try: 0, venue: 'venue_b', action: 'deposit' } as StepRecord;
+    const step: Pick<DepositStep, 'index' | 'try' | 'venue' | 'action'> = { index: 0, try: 0, venue: 'venue_b', action: 'deposit' };
     expect(await takeVenueLock(table, ref, step, false)).toBe('held');
     expect(await takeVenueLock(table, ref, step, true)).toBe('held'); // a later invocation of the same step (renews)
     expect(await takeVenueLock(table, other, step, false)).toBe('busy');
@@ -332,13 +349,13 @@ describe('a resumed venue_d deposit whose failed try sent only its approve', () 
     expect(failed.status).toBe('failed');
     // The fee comes only after the deposit landed: the failed try sent its approve and no fee.
     expect(Object.keys(failed.steps[0]!.sends!).sort()).toEqual(['deposit_0']);
-    expect(failed.steps[0]!.deposit_calls).toBe(2);
+    expect(stepOf(failed, 'deposit').deposit_calls).toBe(2);
     expect((await lockOf(user, 'venue_d'))?.owner).toBeUndefined();
     // POST /task/{id}/resume's store write: the try's records move to previous_tries (deposit_calls with them).
     expect(await resumeTask(table, failed, 0, new Date())).toBe(true);
     const task = await drive(ref, { attempt: 1 });
     expect(task.status).toBe('completed');
-    const step = task.steps[0]!;
+    const step = stepOf(task, 'deposit');
     expect(step.previous_tries![0]!.deposit_calls).toBe(2);
     expect(Object.keys(step.sends!).sort()).toEqual(['deposit_0', 'deposit_1', 'platform_fee']);
     expect(step.sends!.deposit_0!.tx_hash).not.toBe(step.previous_tries![0]!.sends!.deposit_0!.tx_hash);

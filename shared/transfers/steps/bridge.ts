@@ -1,8 +1,10 @@
 import type { Chains } from '../../chains/chains.ts';
 import type { Senders } from '../../chains/sender/senders.ts';
 import { solanaSendOutcome } from '../../chains/sender/solana-sender.ts';
+import type { ChainCode } from '../../wallets/networks.ts';
 import { type BridgeClient, type BridgeDepositCall, BridgeRefusedError } from '../bridge.ts';
 import {
+  amountInOf,
   type Ctx,
   NO_ADDRESS,
   type Outcome,
@@ -26,17 +28,17 @@ export interface BridgeStepDeps extends StepCoreDeps {
   readonly bridge?: BridgeClient;
 }
 
-function sendSolana(ctx: Ctx, label: string, to: string, token: string, amount: bigint, memo?: string): Promise<string> {
-  const { deps, wallet } = ctx as Ctx<BridgeStepDeps>;
+function sendSolana(ctx: Ctx<BridgeStepDeps>, label: string, to: string, token: string, amount: bigint, memo?: string): Promise<string> {
+  const { deps, wallet } = ctx;
   return sendOnce(ctx, label, 'SOL', async (journal) => {
     const chain = await deps.chains.sol();
     return deps.senders.solana.send({ chain, from: wallet.solAddress, to, token, amount, ...(memo ? { reference: memo } : {}), signer: wallet.sol, journal });
   });
 }
 
-const SOLANA: SolanaSends = {
+const SOLANA: SolanaSends<BridgeStepDeps> = {
   send: sendSolana,
-  outcome: async (ctx, send) => solanaSendOutcome(await (ctx.deps as BridgeStepDeps).chains.sol(), send),
+  outcome: async (ctx, send) => solanaSendOutcome(await ctx.deps.chains.sol(), send),
 };
 
 /**
@@ -44,17 +46,16 @@ const SOLANA: SolanaSends = {
  * is asked for as long as no deposit is recorded (an expired one is simply replaced); once the
  * deposit is recorded, only its status matters.
  */
-async function bridgeStep(ctx: Ctx<BridgeStepDeps>): Promise<Outcome> {
+async function bridgeStep(ctx: Ctx<BridgeStepDeps, 'bridge'>): Promise<Outcome> {
   const { deps } = ctx;
   if (!deps.bridge) throw new StepFailure('BRIDGE_NOT_CONFIGURED', 'No bridge is configured on this deployment (BRIDGE_URL)');
-  const from = ctx.step.from!;
-  const to = ctx.step.to!;
+  const { from, to } = ctx.step;
   const fee = BigInt(ctx.step.platform_fee ?? '0');
-  const addressOn = (chain: string) => (chain === 'SOL' ? ctx.wallet.solAddress : ctx.wallet.evmAddress);
+  const addressOn = (chain: ChainCode) => (chain === 'SOL' ? ctx.wallet.solAddress : ctx.wallet.evmAddress);
   let waitSeconds: number | undefined;
-  if (!ctx.step.sends?.bridge) await adoptBridgeDeposit(ctx);
+  if (!ctx.step.sends?.bridge) await adoptBridgeDeposit(ctx, deps.bridge);
   if (!ctx.step.sends?.bridge) {
-    const amount = BigInt(ctx.step.amount_in!) - fee;
+    const amount = amountInOf(ctx.step) - fee;
     // Quoted first: a route or amount the bridge refuses fails the step with nothing sent.
     const quote = await deps.bridge.quote({ route: { from, to }, amount, sender: addressOn(from.chain), recipient: addressOn(to.chain) });
     const owed = quote.amount + (await platformFeeOwed(ctx));
@@ -74,8 +75,10 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps>): Promise<Outcome> {
   }
   // The fee only once the bridge deposit itself landed (a deposit that could not be sent keeps no fee).
   await takePlatformFee(ctx, from.chain, from.token);
-  const deposit = ctx.step.sends!.bridge!;
-  const status = await deps.bridge.status({ chain: from.chain as never, tx: deposit.tx_hash });
+  const deposit = ctx.step.sends?.bridge;
+  // Recorded above (sent, or resumed from its record) before the fee: only a lost race gets here without it.
+  if (!deposit) throw new StepTransient('the bridge deposit is not recorded');
+  const status = await deps.bridge.status({ chain: from.chain, tx: deposit.tx_hash });
   if (status.status === 'DONE' && status.substatus === 'COMPLETED' && status.receiving) {
     return { done: true, amountOut: status.receiving.amount, results: { fill: status.receiving.tx_hash } };
   }
@@ -89,9 +92,9 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps>): Promise<Outcome> {
 }
 
 /** The user's wallet balance of a transfer token on an EVM chain or Solana. */
-async function walletBalance(ctx: Ctx<BridgeStepDeps>, chain: string, token: string): Promise<bigint> {
+async function walletBalance(ctx: Ctx<BridgeStepDeps>, chain: ChainCode, token: string): Promise<bigint> {
   if (chain === 'SOL') return (await ctx.deps.chains.sol()).balance(ctx.wallet.solAddress, token);
-  return (await ctx.deps.chains.evm(chain as never)).balance(ctx.wallet.evmAddress, token);
+  return (await ctx.deps.chains.evm(chain)).balance(ctx.wallet.evmAddress, token);
 }
 
 async function sendBridgeDeposit(ctx: Ctx<BridgeStepDeps>, call: BridgeDepositCall, token: string, amount: bigint): Promise<void> {
@@ -103,11 +106,11 @@ async function sendBridgeDeposit(ctx: Ctx<BridgeStepDeps>, call: BridgeDepositCa
 }
 
 /** A previous try's bridge deposit that the bridge has not refused or refunded is adopted (polled), never sent again. */
-async function adoptBridgeDeposit(ctx: Ctx<BridgeStepDeps>): Promise<void> {
+async function adoptBridgeDeposit(ctx: Ctx<BridgeStepDeps, 'bridge'>, bridge: BridgeClient): Promise<void> {
   for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
     const deposit = previous.sends?.bridge;
     if (!deposit) continue;
-    const status = await ctx.deps.bridge!.status({ chain: ctx.step.from!.chain as never, tx: deposit.tx_hash });
+    const status = await bridge.status({ chain: ctx.step.from.chain, tx: deposit.tx_hash });
     if (status.status === 'FAILED' || (status.status === 'DONE' && status.substatus === 'REFUNDED')) continue;
     await writeOwnStep(ctx, {
       stepStatusIn: ['submitted'],
@@ -120,7 +123,7 @@ async function adoptBridgeDeposit(ctx: Ctx<BridgeStepDeps>): Promise<void> {
 }
 
 /** The bridge kind (functions/transfers/bridge-step.ts): EVM, Solana and the bridge client; no venue code. */
-export const BRIDGE_KIND: StepKind<BridgeStepDeps> = {
+export const BRIDGE_KIND: StepKind<BridgeStepDeps, 'bridge'> = {
   action: 'bridge',
   run: bridgeStep,
   failure: (error) => (error instanceof BridgeRefusedError ? new StepFailure(error.code, error.message) : undefined),

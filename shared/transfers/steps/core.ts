@@ -1,4 +1,4 @@
-import { type Address, type Hex } from 'viem';
+import type { Address } from 'viem';
 import { type AccountRecord, getAccount } from '../../accounts/account-record.ts';
 import type { EvmCall } from '../../chains/evm-chain.ts';
 import type { EvmChains } from '../../chains/evm-chains.ts';
@@ -13,7 +13,10 @@ import { parseAmount } from '../../money.ts';
 import { platformFee } from '../estimate.ts';
 import { type PlatformFeeSettings, platformFeeFor } from '../platform-fee.ts';
 import { TRANSFER_DECIMALS } from '../planner.ts';
-import { type RecordedSend, type SettleInvocation, STEP_FAILED_ERROR, type StepInvocation, type StepRecord, type StepResult, type TaskRecord } from '../task.ts';
+import type { EvmChainCode } from '../../chains/chain-config.ts';
+import type { ChainCode } from '../../wallets/networks.ts';
+import { type RecordedSend, type SettleInvocation, STEP_FAILED_ERROR, type StepAction, type StepInvocation, type StepOf, type StepRecord, type StepResult, type TaskRecord } from '../task.ts';
+import { isStepOf } from '../task-record.ts';
 import { StepFailure, stepFailedError, stepRetryableError, StepTransient } from './outcomes.ts';
 import { loadTask, recordFailure, type StepWrite, writeStep } from './store.ts';
 import { releaseVenueLock } from './venue-lock.ts';
@@ -71,12 +74,14 @@ export const POLL_INTERVAL_MS = 200;
 /** The call a resumed send carries: unused, the sender re-broadcasts the recorded transaction. */
 export const NO_ADDRESS = '0x0000000000000000000000000000000000000000' as Address;
 
-export interface Ctx<D extends StepCoreDeps = StepCoreDeps> {
+/** One invocation of a step of kind `A`: `step` is that kind's record, re-read by every `refresh`. */
+export interface Ctx<D extends StepCoreDeps = StepCoreDeps, A extends StepAction = StepAction> {
   readonly deps: D;
-  readonly kind: StepKind<D>;
+  /** What the core's sends need of the kind: its action (checked on every re-read) and its Solana sends. */
+  readonly kind: Pick<StepKind<D, A>, 'action' | 'solana'>;
   readonly inv: StepInvocation;
   task: TaskRecord;
-  step: StepRecord;
+  step: StepOf<A>;
   readonly account: AccountRecord;
   readonly wallet: StepWallet;
 }
@@ -88,49 +93,72 @@ export interface Ctx<D extends StepCoreDeps = StepCoreDeps> {
 export type Outcome = { readonly done: false; readonly waitSeconds?: number; readonly late?: StepFailure } | { readonly done: true; readonly amountOut: bigint; readonly results?: Record<string, string> };
 
 /** Solana sends, for the kind whose money can sit on Solana (the bridge). */
-export interface SolanaSends {
-  send(ctx: Ctx, label: string, to: string, token: string, amount: bigint, memo?: string): Promise<string>;
+export interface SolanaSends<D extends StepCoreDeps = StepCoreDeps> {
+  send(ctx: Ctx<D>, label: string, to: string, token: string, amount: bigint, memo?: string): Promise<string>;
   /** The recorded transaction as the cluster shows it now (a short look, no waiting): see sendOutcome. */
-  outcome(ctx: Ctx, send: RecordedSend): Promise<SendOutcome>;
+  outcome(ctx: Ctx<D>, send: RecordedSend): Promise<SendOutcome>;
 }
 
 /** `landed`: included with its effect; `failed`: reverted or without its effect (final); `unknown`: not yet, or no answer. */
 export type SendOutcome = 'landed' | 'failed' | 'unknown';
 
-/** One step kind: what it does, and what it adds to the core. */
-export interface StepKind<D extends StepCoreDeps = StepCoreDeps> {
-  readonly action: StepRecord['action'];
+/** One step kind (`A`): what it does with its own step record, and what it adds to the core. */
+export interface StepKind<D extends StepCoreDeps = StepCoreDeps, A extends StepAction = StepAction> {
+  readonly action: A;
   /** Goes on from the record: sends what is missing, then looks at the outcome once. */
-  run(ctx: Ctx<D>): Promise<Outcome>;
+  run(ctx: Ctx<D, A>): Promise<Outcome>;
   /** What step 0 pays before the platform fee is computed (the source venue's withdrawal fee). */
-  feeBaseDeduction?(deps: D, step: StepRecord): bigint;
+  feeBaseDeduction?(deps: D, step: StepOf<A>): bigint;
   /** The kind's own business errors (a venue rule, a bridge refusal) as step failures. */
   failure?(error: unknown): StepFailure | undefined;
-  readonly solana?: SolanaSends;
+  readonly solana?: SolanaSends<D>;
 }
+
+/** The kinds one Lambda runs, each under its own action. */
+export type StepKinds<D extends StepCoreDeps> = { readonly [A in StepAction]?: StepKind<D, A> };
 
 /**
  * One invocation: submit (start, intent, sends) or poll (the same, then the outcome, looked at
  * again until it settles or the poll window closes). `kinds`: the kinds this Lambda runs; a step
  * of another kind is refused without effect.
  */
-export async function runStep<D extends StepCoreDeps>(deps: D, kinds: Partial<Record<StepRecord['action'], StepKind<D>>>, inv: StepInvocation): Promise<StepResult> {
-  const wait = deps.pollSeconds ?? 1;
+export async function runStep<D extends StepCoreDeps>(deps: D, kinds: StepKinds<D>, inv: StepInvocation): Promise<StepResult> {
   const guarded = await guard(deps, inv);
-  if ('result' in guarded) return guarded.result;
-  let { task, step } = guarded;
-  const kind = kinds[step.action];
-  if (!kind) throw stepFailedError(`step ${inv.index} is a ${step.action}; this function runs ${Object.keys(kinds).join(', ')} steps`);
+  if (guarded.result) return guarded.result;
+  const { task, step } = guarded;
+  // Each kind runs its own step type: the switch pairs the record with the kind of its action.
+  switch (step.action) {
+    case 'withdrawal':
+      return runKind(deps, kinds, kinds.withdrawal, inv, task, step);
+    case 'bridge':
+      return runKind(deps, kinds, kinds.bridge, inv, task, step);
+    case 'deposit':
+      return runKind(deps, kinds, kinds.deposit, inv, task, step);
+  }
+}
+
+async function runKind<D extends StepCoreDeps, A extends StepAction>(
+  deps: D,
+  kinds: StepKinds<D>,
+  kind: StepKind<D, A> | undefined,
+  inv: StepInvocation,
+  first: TaskRecord,
+  guarded: StepOf<A>,
+): Promise<StepResult> {
+  const wait = deps.pollSeconds ?? 1;
+  if (!kind) throw stepFailedError(`step ${inv.index} is a ${guarded.action}; this function runs ${Object.keys(kinds).join(', ')} steps`);
+  let task = first;
+  let step = guarded;
   const windowEnds = performance.now() + (inv.phase === 'poll' ? (deps.pollWindowMs ?? 0) : 0);
   try {
     const account = await getAccount(deps.table, task.app_id, task.app_user_id);
     if (!account) throw new StepFailure('ACCOUNT_NOT_FOUND', 'The account of this transfer no longer exists');
     if (step.status === 'pending') {
       await start(deps, kind, inv, task, step);
-      ({ task, step } = await reload(deps, inv));
+      ({ task, step } = await reload(deps, inv, kind.action));
       if (step.status === 'completed') return { settled: true, wait_seconds: 0 };
     }
-    const ctx: Ctx<D> = { deps, kind, inv, task, step, account, wallet: await deps.wallets.open(task, account) };
+    const ctx: Ctx<D, A> = { deps, kind, inv, task, step, account, wallet: await deps.wallets.open(task, account) };
     let outcome = await kind.run(ctx);
     // Long poll: look again while the window lasts (each look re-reads the record first).
     while (!outcome.done && inv.phase === 'poll' && performance.now() + POLL_INTERVAL_MS < windowEnds && !timedOut(deps, ctx.step)) {
@@ -169,13 +197,13 @@ export async function runStep<D extends StepCoreDeps>(deps: D, kinds: Partial<Re
  * ends (its settle finds the failure recorded, or the attempt stale, and writes nothing); a step
  * already completed answers `settled` (a duplicate invocation is harmless).
  */
-async function guard(deps: StepCoreDeps, inv: StepInvocation): Promise<{ result: StepResult } | { task: TaskRecord; step: StepRecord }> {
+async function guard(deps: StepCoreDeps, inv: StepInvocation): Promise<{ readonly task: TaskRecord; readonly step: StepRecord; readonly result?: StepResult }> {
   const task = await loadTask(deps.table, inv.task);
   if (!task) throw stepFailedError('the task does not exist');
   if (task.attempt !== inv.attempt) throw stepFailedError(`stale execution: attempt ${inv.attempt}, the task is on attempt ${task.attempt}`);
   const step = task.steps[inv.index];
   if (!step) throw stepFailedError(`the task has no step ${inv.index}`);
-  if (step.status === 'completed') return { result: { settled: true, wait_seconds: 0 } };
+  if (step.status === 'completed') return { task, step, result: { settled: true, wait_seconds: 0 } };
   if (task.status === 'completed' || step.status === 'failed') throw stepFailedError(`the task is ${task.status}, step ${inv.index} ${step.status}`);
   // failed / cancelled with this step under way: this attempt ended. With the step pending, it is a
   // resumed attempt (a resume resets the step and bumps the attempt): its first write reopens the task.
@@ -184,17 +212,15 @@ async function guard(deps: StepCoreDeps, inv: StepInvocation): Promise<{ result:
   return { task, step };
 }
 
-async function reload(deps: StepCoreDeps, inv: StepInvocation): Promise<{ task: TaskRecord; step: StepRecord }> {
-  const guarded = await guard(deps, inv);
-  if ('result' in guarded) {
-    const task = (await loadTask(deps.table, inv.task))!;
-    return { task, step: task.steps[inv.index]! };
-  }
-  return guarded;
+/** The guards again, and the step as now recorded (completed, too); a step's kind never changes, it is checked all the same. */
+async function reload<A extends StepAction>(deps: StepCoreDeps, inv: StepInvocation, action: A): Promise<{ task: TaskRecord; step: StepOf<A> }> {
+  const { task, step } = await guard(deps, inv);
+  if (!isStepOf(step, action)) throw stepFailedError(`step ${inv.index} is a ${step.action}, not a ${action}`);
+  return { task, step };
 }
 
-export async function refresh(ctx: Ctx): Promise<void> {
-  const { task, step } = await reload(ctx.deps, ctx.inv);
+export async function refresh<D extends StepCoreDeps, A extends StepAction>(ctx: Ctx<D, A>): Promise<void> {
+  const { task, step } = await reload(ctx.deps, ctx.inv, ctx.kind.action);
   if (step.try !== ctx.step.try) throw stepFailedError('the step was reset by a resume');
   ctx.task = task;
   ctx.step = step;
@@ -203,26 +229,35 @@ export async function refresh(ctx: Ctx): Promise<void> {
 /** The step's input: step 0 the task amount, step i what step i−1 delivered. */
 function amountIn(task: TaskRecord, index: number): bigint {
   if (index === 0) return parseAmount(task.amount, TRANSFER_DECIMALS);
-  return BigInt(task.steps[index - 1]!.amount_out!);
+  const delivered = task.steps[index - 1]?.amount_out;
+  // The guards let a step start only after the previous one completed, which records amount_out.
+  if (delivered === undefined) throw new Error(`step ${index - 1} records no amount_out`);
+  return BigInt(delivered);
+}
+
+/** What the step moves: recorded by its start, before any kind runs. */
+export function amountInOf(step: StepRecord): bigint {
+  if (step.amount_in === undefined) throw new Error(`step ${step.index} records no amount_in`);
+  return BigInt(step.amount_in);
 }
 
 /** Where the money first sits in the user's wallet: step 0 (a self source's holding, or the source venue's payout). */
-function feeChain(step: StepRecord): string {
-  return (step.action === 'bridge' ? step.from!.chain : step.holding!.chain) as string;
+function feeChain(step: StepRecord): ChainCode {
+  return step.action === 'bridge' ? step.from.chain : step.holding.chain;
 }
 
 /**
  * The platform fee, taken once, by step 0, exactly as estimateTransferCost computes it
  * (estimate.ts flowMoney: platformFee(config, amount − the source venue's withdrawal fee)).
  */
-function platformFeeOf<D extends StepCoreDeps>(deps: D, kind: StepKind<D>, step: StepRecord, amount: bigint): bigint {
+function platformFeeOf<D extends StepCoreDeps, A extends StepAction>(deps: D, kind: StepKind<D, A>, step: StepOf<A>, amount: bigint): bigint {
   if (step.index !== 0) return 0n;
   const config = platformFeeFor(deps.platformFee, feeChain(step));
   const base = amount - (kind.feeBaseDeduction?.(deps, step) ?? 0n);
   return platformFee(config, base < 0n ? 0n : base);
 }
 
-async function start<D extends StepCoreDeps>(deps: D, kind: StepKind<D>, inv: StepInvocation, task: TaskRecord, step: StepRecord): Promise<void> {
+async function start<D extends StepCoreDeps, A extends StepAction>(deps: D, kind: StepKind<D, A>, inv: StepInvocation, task: TaskRecord, step: StepOf<A>): Promise<void> {
   const amount = amountIn(task, inv.index);
   const fee = platformFeeOf(deps, kind, step, amount);
   const now = deps.now().toISOString();
@@ -239,7 +274,7 @@ async function start<D extends StepCoreDeps>(deps: D, kind: StepKind<D>, inv: St
   });
 }
 
-async function complete(ctx: Ctx, amountOut: bigint, results?: Record<string, string>): Promise<void> {
+async function complete<D extends StepCoreDeps, A extends StepAction>(ctx: Ctx<D, A>, amountOut: bigint, results?: Record<string, string>): Promise<void> {
   const { deps, inv } = ctx;
   const now = deps.now().toISOString();
   const last = inv.index === ctx.task.steps.length - 1;
@@ -267,7 +302,7 @@ function timedOut(deps: StepCoreDeps, step: StepRecord): boolean {
 }
 
 /** Business failures end the step; everything else is transient. */
-function asFailure(kind: StepKind<never>, error: unknown): StepFailure | undefined {
+function asFailure<D extends StepCoreDeps, A extends StepAction>(kind: StepKind<D, A>, error: unknown): StepFailure | undefined {
   if (error instanceof StepFailure) return error;
   const own = kind.failure?.(error);
   if (own) return own;
@@ -285,7 +320,7 @@ class RecordTaken extends Error {}
  * steps[i].sends[label] holds (re-broadcast and awaited), `record` the conditional write of it
  * (a concurrent duplicate that lost the write does not broadcast; it then resumes the winner's).
  */
-export async function sendOnce(ctx: Ctx, label: string, chain: string, send: (journal: SendJournal) => Promise<{ txHash: string }>): Promise<string> {
+export async function sendOnce(ctx: Ctx, label: string, chain: ChainCode, send: (journal: SendJournal) => Promise<{ txHash: string }>): Promise<string> {
   const known = ctx.step.sends?.[label];
   // Already included with its effect: nothing to re-broadcast (a poll only looks).
   if (known && (await sendOutcome(ctx, known)) === 'landed') return known.tx_hash;
@@ -313,16 +348,16 @@ export async function sendOnce(ctx: Ctx, label: string, chain: string, send: (jo
 }
 
 /** A recorded send as its chain shows it now (a short look, no waiting). */
-export async function sendOutcome(ctx: Ctx, send: RecordedSend): Promise<SendOutcome> {
+export async function sendOutcome<D extends StepCoreDeps>(ctx: Ctx<D>, send: RecordedSend): Promise<SendOutcome> {
   if (send.chain === 'SOL') return ctx.kind.solana ? ctx.kind.solana.outcome(ctx, send) : 'unknown';
-  return evmSendOutcome(await ctx.deps.chains.evm(send.chain as never), send);
+  return evmSendOutcome(await ctx.deps.chains.evm(send.chain), send);
 }
 
 /** An EVM call from the user's wallet (sponsored when the step says so). */
-export function sendEvm(ctx: Ctx, label: string, chainCode: string, call: EvmCall, spends: Spend): Promise<string> {
+export function sendEvm(ctx: Ctx, label: string, chainCode: EvmChainCode, call: EvmCall, spends: Spend): Promise<string> {
   const { deps, wallet } = ctx;
   return sendOnce(ctx, label, chainCode, async (journal) => {
-    const chain = await deps.chains.evm(chainCode as never);
+    const chain = await deps.chains.evm(chainCode);
     if (ctx.step.gas_policy !== 'sponsored') return deps.senders.evm.send({ chain, from: wallet.evmAddress, call, spends, signer: wallet.evm, journal });
     if (!deps.senders.sponsored) throw new StepFailure('GAS_SPONSORSHIP_UNAVAILABLE', `A ${ctx.step.action} step is not sent with sponsored gas`);
     return deps.senders.sponsored.send({ chain, account: wallet.evmAddress, call, spends, signer: wallet.evm, journal });
@@ -336,7 +371,7 @@ export function sendEvm(ctx: Ctx, label: string, chainCode: string, call: EvmCal
  * never a fee for a move that did not happen), and checks first that the move and the fee it still
  * owes are funded (requireFunded).
  */
-export async function takePlatformFee(ctx: Ctx, chain: string, token: string): Promise<bigint> {
+export async function takePlatformFee<D extends StepCoreDeps>(ctx: Ctx<D>, chain: ChainCode, token: string): Promise<bigint> {
   const fee = BigInt(ctx.step.platform_fee ?? '0');
   if (fee === 0n) return 0n;
   await adoptPlatformFee(ctx);
@@ -345,7 +380,7 @@ export async function takePlatformFee(ctx: Ctx, chain: string, token: string): P
     if (!ctx.kind.solana) throw new StepFailure('UNSUPPORTED_CHAIN', `A ${ctx.step.action} step does not send on Solana`);
     await ctx.kind.solana.send(ctx, 'platform_fee', recipient, token, fee, `platform-fee:${ctx.inv.task.task_id}`);
   } else {
-    const evm = await ctx.deps.chains.evm(chain as never);
+    const evm = await ctx.deps.chains.evm(chain);
     await sendEvm(ctx, 'platform_fee', chain, evm.transferCall(token, recipient as Address, fee), { token, amount: fee, to: recipient });
   }
   return fee;
@@ -356,7 +391,7 @@ export async function takePlatformFee(ctx: Ctx, chain: string, token: string): P
  * earlier fee send that failed on chain (reverted, or without its effect) moved nothing and is not
  * adopted.
  */
-async function adoptPlatformFee(ctx: Ctx): Promise<void> {
+async function adoptPlatformFee<D extends StepCoreDeps>(ctx: Ctx<D>): Promise<void> {
   if (ctx.step.sends?.platform_fee) return;
   for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
     const earlier = previous.sends?.platform_fee;
@@ -368,7 +403,7 @@ async function adoptPlatformFee(ctx: Ctx): Promise<void> {
 }
 
 /** What of the platform fee this try still has to send: none once a fee send is recorded or adopted. */
-export async function platformFeeOwed(ctx: Ctx): Promise<bigint> {
+export async function platformFeeOwed<D extends StepCoreDeps>(ctx: Ctx<D>): Promise<bigint> {
   const fee = BigInt(ctx.step.platform_fee ?? '0');
   if (fee === 0n) return 0n;
   await adoptPlatformFee(ctx);
@@ -385,7 +420,7 @@ export function requireFunded(what: string, needed: bigint, available: bigint): 
 }
 
 /** A write to this invocation's own step: its task, attempt, index and try as read, stamped now. */
-export function writeOwnStep(ctx: Ctx, write: Omit<StepWrite, 'ref' | 'attempt' | 'index' | 'tryNumber' | 'now'>, now = ctx.deps.now().toISOString()): Promise<boolean> {
+export function writeOwnStep(ctx: Pick<Ctx, 'deps' | 'inv' | 'step'>, write: Omit<StepWrite, 'ref' | 'attempt' | 'index' | 'tryNumber' | 'now'>, now = ctx.deps.now().toISOString()): Promise<boolean> {
   return writeStep(ctx.deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, ...write, now });
 }
 

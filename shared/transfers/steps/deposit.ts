@@ -1,8 +1,9 @@
 import { type Address, erc20Abi, getAddress, type Hex, parseEventLogs } from 'viem';
 import { getLogs, getTransactionReceipt } from 'viem/actions';
-import type { RecordedSend } from '../task.ts';
-import { type Ctx, NO_ADDRESS, type Outcome, platformFeeOwed, recordIntent, refresh, requireFunded, sendEvm, sendOutcome, type StepKind, takePlatformFee, writeOwnStep } from './core.ts';
-import { StepFailure } from './outcomes.ts';
+import { type EvmChainCode, isEvmChain } from '../../chains/chain-config.ts';
+import type { DepositStep, RecordedSend } from '../task.ts';
+import { amountInOf, type Ctx, NO_ADDRESS, type Outcome, platformFeeOwed, recordIntent, refresh, requireFunded, sendEvm, sendOutcome, type StepKind, takePlatformFee, writeOwnStep } from './core.ts';
+import { StepFailure, StepTransient } from './outcomes.ts';
 import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
 import { takeVenueLock } from './venue-lock.ts';
 
@@ -19,10 +20,11 @@ import { takeVenueLock } from './venue-lock.ts';
  *   deposit (never a second one) and waits again: only the venue (its support, or an operator
  *   clearing a sandbox fault) can credit or return it.
  */
-async function depositStep(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
+async function depositStep(ctx: Ctx<VenueStepDeps, 'deposit'>): Promise<Outcome> {
   const { driver, fields } = venueDriver(ctx);
-  const holding = ctx.step.holding!;
-  const amount = BigInt(ctx.step.amount_in!) - BigInt(ctx.step.platform_fee ?? '0');
+  const holding = ctx.step.holding;
+  const chain = venueChain(ctx.step);
+  const amount = amountInOf(ctx.step) - BigInt(ctx.step.platform_fee ?? '0');
   // The user's balance lock at this venue (venue-lock.ts), from before the baseline until the credit shows; busy: wait (poll).
   const lock = await takeVenueLock(ctx.deps.table, ctx.inv.task, ctx.step, ctx.step.baseline !== undefined);
   if (lock === 'busy') return { done: false };
@@ -31,7 +33,7 @@ async function depositStep(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
   if (ctx.step.baseline === undefined) {
     // Prepared first: an amount the venue refuses (below its minimum) fails the step with nothing sent.
     const plan = await driver.prepareDeposit(ctx.wallet.venue, fields, amount);
-    const evm = await ctx.deps.chains.evm(holding.chain as never);
+    const evm = await ctx.deps.chains.evm(chain);
     const owed = amount + (await platformFeeOwed(ctx));
     requireFunded(`${holding.token} on ${holding.chain} for the deposit and the platform fee`, owed, await evm.balance(ctx.wallet.evmAddress, holding.token));
     const baseline = (await driver.balances(ctx.wallet.venue, fields)).balance;
@@ -46,13 +48,16 @@ async function depositStep(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
     // A recorded call is re-broadcast from its record (the sender ignores the call then).
     const call = plan?.calls[k] ?? { to: NO_ADDRESS, data: '0x' as Hex, value: 0n, label };
     const spends = { token: holding.token, amount: /approve/i.test(call.label) ? 0n : amount };
-    await sendEvm(ctx, label, holding.chain, { to: call.to, data: call.data, value: call.value ?? 0n }, spends);
+    await sendEvm(ctx, label, chain, { to: call.to, data: call.data, value: call.value ?? 0n }, spends);
   }
   // The fee only once the deposit itself landed (a deposit that could not be sent keeps no fee).
   await takePlatformFee(ctx, holding.chain, holding.token);
   const balance = (await driver.balances(ctx.wallet.venue, fields)).balance;
-  const expected = BigInt(ctx.step.expected_credit!);
-  if (balance >= BigInt(ctx.step.baseline!) + expected) return { done: true, amountOut: expected };
+  // Both recorded together (recordIntent, or adopted from an earlier try) before the first call.
+  const { baseline, expected_credit } = ctx.step;
+  if (baseline === undefined || expected_credit === undefined) throw new StepTransient('the deposit intent is not recorded');
+  const expected = BigInt(expected_credit);
+  if (balance >= BigInt(baseline) + expected) return { done: true, amountOut: expected };
   const refund = await findRefund(ctx, ctx.step.sends ?? {}, amount);
   if (refund) {
     const results = ctx.step.result_tx_hashes ?? {};
@@ -65,6 +70,12 @@ async function depositStep(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
   }
   const late = new StepFailure('DEPOSIT_NOT_CREDITED', `The deposit transaction to ${ctx.step.venue} landed but the venue has not credited it; resume the task to keep waiting for the same deposit (it is never sent twice), or contact the venue`);
   return { done: false, late };
+}
+
+/** The chain of the deposit: every venue is on an EVM chain (the planner bridges a self source elsewhere first). */
+function venueChain(step: DepositStep): EvmChainCode {
+  if (!isEvmChain(step.holding.chain)) throw new StepFailure('UNSUPPORTED_CHAIN', `A deposit into ${step.venue} is sent on an EVM chain, not ${step.holding.chain}`);
+  return step.holding.chain;
 }
 
 /** Only the ERC-20 Transfer event, for decoding receipts and log queries. */
@@ -82,11 +93,11 @@ const TRANSFER_EVENT = erc20Abi.find((item) => item.type === 'event' && item.nam
  * venue balance failed to show the credit); a refund split in parts or net of a variable fee is
  * not recognised (the step then ends DEPOSIT_NOT_CREDITED at its deadline).
  */
-async function findRefund(ctx: Ctx<VenueStepDeps>, sends: Record<string, RecordedSend>, amount: bigint): Promise<Hex | undefined> {
+async function findRefund(ctx: Ctx<VenueStepDeps, 'deposit'>, sends: Record<string, RecordedSend>, amount: bigint): Promise<Hex | undefined> {
   const deposits = Object.entries(sends).filter(([label]) => label.startsWith('deposit_'));
   if (deposits.length === 0) return undefined;
-  const holding = ctx.step.holding!;
-  const evm = await ctx.deps.chains.evm(holding.chain as never);
+  const holding = ctx.step.holding;
+  const evm = await ctx.deps.chains.evm(venueChain(ctx.step));
   const token = evm.tokenAddress(holding.token);
   if (!token) return undefined;
   const wallet = getAddress(ctx.wallet.evmAddress);
@@ -99,7 +110,7 @@ async function findRefund(ctx: Ctx<VenueStepDeps>, sends: Record<string, Recorde
     for (const log of outs) after = { block: log.blockNumber, logIndex: log.logIndex };
   }
   if (!after) return undefined;
-  const fee = ctx.step.venue ? feeOf(ctx) : 0n;
+  const fee = feeOf(ctx);
   const amounts = new Set([amount, ...(fee > 0n && fee < amount ? [amount - fee] : [])]);
   const logs = await getLogs(evm.client, { address: token as Address, event: TRANSFER_EVENT, args: { to: wallet }, fromBlock: after.block, toBlock: 'latest', strict: true });
   const refund = logs.find(
@@ -109,8 +120,8 @@ async function findRefund(ctx: Ctx<VenueStepDeps>, sends: Record<string, Recorde
 }
 
 /** The venue's fixed deposit fee (0 when it has none or its fee is quoted per deposit). */
-function feeOf(ctx: Ctx<VenueStepDeps>): bigint {
-  const rule = ctx.deps.venues?.driver(ctx.step.venue!).rules.deposit.fee;
+function feeOf(ctx: Ctx<VenueStepDeps, 'deposit'>): bigint {
+  const rule = ctx.deps.venues?.driver(ctx.step.venue).rules.deposit.fee;
   return rule?.feeType === 'fixed' ? rule.amount : 0n;
 }
 
@@ -120,8 +131,8 @@ function feeOf(ctx: Ctx<VenueStepDeps>): bigint {
  * then this try deposits again. The most recent try with a deposit decides (an earlier one was
  * either adopted by it or refunded / reverted before it).
  */
-async function adoptDeposit(ctx: Ctx<VenueStepDeps>): Promise<void> {
-  const amount = BigInt(ctx.step.amount_in!) - BigInt(ctx.step.platform_fee ?? '0');
+async function adoptDeposit(ctx: Ctx<VenueStepDeps, 'deposit'>): Promise<void> {
+  const amount = amountInOf(ctx.step) - BigInt(ctx.step.platform_fee ?? '0');
   for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
     const sends = Object.entries(previous.sends ?? {}).filter(([label]) => label.startsWith('deposit_'));
     if (sends.length === 0 || previous.baseline === undefined) continue;
@@ -152,4 +163,4 @@ async function adoptDeposit(ctx: Ctx<VenueStepDeps>): Promise<void> {
  * holding is the venue's chain (the planner makes a self source on another chain a bridge first),
  * and every venue is on an EVM chain.
  */
-export const DEPOSIT_KIND: StepKind<VenueStepDeps> = { action: 'deposit', run: depositStep, failure: venueFailure };
+export const DEPOSIT_KIND: StepKind<VenueStepDeps, 'deposit'> = { action: 'deposit', run: depositStep, failure: venueFailure };

@@ -2,6 +2,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { getItem, isConditionalCheckFailed, type Table } from '../../db/client.ts';
 import { keys } from '../../db/keys.ts';
 import type { RecordedSend, StepRecord, TaskRecord, TaskRef } from '../task.ts';
+import { parseTaskItem } from '../task-record.ts';
 
 /**
  * The task item as the step Lambdas write it: every write is ONE conditional UpdateItem on the
@@ -13,7 +14,8 @@ import type { RecordedSend, StepRecord, TaskRecord, TaskRef } from '../task.ts';
  * `false` = the condition failed: someone else decided first; the caller reloads and re-reads.
  */
 export async function loadTask(table: Table, ref: TaskRef): Promise<TaskRecord | undefined> {
-  return (await getItem(table, keys.task(ref.app_id, ref.app_user_id, ref.task_id))) as TaskRecord | undefined;
+  const item = await getItem(table, keys.task(ref.app_id, ref.app_user_id, ref.task_id));
+  return item ? parseTaskItem(item) : undefined;
 }
 
 export interface StepWrite {

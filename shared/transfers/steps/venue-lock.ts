@@ -1,5 +1,6 @@
 import type { Table } from '../../db/client.ts';
 import { releaseLease, takeLease } from '../../db/lease.ts';
+import type { VenueId } from '../../venues/default-status.ts';
 import type { StepRecord, TaskRef } from '../task.ts';
 
 /**
@@ -28,7 +29,11 @@ export const VENUE_LOCK_MS = 300_000;
 
 export type VenueLock = 'held' | 'taken-over' | 'busy';
 
-const holderOf = (ref: TaskRef, step: Pick<StepRecord, 'index' | 'try'>) => `${ref.task_id}:${step.index}:${step.try}`;
+/** What the lock knows of a step: the holder (index, try) and, for a venue step, the venue. */
+type LockHolder = Pick<StepRecord, 'index' | 'try'>;
+type LockStep = LockHolder & ({ readonly action: 'bridge' } | { readonly action: 'withdrawal' | 'deposit'; readonly venue: VenueId });
+
+const holderOf = (ref: TaskRef, step: LockHolder) => `${ref.task_id}:${step.index}:${step.try}`;
 /**
  * The lock's item (listed in shared/db/keys.ts; built here, not in `keys`, so the ~130 bytes stay
  * out of the bundles that do not run venue steps: InitPerpDex sits at the 700 KB budget).
@@ -42,14 +47,14 @@ const keyOf = (ref: TaskRef, venue: string) => venueBalanceLease(venue, ref.app_
  * says it had it before (the step's lease expired meanwhile, so another step may have moved the
  * balance: what this step read under it may be stale); `busy`: another step holds it.
  */
-export async function takeVenueLock(table: Table, ref: TaskRef, step: StepRecord, resuming: boolean): Promise<VenueLock> {
-  const taken = await takeLease(table, keyOf(ref, step.venue!), holderOf(ref, step), VENUE_LOCK_MS);
+export async function takeVenueLock(table: Table, ref: TaskRef, step: LockHolder & { readonly venue: VenueId }, resuming: boolean): Promise<VenueLock> {
+  const taken = await takeLease(table, keyOf(ref, step.venue), holderOf(ref, step), VENUE_LOCK_MS);
   if (!taken) return 'busy';
   return taken.resumed || !resuming ? 'held' : 'taken-over';
 }
 
-/** Releases the lock if this step (this try) holds it; a no-op for any other step, and for steps without a venue. */
-export async function releaseVenueLock(table: Table, ref: TaskRef, step: Pick<StepRecord, 'index' | 'try' | 'venue' | 'action'>): Promise<void> {
-  if (!step.venue || step.action === 'bridge') return;
+/** Releases the lock if this step (this try) holds it; a no-op for any other step, and for steps without a venue (a bridge). */
+export async function releaseVenueLock(table: Table, ref: TaskRef, step: LockStep): Promise<void> {
+  if (step.action === 'bridge') return;
   await releaseLease(table, keyOf(ref, step.venue), holderOf(ref, step));
 }

@@ -9,8 +9,11 @@ export interface VenueStepDeps extends StepCoreDeps {
   readonly venues?: VenueRegistry;
 }
 
-export function venueDriver(ctx: Ctx<VenueStepDeps>): { driver: VenueDriver; fields: VenueFields } {
-  const venue = ctx.step.venue!;
+/** The venue kinds: their steps name the venue. */
+export type VenueAction = 'withdrawal' | 'deposit';
+
+export function venueDriver(ctx: Ctx<VenueStepDeps, VenueAction>): { driver: VenueDriver; fields: VenueFields } {
+  const venue = ctx.step.venue;
   const status = ctx.account.perp_dex_status[venue];
   if (!status?.initialized) throw new StepFailure('DEX_NOT_INITIALIZED', `${venue} is not initialized for this account: call POST /account/init-perp-dex first`);
   if (!ctx.deps.venues) throw new StepFailure('VENUE_NOT_CONFIGURED', `${venue} is not configured on this deployment`);

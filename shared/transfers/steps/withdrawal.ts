@@ -1,7 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { VenueDriver, VenueFields } from '../../venues/driver.ts';
-import { type Ctx, type Outcome, recordIntent, type StepKind, takePlatformFee } from './core.ts';
-import { StepFailure } from './outcomes.ts';
+import { amountInOf, type Ctx, type Outcome, recordIntent, type StepKind, takePlatformFee } from './core.ts';
+import { StepFailure, StepTransient } from './outcomes.ts';
 import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
 import { releaseVenueLock, takeVenueLock } from './venue-lock.ts';
 
@@ -14,10 +14,10 @@ import { releaseVenueLock, takeVenueLock } from './venue-lock.ts';
  * balance still shows no debit since `baseline`, otherwise the step fails WITHDRAWAL_UNRECONCILED
  * (the payout still reaches the user's own wallet; nothing is requested twice).
  */
-async function withdrawal(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
+async function withdrawal(ctx: Ctx<VenueStepDeps, 'withdrawal'>): Promise<Outcome> {
   const { driver, fields } = venueDriver(ctx);
   const wallet = ctx.wallet.venue;
-  const amount = BigInt(ctx.step.amount_in!);
+  const amount = amountInOf(ctx.step);
   const locking = !ctx.step.reference;
   if (locking) {
     // The user's balance lock at this venue (venue-lock.ts) from before the baseline until the request is accepted; busy: wait (poll).
@@ -39,21 +39,25 @@ async function withdrawal(ctx: Ctx<VenueStepDeps>): Promise<Outcome> {
         throw new StepFailure('WITHDRAWAL_UNRECONCILED', 'venue_d shows this withdrawal debited but its reference was not recorded; the payout goes to your own wallet');
       }
     }
-    const { reference } = await driver.withdraw(wallet, fields, amount, ctx.step.idempotency_key!);
+    const key = ctx.step.idempotency_key;
+    if (!key) throw new StepTransient('the withdrawal key is not recorded');
+    const { reference } = await driver.withdraw(wallet, fields, amount, key);
     await recordIntent(ctx, { reference }, 'reference');
   }
   if (locking) await releaseVenueLock(ctx.deps.table, ctx.inv.task, ctx.step); // the venue has debited (or an adopted request had)
-  const status = await driver.withdrawalStatus(wallet, fields, ctx.step.reference!);
+  const reference = ctx.step.reference;
+  if (!reference) throw new StepTransient('the withdrawal reference is not recorded');
+  const status = await driver.withdrawalStatus(wallet, fields, reference);
   if (status.state === 'pending') return { done: false };
   if (status.state === 'failed') throw new StepFailure('VENUE_WITHDRAWAL_FAILED', `${driver.id} reports the withdrawal failed: ${status.reason}`);
   const payout = amount - driver.rules.withdrawal.fee.amount;
-  const holding = ctx.step.holding!;
+  const holding = ctx.step.holding;
   const fee = await takePlatformFee(ctx, holding.chain, holding.token);
   return { done: true, amountOut: payout - fee, results: { payout: status.txHash } };
 }
 
 /** A previous try's withdrawal that is not finally failed is adopted (same key and reference), never requested again. */
-async function adoptWithdrawal(ctx: Ctx<VenueStepDeps>, driver: VenueDriver, fields: VenueFields): Promise<{ key: string; reference?: string; baseline?: string } | undefined> {
+async function adoptWithdrawal(ctx: Ctx<VenueStepDeps, 'withdrawal'>, driver: VenueDriver, fields: VenueFields): Promise<{ key: string; reference?: string; baseline?: string } | undefined> {
   for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
     if (!previous.idempotency_key) continue;
     const baseline = previous.baseline !== undefined ? { baseline: previous.baseline } : {};
@@ -65,10 +69,10 @@ async function adoptWithdrawal(ctx: Ctx<VenueStepDeps>, driver: VenueDriver, fie
 }
 
 /** The withdrawal kind (functions/transfers/withdrawal-step.ts): venues and EVM only. */
-export const WITHDRAWAL_KIND: StepKind<VenueStepDeps> = {
+export const WITHDRAWAL_KIND: StepKind<VenueStepDeps, 'withdrawal'> = {
   action: 'withdrawal',
   run: withdrawal,
   // The source venue keeps its withdrawal fee before the money reaches the wallet the platform fee is taken from.
-  feeBaseDeduction: (deps, step) => (deps.venues ? deps.venues.driver(step.venue!).rules.withdrawal.fee.amount : 0n),
+  feeBaseDeduction: (deps, step) => (deps.venues ? deps.venues.driver(step.venue).rules.withdrawal.fee.amount : 0n),
   failure: venueFailure,
 };
