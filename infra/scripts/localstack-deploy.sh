@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Deploy PerpWallet-Stateful and PerpWallet-Services to a running LocalStack with cdklocal,
-# deletion protection off, then print the API URLs and the `npm run test:deployed` command.
+# Deploy every stack of the app (PerpWallet-Stateful, -ApiGatewayLogging, -Enclave, -Transfers,
+# -Account, -Express: docs/deploy.md, "Stacks") to a running LocalStack with cdklocal, deletion
+# protection off, then print the API URLs and the `npm run test:deployed` command.
 # LocalStack's free edition (Hobby plan, or the Community image 4.14.0) serves everything the
 # stacks use: REST APIs (apigateway), not HTTP APIs (apigatewayv2). test/infra/localstack-coverage.test.ts
 # checks that statically; docs/deploy.md has the commands to start LocalStack.
@@ -24,9 +25,10 @@ OUTPUTS_FILE="$ROOT/cdk.out/localstack-outputs.json"
 CHAINS_CONFIG_FILE="${CHAINS_CONFIG_FILE:-infra/config/chains.mainnet.json}"
 RPC_URLS_SECRET="${RPC_URLS_SECRET:-perp-wallet/rpc-urls}"
 REGION="${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}"
-# Every service the two stacks (and the CDK bootstrap stack) create resources in.
+# Every service the stacks (and the CDK bootstrap stack) create resources in; stepfunctions for
+# PerpWallet-Transfers' state machine.
 # (No ecr: the bootstrap stack's repository is created without the ECR API and we publish no images.)
-REQUIRED_SERVICES="cloudformation s3 ssm sts iam lambda logs dynamodb kms secretsmanager apigateway"
+REQUIRED_SERVICES="cloudformation s3 ssm sts iam lambda logs dynamodb kms secretsmanager apigateway stepfunctions"
 
 die() { printf 'localstack-deploy: %s\n' "$*" >&2; exit 1; }
 step() { printf '\n==> %s\n' "$*"; }
@@ -76,7 +78,10 @@ step "Bootstrapping the LocalStack environment (cdklocal + aws-cdk@$CDK_VERSION)
 cdklocal bootstrap -c deletionProtection=false \
   || die "cdklocal bootstrap failed (see above)."
 
-step "Deploying PerpWallet-Stateful and PerpWallet-Services (deletionProtection=false)"
+# --all: the six stacks in dependency order (each service stack imports from the stateful one, the
+# account and express stacks and the transfers stack from the enclave's, the account stack from the
+# transfers stack); the outputs file groups each stack's outputs.
+step "Deploying every stack: PerpWallet-Stateful, -ApiGatewayLogging, -Enclave, -Transfers, -Account, -Express (deletionProtection=false)"
 mkdir -p "$(dirname "$OUTPUTS_FILE")"
 cdklocal deploy --all --require-approval never -c deletionProtection=false \
   -c chainsConfig="$CHAINS_CONFIG_FILE" -c rpcUrlsSecret="$RPC_URLS_SECRET" --outputs-file "$OUTPUTS_FILE" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Delete PerpWallet-Services and PerpWallet-Stateful from a running LocalStack (cdklocal destroy),
-# the counterpart of localstack-deploy.sh.
+# Delete every stack of the app (the service stacks first, then PerpWallet-Stateful) from a running
+# LocalStack (cdklocal destroy --all), the counterpart of localstack-deploy.sh.
 #
 #   npm run localstack:destroy
 #
@@ -47,7 +47,7 @@ CDK_VERSION="$(node -p 'require("./node_modules/aws-cdk/package.json").version')
 cdklocal() { npx --yes --package=aws-cdk-local@3 --package="aws-cdk@$CDK_VERSION" -- cdklocal "$@"; }
 
 # --- destroy -------------------------------------------------------------------------------
-step "Destroying PerpWallet-Services and PerpWallet-Stateful (cdklocal + aws-cdk@$CDK_VERSION)"
+step "Destroying every stack: the service stacks (importers first), then PerpWallet-Stateful (cdklocal + aws-cdk@$CDK_VERSION)"
 cdklocal destroy --all --force -c deletionProtection=false \
   -c chainsConfig="$CHAINS_CONFIG_FILE" -c rpcUrlsSecret="$RPC_URLS_SECRET" \
   || die "cdklocal destroy failed (see above). A stack deployed with deletion protection on cannot be destroyed; restart LocalStack instead."
