@@ -198,7 +198,9 @@ export class MalformedTaskError extends Error {
 export function parseTaskItem(item: Readonly<Record<string, unknown>>): TaskRecord {
   const result = v.safeParse(TaskRecordSchema, item);
   if (result.success) return result.output;
-  const problems = result.issues.map((issue) => `${v.getDotPath(issue) ?? '(item)'}: ${issue.input === undefined ? 'is missing' : issue.expected ? `expected ${issue.expected}` : 'is invalid'}`);
+  const problems = result.issues.map(
+    (issue) => `${v.getDotPath(issue) ?? '(item)'}: ${issue.input === undefined ? 'is missing' : issue.expected ? `expected ${issue.expected}` : 'is invalid'}`,
+  );
   const taskId = typeof item.task_id === 'string' ? item.task_id : '(no task_id)';
   throw new MalformedTaskError(`The stored transfer task ${taskId} is malformed: ${problems.join('; ')}`);
 }
