@@ -603,7 +603,13 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
     const user = await newUser(20n * USDC);
     const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
     const longPolling = { ...deps, pollWindowMs: 5_000 };
-    expect(await runStep(longPolling, invocation(ref, 0, 'submit'))).toMatchObject({ settled: false });
+    // The venue holds the credit (a stall) until the submit is done, whatever the machine's speed.
+    await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'stall', count: 1 });
+    try {
+      expect(await runStep(longPolling, invocation(ref, 0, 'submit'))).toMatchObject({ settled: false });
+    } finally {
+      await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'clear', count: 0 });
+    }
     const started = performance.now();
     expect(await runStep(longPolling, invocation(ref, 0, 'poll'))).toEqual({ settled: true, wait_seconds: 0 });
     expect(performance.now() - started).toBeLessThan(5_000);
