@@ -2,7 +2,6 @@ import * as v from 'valibot';
 import { VENUE_IDS } from '../venues/default-status.ts';
 import { CHAIN_CODES } from '../wallets/networks.ts';
 import { TRANSFER_TOKENS } from './planner.ts';
-import { TRANSFER_LOCATIONS } from './schemas.ts';
 
 /**
  * A transfer task as stored: ONE item of the single table holds the task, its route and the
@@ -18,6 +17,9 @@ import { TRANSFER_LOCATIONS } from './schemas.ts';
  * Amounts are base-unit integers as decimal strings (`"25500000"`) in the item, bigint in code,
  * decimal strings ("25.5") on the wire.
  */
+/** `self` or a venue (schemas.ts TRANSFER_LOCATIONS; not imported from there, whose request schemas would come along into every bundle that reads a task). */
+const LocationSchema = v.picklist(['self', ...VENUE_IDS]);
+
 const TaskStatusSchema = v.picklist(['pending', 'in_progress', 'completed', 'failed', 'cancelled']);
 export type TaskStatus = v.InferOutput<typeof TaskStatusSchema>;
 
@@ -154,8 +156,8 @@ const TaskRecordSchema = v.object({
   app_user_id: v.string(),
   /** The JWT issuer of the user (public): steps mint an op_jwt for (iss, app_user_id) without any stored JWT. */
   iss: v.string(),
-  source: v.picklist(TRANSFER_LOCATIONS),
-  destination: v.picklist(TRANSFER_LOCATIONS),
+  source: LocationSchema,
+  destination: LocationSchema,
   /** Decimal string as requested. */
   amount: v.string(),
   chain: v.string(),
