@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, open, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { type Address, type Hex, createPublicClient, createTestClient, createWalletClient, defineChain, http, isAddress } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -15,7 +14,8 @@ import { MAX_UNITS, tooLarge } from './faucet-refused.ts';
  * The local EVM sandbox: one anvil per chain (ETH, ARB, POL, INK) with the real chain ids, the
  * SandboxToken faucet ERC-20 installed at the real USDC / USDC.e addresses of
  * infra/config/mainnet-tokens.json, and the SponsoredExecutor EIP-7702 delegate at SANDBOX_DELEGATE.
- * Chain state persists under <dataDir>/chains/<CODE>.json, anvil's output goes to <CODE>.log.
+ * Chain state persists under <dataDir>/chains/<CODE>.json; anvil's errors and the line saying which
+ * port it listens on go to <CODE>.log.
  */
 export interface EvmSandbox {
   /** Shape of shared/chains/chain-config.ts; rpc_url is this sandbox's anvil, delegate the SponsoredExecutor. */
@@ -68,9 +68,16 @@ const STOP_TIMEOUT_MS = 30_000;
  * anvil runs under this POSIX sh watchdog. Its stdin is a pipe from this process: end of file means
  * stop() or that this process died (even by SIGKILL), and either way anvil gets SIGTERM, so it dumps
  * its state and no anvil outlives the sandbox. The shell exits when anvil does.
+ * anvil's stdout goes through a FIFO ($1) of which only its "Listening on host:port" line reaches the
+ * log (anvil listens on port 0 and says there which port it bound; without `--silent`, which drops
+ * that line too, it prints every RPC call, which the log does not need); its stderr goes to the log.
  */
 const WATCHDOG = [
-  '"$@" </dev/null &',
+  'fifo=$1; shift',
+  'rm -f "$fifo"; mkfifo -m 600 "$fifo" || exit 1',
+  // One reader for the FIFO's whole life: the banner line by line up to that line, then cat drops the rest.
+  `{ while IFS= read -r line; do case $line in 'Listening on '*) printf '%s\\n' "$line"; break ;; esac; done; exec cat >/dev/null; } <"$fifo" &`,
+  '"$@" </dev/null >"$fifo" &',
   'anvil=$!',
   'exec 3<&0',
   '( cat <&3 >/dev/null; kill -TERM "$anvil" 2>/dev/null ) &',
@@ -78,6 +85,7 @@ const WATCHDOG = [
   `trap 'kill -TERM "$anvil" 2>/dev/null' INT TERM HUP`,
   'wait "$anvil"; status=$?',
   'while kill -0 "$anvil" 2>/dev/null; do wait "$anvil"; status=$?; done',
+  'rm -f "$fifo"',
   'exit "$status"',
 ].join('\n');
 
@@ -220,35 +228,19 @@ interface AnvilProcess {
   stop(): Promise<void>;
 }
 
+/**
+ * Starts anvil on port 0 and reads the port it bound from its own "Listening on host:port" line
+ * (in its log, through the watchdog): no port is probed and then handed over, so no other process,
+ * nor another part of this sandbox, can take it in between, and anvil cannot take a port another
+ * listener holds.
+ */
 async function startAnvil(input: { code: EvmChainCode; chainId: number; host: string; chainsDir: string }): Promise<AnvilProcess> {
-  // A free port can be taken by someone else between probing and anvil's bind: try another one.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await spawnAnvil(input, await freePort(input.host));
-    } catch (error) {
-      if (!(error instanceof AnvilStartError && error.portTaken) || attempt === 3) throw error;
-    }
-  }
-}
-
-class AnvilStartError extends Error {
-  readonly portTaken: boolean;
-
-  constructor(message: string, portTaken: boolean) {
-    super(message);
-    this.name = 'AnvilStartError';
-    this.portTaken = portTaken;
-  }
-}
-
-async function spawnAnvil(input: { code: EvmChainCode; chainId: number; host: string; chainsDir: string }, port: number): Promise<AnvilProcess> {
   const logPath = join(input.chainsDir, `${input.code}.log`);
   const args = [
     '--host', input.host,
-    '--port', String(port),
+    '--port', '0',
     '--chain-id', String(input.chainId),
     '--hardfork', 'prague',
-    '--silent',
     '--state', join(input.chainsDir, `${input.code}.json`),
     '--state-interval', String(STATE_INTERVAL_SECONDS),
   ];
@@ -256,7 +248,8 @@ async function spawnAnvil(input: { code: EvmChainCode; chainId: number; host: st
   const logStart = (await log.stat()).size;
   let child: ChildProcess;
   try {
-    child = spawn('/bin/sh', ['-c', WATCHDOG, 'anvil-watchdog', anvilBinary(), ...args], { stdio: ['pipe', log.fd, log.fd], detached: true });
+    const fifo = join(input.chainsDir, `${input.code}.stdout`);
+    child = spawn('/bin/sh', ['-c', WATCHDOG, 'anvil-watchdog', fifo, anvilBinary(), ...args], { stdio: ['pipe', log.fd, log.fd], detached: true });
   } finally {
     await log.close();
   }
@@ -269,7 +262,6 @@ async function spawnAnvil(input: { code: EvmChainCode; chainId: number; host: st
   });
 
   const host = input.host.includes(':') ? `[${input.host}]` : input.host;
-  const rpcUrl = `http://${host}:${port}`;
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.stdin?.end(); // the watchdog's cue: SIGTERM to anvil, which dumps its state and exits
@@ -278,17 +270,29 @@ async function spawnAnvil(input: { code: EvmChainCode; chainId: number; host: st
     clearTimeout(timer);
   };
 
-  const ready = await Promise.race([waitForChainId(rpcUrl, input.chainId), exited.then(() => false)]);
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  const port = await Promise.race([listeningPort(logPath, logStart, deadline), exited.then(() => undefined)]);
+  const rpcUrl = port === undefined ? undefined : `http://${host}:${port}`;
+  const ready = rpcUrl !== undefined && (await Promise.race([waitForChainId(rpcUrl, input.chainId, deadline), exited.then(() => false)]));
   if (ready !== true) {
     await stop();
     const output = (await readFile(logPath).catch(() => Buffer.alloc(0))).subarray(logStart).toString('utf8').trim();
     const tail = output.split('\n').slice(-5).join('\n');
-    throw new AnvilStartError(
-      `anvil for ${input.code} did not answer eth_chainId ${input.chainId} on ${rpcUrl}${tail ? `:\n${tail}` : ''}\n(log: ${logPath})`,
-      /address already in use/i.test(output),
-    );
+    const what = rpcUrl === undefined ? 'did not say which port it listens on' : `did not answer eth_chainId ${input.chainId} on ${rpcUrl}`;
+    throw new Error(`anvil for ${input.code} ${what}${tail ? `:\n${tail}` : ''}\n(log: ${logPath})`);
   }
   return { rpcUrl, stop };
+}
+
+/** The port of anvil's "Listening on <host>:<port>" line, written to its log after `logStart`; undefined past the deadline. */
+async function listeningPort(logPath: string, logStart: number, deadline: number): Promise<number | undefined> {
+  while (Date.now() < deadline) {
+    const output = (await readFile(logPath).catch(() => Buffer.alloc(0))).subarray(logStart).toString('utf8');
+    const listening = /^Listening on .*:(\d+)\s*$/m.exec(output);
+    if (listening) return Number(listening[1]);
+    await new Promise((wake) => setTimeout(wake, 20));
+  }
+  return undefined;
 }
 
 /** Last resort when anvil ignores SIGTERM: the watchdog runs detached, so its pid is its process group. */
@@ -300,8 +304,7 @@ function killGroup(child: ChildProcess): void {
   }
 }
 
-async function waitForChainId(rpcUrl: string, chainId: number): Promise<boolean> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+async function waitForChainId(rpcUrl: string, chainId: number, deadline: number): Promise<boolean> {
   while (Date.now() < deadline) {
     try {
       const response = await fetch(rpcUrl, {
@@ -318,17 +321,6 @@ async function waitForChainId(rpcUrl: string, chainId: number): Promise<boolean>
     await new Promise((wake) => setTimeout(wake, 50));
   }
   return false;
-}
-
-function freePort(host: string): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port assigned'))));
-    });
-  });
 }
 
 /** The platform binary of @foundry-rs/anvil, not its Node wrapper (one process per chain, not two). */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -99,6 +99,43 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const appsFromFile = options.appsFile ? await readAppsFile(options.appsFile) : undefined;
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const releaseDataDir = await lockDataDir(dataDir);
+  const closers: (() => Promise<void>)[] = [releaseDataDir];
+  try {
+    return await startOnLockedDataDir(options, dataDir, host, tableName, appsFromFile, closers);
+  } catch (error) {
+    // A start that fails half-way frees what it took (the lock, the ports, the chains) before it says why.
+    for (const closeOne of closers) await closeOne().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function startOnLockedDataDir(
+  options: LocalRuntimeOptions,
+  dataDir: string,
+  host: string,
+  tableName: string,
+  appsFromFile: readonly AppFileEntry[] | undefined,
+  closers: (() => Promise<void>)[],
+): Promise<LocalRuntime> {
+  // The services listen before anything else starts. With ports 0 the kernel picks each one's
+  // port, and a port held from here on cannot be handed to a sandbox component started below
+  // (an anvil, a venue, the bridge, dynalite) nor be taken by one: nothing races for it. Until
+  // the sandbox is ready they answer 503.
+  const servers = Object.fromEntries(SERVICES.map((service) => [service, createServer()])) as Record<ServiceName, Server>;
+  const urls = {} as Record<ServiceName, string>;
+  const starting: RequestListener = (_req, res) => {
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+    res.end(JSON.stringify({ success: false, error: { code: 'SANDBOX_STARTING', message: 'The local sandbox is starting: try again once it prints "ready"' } }));
+  };
+  for (const service of SERVICES) {
+    const port = await listen(servers[service], options.ports[service], host).catch((error: unknown) => {
+      if (!(error instanceof LocalRuntimeError)) throw error;
+      throw servicePortInUse(service, options.ports[service], host, Object.fromEntries(Object.entries(urls).map(([name, url]) => [`${name} service`, url])));
+    });
+    servers[service].on('request', starting);
+    urls[service] = `http://${host}:${port}`;
+    closers.unshift(() => close(servers[service]));
+  }
 
   // What Lambda gives a function: per-invocation scoping of Powertools' state (several requests run
   // at once in this one process), cold-start detection, a metrics namespace.
@@ -110,7 +147,6 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   process.env.AWS_ACCESS_KEY_ID ??= 'sandbox';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'sandbox';
 
-  const closers: (() => Promise<void>)[] = [releaseDataDir];
   let dynamodbEndpoint = options.dynamodbEndpoint;
   if (!dynamodbEndpoint) {
     const engine = dynalite({ path: join(dataDir, 'dynamodb'), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
@@ -150,20 +186,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const stepFunctions = await startLocalStepFunctions({ dataDir, host, functions: transferStepResolver(), waitMs: options.stepWaitMs ?? stepWaitFromEnv() });
   closers.unshift(() => stepFunctions.stop());
 
-  // Listen first (ports may be 0), then configure the handlers' environment, then serve.
-  const servers = Object.fromEntries(SERVICES.map((service) => [service, createServer()])) as Record<ServiceName, Server>;
-  const urls = {} as Record<ServiceName, string>;
-  for (const service of SERVICES) {
-    const port = await listen(servers[service], options.ports[service], host).catch((error: unknown) => {
-      if (!(error instanceof LocalRuntimeError)) throw error;
-      const own: Record<string, string | undefined> = { ...venues.urls, 'sandbox bridge': bridge.url, 'local Step Functions': stepFunctions.endpoint, DynamoDB: dynamodbEndpoint };
-      for (const [name, url] of Object.entries(urls)) own[`${name} service`] = url;
-      for (const [code, chain] of Object.entries({ ...evm.chains, SOL: sol.chain })) own[`${code} chain`] = chain.rpc_url;
-      throw servicePortInUse(service, options.ports[service], host, own);
-    });
-    urls[service] = `http://${host}:${port}`;
-    closers.unshift(() => close(servers[service]));
-  }
+  // The services listen already (above): configure the handlers' environment, then serve.
   Object.assign(process.env, {
     TABLE_NAME: tableName,
     DYNAMODB_ENDPOINT: dynamodbEndpoint,
@@ -188,6 +211,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const stageVariables = Object.fromEntries(SERVICES.map((service) => [`${service}_url`, urls[service]]));
   for (const service of SERVICES) {
     const routes = resourceTree(ROUTES.filter((route) => route.service === service));
+    servers[service].off('request', starting);
     servers[service].on('request', (req, res) => {
       const started = performance.now();
       // API Gateway gives every request an id before the function sees it.
@@ -436,7 +460,10 @@ async function processStartTime(pid: number): Promise<string | undefined> {
 /** The variable that sets each service's port (infra/local/start.ts). */
 export const PORT_VARIABLES: Record<ServiceName, string> = { account: 'ACCOUNT_PORT', enclave: 'ENCLAVE_PORT', express: 'EXPRESS_PORT' };
 
-/** Names the variable to change, and the holder when it is one of this sandbox's own listeners. */
+/**
+ * Names the variable to change, and the holder when it is one of this sandbox's services (they
+ * listen before any other part of the sandbox starts, so no other part can be the holder).
+ */
 function servicePortInUse(service: ServiceName, port: number, host: string, own: Record<string, string | undefined>): LocalRuntimeError {
   const holder = Object.entries(own).find(([, url]) => url && new URL(url).port === String(port))?.[0];
   const variable = PORT_VARIABLES[service];

@@ -16,7 +16,6 @@ import { keys } from '../../shared/db/keys.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
 import { type ExecutionInput, executionName, type SettleInvocation, type StepInvocation, type StepResult, type TaskRecord, type TaskRef } from '../../shared/transfers/task.ts';
 import { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
-import { freePort } from '../support/free-port.ts';
 
 /**
  * The step Lambdas as deployed: the handler modules (functions/transfers/*.ts) with their
@@ -62,7 +61,8 @@ async function usdcOn(chain: 'ARB' | 'POL', owner: Address): Promise<bigint> {
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'transfer-step-handlers-'));
-  runtime = await startLocalRuntime({ dataDir, ports: { account: await freePort(), enclave: await freePort(), express: await freePort() } });
+  // Ports 0: the runtime's services take theirs first (a port probed free here could be taken before they bind it).
+  runtime = await startLocalRuntime({ dataDir, ports: { account: 0, enclave: 0, express: 0 } });
   process.env.PLATFORM_FEE = JSON.stringify({ bps: 10, recipients: { EVM: feeRecipient } });
   const app = runtime.apps[0]!;
   appId = app.app_id;

@@ -51,6 +51,9 @@ export async function discoverSandbox(options: { accountUrl?: string; timeoutMs?
   } catch {
     json = undefined;
   }
+  if (response.status === 503 && (json as { error?: { code?: unknown } } | undefined)?.error?.code === 'SANDBOX_STARTING') {
+    throw new CliError(`the sandbox at ${accountUrl} is still starting: run this again once npm start prints its banner`);
+  }
   const parsed = v.safeParse(SandboxInfo, json);
   if (response.status !== 200 || !parsed.success) {
     throw new CliError(`${accountUrl} answers, but not as a local sandbox (GET /sandbox/info: HTTP ${response.status}); point --account-url (or ACCOUNT_URL) at the sandbox started by npm start`);

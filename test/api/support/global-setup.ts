@@ -94,27 +94,53 @@ function testApp(
   };
 }
 
+/**
+ * DynamoDB Local takes a port number (not 0): one probed free here can be taken (by a runtime's
+ * component, or any process) before the JVM binds it. The JVM then reports the failed bind and
+ * lingers, so that is watched for and answered with another port.
+ */
 async function startDynamoDbLocal(workDir: string): Promise<{ endpoint: string; process: ChildProcess }> {
+  for (let attempt = 1; ; attempt++) {
+    const started = await spawnDynamoDbLocal(workDir, await freePort());
+    if (started !== 'port taken') return started;
+    if (attempt === 5) throw new Error('DynamoDB Local: every port tried was taken before it could bind it');
+  }
+}
+
+async function spawnDynamoDbLocal(workDir: string, port: number): Promise<{ endpoint: string; process: ChildProcess } | 'port taken'> {
   const home = join(ROOT, 'node_modules/amplify-dynamodb-simulator/emulator');
-  const port = await freePort();
   const child = spawn('java', [`-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`, '-jar', join(home, 'DynamoDBLocal.jar'), '-inMemory', '-port', String(port)], {
     // It writes dynamodb-local-metadata.json into its working directory: keep that out of the repo.
     cwd: workDir,
-    stdio: 'ignore',
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let output = '';
+  for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
   const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode} (is Java 17 installed?)`);
-    try {
-      await client.send(new ListTablesCommand({}));
-      client.destroy();
-      return { endpoint, process: child };
-    } catch (error) {
-      if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer within 60 s: ${(error as Error).message}`);
-      await new Promise((done) => setTimeout(done, 250));
+  try {
+    for (;;) {
+      if (/BindException|Failed to bind/.test(output)) {
+        await stopProcess(child);
+        return 'port taken';
+      }
+      if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode} (is Java 17 installed?):\n${output}`);
+      try {
+        await client.send(new ListTablesCommand({}));
+        // Answered: from here on its output is not needed.
+        for (const stream of [child.stdout!, child.stderr!]) stream.removeAllListeners('data').resume();
+        return { endpoint, process: child };
+      } catch (error) {
+        if (Date.now() > deadline) {
+          await stopProcess(child);
+          throw new Error(`DynamoDB Local did not answer within 60 s: ${(error as Error).message}\n${output}`);
+        }
+        await new Promise((done) => setTimeout(done, 250));
+      }
     }
+  } finally {
+    client.destroy();
   }
 }
 
