@@ -2,7 +2,7 @@ import type { RouteDefinition } from '../functions/routes.ts';
 
 /**
  * The API Gateway REST API resource tree of one service, derived from functions/routes.ts, and the
- * matching API Gateway does on it. CDK (infra/services-stack.ts) creates exactly these resources and
+ * matching API Gateway does on it. CDK (infra/api-stack.ts) creates exactly these resources and
  * methods; the local runtime (infra/local/) matches requests against the same tree, so the two
  * answer every path and method alike.
  *
