@@ -77,9 +77,17 @@ await measure('POST /wallet/sign', () =>
 // Venue routes against the sandbox venue_b: the requirements (balances and gas price from the
 // sandbox chain), a venue account (one init, timed once), its assets (the venue's
 // clearinghouseState) and its stored credentials.
-const address = ((await (await fetch(`${runtime.urls.account}/account`, { headers: userHeaders })).json()) as { public_address: { ETH: string } }).public_address.ETH;
-for (const [token, amount] of [['USDC', '20'], ['ETH', '0.01']]) {
-  await timed(`${runtime.urls.account}/sandbox/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chain: 'ARB', address, token, amount }) });
+const address = ((await (await fetch(`${runtime.urls.account}/account`, { headers: userHeaders })).json()) as { public_address: { ETH: string } })
+  .public_address.ETH;
+for (const [token, amount] of [
+  ['USDC', '20'],
+  ['ETH', '0.01'],
+]) {
+  await timed(`${runtime.urls.account}/sandbox/faucet`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ chain: 'ARB', address, token, amount }),
+  });
 }
 const jsonPost = (path: string, body: unknown) => () =>
   timed(`${runtime.urls.account}${path}`, { method: 'POST', headers: { ...userHeaders, 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -76,7 +76,9 @@ const IMPORT_ENV: Record<string, string> = {
   BRIDGE_URL: 'https://bridge.example.com',
   PLATFORM_FEE: '{"bps":10,"recipients":{}}',
   TRANSFER_STATE_MACHINE_ARN: 'arn:aws:states:us-east-1:123456789012:stateMachine:bench',
-  TRANSFER_STEP_FUNCTIONS: JSON.stringify(Object.fromEntries(TRANSFER_STEP_FUNCTIONS.map((step) => [step.kind, `arn:aws:lambda:us-east-1:123456789012:function:bench-${step.kind}`]))),
+  TRANSFER_STEP_FUNCTIONS: JSON.stringify(
+    Object.fromEntries(TRANSFER_STEP_FUNCTIONS.map((step) => [step.kind, `arn:aws:lambda:us-east-1:123456789012:function:bench-${step.kind}`])),
+  ),
   POWERTOOLS_SERVICE_NAME: 'bench',
   LOG_LEVEL: 'ERROR',
 };
@@ -124,7 +126,9 @@ async function bundle(entry: string | { contents: string }, outfile: string): Pr
   const result = await build({
     ...ESBUILD_OPTIONS,
     absWorkingDir: REPO_ROOT,
-    ...(typeof entry === 'string' ? { entryPoints: [path.join(REPO_ROOT, entry)] } : { stdin: { contents: entry.contents, resolveDir: REPO_ROOT, loader: 'js' } }),
+    ...(typeof entry === 'string'
+      ? { entryPoints: [path.join(REPO_ROOT, entry)] }
+      : { stdin: { contents: entry.contents, resolveDir: REPO_ROOT, loader: 'js' } }),
     outfile,
     metafile: true,
     logLevel: 'silent',
@@ -166,7 +170,13 @@ interface EntryResult {
 /** Every Lambda: one per route, and the transfer step functions (invoked by Step Functions; the account service's). */
 const FUNCTIONS: readonly RouteDefinition[] = [
   ...ROUTES,
-  ...TRANSFER_STEP_FUNCTIONS.map((step) => ({ id: step.id, service: 'account' as const, routeKey: `(Step Functions) ${step.kind}`, entry: step.entry, needs: step.needs })),
+  ...TRANSFER_STEP_FUNCTIONS.map((step) => ({
+    id: step.id,
+    service: 'account' as const,
+    routeKey: `(Step Functions) ${step.kind}`,
+    entry: step.entry,
+    needs: step.needs,
+  })),
 ];
 
 const outDir = await mkdtemp(path.join(tmpdir(), 'bundle-size-'));
@@ -253,11 +263,19 @@ try {
   const medianRatio = ratios.length ? median(ratios) : Number.NaN;
   const forbidden = perRoute.flatMap(({ route, packages }) => FORBIDDEN_PACKAGES.filter((name) => packages.has(name)).map((name) => `${route.id}: ${name}`));
   const slow = perRoute.flatMap(({ route, slowBuiltins }) => slowBuiltins.map((name) => `${route.id}: ${name}`));
-  const unneeded = perRoute.flatMap(({ route, packages }) => unneededPackages(route).filter((name) => packages.has(name)).map((name) => `${route.id}: ${name}`));
+  const unneeded = perRoute.flatMap(({ route, packages }) =>
+    unneededPackages(route)
+      .filter((name) => packages.has(name))
+      .map((name) => `${route.id}: ${name}`),
+  );
 
   console.log('\nTargets');
   const targetLines = [
-    [`functions that only read the table <= ${kb(TARGETS.tableReaderBytes)} KB (${readers.map((r) => r.route.id).join(', ')})`, `largest ${kb(largestReader)} KB`, pass(largestReader <= TARGETS.tableReaderBytes)],
+    [
+      `functions that only read the table <= ${kb(TARGETS.tableReaderBytes)} KB (${readers.map((r) => r.route.id).join(', ')})`,
+      `largest ${kb(largestReader)} KB`,
+      pass(largestReader <= TARGETS.tableReaderBytes),
+    ],
     [`median over all ${perRoute.length} functions <= ${kb(TARGETS.medianBytes)} KB`, `${kb(medianBytes)} KB`, pass(medianBytes <= TARGETS.medianBytes)],
     [`every function <= ${kb(TARGETS.maxBytes)} KB`, `largest ${largest.route.id} ${kb(largest.bytes)} KB`, pass(largest.bytes <= TARGETS.maxBytes)],
     [
@@ -267,7 +285,11 @@ try {
     ],
     [`no bundle carries ${FORBIDDEN_PACKAGES.join(', ')}`, forbidden.length ? forbidden.join('; ') : 'none found', pass(forbidden.length === 0)],
     [`no bundle imports ${SLOW_BUILTINS.join(', ')} statically`, slow.length ? slow.join('; ') : 'none found', pass(slow.length === 0)],
-    ['no route bundles a client its needs (functions/routes.ts) do not name', unneeded.length ? unneeded.join('; ') : 'none found', pass(unneeded.length === 0)],
+    [
+      'no route bundles a client its needs (functions/routes.ts) do not name',
+      unneeded.length ? unneeded.join('; ') : 'none found',
+      pass(unneeded.length === 0),
+    ],
   ];
   for (const [target, measured, verdict] of targetLines) console.log(`  ${verdict!.padEnd(4)}  ${target}: ${measured}`);
 

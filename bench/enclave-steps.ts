@@ -38,7 +38,13 @@ const deps = { table, keyWrapper, now: () => new Date(), v1RetiresAt: new Date('
 const created = await createWallet(deps, { app, identity: { iss: app.oidc.issuer, sub: 'bench' }, network: 'ETH', walletGroupId: 'g' });
 const wallet = (await getWallet(table, created.wallet_id)) as WalletRecord;
 const iat = Math.floor(Date.now() / 1000);
-const opJwt = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid }).setIssuer(app.oidc.issuer).setSubject('bench').setIssuedAt(iat).setExpirationTime(iat + 300).sign(await importJWK(privateJwk, 'ES256'));
+const opJwt = await new SignJWT({})
+  .setProtectedHeader({ alg: 'ES256', kid })
+  .setIssuer(app.oidc.issuer)
+  .setSubject('bench')
+  .setIssuedAt(iat)
+  .setExpirationTime(iat + 300)
+  .sign(await importJWK(privateJwk, 'ES256'));
 const hash = `0x${'ab'.repeat(32)}` as const;
 
 async function time(name: string, rounds: number, step: () => Promise<unknown>) {
@@ -65,11 +71,15 @@ const steps = {
 };
 const signOnly = steps.sign - steps.unwrap;
 const total = steps.verify + steps.read + steps.unwrap + signOnly;
-process.stdout.write(`sum of steps ${total.toFixed(3)} ms; unwrapping is ${((steps.unwrap / total) * 100).toFixed(1)}% of it (signing alone ${signOnly.toFixed(3)} ms)\n`);
+process.stdout.write(
+  `sum of steps ${total.toFixed(3)} ms; unwrapping is ${((steps.unwrap / total) * 100).toFixed(1)}% of it (signing alone ${signOnly.toFixed(3)} ms)\n`,
+);
 
 const v1 = await createV1Wallet(deps, { app, encryptionContext: 'bench-context', network: 'ETH', walletGroupId: 'g' });
 const v1Record = (await getWallet(table, v1.wallet_id)) as V1WalletRecord;
-await time('v1 unwrap (scrypt N=2^15, r=8 + AES-GCM), per v1 call', 10, async () => (await openV1Key(v1Record, { encryption_context: 'bench-context', access_key: v1.access_key })).fill(0));
+await time('v1 unwrap (scrypt N=2^15, r=8 + AES-GCM), per v1 call', 10, async () =>
+  (await openV1Key(v1Record, { encryption_context: 'bench-context', access_key: v1.access_key })).fill(0),
+);
 
 await stop();
 await rm(dataDir, { recursive: true, force: true });

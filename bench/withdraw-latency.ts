@@ -33,10 +33,16 @@ const token = await new SignJWT({})
   .setExpirationTime('2h')
   .sign(await importJWK(issuerKey, 'ES256'));
 const headers = { authorization: `Bearer ${token}`, 'x-service-secret-key': app.secret_key, 'content-type': 'application/json' };
-const account = (await (await fetch(`${runtime.urls.account}/account`, { method: 'POST', headers })).json()) as { public_address: { ETH: string; SOL: string } };
+const account = (await (await fetch(`${runtime.urls.account}/account`, { method: 'POST', headers })).json()) as {
+  public_address: { ETH: string; SOL: string };
+};
 
 async function faucet(chain: string, address: string, token: string, amount: string) {
-  const response = await fetch(`${runtime.urls.account}/sandbox/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chain, address, token, amount }) });
+  const response = await fetch(`${runtime.urls.account}/sandbox/faucet`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ chain, address, token, amount }),
+  });
   if (!response.ok) throw new Error(`faucet: ${await response.text()}`);
 }
 await faucet('ARB', account.public_address.ETH, 'ETH', '10');
@@ -80,17 +86,26 @@ async function burst(name: string, size: number, rounds: number, body: () => obj
   const walls: number[] = [];
   for (let round = 0; round < rounds; round++) {
     const started = performance.now();
-    const responses = await Promise.all(Array.from({ length: size }, () => fetch(`${runtime.urls.account}/withdraw`, { method: 'POST', headers, body: JSON.stringify(body()) })));
+    const responses = await Promise.all(
+      Array.from({ length: size }, () => fetch(`${runtime.urls.account}/withdraw`, { method: 'POST', headers, body: JSON.stringify(body()) })),
+    );
     walls.push(performance.now() - started);
     for (const response of responses) if (!response.ok) throw new Error(`${name}: ${response.status} ${await response.text()}`);
   }
   const sorted = walls.sort((a, b) => a - b);
   const median = pct(sorted, 50);
-  process.stdout.write(`${name.padEnd(26)} ${size} at once from one wallet, ${rounds} bursts: wall p50 ${median.toFixed(0)} / max ${sorted.at(-1)!.toFixed(0)} ms, ${((size / median) * 1000).toFixed(1)} withdrawals/s\n`);
+  process.stdout.write(
+    `${name.padEnd(26)} ${size} at once from one wallet, ${rounds} bursts: wall p50 ${median.toFixed(0)} / max ${sorted.at(-1)!.toFixed(0)} ms, ${((size / median) * 1000).toFixed(1)} withdrawals/s\n`,
+  );
 }
 
 await burst('ARB USDC burst', 20, 5, () => ({ to_address: privateKeyToAddress(generatePrivateKey()), amount: '1', chain: 'ARB' }));
-await burst('ARB USDC sponsored burst', 20, 5, () => ({ to_address: privateKeyToAddress(generatePrivateKey()), amount: '1', chain: 'ARB', gas_sponsored: true }));
+await burst('ARB USDC sponsored burst', 20, 5, () => ({
+  to_address: privateKeyToAddress(generatePrivateKey()),
+  amount: '1',
+  chain: 'ARB',
+  gas_sponsored: true,
+}));
 
 await runtime.stop();
 await rm(dataDir, { recursive: true, force: true });

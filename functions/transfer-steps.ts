@@ -19,7 +19,14 @@ export interface TransferStepFunction {
 }
 
 /** A step signs with the user's wallet through the enclave: the sealed access key (Decrypt) and an op_jwt plus a service token (Sign). */
-const STEP_SIGNING: RouteNeeds = { table: 'read-write', accountAccessKey: ['Decrypt'], opJwtKey: ['Sign', 'GetPublicKey'], enclaveUrl: true, chains: true, platformFee: true };
+const STEP_SIGNING: RouteNeeds = {
+  table: 'read-write',
+  accountAccessKey: ['Decrypt'],
+  opJwtKey: ['Sign', 'GetPublicKey'],
+  enclaveUrl: true,
+  chains: true,
+  platformFee: true,
+};
 
 export const TRANSFER_STEP_FUNCTIONS: readonly TransferStepFunction[] = [
   /** Asks the source venue to pay out to the user's wallet (a signed venue request), polls the payout; takes the platform fee when it is the first step. */

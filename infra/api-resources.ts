@@ -78,7 +78,13 @@ export function parseRouteKey(routeKey: string): { method: string; path: string 
   const match = /^(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (\/[^\s?#]*)$/.exec(routeKey);
   if (!match) throw new Error(`Unsupported route key "${routeKey}": expected "METHOD /path" or "$default"`);
   const [, method, path] = match as unknown as [string, string, string];
-  if (path !== '/' && path.split('/').slice(1).some((segment) => !/^([A-Za-z0-9._~-]+|\{[A-Za-z_][A-Za-z0-9_]*\})$/.test(segment))) {
+  if (
+    path !== '/' &&
+    path
+      .split('/')
+      .slice(1)
+      .some((segment) => !/^([A-Za-z0-9._~-]+|\{[A-Za-z_][A-Za-z0-9_]*\})$/.test(segment))
+  ) {
     throw new Error(`Unsupported path "${path}" in "${routeKey}": segments are literals or {name}`);
   }
   return { method, path };

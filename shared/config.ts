@@ -93,8 +93,20 @@ export function loadV1RetirementAt(env = process.env): Date {
 
 /** ALLOWED_7702_DELEGATES: comma-separated delegate addresses the enclave may authorise (none when unset). */
 export function loadAllowedDelegates(env = process.env): ReadonlySet<string> {
-  const raw = parseEnv(v.object({ ALLOWED_7702_DELEGATES: v.optional(v.pipe(v.string(), v.regex(/^(0x[0-9a-fA-F]{40})(,0x[0-9a-fA-F]{40})*$|^$/, 'must be comma-separated 0x addresses')), '') }), env);
-  return new Set(raw.ALLOWED_7702_DELEGATES.split(',').filter(Boolean).map((address) => address.toLowerCase()));
+  const raw = parseEnv(
+    v.object({
+      ALLOWED_7702_DELEGATES: v.optional(
+        v.pipe(v.string(), v.regex(/^(0x[0-9a-fA-F]{40})(,0x[0-9a-fA-F]{40})*$|^$/, 'must be comma-separated 0x addresses')),
+        '',
+      ),
+    }),
+    env,
+  );
+  return new Set(
+    raw.ALLOWED_7702_DELEGATES.split(',')
+      .filter(Boolean)
+      .map((address) => address.toLowerCase()),
+  );
 }
 
 /**
@@ -132,7 +144,10 @@ export function loadRpcUrlsSecret(env = process.env): string | undefined {
 
 /** How long a withdrawal waits for inclusion before answering 504 (it fits API Gateway's 29 s). */
 export function loadInclusionTimeoutMs(env = process.env): number {
-  const parsed = parseEnv(v.object({ WITHDRAW_INCLUSION_TIMEOUT_MS: v.optional(v.pipe(v.string(), v.regex(/^[0-9]+$/, 'must be milliseconds')), '20000') }), env);
+  const parsed = parseEnv(
+    v.object({ WITHDRAW_INCLUSION_TIMEOUT_MS: v.optional(v.pipe(v.string(), v.regex(/^[0-9]+$/, 'must be milliseconds')), '20000') }),
+    env,
+  );
   const ms = Number(parsed.WITHDRAW_INCLUSION_TIMEOUT_MS);
   if (ms < 1000 || ms > 20_000) throw new ConfigError('Invalid configuration: WITHDRAW_INCLUSION_TIMEOUT_MS: must be between 1000 and 20000');
   return ms;
@@ -142,7 +157,9 @@ export function loadInclusionTimeoutMs(env = process.env): number {
 export type VenueUrls = Readonly<Partial<Record<VenueId, string>>>;
 
 const VenueUrlsSchema = v.strictObject(
-  Object.fromEntries(VENUE_IDS.map((venue) => [venue, v.optional(v.pipe(v.string(), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s) URL')))])) as Record<
+  Object.fromEntries(
+    VENUE_IDS.map((venue) => [venue, v.optional(v.pipe(v.string(), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s) URL')))]),
+  ) as Record<
     VenueId,
     v.OptionalSchema<v.SchemaWithPipe<readonly [v.StringSchema<undefined>, v.UrlAction<string, string>, v.RegexAction<string, string>]>, undefined>
   >,
@@ -173,7 +190,13 @@ export function loadVenueUrls(env = process.env): VenueUrls {
   }
   const result = v.safeParse(VenueUrlsSchema, json);
   if (!result.success) {
-    throw new ConfigError(`Invalid configuration: VENUE_URLS: ${result.issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.expected === 'never' ? 'is not a venue id' : i.message}`).join('; ')}`);
+    throw new ConfigError(
+      `Invalid configuration: VENUE_URLS: ${result.issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.expected === 'never' ? 'is not a venue id' : i.message}`).join('; ')}`,
+    );
   }
-  return Object.fromEntries(Object.entries(result.output).filter(([, url]) => url !== undefined).map(([venue, url]) => [venue, (url as string).replace(/\/+$/, '')]));
+  return Object.fromEntries(
+    Object.entries(result.output)
+      .filter(([, url]) => url !== undefined)
+      .map(([venue, url]) => [venue, (url as string).replace(/\/+$/, '')]),
+  );
 }

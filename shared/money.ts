@@ -21,7 +21,8 @@ export function parseAmount(value: string, decimals: number, field = 'body.amoun
   if (fraction.length > decimals) throw new ValidationError(`${field}: has more than ${decimals} decimal places`);
   const units = parseUnits(value, decimals);
   if (units <= 0n) throw new ValidationError(`${field}: must be greater than zero`);
-  if (units > maxUnits) throw new ValidationError(`${field}: is more than the token can hold (at most ${formatAmount(maxUnits, decimals)})`, 'AMOUNT_TOO_LARGE');
+  if (units > maxUnits)
+    throw new ValidationError(`${field}: is more than the token can hold (at most ${formatAmount(maxUnits, decimals)})`, 'AMOUNT_TOO_LARGE');
   return units;
 }
 

@@ -22,7 +22,25 @@ export interface LibraryUse {
 }
 
 const isBare = (specifier: string) => !specifier.startsWith('.') && !specifier.startsWith('/') && !specifier.startsWith('node:');
-const BUILTINS = new Set(['crypto', 'fs', 'path', 'os', 'url', 'util', 'http', 'https', 'zlib', 'stream', 'events', 'buffer', 'module', 'net', 'child_process', 'timers', 'assert']);
+const BUILTINS = new Set([
+  'crypto',
+  'fs',
+  'path',
+  'os',
+  'url',
+  'util',
+  'http',
+  'https',
+  'zlib',
+  'stream',
+  'events',
+  'buffer',
+  'module',
+  'net',
+  'child_process',
+  'timers',
+  'assert',
+]);
 
 export function libraryUse(files: readonly string[]): LibraryUse {
   const symbols = new Map<string, Set<string>>();

@@ -18,4 +18,6 @@ export const makeCreateAccount = (deps: CreateAccountDeps) => async (event: APIG
 };
 
 /** Composition root (needs: table read-write, account access key GenerateDataKey, enclave URL). */
-export const handler = httpHandler(makeCreateAccount({ ...appsFromEnv(), keyWrapper: accountKeyWrapperFromEnv(), enclave: enclaveClientFromEnv(), now: systemClock }));
+export const handler = httpHandler(
+  makeCreateAccount({ ...appsFromEnv(), keyWrapper: accountKeyWrapperFromEnv(), enclave: enclaveClientFromEnv(), now: systemClock }),
+);

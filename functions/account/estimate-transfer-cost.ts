@@ -9,11 +9,12 @@ import { TransferRequest } from '../../shared/transfers/schemas.ts';
 import { type EstimateRouteDeps, estimateTransfer } from '../../shared/transfers/service.ts';
 
 /** `POST /transfer/estimate-transfer-cost`: the route and its computed costs; 422 below the effective minimum. */
-export const makeEstimateTransferCost = (deps: EstimateRouteDeps & { readonly apps: AppRegistry }) => async (event: APIGatewayProxyEvent & { body: unknown }) => {
-  const user = await authenticateUser(deps.apps, event);
-  const body = parseInput(TransferRequest, event.body, 'body');
-  return jsonResponse(200, await estimateTransfer(deps, user, body));
-};
+export const makeEstimateTransferCost =
+  (deps: EstimateRouteDeps & { readonly apps: AppRegistry }) => async (event: APIGatewayProxyEvent & { body: unknown }) => {
+    const user = await authenticateUser(deps.apps, event);
+    const body = parseInput(TransferRequest, event.body, 'body');
+    return jsonResponse(200, await estimateTransfer(deps, user, body));
+  };
 
 /** Composition root (needs: table read, chains, bridge, platformFee). */
 export const handler = httpHandler(makeEstimateTransferCost(estimateDepsFromEnv()), { jsonBody: true });

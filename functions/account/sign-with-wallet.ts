@@ -21,6 +21,12 @@ export const makeSignWithWallet = (deps: SignWithWalletDeps) => async (event: AP
 
 /** Composition root (needs: table read, account access key Decrypt, op_jwt key, enclave URL). */
 export const handler = httpHandler(
-  makeSignWithWallet({ ...appsFromEnv(), keyWrapper: accountKeyWrapperFromEnv(), opJwtSigner: opJwtSignerFromEnv(), enclave: enclaveClientFromEnv(), now: systemClock }),
+  makeSignWithWallet({
+    ...appsFromEnv(),
+    keyWrapper: accountKeyWrapperFromEnv(),
+    opJwtSigner: opJwtSignerFromEnv(),
+    enclave: enclaveClientFromEnv(),
+    now: systemClock,
+  }),
   { jsonBody: true },
 );

@@ -21,7 +21,9 @@ export type WithdrawRouteDeps = WithdrawDeps & { readonly apps: AppRegistry };
 export const makeWithdraw = (deps: WithdrawRouteDeps) => async (event: APIGatewayProxyEvent & { body: unknown }) => {
   const user = await authenticateUser(deps.apps, event);
   const body = parseInput(WithdrawRequest, event.body, 'body');
-  const idempotencyKey = parseInput(v.object({ 'idempotency-key': IdempotencyKey }), { 'idempotency-key': header(event, 'idempotency-key') }, 'header')['idempotency-key'];
+  const idempotencyKey = parseInput(v.object({ 'idempotency-key': IdempotencyKey }), { 'idempotency-key': header(event, 'idempotency-key') }, 'header')[
+    'idempotency-key'
+  ];
   const { response, timings, replayed } = await measureWithdrawal(body.chain, () => withdraw(deps, user, body, idempotencyKey));
   const serverTiming = `sign;dur=${timings.sign.toFixed(1)}, broadcast;dur=${timings.broadcast.toFixed(1)}, inclusion;dur=${timings.inclusion.toFixed(1)}`;
   return jsonResponse(response.status, response.body, { 'server-timing': serverTiming, ...(replayed ? { 'idempotent-replayed': 'true' } : {}) });

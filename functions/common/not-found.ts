@@ -15,7 +15,9 @@ import { ROUTES, type ServiceName } from '../routes.ts';
  */
 export const adapter = async (event: APIGatewayProxyEvent) => {
   const service = currentServiceName();
-  const allowed = withHead(ROUTES.filter((route) => route.service === service && route.routeKey.endsWith(` ${event.resource}`)).map((route) => route.routeKey.split(' ')[0]!));
+  const allowed = withHead(
+    ROUTES.filter((route) => route.service === service && route.routeKey.endsWith(` ${event.resource}`)).map((route) => route.routeKey.split(' ')[0]!),
+  );
   if (allowed.length === 0) throw new NotFoundError('ROUTE_NOT_FOUND', notFoundMessage(service, event));
   return jsonResponse(
     405,
@@ -42,7 +44,7 @@ function notFoundMessage(service: string, event: APIGatewayProxyEvent): string {
   if (!owner) return plain;
   const url = urlOf(event, owner.service);
   const here = SERVICE_TITLES[service as ServiceName] ?? 'this service';
-  return `${plain} on the ${here}: ${event.path} is an ${owner.service}-service route (${owner.methods.join(', ')}); send it to the ${SERVICE_TITLES[owner.service]}${url ? ` at ${url}` : '\'s URL'}`;
+  return `${plain} on the ${here}: ${event.path} is an ${owner.service}-service route (${owner.methods.join(', ')}); send it to the ${SERVICE_TITLES[owner.service]}${url ? ` at ${url}` : "'s URL"}`;
 }
 
 /** Another service with a route at exactly this path (`{name}` matching one non-empty segment), and its methods there. */

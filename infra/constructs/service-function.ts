@@ -125,9 +125,7 @@ export class ServiceFunction extends Construct {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
       description: `${props.service}: ${props.entry}`,
     });
-    role.addToPrincipalPolicy(
-      new PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [this.logGroup.logGroupArn] }),
-    );
+    role.addToPrincipalPolicy(new PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [this.logGroup.logGroupArn] }));
     this.role = role;
 
     // Tracing.ACTIVE adds xray:PutTraceSegments and xray:PutTelemetryRecords on Resource '*'.
@@ -170,7 +168,8 @@ export class ServiceFunction extends Construct {
     if (needs.bridge && resources.bridgeUrl !== undefined) this.lambda.addEnvironment('BRIDGE_URL', resources.bridgeUrl);
     if (needs.platformFee && resources.platformFee !== undefined) this.lambda.addEnvironment('PLATFORM_FEE', resources.platformFee);
     if (needs.transfers) {
-      if (!resources.transfers) throw new Error(`${this.node.path}: needs transfers, but the transfer state machine is not built yet (a step function cannot start transfers)`);
+      if (!resources.transfers)
+        throw new Error(`${this.node.path}: needs transfers, but the transfer state machine is not built yet (a step function cannot start transfers)`);
       this.bindTransfers(resources.transfers);
     }
     return this;

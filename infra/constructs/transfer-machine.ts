@@ -60,9 +60,11 @@ export function checkTransferDefinition(definition: string, stepTimeout: Duratio
       if ((state as { QueryLanguage?: unknown }).QueryLanguage === 'JSONata') problems.push(`${where}${name}: JSONata`);
       if (state.Type === 'Task') {
         tasks++;
-        if (state.Resource !== LAMBDA_INVOKE) problems.push(`${where}${name}: Resource ${JSON.stringify(state.Resource)} (the role may only invoke the step functions: ${LAMBDA_INVOKE})`);
+        if (state.Resource !== LAMBDA_INVOKE)
+          problems.push(`${where}${name}: Resource ${JSON.stringify(state.Resource)} (the role may only invoke the step functions: ${LAMBDA_INVOKE})`);
         if (typeof state.TimeoutSeconds !== 'number') problems.push(`${where}${name}: no TimeoutSeconds`);
-        else if (state.TimeoutSeconds < stepTimeout.toSeconds()) problems.push(`${where}${name}: TimeoutSeconds ${state.TimeoutSeconds} < the step functions' ${stepTimeout.toSeconds()} s timeout`);
+        else if (state.TimeoutSeconds < stepTimeout.toSeconds())
+          problems.push(`${where}${name}: TimeoutSeconds ${state.TimeoutSeconds} < the step functions' ${stepTimeout.toSeconds()} s timeout`);
       }
       for (const inner of [state.ItemProcessor, state.Iterator, ...(state.Branches ?? [])]) if (inner) walk(inner.States, `${where}${name}/`);
     }

@@ -42,12 +42,7 @@ export const AppFileEntry = v.object({
       jwks: v.optional(Jwks),
       jwks_uri: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
       max_token_age_seconds: v.optional(
-        v.pipe(
-          v.number(),
-          v.integer(AGE_RULE),
-          v.minValue(MAX_TOKEN_AGE_BOUNDS.min, AGE_RULE),
-          v.maxValue(MAX_TOKEN_AGE_BOUNDS.max, AGE_RULE),
-        ),
+        v.pipe(v.number(), v.integer(AGE_RULE), v.minValue(MAX_TOKEN_AGE_BOUNDS.min, AGE_RULE), v.maxValue(MAX_TOKEN_AGE_BOUNDS.max, AGE_RULE)),
       ),
     }),
     v.check((oidc) => Boolean(oidc.jwks) !== Boolean(oidc.jwks_uri), 'needs exactly one of "jwks" or "jwks_uri"'),
@@ -96,10 +91,13 @@ async function readConfigFile(path: string, label: string): Promise<string> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const reason =
-      code === 'ENOENT' ? 'no such file'
-      : code === 'EACCES' || code === 'EPERM' ? 'cannot be read (permission denied)'
-      : code === 'EISDIR' ? 'is a directory, not a file'
-      : `cannot be read (${code ?? (error as Error).message})`;
+      code === 'ENOENT'
+        ? 'no such file'
+        : code === 'EACCES' || code === 'EPERM'
+          ? 'cannot be read (permission denied)'
+          : code === 'EISDIR'
+            ? 'is a directory, not a file'
+            : `cannot be read (${code ?? (error as Error).message})`;
     throw new LocalRuntimeError(`${label}: ${reason}`);
   }
 }

@@ -83,7 +83,11 @@ async function asset(service: ServiceName, path: string, origin: string): Promis
     return { type: 'text/javascript; charset=utf-8', body: await scalarBundle, cacheControl: 'public, max-age=3600' };
   }
   if (path === '/openapi.json') {
-    return { type: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify(await sandboxDocument(service, origin), null, 2)), cacheControl: 'no-cache' };
+    return {
+      type: 'application/json; charset=utf-8',
+      body: Buffer.from(JSON.stringify(await sandboxDocument(service, origin), null, 2)),
+      cacheControl: 'no-cache',
+    };
   }
   return { type: 'text/html; charset=utf-8', body: Buffer.from(page(service)), cacheControl: 'no-cache', csp: true };
 }
@@ -99,7 +103,14 @@ export async function sandboxDocument(service: ServiceName, origin: string) {
  * Answers the docs paths (true) or leaves the request to the routes (false). `fallbackOrigin`
  * (the listener's URL) is used when the Host header is missing or not a plain host[:port].
  */
-export async function serveDocs(service: ServiceName, req: IncomingMessage, res: ServerResponse, path: string, fallbackOrigin: string, requestId: string): Promise<boolean> {
+export async function serveDocs(
+  service: ServiceName,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  fallbackOrigin: string,
+  requestId: string,
+): Promise<boolean> {
   if (!DOCS_PATHS.has(path)) return false;
   const json = { 'content-type': 'application/json', 'cache-control': 'no-store', 'x-request-id': requestId };
   if (req.method !== 'GET' && req.method !== 'HEAD') {

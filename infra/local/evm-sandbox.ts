@@ -180,7 +180,12 @@ async function installContracts(config: EvmChainConfig, clients: ReturnType<type
     if (code !== undefined && code !== '0x') continue;
     await clients.test.setCode({ address: token.address, bytecode: sandboxTokenArtifact.deployedBytecode });
     await sendAndConfirm(clients, () =>
-      clients.wallet.writeContract({ address: token.address, abi: sandboxTokenArtifact.abi, functionName: 'initialize', args: [TOKEN_NAME, TOKEN_SYMBOLS[symbol], token.decimals] }),
+      clients.wallet.writeContract({
+        address: token.address,
+        abi: sandboxTokenArtifact.abi,
+        functionName: 'initialize',
+        args: [TOKEN_NAME, TOKEN_SYMBOLS[symbol], token.decimals],
+      }),
     );
   }
   const balance = await clients.public.getBalance({ address: SPONSOR.address });
@@ -237,12 +242,18 @@ interface AnvilProcess {
 async function startAnvil(input: { code: EvmChainCode; chainId: number; host: string; chainsDir: string }): Promise<AnvilProcess> {
   const logPath = join(input.chainsDir, `${input.code}.log`);
   const args = [
-    '--host', input.host,
-    '--port', '0',
-    '--chain-id', String(input.chainId),
-    '--hardfork', 'prague',
-    '--state', join(input.chainsDir, `${input.code}.json`),
-    '--state-interval', String(STATE_INTERVAL_SECONDS),
+    '--host',
+    input.host,
+    '--port',
+    '0',
+    '--chain-id',
+    String(input.chainId),
+    '--hardfork',
+    'prague',
+    '--state',
+    join(input.chainsDir, `${input.code}.json`),
+    '--state-interval',
+    String(STATE_INTERVAL_SECONDS),
   ];
   const log = await open(logPath, 'a');
   const logStart = (await log.stat()).size;

@@ -33,7 +33,14 @@ export interface SandboxChains {
   readonly info?: SandboxInfo;
 }
 
-const SANDBOX_ROUTES = new Set(['GET /sandbox/info', 'GET /sandbox/chains', 'POST /sandbox/faucet', 'GET /sandbox/venues', 'GET /sandbox/bridge', 'POST /sandbox/faults']);
+const SANDBOX_ROUTES = new Set([
+  'GET /sandbox/info',
+  'GET /sandbox/chains',
+  'POST /sandbox/faucet',
+  'GET /sandbox/venues',
+  'GET /sandbox/bridge',
+  'POST /sandbox/faults',
+]);
 
 function parseJsonBody(event: APIGatewayProxyEvent): unknown {
   try {
@@ -61,12 +68,19 @@ async function setFault(venues: SandboxVenues | undefined, bridge: SandboxBridge
     if (!bridge) throw new ValidationError('body.target: the sandbox bridge is not running', 'TARGET_NOT_AVAILABLE');
     return answer(await bridge.setFault({ mode: body.mode, count: body.count ?? 0, ...(address === undefined ? {} : { address }) }), address);
   }
-  if (body.operation === 'bridge') throw new ValidationError('body.operation: a venue takes "deposit" or "withdrawal"; "bridge" is for the bridge target', 'INVALID_OPERATION');
+  if (body.operation === 'bridge')
+    throw new ValidationError('body.operation: a venue takes "deposit" or "withdrawal"; "bridge" is for the bridge target', 'INVALID_OPERATION');
   if (body.mode !== 'clear' && body.count === undefined) throw new ValidationError('body.count: is required unless mode is "clear"');
   const address = body.address === undefined ? undefined : (faultAddress(body.address, ['evm'], body.target) as `0x${string}`);
   if (!venues) throw new ValidationError(`body.target: ${body.target} has no sandbox venue running`, 'VENUE_NOT_RUNNING');
   try {
-    const fault = await venues.setFault({ target: body.target, operation: body.operation, mode: body.mode, count: body.count ?? 0, ...(address === undefined ? {} : { address }) });
+    const fault = await venues.setFault({
+      target: body.target,
+      operation: body.operation,
+      mode: body.mode,
+      count: body.count ?? 0,
+      ...(address === undefined ? {} : { address }),
+    });
     return answer(fault, address);
   } catch (error) {
     if (error instanceof VenueNotRunningError) throw new ValidationError(`body.target: ${error.message}`, error.code);
@@ -94,7 +108,12 @@ export function chainsListing(config: ChainsConfig) {
         ...(entry.family === 'evm' ? { chain_id: entry.chain_id, rpc_url: entry.rpc_url, delegate: entry.delegate ?? null } : { rpc_url: entry.rpc_url }),
         tokens: [
           { token: entry.native, native: true, decimals: entry.family === 'sol' ? 9 : 18 },
-          ...Object.entries(entry.tokens).map(([token, t]) => ({ token, native: false, decimals: t.decimals, ...('address' in t ? { address: t.address } : { mint: t.mint }) })),
+          ...Object.entries(entry.tokens).map(([token, t]) => ({
+            token,
+            native: false,
+            decimals: t.decimals,
+            ...('address' in t ? { address: t.address } : { mint: t.mint }),
+          })),
         ],
       };
     }),
@@ -139,7 +158,10 @@ function faultAddress(address: string, kinds: readonly ('evm' | 'sol')[], target
     }
   }
   const expected = kinds.length === 2 ? 'a 0x-prefixed 20-byte EVM address or a base58 Solana address (32 bytes)' : 'a 0x-prefixed 20-byte EVM address';
-  throw new ValidationError(`body.address: must be ${expected}: ${target} sees its users by ${kinds.length === 2 ? 'their EVM or Solana wallet' : 'their EVM wallet'}`, 'INVALID_ADDRESS');
+  throw new ValidationError(
+    `body.address: must be ${expected}: ${target} sees its users by ${kinds.length === 2 ? 'their EVM or Solana wallet' : 'their EVM wallet'}`,
+    'INVALID_ADDRESS',
+  );
 }
 
 const ZERO_KEYS = new Set(['0x0000000000000000000000000000000000000000', '11111111111111111111111111111111']);
@@ -150,7 +172,10 @@ function faucetAddress(chain: (typeof CHAIN_CODES)[number], address: string): st
   try {
     normalised = normaliseRecipient(chain, address);
   } catch {
-    throw new ValidationError(`body.address: must be ${chain === 'SOL' ? 'a base58 Solana address (32 bytes)' : 'a 0x-prefixed 20-byte EVM address'}`, 'INVALID_ADDRESS');
+    throw new ValidationError(
+      `body.address: must be ${chain === 'SOL' ? 'a base58 Solana address (32 bytes)' : 'a 0x-prefixed 20-byte EVM address'}`,
+      'INVALID_ADDRESS',
+    );
   }
   if (ZERO_KEYS.has(normalised)) throw new ValidationError('body.address: the zero address cannot be credited', 'INVALID_ADDRESS');
   return normalised;

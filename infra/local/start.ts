@@ -55,10 +55,16 @@ out.write(`  express wallet    ${runtime.urls.express}\n`);
 out.write(`API reference: GET /docs on each service (${runtime.urls.account}/docs); the OpenAPI document at GET /openapi.json\n`);
 out.write(`Sandbox chains (GET ${runtime.urls.account}/sandbox/chains; POST /sandbox/faucet credits an address):\n`);
 for (const chain of runtime.chains.chains) {
-  out.write(`  ${chain.chain.padEnd(4)} ${'chain_id' in chain ? `chain id ${String(chain.chain_id).padEnd(6)}` : 'litesvm        '} ${chain.rpc_url}  ${chain.tokens.map((t) => t.token).join(', ')}\n`);
+  out.write(
+    `  ${chain.chain.padEnd(4)} ${'chain_id' in chain ? `chain id ${String(chain.chain_id).padEnd(6)}` : 'litesvm        '} ${chain.rpc_url}  ${chain.tokens.map((t) => t.token).join(', ')}\n`,
+  );
 }
-out.write(`Sandbox venues (GET ${runtime.urls.account}/sandbox/venues; POST /sandbox/faults): ${runtime.venues.venues.map((v) => `${v.dex} ${v.url}`).join(', ') || 'none'}\n`);
-out.write(`Transfers: Step Functions (local, same ASL) ${runtime.stepFunctions.endpoint} (GET /executions lists them with transition counts); sandbox bridge GET ${runtime.urls.account}/sandbox/bridge\n`);
+out.write(
+  `Sandbox venues (GET ${runtime.urls.account}/sandbox/venues; POST /sandbox/faults): ${runtime.venues.venues.map((v) => `${v.dex} ${v.url}`).join(', ') || 'none'}\n`,
+);
+out.write(
+  `Transfers: Step Functions (local, same ASL) ${runtime.stepFunctions.endpoint} (GET /executions lists them with transition counts); sandbox bridge GET ${runtime.urls.account}/sandbox/bridge\n`,
+);
 out.write('\n');
 if (env.APPS_FILE) {
   out.write(`Applications from ${env.APPS_FILE}: ${runtime.apps.map((app) => app.app_id).join(', ')}\n`);
@@ -67,7 +73,9 @@ if (env.APPS_FILE) {
   out.write(`Dev app "${dev!.app_id}" (identity provider "${dev!.oidc.provider_id}", issuer ${dev!.oidc.issuer}):\n`);
   out.write(`  X-SERVICE-SECRET-KEY: ${dev!.secret_key}   (account service, wallet enclave, express GET /v1/identity/provider)\n`);
   out.write(`  X-SERVICE-API-KEY:    ${dev!.api_key}   (express wallet endpoints: /v2/wallet, /v2/wallet/sign/*)\n`);
-  out.write(`Try:  curl -X POST ${runtime.urls.account}/account -H "Authorization: Bearer $(${cli}npm run -s token -- --sub alice)" -H "X-SERVICE-SECRET-KEY: ${dev!.secret_key}"\n`);
+  out.write(
+    `Try:  curl -X POST ${runtime.urls.account}/account -H "Authorization: Bearer $(${cli}npm run -s token -- --sub alice)" -H "X-SERVICE-SECRET-KEY: ${dev!.secret_key}"\n`,
+  );
 }
 // What to do next, in a second terminal (the CLIs find the sandbox at ACCOUNT_URL, else port 3000).
 const userFlags = env.APPS_FILE ? ' --token <user jwt> --secret-key <secret key>' : '';
@@ -84,6 +92,9 @@ out.write(`ready ${JSON.stringify(runtime.urls)}\n`);
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    runtime.stop().then(() => process.exit(0), () => process.exit(1));
+    runtime.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   });
 }

@@ -1,4 +1,15 @@
-import { accountUrlFrom, CliError, devDataDir, discoverSandbox, MAX_OP_JWT_TTL_SECONDS, mintDevToken, parseCli, runCli, usageError, wholeNumber } from './cli/sandbox.ts';
+import {
+  accountUrlFrom,
+  CliError,
+  devDataDir,
+  discoverSandbox,
+  MAX_OP_JWT_TTL_SECONDS,
+  mintDevToken,
+  parseCli,
+  runCli,
+  usageError,
+  wholeNumber,
+} from './cli/sandbox.ts';
 
 /**
  * `npm run token -- --sub alice [--ttl 3600] [--op]`: a JWT from the running sandbox's dev app
@@ -10,12 +21,12 @@ const spec = {
   name: 'token',
   usage: 'npm run token -- --sub <user id> [--ttl <seconds>] [--op] [--account-url <url>] [--data-dir <dir>]',
   help: [
-    'Prints a JWT for <user id> from the running sandbox\'s dev app (Authorization: Bearer for the account service, auth_jwt for the enclave).',
-    '  --sub <user id>      the token\'s subject (required)',
+    "Prints a JWT for <user id> from the running sandbox's dev app (Authorization: Bearer for the account service, auth_jwt for the enclave).",
+    "  --sub <user id>      the token's subject (required)",
     '  --ttl <seconds>      lifetime (default 3600; with --op default 300, at most 300)',
-    '  --op                 an op_jwt for the enclave /v2/ signing calls (with the wallet\'s access_key)',
+    "  --op                 an op_jwt for the enclave /v2/ signing calls (with the wallet's access_key)",
     '  --account-url <url>  the sandbox to follow (default ACCOUNT_URL, else http://127.0.0.1:${ACCOUNT_PORT:-3000})',
-    '  --data-dir <dir>     the dev app\'s DATA_DIR when no sandbox is running (default DATA_DIR, else .data); must match the running sandbox\'s',
+    "  --data-dir <dir>     the dev app's DATA_DIR when no sandbox is running (default DATA_DIR, else .data); must match the running sandbox's",
   ].join('\n'),
   options: {
     sub: { type: 'string' },

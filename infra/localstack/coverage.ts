@@ -90,7 +90,11 @@ export function reachableFiles(entries: readonly string[], root = ROOT): string[
     seen.add(file);
     if (!file.endsWith('.ts')) continue; // JSON and other data imports
     for (const specifier of relativeSpecifiers(readFileSync(path, 'utf8'))) {
-      queue.push(relative(root, resolve(root, dirname(file), specifier)).split('\\').join('/'));
+      queue.push(
+        relative(root, resolve(root, dirname(file), specifier))
+          .split('\\')
+          .join('/'),
+      );
     }
   }
   return [...seen].sort();
@@ -103,7 +107,13 @@ export function reachableFiles(entries: readonly string[], root = ROOT): string[
  * What it cannot map (an unknown client package or lib-dynamodb command, a dynamic import of the
  * SDK) comes back in `unknown`, so a new kind of call fails the check instead of passing unseen.
  */
-export function sdkOperations(source: string, label: string, found: Found = new Map(), unknown: string[] = [], coverage: Coverage = COVERAGE): { found: Found; unknown: string[] } {
+export function sdkOperations(
+  source: string,
+  label: string,
+  found: Found = new Map(),
+  unknown: string[] = [],
+  coverage: Coverage = COVERAGE,
+): { found: Found; unknown: string[] } {
   const clients: Record<string, string> = coverage.sdk.client_packages;
   const documentCommands: Record<string, string> = coverage.sdk.lib_dynamodb_commands;
   const powertools: Record<string, Record<string, string[]>> = coverage.sdk.powertools;

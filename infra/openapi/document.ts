@@ -143,7 +143,7 @@ function sandboxPaths() {
       post: {
         operationId: 'SandboxFaults',
         ...common,
-        summary: 'Make a sandbox venue\'s or the sandbox bridge\'s next operations fail, stall or refund',
+        summary: "Make a sandbox venue's or the sandbox bridge's next operations fail, stall or refund",
         description: `${note} The target's next \`count\` operations of the kind fail, stall (held until \`clear\`) or refund (a deposit is sent back on chain, a withdrawal returned to the venue balance); \`clear\` ends the fault and releases what a stall held. The \`bridge\` target takes operation \`bridge\`: its next deposits fail (refunded, FAILED/REFUNDED), stall (held until \`clear\` or the fill deadline, then refunded) or refund (DONE/REFUNDED). With \`address\` the fault is that wallet's only (a venue: its deposits, withdrawals or payouts to it; the bridge: deposits it sends or is paid by), several addresses' faults at once, and \`clear\` with the address releases only what that fault stalled; without it, the next operations of anyone. 400 INVALID_ADDRESS for an address of a kind the target does not see (a venue: EVM only); 400 VENUE_NOT_RUNNING for a venue that is not running.`,
         requestBody: { required: true, content: { 'application/json': { schema: schema(FaultRequest) } } },
         responses: { 200: ok('The fault now in force (null after clear)'), 400: errorResponse('Invalid input'), ...tooLarge },
@@ -178,7 +178,13 @@ export function openApiDocument(service: ServiceName) {
     const [method, path] = route.routeKey.split(' ') as [string, string];
     const content = { 'application/json': { schema: schema(doc.response) } };
     const responses: Record<string, unknown> = doc.redirect
-      ? { 308: { description: 'Permanent redirect to the /v2/ path (method and body preserved)', headers: { Location: { description: 'The same path under /v2/, with the query', schema: { type: 'string' } }, ...requestIdHeader }, content } }
+      ? {
+          308: {
+            description: 'Permanent redirect to the /v2/ path (method and body preserved)',
+            headers: { Location: { description: 'The same path under /v2/, with the query', schema: { type: 'string' } }, ...requestIdHeader },
+            content,
+          },
+        }
       : { [doc.status ?? 200]: { description: doc.status === 202 ? 'Accepted: running asynchronously' : 'OK', headers: successHeaders(doc), content } };
     // Every body route refuses bodies over 256 KiB (shared/http/handler.ts MAX_BODY_BYTES).
     for (const status of [...doc.errors, ...(doc.body ? [413] : [])]) responses[status] = errorResponse(ERROR_TEXT[status]!);
@@ -216,7 +222,8 @@ export function openApiDocument(service: ServiceName) {
           name: 'X-Request-Id',
           in: 'header',
           required: false,
-          description: 'Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused.',
+          description:
+            'Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused.',
           schema: { type: 'string', pattern: REQUEST_ID_PATTERN },
         },
         ...(service === 'account'
@@ -225,24 +232,36 @@ export function openApiDocument(service: ServiceName) {
                 name: 'Idempotency-Key',
                 in: 'header',
                 required: false,
-                description: 'A retry with the same key and body returns the first result (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED. A malformed key is 400.',
+                description:
+                  'A retry with the same key and body returns the first result (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED. A malformed key is 400.',
                 schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN },
               },
             }
           : {}),
       },
       headers: {
-        RequestId: { description: 'The request\'s id: yours when you sent a well-formed `X-Request-Id`, else the gateway\'s. Quote it when reporting a failure.', schema: { type: 'string' } },
+        RequestId: {
+          description: "The request's id: yours when you sent a well-formed `X-Request-Id`, else the gateway's. Quote it when reporting a failure.",
+          schema: { type: 'string' },
+        },
         ...(service === 'account'
           ? {
-              TaskId: { description: 'The transfer task\'s id (also `task_id` in the body); follow it with GET /task/{task_id}.', schema: { type: 'string', format: 'uuid' } },
-              IdempotentReplayed: { description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+              TaskId: {
+                description: "The transfer task's id (also `task_id` in the body); follow it with GET /task/{task_id}.",
+                schema: { type: 'string', format: 'uuid' },
+              },
+              IdempotentReplayed: {
+                description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.',
+                schema: { type: 'string', enum: ['true'] },
+              },
             }
           : {}),
       },
       responses: {
         RateLimited: {
-          ...errorResponse('RATE_LIMITED (deployed APIs only): the stage\'s throttle was exceeded (default 50 requests/s, burst 100); retry later. The local sandbox does not throttle.'),
+          ...errorResponse(
+            "RATE_LIMITED (deployed APIs only): the stage's throttle was exceeded (default 50 requests/s, burst 100); retry later. The local sandbox does not throttle.",
+          ),
         },
       },
       securitySchemes: Object.fromEntries(Object.entries(SECURITY_SCHEMES).filter(([name]) => usedSchemes.has(name))),
@@ -251,10 +270,27 @@ export function openApiDocument(service: ServiceName) {
 }
 
 const SECURITY_SCHEMES: Record<string, unknown> = {
-  userJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The end user\'s JWT from the app\'s identity provider; `sub` is the app_user_id, at most 255 bytes (UTF-8; a longer one is 401 INVALID_TOKEN). `exp` more than 10 years ahead or not finite is 401 INVALID_TOKEN; an app may set `max_token_age_seconds`, and then tokens must carry `iat` and be no older, and live no longer, than that.' },
-  secretKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-SECRET-KEY', description: 'The application\'s secret key.' },
-  apiKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-API-KEY', description: 'The application\'s API key (express wallet service).' },
-  providerId: { type: 'apiKey', in: 'header', name: 'X-OIDC-Provider-ID', description: 'The app\'s identity provider id (GET /v1/identity/provider), or a legacy iframe-login id (deprecated).' },
+  userJwt: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description:
+      "The end user's JWT from the app's identity provider; `sub` is the app_user_id, at most 255 bytes (UTF-8; a longer one is 401 INVALID_TOKEN). `exp` more than 10 years ahead or not finite is 401 INVALID_TOKEN; an app may set `max_token_age_seconds`, and then tokens must carry `iat` and be no older, and live no longer, than that.",
+  },
+  secretKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-SECRET-KEY', description: "The application's secret key." },
+  apiKey: { type: 'apiKey', in: 'header', name: 'X-SERVICE-API-KEY', description: "The application's API key (express wallet service)." },
+  providerId: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-OIDC-Provider-ID',
+    description: "The app's identity provider id (GET /v1/identity/provider), or a legacy iframe-login id (deprecated).",
+  },
   chain: { type: 'apiKey', in: 'header', name: 'X-SERVICE-CHAIN', description: 'Chain code: ETH, ARB, POL, INK or SOL.' },
-  serviceToken: { type: 'apiKey', in: 'header', name: 'X-SERVICE-TOKEN', description: 'Platform services only (the express service): a ≤ 300 s ES256 JWT from the platform key, iss urn:perp-wallet:platform, aud urn:perp-wallet:enclave, sub = app id.' },
+  serviceToken: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-SERVICE-TOKEN',
+    description:
+      'Platform services only (the express service): a ≤ 300 s ES256 JWT from the platform key, iss urn:perp-wallet:platform, aud urn:perp-wallet:enclave, sub = app id.',
+  },
 };

@@ -67,7 +67,8 @@ export interface OperationDoc {
 
 const V1_NOTE = 'Retired: answers 410 V1_RETIRED after the retirement instant (default end of 2026-07-31 UTC, V1_RETIREMENT_AT).';
 const expressAuth: readonly Security[] = ['userJwt', 'apiKey', 'providerId', 'chain'];
-const EXPRESS_NOTE = 'Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header.';
+const EXPRESS_NOTE =
+  'Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header.';
 
 const Health = v.object({ status: v.literal('ok') });
 
@@ -96,7 +97,8 @@ export const IdentityProviderResponse = v.object({
   audience: v.nullable(v.string()),
 });
 
-const VENUE_NOTE = '`dex` is venue_a … venue_e (400 INVALID_REQUEST naming the field when missing or unknown). 503 VENUE_NOT_CONFIGURED when this deployment has no base URL for the venue (VENUE_URLS).';
+const VENUE_NOTE =
+  '`dex` is venue_a … venue_e (400 INVALID_REQUEST naming the field when missing or unknown). 503 VENUE_NOT_CONFIGURED when this deployment has no base URL for the venue (VENUE_URLS).';
 
 const health: OperationDoc = { summary: 'Liveness: 200 once the service can serve', security: [], response: Health, errors: [] };
 
@@ -105,14 +107,15 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   EnclaveHealth: health,
   ExpressHealth: health,
   CreateAccount: {
-    summary: 'Create the caller\'s account if missing, otherwise return it',
-    description: 'Provisions an EVM and a Solana wallet in the wallet enclave (the app\'s default wallet group). Safe to retry and to call concurrently: one account per user.',
+    summary: "Create the caller's account if missing, otherwise return it",
+    description:
+      "Provisions an EVM and a Solana wallet in the wallet enclave (the app's default wallet group). Safe to retry and to call concurrently: one account per user.",
     security: ['userJwt', 'secretKey'],
     response: CreateAccountResponse,
     errors: [401, 502],
   },
   GetAccount: {
-    summary: 'The caller\'s account',
+    summary: "The caller's account",
     security: ['userJwt', 'secretKey'],
     response: Account,
     errors: [401, 404],
@@ -126,7 +129,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: [400, 401, 404, 415, 502],
   },
   GetDemoBalance: {
-    summary: 'Demo only: the wallet\'s balances on one chain, read from the chain',
+    summary: "Demo only: the wallet's balances on one chain, read from the chain",
     description: 'Query `chain` (ETH, ARB, POL, INK or SOL). Not for production use.',
     security: ['userJwt', 'secretKey'],
     query: DemoBalanceQuery,
@@ -134,7 +137,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: [400, 401, 404, 502],
   },
   Withdraw: {
-    summary: 'Send from the user\'s wallet to an external address',
+    summary: "Send from the user's wallet to an external address",
     description:
       'Token/chain pairs: ETH {ETH, USDC}, ARB {ETH, USDC, USDC.E}, POL {POL, USDC, USDC.E}, SOL {SOL, USDC}, INK {ETH, USDC}. Funds (token and gas) are checked before anything is signed: 422 INSUFFICIENT_FUNDS names what is missing; 422 TRANSACTION_WOULD_FAIL when the gas estimate says it would revert. The answer waits for inclusion (504 INCLUSION_TIMEOUT past WITHDRAW_INCLUSION_TIMEOUT_MS; 422 TRANSACTION_REVERTED when it reverted; 422 TRANSACTION_NO_EFFECT when it was included with a successful status but without the token transfer to the recipient, e.g. a sponsored call whose EIP-7702 authorisation the chain skipped: success is decided by the effect, and nothing is reported sent). Header `Idempotency-Key` (8-128 chars): a retry returns the first result (header `Idempotent-Replayed: true`) without a second transaction; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS. 409 SENDER_BUSY when too many transactions from the wallet queue at once (both 409s carry `Retry-After` in seconds); 502 BROADCAST_REJECTED when the node refuses the transaction (nothing was sent) and 502 CHAIN_UNAVAILABLE when the chain RPC fails (retry with the same Idempotency-Key). `gas_sponsored` (EVM only; ignored for SOL): the platform pays gas through EIP-7702. `Server-Timing` reports sign, broadcast and inclusion times.',
     security: ['userJwt', 'secretKey'],
@@ -146,7 +149,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   EstimateTransferCost: {
     summary: 'The route of a transfer and its computed costs (gas, bridge, platform and venue fees)',
     description:
-      'Body: the transfer body. Each step\'s gas comes from eth_estimateGas on the chain (a state override of the token balance, so an unfunded wallet can estimate; Solana: the fee per signature) times the chain\'s gas price, converted with the configured prices; bridge_fee_usdc from the bridge\'s quote (route.bridge_estimation_error when it fails); platform_fee_usdc from PLATFORM_FEE. 400 names the field of a bad combination (INVALID_ROUTE, UNSUPPORTED_CHAIN, UNSUPPORTED_TOKEN, NO_BRIDGE_ROUTE); 422 AMOUNT_BELOW_EFFECTIVE_MINIMUM with the effective minimum, 422 AMOUNT_ABOVE_BRIDGE_MAXIMUM, 422 UNSUPPORTED_ROUTE; 502 CHAIN_UNAVAILABLE when a chain cannot be read; 503 BRIDGE_NOT_CONFIGURED for a route with a bridge step on a deployment without a bridge (BRIDGE_URL). Writes nothing.',
+      "Body: the transfer body. Each step's gas comes from eth_estimateGas on the chain (a state override of the token balance, so an unfunded wallet can estimate; Solana: the fee per signature) times the chain's gas price, converted with the configured prices; bridge_fee_usdc from the bridge's quote (route.bridge_estimation_error when it fails); platform_fee_usdc from PLATFORM_FEE. 400 names the field of a bad combination (INVALID_ROUTE, UNSUPPORTED_CHAIN, UNSUPPORTED_TOKEN, NO_BRIDGE_ROUTE); 422 AMOUNT_BELOW_EFFECTIVE_MINIMUM with the effective minimum, 422 AMOUNT_ABOVE_BRIDGE_MAXIMUM, 422 UNSUPPORTED_ROUTE; 502 CHAIN_UNAVAILABLE when a chain cannot be read; 503 BRIDGE_NOT_CONFIGURED for a route with a bridge step on a deployment without a bridge (BRIDGE_URL). Writes nothing.",
     security: ['userJwt', 'secretKey'],
     body: TransferRequest,
     response: TransferCostEstimateResponse,
@@ -155,7 +158,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   CreateTransfer: {
     summary: 'Start a transfer: answers 202 with the task id; execution is asynchronous',
     description:
-      'Same body, validation and estimate as estimate-transfer-cost (its 400 and 422 apply; the estimate is kept in the task\'s metadata.route). 409 DEX_NOT_INITIALIZED when the source or destination venue is not initialized for the user. 422 INSUFFICIENT_FUNDS, with the numbers and no task, when a `self` source\'s wallet does not hold what the first step spends (the amount; where the user pays gas, the first step\'s estimated gas with 20 % headroom); a venue source is refused by the venue when the task runs. 202 `{success, task_id, message}` with header X-Task-ID; the task is `pending` and its Step Functions execution is started (should the start be lost, the first GET /task/{task_id} starts it, once). Header `Idempotency-Key` (8-128 chars) as on POST /withdraw: a retry with the same key and body returns the same task (`Idempotent-Replayed: true`); another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 TRANSFER_IN_PROGRESS with Retry-After; a retry after a crash finds the task the first attempt stored (its id is bound to the key before the task is stored), never a second task. 503 BRIDGE_NOT_CONFIGURED as the estimate; 503 BRIDGE_UNAVAILABLE when the bridge gives no quote (no task is made with an unknown fee).',
+      "Same body, validation and estimate as estimate-transfer-cost (its 400 and 422 apply; the estimate is kept in the task's metadata.route). 409 DEX_NOT_INITIALIZED when the source or destination venue is not initialized for the user. 422 INSUFFICIENT_FUNDS, with the numbers and no task, when a `self` source's wallet does not hold what the first step spends (the amount; where the user pays gas, the first step's estimated gas with 20 % headroom); a venue source is refused by the venue when the task runs. 202 `{success, task_id, message}` with header X-Task-ID; the task is `pending` and its Step Functions execution is started (should the start be lost, the first GET /task/{task_id} starts it, once). Header `Idempotency-Key` (8-128 chars) as on POST /withdraw: a retry with the same key and body returns the same task (`Idempotent-Replayed: true`); another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 TRANSFER_IN_PROGRESS with Retry-After; a retry after a crash finds the task the first attempt stored (its id is bound to the key before the task is stored), never a second task. 503 BRIDGE_NOT_CONFIGURED as the estimate; 503 BRIDGE_UNAVAILABLE when the bridge gives no quote (no task is made with an unknown fee).",
     security: ['userJwt', 'secretKey'],
     body: TransferRequest,
     idempotencyKey: true,
@@ -164,8 +167,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: [400, 401, 404, 409, 415, 422, 502, 503],
   },
   ListTasks: {
-    summary: 'The user\'s transfer tasks, most recent first',
-    description: 'Query `limit`: default 5, at most 50 (400 otherwise). One Query on the user\'s task partition.',
+    summary: "The user's transfer tasks, most recent first",
+    description: "Query `limit`: default 5, at most 50 (400 otherwise). One Query on the user's task partition.",
     security: ['userJwt', 'secretKey'],
     query: TasksQuery,
     response: TasksResponse,
@@ -174,7 +177,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   GetTask: {
     summary: 'One transfer task of the caller',
     description:
-      'Path task_id: a UUID (400 otherwise); 404 TASK_NOT_FOUND when the caller has no such task (another user\'s task is not found). A pending task whose execution start was lost is started again (once per attempt). A task whose execution closed without recording the outcome is settled here: ABORTED (stopped by an operator) or TIMED_OUT (the machine\'s timeout) makes it `cancelled` with metadata.cancel_reason; FAILED or SUCCEEDED makes it `failed` with metadata.failure.code EXECUTION_FAILED. metadata never carries auth_jwt, a signed transaction, an idempotency key or any secret.',
+      "Path task_id: a UUID (400 otherwise); 404 TASK_NOT_FOUND when the caller has no such task (another user's task is not found). A pending task whose execution start was lost is started again (once per attempt). A task whose execution closed without recording the outcome is settled here: ABORTED (stopped by an operator) or TIMED_OUT (the machine's timeout) makes it `cancelled` with metadata.cancel_reason; FAILED or SUCCEEDED makes it `failed` with metadata.failure.code EXECUTION_FAILED. metadata never carries auth_jwt, a signed transaction, an idempotency key or any secret.",
     security: ['userJwt', 'secretKey'],
     response: TaskResource,
     errors: [400, 401, 404],
@@ -189,7 +192,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: [400, 401, 404, 409],
   },
   CheckPerpDexRequirements: {
-    summary: 'Whether the wallet can fund the venue\'s first deposit: token and gas',
+    summary: "Whether the wallet can fund the venue's first deposit: token and gas",
     description: `Balances read from the chains for the user's EVM address. usdc_required is the venue's first-deposit minimum; usdc_available the venue token on the venue's chain (chain_balances: on every EVM chain carrying it); eth_required the native coin (gas_token) for the first deposit's calls at the chain's current maxFeePerGas (a fixed gas budget per venue mechanism; the user pays gas). message says what is missing. ${VENUE_NOTE} 502 CHAIN_UNAVAILABLE when a chain cannot be read.`,
     security: ['userJwt', 'secretKey'],
     body: DexRequest,
@@ -197,7 +200,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: [400, 401, 404, 415, 502, 503],
   },
   InitPerpDex: {
-    summary: 'Create the user\'s account at the venue and store its fields in perp_dex_status',
+    summary: "Create the user's account at the venue and store its fields in perp_dex_status",
     description: `The venue's onboarding signatures come from the user's wallet through the enclave. First time: 422 REQUIREMENTS_NOT_MET (message as the requirements check) and nothing stored when the requirements are not met. Already initialized without force_reinit: the stored status, nothing changed, no venue call. Concurrent calls make one venue account (409 VENUE_SETUP_IN_PROGRESS with Retry-After if one waits too long). 502 VENUE_UNAVAILABLE when the venue fails; a venue rule's refusal is a 422 with its code. ${VENUE_NOTE}`,
     security: ['userJwt', 'secretKey'],
     body: InitPerpDexRequest,
@@ -213,15 +216,16 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: [400, 401, 404, 409, 415, 422, 502, 503],
   },
   GetPerp: {
-    summary: 'The user\'s assets at the venue and its transfer rules',
-    description: 'Query `dex` (venue_a … venue_e). Not initialized: initialized false, assets and transfer_rules null, error null. When the venue cannot be read or is not configured: 200 with `error` set (never a 5xx for the venue\'s sake).',
+    summary: "The user's assets at the venue and its transfer rules",
+    description:
+      "Query `dex` (venue_a … venue_e). Not initialized: initialized false, assets and transfer_rules null, error null. When the venue cannot be read or is not configured: 200 with `error` set (never a 5xx for the venue's sake).",
     security: ['userJwt', 'secretKey'],
     query: DexQuery,
     response: VenueAssetsResponse,
     errors: [400, 401, 404],
   },
   GetPerpCredentials: {
-    summary: 'The venue\'s stored credential metadata (never a private key)',
+    summary: "The venue's stored credential metadata (never a private key)",
     description: 'Query `dex` (venue_a … venue_e). Read from the account: no venue call.',
     security: ['userJwt', 'secretKey'],
     query: DexQuery,
@@ -230,7 +234,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   CreateWalletV2: {
     summary: 'Get or create a wallet bound to the auth_jwt identity',
-    description: 'One wallet per (identity, wallet_group_id, key family): every EVM network shares one secp256k1 key, SOL uses ed25519. Repeats return the same wallet and access_key. No recovery_key.',
+    description:
+      'One wallet per (identity, wallet_group_id, key family): every EVM network shares one secp256k1 key, SOL uses ed25519. Repeats return the same wallet and access_key. No recovery_key.',
     security: ['secretKey'],
     body: CreateWalletRequest,
     response: CreateWalletResponse,
@@ -238,7 +243,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   SignDataV2: {
     summary: 'Sign a 32-byte hash as given',
-    description: 'Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet\'s iss/sub) plus access_key.',
+    description: "Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet's iss/sub) plus access_key.",
     security: ['secretKey'],
     body: SignDataRequest,
     response: SignatureResponse,
@@ -260,7 +265,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   SignAuthorizationV2: {
     summary: 'Sign an EIP-7702 authorisation (EVM wallets) to an allowed delegate',
-    description: 'Only delegates listed in the enclave\'s ALLOWED_7702_DELEGATES (the chains config\'s SponsoredExecutor) are signed for: an authorisation hands the account\'s code to that contract. 403 DELEGATE_NOT_ALLOWED otherwise.',
+    description:
+      "Only delegates listed in the enclave's ALLOWED_7702_DELEGATES (the chains config's SponsoredExecutor) are signed for: an authorisation hands the account's code to that contract. 403 DELEGATE_NOT_ALLOWED otherwise.",
     security: ['secretKey'],
     body: SignAuthorizationRequest,
     response: SignAuthorizationResponse,
@@ -303,14 +309,14 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     deprecated: true,
   },
   GetOrCreateExpressWallet: {
-    summary: 'Get or create the user\'s wallet for X-SERVICE-CHAIN',
+    summary: "Get or create the user's wallet for X-SERVICE-CHAIN",
     description: `No body. Every EVM chain code shares one address; it is the same wallet the account service reports. ${EXPRESS_NOTE}`,
     security: expressAuth,
     response: ExpressWalletResponse,
     errors: [400, 401, 403, 502],
   },
   ExpressSignData: {
-    summary: 'Sign a 32-byte hash with the user\'s wallet (server-side signing)',
+    summary: "Sign a 32-byte hash with the user's wallet (server-side signing)",
     description: EXPRESS_NOTE,
     security: expressAuth,
     body: ExpressSignDataRequest,
@@ -318,7 +324,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: [400, 401, 403, 415, 502],
   },
   ExpressSignMessage: {
-    summary: 'Sign a message with the user\'s wallet',
+    summary: "Sign a message with the user's wallet",
     description: EXPRESS_NOTE,
     security: expressAuth,
     body: ExpressSignMessageRequest,
@@ -326,7 +332,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: [400, 401, 403, 415, 502],
   },
   ExpressSignTransaction: {
-    summary: 'Sign a transaction with the user\'s wallet',
+    summary: "Sign a transaction with the user's wallet",
     description: EXPRESS_NOTE,
     security: expressAuth,
     body: ExpressSignTransactionRequest,
@@ -350,7 +356,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     redirect: true,
   },
   GetIdentityProvider: {
-    summary: 'The application\'s identity provider',
+    summary: "The application's identity provider",
     security: ['secretKey'],
     response: IdentityProviderResponse,
     errors: [401],

@@ -53,8 +53,8 @@ const appId = values['app-id'] ?? fail('--app-id is required');
 if (!/^[A-Za-z0-9._-]{1,64}$/.test(appId)) fail('--app-id must be 1-64 letters, digits, ".", "_" or "-"');
 const providerId = values['provider-id'] ?? fail('--provider-id is required');
 const issuer = values.issuer ?? fail('--issuer is required');
-const tableName = values.table ?? fail('--table (or TABLE_NAME) is required: the stateful stack\'s TableName output');
-const opJwtKeyId = values['op-jwt-key'] ?? fail('--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required: the stateful stack\'s op_jwt key output');
+const tableName = values.table ?? fail("--table (or TABLE_NAME) is required: the stateful stack's TableName output");
+const opJwtKeyId = values['op-jwt-key'] ?? fail("--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required: the stateful stack's op_jwt key output");
 if (Boolean(values['jwks-uri']) === Boolean(values['jwks-file'])) fail('give exactly one of --jwks-uri or --jwks-file');
 const maxTokenAge = values['max-token-age'] === undefined ? undefined : Number(values['max-token-age']);
 if (maxTokenAge !== undefined && !(Number.isInteger(maxTokenAge) && maxTokenAge >= MAX_TOKEN_AGE_BOUNDS.min && maxTokenAge <= MAX_TOKEN_AGE_BOUNDS.max)) {

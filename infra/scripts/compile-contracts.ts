@@ -81,7 +81,9 @@ export interface GeneratedArtifact {
 export async function compileContracts(): Promise<GeneratedArtifact[]> {
   const installed = solc.version() as string;
   if (installed !== SOLC_VERSION && !installed.startsWith(`${SOLC_VERSION}.`)) {
-    throw new Error(`compile-contracts: solc ${SOLC_VERSION} is pinned but ${installed} is installed; install solc@${SOLC_VERSION.split('+')[0]} or re-pin deliberately`);
+    throw new Error(
+      `compile-contracts: solc ${SOLC_VERSION} is pinned but ${installed} is installed; install solc@${SOLC_VERSION.split('+')[0]} or re-pin deliberately`,
+    );
   }
   const sources: Record<string, { content: string }> = {};
   for (const target of CONTRACT_TARGETS) sources[target.source] = { content: await readFile(join(ROOT, target.source), 'utf8') };

@@ -80,9 +80,9 @@ const values = parseFlags();
 if (values.help) usage();
 const code = (values.chain?.toUpperCase() ?? usage('--chain is required')) as EvmChainCode;
 if (!EVM_CHAINS.includes(code)) usage(`--chain must be one of ${EVM_CHAINS.join(', ')} (gas sponsorship is EVM only), not "${values.chain}"`);
-const tableName = values.table || usage('--table (or TABLE_NAME) is required: the stateful stack\'s TableName output');
-const signer = scriptOpJwtSigner(values['op-jwt-key']) ?? usage('--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required: the stateful stack\'s OpJwtKeyId output');
-const enclaveUrl = values['enclave-url'] ?? usage('--enclave-url is required: the services stack\'s EnclaveApiUrl output');
+const tableName = values.table || usage("--table (or TABLE_NAME) is required: the stateful stack's TableName output");
+const signer = scriptOpJwtSigner(values['op-jwt-key']) ?? usage("--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required: the stateful stack's OpJwtKeyId output");
+const enclaveUrl = values['enclave-url'] ?? usage("--enclave-url is required: the services stack's EnclaveApiUrl output");
 if (!URL.canParse(enclaveUrl)) usage(`--enclave-url must be a URL, not "${enclaveUrl}"`);
 if (values['rpc-url'] !== undefined && !URL.canParse(values['rpc-url'])) usage('--rpc-url must be a URL');
 const configPath = values['chains-config'] ?? DEFAULT_CHAINS_CONFIG;
@@ -96,7 +96,9 @@ try {
 }
 
 async function setUp(): Promise<number> {
-  const configText = await readFile(configPath, 'utf8').catch((error: NodeJS.ErrnoException) => fail(`cannot read the chains config ${configPath}: ${error.code ?? error.message}`));
+  const configText = await readFile(configPath, 'utf8').catch((error: NodeJS.ErrnoException) =>
+    fail(`cannot read the chains config ${configPath}: ${error.code ?? error.message}`),
+  );
   const parsed = v.safeParse(ChainsConfigSchema, parseJson(configText));
   if (!parsed.success) fail(`${configPath} is not a valid chains config: ${v.summarize(parsed.issues).split('\n')[0]}`);
   const configured = parsed.output[code];
@@ -114,7 +116,8 @@ async function setUp(): Promise<number> {
 
   // 2. The RPC is the configured chain.
   const rpcChainId = await getChainId(chain.client).catch((error: unknown) => fail(`the ${code} RPC did not answer: ${describeChainError(error)}`));
-  if (rpcChainId !== configured.chain_id) fail(`the RPC's chain id is ${rpcChainId}, but ${configPath} gives ${code} chain id ${configured.chain_id}: wrong --rpc-url?`);
+  if (rpcChainId !== configured.chain_id)
+    fail(`the RPC's chain id is ${rpcChainId}, but ${configPath} gives ${code} chain id ${configured.chain_id}: wrong --rpc-url?`);
   out(`[2/5] RPC chain id ${rpcChainId} matches ${code}`);
 
   // 3. The delegate: found, or deployed exactly once.
@@ -125,7 +128,9 @@ async function setUp(): Promise<number> {
   if (configured.delegate?.toLowerCase() === delegate.toLowerCase()) {
     out(`[4/5] ${configPath} already names it as ${code}'s delegate`);
   } else if (!configGiven) {
-    out(`[4/5] not written: no --chains-config given (the repository's ${DEFAULT_CHAINS_CONFIG} is left alone); copy it, run again with --chains-config <your copy>`);
+    out(
+      `[4/5] not written: no --chains-config given (the repository's ${DEFAULT_CHAINS_CONFIG} is left alone); copy it, run again with --chains-config <your copy>`,
+    );
   } else {
     await writeKeepingMode(configPath, setChainDelegate(configText, code, delegate));
     out(`[4/5] wrote "delegate": "${delegate}" for ${code} into ${configPath}`);
@@ -141,7 +146,9 @@ async function setUp(): Promise<number> {
       (balance >= suggested ? ': enough' : `: fund ${sponsorAddress} with at least ${formatCeil(suggested - balance, 18)} ${native} on ${code}`),
   );
   const deployConfig = configGiven ? configPath : '<your copy>';
-  out(`  - apply the delegate: npx cdk deploy --all -c chainsConfig=${deployConfig}   (the enclave's ALLOWED_7702_DELEGATES and the functions' CHAINS_CONFIG come from it)`);
+  out(
+    `  - apply the delegate: npx cdk deploy --all -c chainsConfig=${deployConfig}   (the enclave's ALLOWED_7702_DELEGATES and the functions' CHAINS_CONFIG come from it)`,
+  );
   out(`done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   return EXIT.done;
 }
@@ -166,21 +173,28 @@ async function findOrDeployDelegate(
     return address;
   }
   if (!(await hasDeployer(chain))) {
-    fail(`${chain.code} has no deterministic-deployment proxy at ${CREATE2_DEPLOYER} (https://github.com/Arachnid/deterministic-deployment-proxy): deploy it there first, then run this command again`);
+    fail(
+      `${chain.code} has no deterministic-deployment proxy at ${CREATE2_DEPLOYER} (https://github.com/Arachnid/deterministic-deployment-proxy): deploy it there first, then run this command again`,
+    );
   }
   out(`[3/5] no SponsoredExecutor at its deterministic address ${address} yet: the sponsor deploys it (signed through the enclave) if it can pay`);
   try {
     const outcome = await deployDelegate({ table, chain, sponsor });
     if (!(await hasDelegateCode(chain, address))) fail(`transaction ${outcome.txHash} was mined but ${address} does not hold the SponsoredExecutor's code`);
-    out(`[3/5] ${outcome.resumed ? 'finished the deployment an earlier run recorded' : 'deployed'}: ${address} in tx ${outcome.txHash} (gas used ${outcome.gasUsed}); its code is the artifact's`);
+    out(
+      `[3/5] ${outcome.resumed ? 'finished the deployment an earlier run recorded' : 'deployed'}: ${address} in tx ${outcome.txHash} (gas used ${outcome.gasUsed}); its code is the artifact's`,
+    );
     return address;
   } catch (error) {
     if (error instanceof SponsorUnderfundedError) {
       const { gas, maxFeePerGas, needed, balance } = error.cost;
-      out(`Fund ${sponsorAddress} with at least ${formatCeil(needed - balance, 18)} ${native} on ${chain.code} (deployment ≈ ${gas} gas × ${formatCeil(maxFeePerGas, 9)} gwei), then run this command again.`);
+      out(
+        `Fund ${sponsorAddress} with at least ${formatCeil(needed - balance, 18)} ${native} on ${chain.code} (deployment ≈ ${gas} gas × ${formatCeil(maxFeePerGas, 9)} gwei), then run this command again.`,
+      );
       return undefined;
     }
-    if (error instanceof InclusionTimeoutError) fail(`${error.message.split(';')[0]}; run this command again to keep waiting for it (it is recorded and will not be signed twice)`);
+    if (error instanceof InclusionTimeoutError)
+      fail(`${error.message.split(';')[0]}; run this command again to keep waiting for it (it is recorded and will not be signed twice)`);
     throw error;
   }
 }

@@ -37,9 +37,7 @@ export async function getOrCreateAccount(deps: Pick<AccountDeps, 'table' | 'keyW
 
   const walletGroupId = user.app.default_wallet_group_id;
   const [evm, sol] = await Promise.all(
-    (['ETH', 'SOL'] as const).map((network) =>
-      deps.enclave.createWallet({ secretKey: user.secretKey }, { authJwt: user.token, network, walletGroupId }),
-    ),
+    (['ETH', 'SOL'] as const).map((network) => deps.enclave.createWallet({ secretKey: user.secretKey }, { authJwt: user.token, network, walletGroupId })),
   );
   const userId = uuidv7();
   const sealed = await sealSecrets(deps.keyWrapper, accountEncryptionContext({ app_id: user.app.app_id, user_id: userId }), {

@@ -13,7 +13,11 @@ export const DemoBalanceQuery = v.object({
  * `GET /demo/wallet/balance` (spec; demo only): every token the chain carries, read from the
  * chain for the account's address on it (the ETH address on every EVM chain, SOL on Solana).
  */
-export async function demoBalance(deps: Pick<AccountDeps, 'table'> & { readonly chains: Chains }, user: AuthenticatedUser, chain: (typeof CHAIN_CODES)[number]) {
+export async function demoBalance(
+  deps: Pick<AccountDeps, 'table'> & { readonly chains: Chains },
+  user: AuthenticatedUser,
+  chain: (typeof CHAIN_CODES)[number],
+) {
   const account = await requireAccount(deps, user);
   const address = (chain === 'SOL' ? account.public_address.SOL : account.public_address.ETH) ?? null;
   let assets: Record<string, string> = {};

@@ -22,7 +22,7 @@ export const Account = v.object({
         stark_public_key: v.pipe(v.nullable(v.string()), v.description('0x-hex Stark public key.')),
         api_key: v.pipe(v.nullable(v.string()), v.description('The API key the venue issued at account creation.')),
       }),
-      venue_b: venueStatus({ account_address: v.pipe(v.nullable(v.string()), v.description('EIP-55 address: the user\'s wallet is the venue account.')) }),
+      venue_b: venueStatus({ account_address: v.pipe(v.nullable(v.string()), v.description("EIP-55 address: the user's wallet is the venue account.")) }),
       venue_c: venueStatus({
         l2_address: v.pipe(v.nullable(v.string()), v.description('0x-hex L2 account address.')),
         l2_public_key: v.pipe(v.nullable(v.string()), v.description('0x-hex L2 public key.')),
@@ -30,7 +30,7 @@ export const Account = v.object({
       venue_d: venueStatus({ account_address: v.pipe(v.nullable(v.string()), v.description('bytes32 subaccount sender (0x-hex).')) }),
       venue_e: venueStatus({
         proxy_wallet_address: v.pipe(v.nullable(v.string()), v.description('The CREATE2 proxy wallet.')),
-        service_wallet_address: v.pipe(v.nullable(v.string()), v.description('The EOA that owns the proxy (the user\'s EVM wallet).')),
+        service_wallet_address: v.pipe(v.nullable(v.string()), v.description("The EOA that owns the proxy (the user's EVM wallet).")),
       }),
     }),
     v.description('Every venue is always present: `initialized` false and each field null until the venue is initialised.'),

@@ -39,7 +39,12 @@ export function signingIdentityOf(user: AuthenticatedUser): SigningIdentity {
   return { iss: user.identity.iss, sub: user.identity.sub, audience: user.app.oidc.audience, credentials: async () => ({ secretKey: user.secretKey }) };
 }
 
-export async function walletSigner(deps: WalletSignerDeps, user: AuthenticatedUser | SigningIdentity, account: AccountRecord, family: 'evm' | 'sol'): Promise<WalletSigner> {
+export async function walletSigner(
+  deps: WalletSignerDeps,
+  user: AuthenticatedUser | SigningIdentity,
+  account: AccountRecord,
+  family: 'evm' | 'sol',
+): Promise<WalletSigner> {
   const identity = 'credentials' in user ? user : signingIdentityOf(user);
   const name = family === 'evm' ? 'evm_access_key' : 'sol_access_key';
   const secrets = await openSecrets(deps.keyWrapper, accountEncryptionContext(account), account.sealed, [name]);

@@ -26,7 +26,13 @@ const SolanaChain = v.object({
   family: v.literal('sol'),
   rpc_url: v.optional(v.pipe(v.string(), v.url())),
   native: v.literal('SOL'),
-  tokens: v.record(v.picklist(['USDC']), v.object({ mint: v.pipe(v.string(), v.regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 mint address')), decimals: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(18)) })),
+  tokens: v.record(
+    v.picklist(['USDC']),
+    v.object({
+      mint: v.pipe(v.string(), v.regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 mint address')),
+      decimals: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(18)),
+    }),
+  ),
 });
 
 export const ChainsConfigSchema = v.object({

@@ -72,6 +72,10 @@ export class TransactionNoEffectError extends TransactionRevertedError {
 /** Broadcast, not included within the bound: the outcome is unknown; a retry resumes the same transaction. */
 export class InclusionTimeoutError extends DomainError {
   constructor(txHash: string, timeoutMs: number, what = 'included') {
-    super(504, 'INCLUSION_TIMEOUT', `Transaction ${txHash} was broadcast but not ${what} within ${timeoutMs} ms; retry with the same Idempotency-Key to get its outcome`);
+    super(
+      504,
+      'INCLUSION_TIMEOUT',
+      `Transaction ${txHash} was broadcast but not ${what} within ${timeoutMs} ms; retry with the same Idempotency-Key to get its outcome`,
+    );
   }
 }

@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { findAssociatedTokenPda, getCreateAssociatedTokenIdempotentInstruction, getTransferCheckedInstruction, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
+import {
+  findAssociatedTokenPda,
+  getCreateAssociatedTokenIdempotentInstruction,
+  getTransferCheckedInstruction,
+  TOKEN_PROGRAM_ADDRESS,
+} from '@solana-program/token';
 import { getTransferSolInstruction } from '@solana-program/system';
 import {
   type Address,
@@ -96,7 +101,9 @@ export class SolanaChain {
     const ownerAddress = address(owner);
     if (token === 'SOL') return (await this.#rpc.getBalance(ownerAddress, { commitment: COMMITMENT }).send()).value;
     const [ata] = await findAssociatedTokenPda({ owner: ownerAddress, mint: this.#mint(token), tokenProgram: TOKEN_PROGRAM_ADDRESS });
-    const { value } = await this.#rpc.getAccountInfo(ata, { commitment: COMMITMENT, encoding: 'base64', dataSlice: { offset: TOKEN_AMOUNT_OFFSET, length: 8 } }).send();
+    const { value } = await this.#rpc
+      .getAccountInfo(ata, { commitment: COMMITMENT, encoding: 'base64', dataSlice: { offset: TOKEN_AMOUNT_OFFSET, length: 8 } })
+      .send();
     // No account yet (or lamports sent to the address without creating it): holds no tokens.
     if (!value || value.owner !== TOKEN_PROGRAM_ADDRESS) return 0n;
     const amount = Buffer.from(value.data[0], 'base64');
@@ -139,7 +146,13 @@ export class SolanaChain {
     );
     const { messageBytes } = compileTransaction(message);
     const { value: fee } = await this.#rpc.getFeeForMessage(toBase64(messageBytes) as TransactionMessageBytesBase64, { commitment: COMMITMENT }).send();
-    return { messageBytes: new Uint8Array(messageBytes), fee: fee ?? DEFAULT_FEE_LAMPORTS, rent, createsTokenAccount: rent > 0n, lastValidBlockHeight: lifetime.lastValidBlockHeight };
+    return {
+      messageBytes: new Uint8Array(messageBytes),
+      fee: fee ?? DEFAULT_FEE_LAMPORTS,
+      rent,
+      createsTokenAccount: rent > 0n,
+      lastValidBlockHeight: lifetime.lastValidBlockHeight,
+    };
   }
 
   /**

@@ -20,5 +20,9 @@ export interface KeyWrapper {
 
 /** Canonical (key-sorted) form of an encryption context, used as AEAD associated data. */
 export function canonicalContext(context: EncryptionContext): string {
-  return JSON.stringify(Object.keys(context).sort().map((key) => [key, context[key]]));
+  return JSON.stringify(
+    Object.keys(context)
+      .sort()
+      .map((key) => [key, context[key]]),
+  );
 }

@@ -12,9 +12,7 @@ export class KmsKeyWrapper implements KeyWrapper {
   }
 
   async generateDataKey(context: EncryptionContext): Promise<DataKey> {
-    const out = await this.#kms.send(
-      new GenerateDataKeyCommand({ KeyId: this.#keyId, KeySpec: 'AES_256', EncryptionContext: { ...context } }),
-    );
+    const out = await this.#kms.send(new GenerateDataKeyCommand({ KeyId: this.#keyId, KeySpec: 'AES_256', EncryptionContext: { ...context } }));
     if (!out.Plaintext || !out.CiphertextBlob) throw new Error('KMS GenerateDataKey returned no key');
     return { plaintext: out.Plaintext, ciphertext: out.CiphertextBlob };
   }

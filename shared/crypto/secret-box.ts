@@ -16,11 +16,7 @@ function aad(context: EncryptionContext, name: string) {
   return `${canonicalContext(context)}|${name}`;
 }
 
-export async function sealSecrets(
-  wrapper: KeyWrapper,
-  context: EncryptionContext,
-  secrets: Record<string, Uint8Array>,
-): Promise<SealedSecrets> {
+export async function sealSecrets(wrapper: KeyWrapper, context: EncryptionContext, secrets: Record<string, Uint8Array>): Promise<SealedSecrets> {
   const dataKey = await wrapper.generateDataKey(context);
   try {
     const sealed: Record<string, string> = {};

@@ -24,11 +24,7 @@ export function isConditionalCheckFailed(error: unknown): error is ConditionalCh
  * Stores an item unless its key exists (the table's way of holding "exactly one": one account
  * per user, one wallet per binding). Returns whichever item is stored and whether it was ours.
  */
-export async function putIfAbsent<T extends object>(
-  table: Table,
-  key: { pk: string; sk: string },
-  item: T,
-): Promise<{ item: T; created: boolean }> {
+export async function putIfAbsent<T extends object>(table: Table, key: { pk: string; sk: string }, item: T): Promise<{ item: T; created: boolean }> {
   try {
     await table.doc.send(
       new PutCommand({

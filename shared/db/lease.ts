@@ -61,7 +61,15 @@ export async function acquireLease<S extends object>(table: Table, key: { pk: st
   }
 }
 
-function heldLease<S>(table: Table, key: { pk: string; sk: string }, owner: string, expiresAt: number, state: S | undefined, leaseMs: number, now: () => number): Lease<S> {
+function heldLease<S>(
+  table: Table,
+  key: { pk: string; sk: string },
+  owner: string,
+  expiresAt: number,
+  state: S | undefined,
+  leaseMs: number,
+  now: () => number,
+): Lease<S> {
   const lease = {
     state,
     expiresAt,
@@ -95,7 +103,13 @@ function heldLease<S>(table: Table, key: { pk: string; sk: string }, owner: stri
  * taken (free or expired) or taken back (this owner still holds it; renewed) → `{ resumed }`,
  * resumed true when this owner held it before the call; held by another → undefined.
  */
-export async function takeLease(table: Table, key: { pk: string; sk: string }, owner: string, leaseMs: number, now = Date.now()): Promise<{ resumed: boolean } | undefined> {
+export async function takeLease(
+  table: Table,
+  key: { pk: string; sk: string },
+  owner: string,
+  leaseMs: number,
+  now = Date.now(),
+): Promise<{ resumed: boolean } | undefined> {
   try {
     const out = await table.doc.send(
       new UpdateCommand({

@@ -10,4 +10,3 @@ export function chainsFromEnv(): Chains {
   const rpcUrlsSecret = loadRpcUrlsSecret();
   return new Chains(loadChainsConfig(), rpcUrlsSecret ? secretRpcUrls(rpcUrlsSecret) : undefined);
 }
-

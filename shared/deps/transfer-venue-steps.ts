@@ -37,6 +37,12 @@ export function withdrawalStepDepsFromEnv(env = process.env): VenueStepDeps {
 /** The deposit step: its calls may be gas-sponsored (needs: delegates). */
 export function depositStepDepsFromEnv(env = process.env): VenueStepDeps {
   const parts = stepCoreFromEnv(env);
-  const sponsored = new SponsoredEvmSender({ table: parts.core.table, sponsor: gasSponsor(parts), inclusionTimeoutMs: parts.inclusionTimeoutMs, lease: DEFAULT_LEASE_TIMING, now: clockMs });
+  const sponsored = new SponsoredEvmSender({
+    table: parts.core.table,
+    sponsor: gasSponsor(parts),
+    inclusionTimeoutMs: parts.inclusionTimeoutMs,
+    lease: DEFAULT_LEASE_TIMING,
+    now: clockMs,
+  });
   return venueStepDeps(parts, sponsored);
 }

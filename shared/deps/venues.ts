@@ -33,7 +33,8 @@ export function venueDriverFactories(chains: EvmChains, network: 'live' | 'sandb
       new VenueEDriver({
         baseUrl,
         ...(sandbox ? { bridgeUrl: baseUrl } : {}),
-        polygonBalanceOf: async (token, owner) => (await chains.evm('POL')).client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }),
+        polygonBalanceOf: async (token, owner) =>
+          (await chains.evm('POL')).client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }),
       }),
     venue_d: ({ baseUrl }) => new VenueDDriver({ baseUrl, ...(sandbox ? { collateral: chains.config.INK.tokens.USDC!.address as Address } : {}) }),
   };

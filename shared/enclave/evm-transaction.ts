@@ -89,7 +89,10 @@ export function toViemTransaction(tx: EvmTransactionInput, walletAddress: string
     maxFeePerGas,
     maxPriorityFeePerGas,
     maxFeePerBlobGas: optionalBig(tx.maxFeePerBlobGas),
-    accessList: tx.accessList?.map((entry, index) => ({ address: checksummed(`accessList.${index}.address`, entry.address), storageKeys: entry.storageKeys as Hex[] })),
+    accessList: tx.accessList?.map((entry, index) => ({
+      address: checksummed(`accessList.${index}.address`, entry.address),
+      storageKeys: entry.storageKeys as Hex[],
+    })),
     blobVersionedHashes: tx.blobVersionedHashes as Hex[] | undefined,
     authorizationList: tx.authorizationList?.map(authorization),
   };

@@ -76,7 +76,7 @@ export const SignTransactionResponse = v.object({
 export const SignAuthorizationFields = {
   chain_id: ChainId,
   contract_address: v.pipe(Address, v.description('The delegate contract; must be one the enclave is configured to allow.')),
-  nonce: v.pipe(Nonce, v.description('The account\'s transaction nonce the authorisation is valid at.')),
+  nonce: v.pipe(Nonce, v.description("The account's transaction nonce the authorisation is valid at.")),
 };
 
 export const SignAuthorizationRequest = v.object({ ...SignAuthFields, ...SignAuthorizationFields });

@@ -29,4 +29,5 @@ export function signSolanaMessage(secret: Uint8Array, messageBytes: Uint8Array) 
   return { signature: getBase58Decoder().decode(signature), signer: signer as string };
 }
 
-const sameBytes = (a: ArrayLike<number>, b: ArrayLike<number>) => a.length === b.length && Array.prototype.every.call(a, (byte: number, i: number) => byte === b[i]);
+const sameBytes = (a: ArrayLike<number>, b: ArrayLike<number>) =>
+  a.length === b.length && Array.prototype.every.call(a, (byte: number, i: number) => byte === b[i]);

@@ -41,6 +41,11 @@ export async function signEvmTransaction(secret: Uint8Array, transaction: Transa
 
 /** EIP-7702: authorises `contractAddress` as this account's code on `chainId` at account nonce `nonce`. */
 export async function signEvmAuthorization(secret: Uint8Array, request: { contractAddress: `0x${string}`; chainId: number; nonce: number }) {
-  const signed = await signAuthorization({ privateKey: bytesToHex(secret), contractAddress: request.contractAddress, chainId: request.chainId, nonce: request.nonce });
+  const signed = await signAuthorization({
+    privateKey: bytesToHex(secret),
+    contractAddress: request.contractAddress,
+    chainId: request.chainId,
+    nonce: request.nonce,
+  });
   return { address: signed.address, chainId: signed.chainId, nonce: signed.nonce, r: signed.r, s: signed.s, yParity: signed.yParity };
 }

@@ -3,7 +3,7 @@ import { SignDataFields, SignMessageFields, SignTransactionFields } from '../wal
 
 /** Express wallet service bodies: the enclave's v2 sign bodies minus op_jwt/access_key. */
 const OptionalWalletId = {
-  wallet_id: v.optional(v.pipe(v.string(), v.description('Optional: when given it must be the user\'s wallet for X-SERVICE-CHAIN.'))),
+  wallet_id: v.optional(v.pipe(v.string(), v.description("Optional: when given it must be the user's wallet for X-SERVICE-CHAIN."))),
 };
 
 export const ExpressSignDataRequest = v.object({ ...OptionalWalletId, ...SignDataFields });

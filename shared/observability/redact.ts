@@ -12,8 +12,9 @@ const MAX_MESSAGE = 500;
 
 /** Keeps `scheme://host[:port]` of every URL; userinfo goes, and a path or query becomes `/…`. */
 export function redactText(text: string): string {
-  return text.replace(URL_PATTERN, (_url, scheme: string, _userinfo: string | undefined, host: string, rest: string) =>
-    `${scheme}://${host}${rest && rest !== '/' ? '/…' : ''}`,
+  return text.replace(
+    URL_PATTERN,
+    (_url, scheme: string, _userinfo: string | undefined, host: string, rest: string) => `${scheme}://${host}${rest && rest !== '/' ? '/…' : ''}`,
   );
 }
 

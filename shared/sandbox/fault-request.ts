@@ -15,7 +15,13 @@ export const FaultRequest = v.object({
   operation: v.picklist(['deposit', 'withdrawal', 'bridge'], 'must be one of deposit, withdrawal, bridge'),
   mode: v.picklist(['fail', 'stall', 'refund', 'clear'], 'must be one of fail, stall, refund, clear'),
   count: v.optional(
-    v.pipe(v.number('must be an integer'), v.safeInteger('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(1000, 'must be at most 1000'), v.description('How many of the next operations; required unless mode is "clear".')),
+    v.pipe(
+      v.number('must be an integer'),
+      v.safeInteger('must be an integer'),
+      v.minValue(1, 'must be at least 1'),
+      v.maxValue(1000, 'must be at most 1000'),
+      v.description('How many of the next operations; required unless mode is "clear".'),
+    ),
   ),
   address: v.optional(
     v.pipe(

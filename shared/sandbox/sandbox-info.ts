@@ -9,9 +9,14 @@ const Urls = v.object({ account: v.string(), enclave: v.string(), express: v.str
 
 export const SandboxInfo = v.object({
   sandbox: v.literal(true),
-  data_dir: v.pipe(v.string(), v.description('Absolute path of the running sandbox\'s DATA_DIR.')),
+  data_dir: v.pipe(v.string(), v.description("Absolute path of the running sandbox's DATA_DIR.")),
   urls: Urls,
-  applications: v.pipe(v.picklist(['dev', 'apps_file']), v.description('"dev": the generated dev app (npm run token mints its tokens); "apps_file": the apps of APPS_FILE, which trust their own identity providers.')),
+  applications: v.pipe(
+    v.picklist(['dev', 'apps_file']),
+    v.description(
+      '"dev": the generated dev app (npm run token mints its tokens); "apps_file": the apps of APPS_FILE, which trust their own identity providers.',
+    ),
+  ),
   apps_file: v.optional(v.pipe(v.string(), v.description('Absolute path of APPS_FILE (applications "apps_file" only).'))),
   dev_app: v.optional(
     v.pipe(

@@ -59,7 +59,8 @@ const CCTP_FAST_BPS: Record<BridgeChain, bigint> = { ETH: 1n, ARB: 1n, INK: 1n, 
 const CCTP_FILL_S: Record<BridgeChain, number> = { ETH: 20, ARB: 8, INK: 8, SOL: 8, POL: 8 };
 
 const ACROSS_SOURCES = {
-  fee_fixed: 'sandbox choice: relayer destination gas as a fixed USDC amount, 1.5 USDC to ETH after C.6 (across:42161->1), 0.05 USDC to an L2 (C.1 relayerGasFee)',
+  fee_fixed:
+    'sandbox choice: relayer destination gas as a fixed USDC amount, 1.5 USDC to ETH after C.6 (across:42161->1), 0.05 USDC to an L2 (C.1 relayerGasFee)',
   fee_bps: 'sandbox choice: 4 bps capital + LP fee after C.6 (across:42161->1); C.1 fee model',
   min: 'sandbox choice: 1 USDC (5 USDC to ETH), after C.1 limits.minDeposit / isAmountTooLow',
   max: 'sandbox choice: 1,000,000 USDC, after C.1 limits.maxDeposit (the API rejects amount > maxDeposit)',

@@ -22,8 +22,22 @@ export interface BridgeQuoteRequest {
 }
 
 export type BridgeDepositCall =
-  | { readonly kind: 'evm_transaction'; readonly chain: Exclude<BridgeChain, 'SOL'>; readonly to: `0x${string}`; readonly data: `0x${string}`; readonly value: bigint }
-  | { readonly kind: 'spl_transfer'; readonly chain: 'SOL'; readonly token: 'USDC'; readonly mint: string; readonly to: string; readonly amount: bigint; readonly memo: string };
+  | {
+      readonly kind: 'evm_transaction';
+      readonly chain: Exclude<BridgeChain, 'SOL'>;
+      readonly to: `0x${string}`;
+      readonly data: `0x${string}`;
+      readonly value: bigint;
+    }
+  | {
+      readonly kind: 'spl_transfer';
+      readonly chain: 'SOL';
+      readonly token: 'USDC';
+      readonly mint: string;
+      readonly to: string;
+      readonly amount: bigint;
+      readonly memo: string;
+    };
 
 export interface BridgeQuote {
   readonly quote_id: string;

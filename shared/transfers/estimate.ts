@@ -160,7 +160,10 @@ export interface EstimateDeps {
 export class AmountBelowMinimumError extends UnprocessableError {
   readonly effectiveMinimum: bigint;
   constructor(effectiveMinimum: bigint, why: string) {
-    super('AMOUNT_BELOW_EFFECTIVE_MINIMUM', `body.amount: below the effective minimum of ${formatAmount(effectiveMinimum, TRANSFER_DECIMALS)} for this route (${why})`);
+    super(
+      'AMOUNT_BELOW_EFFECTIVE_MINIMUM',
+      `body.amount: below the effective minimum of ${formatAmount(effectiveMinimum, TRANSFER_DECIMALS)} for this route (${why})`,
+    );
     this.effectiveMinimum = effectiveMinimum;
   }
 }
@@ -312,7 +315,13 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
       chain_estimates: Object.fromEntries(
         Object.entries(chainEstimates).map(([chain, e]) => [
           chain,
-          { native_token: e.native_token, gas_units: e.gas_units.toString(), gas_price: e.gas_price.toString(), native_cost: formatAmount(e.native_cost, NATIVE_DECIMALS[e.native_token]), cost_usdc: usdc(e.cost_usdc) },
+          {
+            native_token: e.native_token,
+            gas_units: e.gas_units.toString(),
+            gas_price: e.gas_price.toString(),
+            native_cost: formatAmount(e.native_cost, NATIVE_DECIMALS[e.native_token]),
+            cost_usdc: usdc(e.cost_usdc),
+          },
         ]),
       ),
       ...(money.bridgeError ? { bridge_estimation_error: money.bridgeError } : {}),
@@ -462,7 +471,10 @@ async function gasOf(deps: EstimateDeps, step: PlannedStep, money: StepMoney, et
   // What the wallet holds at the step's start, less the fee: a withdrawal's payout, a deposit's or a bridge's input.
   const amount = clampZero(money.amountIn - (step.action === 'withdrawal' ? money.venueFee : 0n) - money.platformFee);
   const common = { chain, token: holding.token, amount, ...platformFee };
-  const leg: GasLeg = step.action === 'bridge' ? { action: 'bridge', ...common, bridge: { from: step.from, to: step.to } } : { action: step.action, ...common, venue: step.venue };
+  const leg: GasLeg =
+    step.action === 'bridge'
+      ? { action: 'bridge', ...common, bridge: { from: step.from, to: step.to } }
+      : { action: step.action, ...common, venue: step.venue };
   const [gasUnits, gasPrice] = await Promise.all([deps.gas.estimateGas(leg), deps.gas.gasPrice(chain)]);
   const coin = NATIVE[chain];
   const price = await deps.prices.usdPrice(coin);
@@ -505,7 +517,15 @@ function routeStep(step: PlannedStep, provider: string) {
     case 'withdrawal':
       return { action: step.action, dex: step.venue, chain: step.holding.chain, token: step.holding.token, gas_policy: step.gasPolicy };
     case 'bridge':
-      return { action: step.action, dex: provider, from_chain: step.from.chain, from_token: step.from.token, to_chain: step.to.chain, to_token: step.to.token, gas_policy: step.gasPolicy };
+      return {
+        action: step.action,
+        dex: provider,
+        from_chain: step.from.chain,
+        from_token: step.from.token,
+        to_chain: step.to.chain,
+        to_token: step.to.token,
+        gas_policy: step.gasPolicy,
+      };
     case 'deposit':
       return { action: step.action, dex: step.venue, chain: step.holding.chain, token: step.holding.token, gas_policy: step.gasPolicy };
   }

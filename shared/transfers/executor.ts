@@ -28,7 +28,13 @@ export interface TransferExecutor {
 
 /** Builds the execution input for the steps still to run (not completed). */
 export function executionInput(
-  task: { readonly app_id: string; readonly app_user_id: string; readonly task_id: string; readonly attempt: number; readonly steps: readonly Pick<StepRecord, 'index' | 'action' | 'status'>[] },
+  task: {
+    readonly app_id: string;
+    readonly app_user_id: string;
+    readonly task_id: string;
+    readonly attempt: number;
+    readonly steps: readonly Pick<StepRecord, 'index' | 'action' | 'status'>[];
+  },
   functions: StepFunctions,
 ): ExecutionInput {
   return {
@@ -44,7 +50,12 @@ export function executionInput(
 /** First Wait before polling a submitted step: a venue payout or a bridge fill takes a few seconds, a deposit's inclusion about one. */
 export const FIRST_WAIT_SECONDS: Readonly<Record<StepRecord['action'], number>> = { withdrawal: 2, bridge: 2, deposit: 1 };
 
-const FunctionsSchema = v.object({ withdrawal: v.pipe(v.string(), v.minLength(1)), bridge: v.pipe(v.string(), v.minLength(1)), deposit: v.pipe(v.string(), v.minLength(1)), settle: v.pipe(v.string(), v.minLength(1)) });
+const FunctionsSchema = v.object({
+  withdrawal: v.pipe(v.string(), v.minLength(1)),
+  bridge: v.pipe(v.string(), v.minLength(1)),
+  deposit: v.pipe(v.string(), v.minLength(1)),
+  settle: v.pipe(v.string(), v.minLength(1)),
+});
 
 export interface TransfersConfig {
   readonly stateMachineArn: string;

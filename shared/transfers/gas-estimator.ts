@@ -1,4 +1,15 @@
-import { type Address, encodeAbiParameters, encodeFunctionData, erc20Abi, getAddress, type Hex, isAddress, keccak256, maxUint256, type StateOverride } from 'viem';
+import {
+  type Address,
+  encodeAbiParameters,
+  encodeFunctionData,
+  erc20Abi,
+  getAddress,
+  type Hex,
+  isAddress,
+  keccak256,
+  maxUint256,
+  type StateOverride,
+} from 'viem';
 import type { Chains } from '../chains/chains.ts';
 import { ChainUnavailableError } from '../chains/errors.ts';
 import type { EvmChainCode } from '../venues/driver.ts';
@@ -94,7 +105,10 @@ export class ChainGasEstimator implements GasEstimator {
     const chain = await this.#chains.evm(leg.chain);
     const token = chain.tokenAddress(leg.token);
     if (!token) throw new Error(`${leg.token} is not a token on ${leg.chain}`);
-    const calls = [...(leg.platformFee ? [transferCall(token, feeRecipient(leg.platformFee.recipient), leg.platformFee.amount)] : []), ...(await this.#stepCalls(leg, token))];
+    const calls = [
+      ...(leg.platformFee ? [transferCall(token, feeRecipient(leg.platformFee.recipient), leg.platformFee.amount)] : []),
+      ...(await this.#stepCalls(leg, token)),
+    ];
     const held = leg.amount + (leg.platformFee?.amount ?? 0n);
     const stateOverride: StateOverride = [
       { address: this.#wallet.evm, balance: NATIVE_OVERRIDE },
@@ -106,7 +120,10 @@ export class ChainGasEstimator implements GasEstimator {
         ]),
       },
     ];
-    const estimates = calls.map(async (call) => (await chain.client.estimateGas({ account: this.#wallet.evm, to: call.to, data: call.data, value: call.value, stateOverride })) + calldataMargin(call));
+    const estimates = calls.map(
+      async (call) =>
+        (await chain.client.estimateGas({ account: this.#wallet.evm, to: call.to, data: call.data, value: call.value, stateOverride })) + calldataMargin(call),
+    );
     try {
       return (await Promise.all(estimates)).reduce((sum, gas) => sum + gas, 0n);
     } catch {
@@ -133,7 +150,10 @@ export class ChainGasEstimator implements GasEstimator {
     if (leg.action === 'bridge') return this.#bridgeCalls(leg, token);
     const shape = VENUE_DEPOSIT[leg.venue!];
     if (shape.calls === 'transfer') return [transferCall(token, shape.to?.(this.#wallet.evm) ?? PLACEHOLDER, leg.amount)];
-    return [{ to: token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [PLACEHOLDER, leg.amount] }) }, transferCall(token, PLACEHOLDER, leg.amount)];
+    return [
+      { to: token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [PLACEHOLDER, leg.amount] }) },
+      transferCall(token, PLACEHOLDER, leg.amount),
+    ];
   }
 
   /** The bridge quote's deposit calls for this amount, or the same shape (a token transfer) when it gives none. */
@@ -142,7 +162,9 @@ export class ChainGasEstimator implements GasEstimator {
     try {
       const on = (chain: string) => (chain === 'SOL' ? this.#wallet.sol : this.#wallet.evm);
       const quote = await this.#bridge.quote({ route, amount: leg.amount, sender: on(route.from.chain), recipient: on(route.to.chain) });
-      const calls = quote.deposit.flatMap((call) => (call.kind === 'evm_transaction' ? [{ to: call.to, data: call.data, value: call.value, calldataVaries: true }] : []));
+      const calls = quote.deposit.flatMap((call) =>
+        call.kind === 'evm_transaction' ? [{ to: call.to, data: call.data, value: call.value, calldataVaries: true }] : [],
+      );
       if (calls.length) return calls;
     } catch {
       // No quote (refused amount, bridge down): the estimate reports that itself; gas is still computed.

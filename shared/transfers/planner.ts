@@ -88,7 +88,8 @@ function venueHolding(venue: VenueId): Holding {
 
 /** A self-side holding from the body: chain in SELF_CHAINS, token a stablecoin the chain carries. */
 function selfHolding(chain: string, token: string, chainField: string, tokenField: string): Holding {
-  if (!isSelfChain(chain)) throw new ValidationError(`${chainField}: must be one of ${SELF_CHAINS.join(', ')} when self is source or destination`, 'UNSUPPORTED_CHAIN');
+  if (!isSelfChain(chain))
+    throw new ValidationError(`${chainField}: must be one of ${SELF_CHAINS.join(', ')} when self is source or destination`, 'UNSUPPORTED_CHAIN');
   if (!(TRANSFER_TOKENS as readonly string[]).includes(token)) {
     throw new ValidationError(`${tokenField}: transfers move ${TRANSFER_TOKENS.join(' or ')}`, 'UNSUPPORTED_TOKEN');
   }
@@ -103,29 +104,41 @@ function selfHolding(chain: string, token: string, chainField: string, tokenFiel
  * naming the field of a bad combination, UnprocessableError (422) when a venue does not support
  * the direction at all.
  */
-export function planTransfer(body: TransferInput, hasBridgeRoute: (from: Holding, to: Holding) => boolean = (from, to) => findBridgeRoute(from, to) !== undefined): TransferPlan {
+export function planTransfer(
+  body: TransferInput,
+  hasBridgeRoute: (from: Holding, to: Holding) => boolean = (from, to) => findBridgeRoute(from, to) !== undefined,
+): TransferPlan {
   const { source, destination } = body;
   const notes: string[] = [];
   if (source === destination && source !== 'self') {
     throw new ValidationError(`body.destination: must differ from the source (${source} to itself moves nothing)`, 'INVALID_ROUTE');
   }
   if (destination !== 'self') {
-    if (body.destination_chain !== undefined) throw new ValidationError('body.destination_chain: only for transfers to self (a venue takes its own chain)', 'INVALID_ROUTE');
-    if (body.destination_token !== undefined) throw new ValidationError('body.destination_token: only for transfers to self (a venue takes its own token)', 'INVALID_ROUTE');
+    if (body.destination_chain !== undefined)
+      throw new ValidationError('body.destination_chain: only for transfers to self (a venue takes its own chain)', 'INVALID_ROUTE');
+    if (body.destination_token !== undefined)
+      throw new ValidationError('body.destination_token: only for transfers to self (a venue takes its own token)', 'INVALID_ROUTE');
   } else if ((body.destination_chain === undefined) !== (body.destination_token === undefined)) {
     const missing = body.destination_chain === undefined ? 'destination_chain' : 'destination_token';
-    throw new ValidationError(`body.${missing}: is required together with ${missing === 'destination_chain' ? 'destination_token' : 'destination_chain'}`, 'INVALID_ROUTE');
+    throw new ValidationError(
+      `body.${missing}: is required together with ${missing === 'destination_chain' ? 'destination_token' : 'destination_chain'}`,
+      'INVALID_ROUTE',
+    );
   }
   const amount = parseAmount(body.amount, TRANSFER_DECIMALS, 'body.amount', MAX_SOLANA_UNITS);
 
   let origin: Holding;
   let target: Holding;
   if (source === 'self' && destination === 'self') {
-    if (body.destination_chain === undefined) throw new ValidationError('body.destination_chain: is required for self to self (with destination_token)', 'INVALID_ROUTE');
+    if (body.destination_chain === undefined)
+      throw new ValidationError('body.destination_chain: is required for self to self (with destination_token)', 'INVALID_ROUTE');
     origin = selfHolding(body.chain ?? DEFAULT_CHAIN, body.token ?? DEFAULT_TOKEN, 'body.chain', 'body.token');
     target = selfHolding(body.destination_chain, body.destination_token!, 'body.destination_chain', 'body.destination_token');
     if (sameHolding(origin, target)) {
-      throw new ValidationError(`body.destination_chain: self to self needs a different chain or token than the source (${describeHolding(origin)})`, 'INVALID_ROUTE');
+      throw new ValidationError(
+        `body.destination_chain: self to self needs a different chain or token than the source (${describeHolding(origin)})`,
+        'INVALID_ROUTE',
+      );
     }
   } else if (source === 'self') {
     origin = selfHolding(body.chain ?? DEFAULT_CHAIN, body.token ?? DEFAULT_TOKEN, 'body.chain', 'body.token');
@@ -150,10 +163,16 @@ export function planTransfer(body: TransferInput, hasBridgeRoute: (from: Holding
     origin = venueHolding(source);
     target = venueHolding(destination as VenueId);
     if (body.chain !== undefined && body.chain !== origin.chain && body.chain !== target.chain) {
-      throw new ValidationError(`body.chain: a ${source} to ${destination} route runs on ${[...new Set([origin.chain, target.chain])].join(' and ')}; leave chain out`, 'INVALID_ROUTE');
+      throw new ValidationError(
+        `body.chain: a ${source} to ${destination} route runs on ${[...new Set([origin.chain, target.chain])].join(' and ')}; leave chain out`,
+        'INVALID_ROUTE',
+      );
     }
     if (body.token !== undefined && body.token !== origin.token && body.token !== target.token) {
-      throw new ValidationError(`body.token: a ${source} to ${destination} route moves ${[...new Set([origin.token, target.token])].join(' and ')}; leave token out`, 'INVALID_ROUTE');
+      throw new ValidationError(
+        `body.token: a ${source} to ${destination} route moves ${[...new Set([origin.token, target.token])].join(' and ')}; leave token out`,
+        'INVALID_ROUTE',
+      );
     }
   }
 
@@ -198,7 +217,8 @@ export function planTransfer(body: TransferInput, hasBridgeRoute: (from: Holding
 }
 
 function assertSupported(venue: VenueId, direction: 'deposit' | 'withdrawal') {
-  if (!VENUE_RULES[venue][direction].supported) throw new UnprocessableError('UNSUPPORTED_ROUTE', `${venue} does not support ${direction === 'deposit' ? 'deposits' : 'withdrawals'}`);
+  if (!VENUE_RULES[venue][direction].supported)
+    throw new UnprocessableError('UNSUPPORTED_ROUTE', `${venue} does not support ${direction === 'deposit' ? 'deposits' : 'withdrawals'}`);
 }
 
 /** E.g. `venue_b>ARB.USDC>SOL.USDC>self`: the locations and the holdings the money passes through. */

@@ -37,7 +37,8 @@ export function loadPlatformFee(env = process.env): PlatformFeeSettings {
     throw new ConfigError('Invalid configuration: PLATFORM_FEE: must be JSON');
   }
   const result = v.safeParse(Schema, json);
-  if (!result.success) throw new ConfigError(`Invalid configuration: PLATFORM_FEE: ${result.issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`).join('; ')}`);
+  if (!result.success)
+    throw new ConfigError(`Invalid configuration: PLATFORM_FEE: ${result.issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`).join('; ')}`);
   const { bps, fixed, recipients } = result.output;
   return { bps: BigInt(bps), fixed: BigInt(fixed), recipients: recipients as PlatformFeeSettings['recipients'] };
 }

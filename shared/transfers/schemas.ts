@@ -24,18 +24,23 @@ const Chain = v.picklist(CHAIN_CODES, `must be one of ${CHAIN_CODES.join(', ')}`
 const Token = v.picklist(TOKEN_CODES, `must be one of ${TOKEN_CODES.join(', ')}`);
 
 export const TransferRequest = v.object({
-  source: v.pipe(Location, v.description('`self` (the user\'s own wallet) or a venue id.')),
-  destination: v.pipe(Location, v.description('`self` (the user\'s own wallet) or a venue id.')),
+  source: v.pipe(Location, v.description("`self` (the user's own wallet) or a venue id.")),
+  destination: v.pipe(Location, v.description("`self` (the user's own wallet) or a venue id.")),
   amount: v.pipe(
     v.string('must be a decimal string'),
     v.maxLength(128, 'must be at most 128 characters'),
     v.description('Decimal string of the token (6 decimals for USDC and USDC.E), e.g. "25.5": what leaves the source.'),
   ),
-  chain: v.optional(v.pipe(Chain, v.description('Default ARB. The user\'s wallet chain on the self side: where a self source sends from, or where a venue pays out to self.'))),
+  chain: v.optional(
+    v.pipe(Chain, v.description("Default ARB. The user's wallet chain on the self side: where a self source sends from, or where a venue pays out to self.")),
+  ),
   token: v.optional(v.pipe(Token, v.description('Default USDC. Transfers move USDC or USDC.E.'))),
   destination_chain: v.optional(v.pipe(Chain, v.description('Only with destination self; required with destination_token for self to self.'))),
   destination_token: v.optional(v.pipe(Token, v.description('Only with destination self; required with destination_chain for self to self.'))),
-  gas_sponsored: v.optional(v.pipe(v.boolean('must be true or false'), v.description('Gas-sponsored execution of the EVM legs; never for Solana legs (ignored there and reported).')), false),
+  gas_sponsored: v.optional(
+    v.pipe(v.boolean('must be true or false'), v.description('Gas-sponsored execution of the EVM legs; never for Solana legs (ignored there and reported).')),
+    false,
+  ),
 });
 export type TransferInput = v.InferOutput<typeof TransferRequest>;
 
@@ -46,18 +51,21 @@ const GasPolicy = v.picklist(['venue', 'sponsored', 'user']);
 const EstimateStep = v.object({
   action: v.picklist(['deposit', 'withdrawal', 'bridge']),
   dex: v.pipe(v.string(), v.description('The venue id, or the bridge provider id for a bridge step.')),
-  cost_eth: v.pipe(Decimal, v.description('What the user pays in native gas (and any native value the calls send), as ETH; POL and SOL converted at the price source.')),
-  cost_usdc: v.pipe(Decimal, v.description('All of the step\'s cost in USD (USDC): the user\'s gas converted, plus bridge, platform and venue fees.')),
+  cost_eth: v.pipe(
+    Decimal,
+    v.description('What the user pays in native gas (and any native value the calls send), as ETH; POL and SOL converted at the price source.'),
+  ),
+  cost_usdc: v.pipe(Decimal, v.description("All of the step's cost in USD (USDC): the user's gas converted, plus bridge, platform and venue fees.")),
   breakdown: v.object({
     gas_cost_eth: Decimal,
     bridge_fee_usdc: Decimal,
     platform_fee_usdc: v.pipe(Decimal, v.description('Charged once per transfer, on the first step.')),
-    venue_fee_usdc: v.pipe(Decimal, v.description('The venue\'s own withdrawal or deposit fee (transfer_rules).')),
+    venue_fee_usdc: v.pipe(Decimal, v.description("The venue's own withdrawal or deposit fee (transfer_rules).")),
   }),
   estimated_gas: v.pipe(
     v.nullable(v.number()),
     v.description(
-      'Gas units of every transaction the step sends from the user\'s wallet, as used (not the signer\'s padded gas limit): the platform fee transfer on the step that takes it, approvals, bridge and venue deposits (EVM: eth_estimateGas, summed; Solana: one signature per transaction). Null when the wallet sends nothing: a venue withdrawal without a platform fee (the venue sends its payout).',
+      "Gas units of every transaction the step sends from the user's wallet, as used (not the signer's padded gas limit): the platform fee transfer on the step that takes it, approvals, bridge and venue deposits (EVM: eth_estimateGas, summed; Solana: one signature per transaction). Null when the wallet sends nothing: a venue withdrawal without a platform fee (the venue sends its payout).",
     ),
   ),
   gas_breakdown: v.nullable(
@@ -67,9 +75,14 @@ const EstimateStep = v.object({
       gas_units: Integer,
       gas_price: v.pipe(Integer, v.description('Native base units per gas unit (wei; lamports per signature on Solana).')),
       gas_cost_native: Decimal,
-      native_value: v.pipe(Decimal, v.description('Native coin the call itself sends (venue_c\'s L1 message fee).')),
+      native_value: v.pipe(Decimal, v.description("Native coin the call itself sends (venue_c's L1 message fee).")),
       gas_cost_usdc: Decimal,
-      paid_by: v.pipe(v.picklist(['sponsored', 'user']), v.description('`user`: charged in `cost_eth` / `cost_usdc`; `sponsored`: shown, paid by the platform. A venue withdrawal\'s platform fee transfer is the user\'s.')),
+      paid_by: v.pipe(
+        v.picklist(['sponsored', 'user']),
+        v.description(
+          "`user`: charged in `cost_eth` / `cost_usdc`; `sponsored`: shown, paid by the platform. A venue withdrawal's platform fee transfer is the user's.",
+        ),
+      ),
     }),
   ),
   amount_in: Decimal,
@@ -89,7 +102,10 @@ const RouteStep = v.object({
 });
 
 const EstimateWarning = v.object({
-  code: v.pipe(v.picklist(['DEX_NOT_INITIALIZED']), v.description('`DEX_NOT_INITIALIZED`: POST /transfer answers 409 with this code until POST /account/init-perp-dex sets the venue up.')),
+  code: v.pipe(
+    v.picklist(['DEX_NOT_INITIALIZED']),
+    v.description('`DEX_NOT_INITIALIZED`: POST /transfer answers 409 with this code until POST /account/init-perp-dex sets the venue up.'),
+  ),
   side: v.pipe(v.picklist(['source', 'destination']), v.description('The body field naming the venue.')),
   dex: v.picklist(VENUE_IDS),
   message: v.string(),
@@ -111,7 +127,10 @@ export const TransferCostEstimateResponse = v.object({
     reason: v.string(),
     hops: v.pipe(v.number(), v.description('Number of steps.')),
     steps: v.array(RouteStep),
-    gas_policy: v.pipe(v.picklist(['venue', 'user', 'sponsored', 'mixed']), v.description('Who pays the gas of what the user\'s wallet sends; `venue` when it sends nothing (a venue payout without a platform fee).')),
+    gas_policy: v.pipe(
+      v.picklist(['venue', 'user', 'sponsored', 'mixed']),
+      v.description("Who pays the gas of what the user's wallet sends; `venue` when it sends nothing (a venue payout without a platform fee)."),
+    ),
     chain_estimates: v.record(
       v.string(),
       v.object({ native_token: v.picklist(['ETH', 'POL', 'SOL']), gas_units: Integer, gas_price: Integer, native_cost: Decimal, cost_usdc: Decimal }),
@@ -119,10 +138,12 @@ export const TransferCostEstimateResponse = v.object({
     bridge_estimation_error: v.optional(v.pipe(v.string(), v.description('The bridge quote failed; the bridge fee is not included.'))),
     bridge_quote_expires_at: v.optional(v.string()),
     amount_received: v.pipe(Decimal, v.description('What reaches the destination after every fee.')),
-    effective_minimum_deposit: v.pipe(Decimal, v.description('The least amount that survives the route\'s fees and minimums; less is a 422.')),
+    effective_minimum_deposit: v.pipe(Decimal, v.description("The least amount that survives the route's fees and minimums; less is a 422.")),
     warnings: v.pipe(
       v.array(EstimateWarning),
-      v.description('What POST /transfer would refuse although the route is priced (empty when nothing): a source or destination venue not initialized for this user. Each warning is also in `message`.'),
+      v.description(
+        'What POST /transfer would refuse although the route is priced (empty when nothing): a source or destination venue not initialized for this user. Each warning is also in `message`.',
+      ),
     ),
   }),
 });

@@ -82,7 +82,10 @@ function isFirstDeposit(account: AccountRecord, plan: TransferPlan): boolean {
 
 async function estimateFor(deps: EstimateRouteDeps, account: AccountRecord, plan: TransferPlan): Promise<TransferCostEstimate> {
   if (deps.bridgeConfigured === false && plan.steps.some((step) => step.action === 'bridge')) throw new BridgeNotConfiguredError();
-  return estimateTransferCost(deps.estimateDeps(walletOf(account), plan.origin.chain), plan, { firstDeposit: isFirstDeposit(account, plan), venues: account.perp_dex_status });
+  return estimateTransferCost(deps.estimateDeps(walletOf(account), plan.origin.chain), plan, {
+    firstDeposit: isFirstDeposit(account, plan),
+    venues: account.perp_dex_status,
+  });
 }
 
 /** `POST /transfer/estimate-transfer-cost`. */
@@ -118,7 +121,14 @@ export async function createTransfer(deps: TransferServiceDeps, user: Authentica
   let record: IdempotencyRecord | undefined;
   if (idempotencyKey) {
     const hash = requestHash({ route: 'POST /transfer', ...body });
-    const claim = await claimIdempotencyKey(deps.table, { appId: user.app.app_id, sub: user.identity.sub, key: idempotencyKey }, hash, deps.now().getTime(), deps.claimLeaseMs, 'transfer');
+    const claim = await claimIdempotencyKey(
+      deps.table,
+      { appId: user.app.app_id, sub: user.identity.sub, key: idempotencyKey },
+      hash,
+      deps.now().getTime(),
+      deps.claimLeaseMs,
+      'transfer',
+    );
     if (claim.kind === 'replay') return { ...(claim.response as StoredResponse & Pick<AcceptedTask, 'body'>), replayed: true };
     // 'resume': an earlier attempt with this key stopped before it answered. It bound its task id
     // to the key before storing the task, so a stored task is found and started, never made twice.
@@ -196,7 +206,15 @@ function accepted(taskId: string, steps: number, routeId: string) {
   };
 }
 
-function newTask(deps: TransferServiceDeps, user: AuthenticatedUser, account: AccountRecord, body: TransferInput, plan: TransferPlan, estimate: TransferCostEstimate, taskId: string): TaskRecord {
+function newTask(
+  deps: TransferServiceDeps,
+  user: AuthenticatedUser,
+  account: AccountRecord,
+  body: TransferInput,
+  plan: TransferPlan,
+  estimate: TransferCostEstimate,
+  taskId: string,
+): TaskRecord {
   const now = deps.now().toISOString();
   const steps = plan.steps.map(newStep);
   // The wire `chain`/`token`: the wallet side of the route (a self source's, else where the money lands in the wallet).
@@ -230,7 +248,14 @@ function newTask(deps: TransferServiceDeps, user: AuthenticatedUser, account: Ac
         effective_minimum_deposit: estimate.route.effective_minimum_deposit,
         gas_policy: estimate.route.gas_policy,
         ...(estimate.route.bridge_estimation_error ? { bridge_estimation_error: estimate.route.bridge_estimation_error } : {}),
-        steps: estimate.steps.map((step) => ({ action: step.action, dex: step.dex, amount_in: step.amount_in, amount_out: step.amount_out, cost_usdc: step.cost_usdc, breakdown: step.breakdown })),
+        steps: estimate.steps.map((step) => ({
+          action: step.action,
+          dex: step.dex,
+          amount_in: step.amount_in,
+          amount_out: step.amount_out,
+          cost_usdc: step.cost_usdc,
+          breakdown: step.breakdown,
+        })),
       },
     },
     steps,
@@ -302,7 +327,11 @@ export function closedOutcome(task: TaskRecord, status: ExecutionStatus | undefi
     case 'FAILED':
       return {
         status: 'failed',
-        failure: { step: task.current_step, code: 'EXECUTION_FAILED', message: `execution ${task.execution_name} ended (${status}) without recording the outcome of step ${task.current_step + 1}` },
+        failure: {
+          step: task.current_step,
+          code: 'EXECUTION_FAILED',
+          message: `execution ${task.execution_name} ended (${status}) without recording the outcome of step ${task.current_step + 1}`,
+        },
       };
     default:
       return null; // RUNNING, PENDING_REDRIVE, or no execution of that name
@@ -345,7 +374,11 @@ export async function resumeUserTask(deps: TaskDeps, user: AuthenticatedUser, ta
   if (k < 0) {
     // Every step completed but the end was not recorded: nothing to run again.
     if (!(await completeFinishedTask(deps.table, seen, deps.now()))) throw notResumable((await requireTask(deps, user, taskId)).status);
-    return { status: ACCEPTED, body: { success: true, task_id: taskId, message: 'Every step had completed; the task is completed, nothing was run again' }, replayed: false };
+    return {
+      status: ACCEPTED,
+      body: { success: true, task_id: taskId, message: 'Every step had completed; the task is completed, nothing was run again' },
+      replayed: false,
+    };
   }
   if (!(await resumeTask(deps.table, seen, k, deps.now()))) throw notResumable((await requireTask(deps, user, taskId)).status);
   const resumed = await requireTask(deps, user, taskId);

@@ -90,7 +90,14 @@ export function settleClosed(table: Table, task: TaskKey, attempt: number, outco
     UpdateExpression: `SET #status = :status, #detail = :detail, updated_at = :now`,
     ConditionExpression: '#status IN (:pending, :running) AND attempt = :attempt',
     ExpressionAttributeNames: { '#status': 'status', '#detail': detail.field },
-    ExpressionAttributeValues: { ':status': outcome.status, ':detail': detail.value, ':now': now.toISOString(), ':pending': 'pending', ':running': 'in_progress', ':attempt': attempt },
+    ExpressionAttributeValues: {
+      ':status': outcome.status,
+      ':detail': detail.value,
+      ':now': now.toISOString(),
+      ':pending': 'pending',
+      ':running': 'in_progress',
+      ':attempt': attempt,
+    },
   });
 }
 
@@ -127,7 +134,11 @@ export async function resumeTask(table: Table, seen: TaskRecord, k: number, now:
     for (const [field, value] of Object.entries(step)) if (PER_TRY.has(field) && value !== undefined) record[field] = value;
     for (const field of PER_TRY_FIELDS) names[`#f_${field}`] = field;
     Object.assign(values, { ':stepFailed': 'failed', ':seenTry': step.try, ':nextTry': step.try + 1, ':prev': [record], ':empty': [] });
-    set.push(`${path}.#stepStatus = :pending`, `${path}.#try = :nextTry`, `${path}.previous_tries = list_append(if_not_exists(${path}.previous_tries, :empty), :prev)`);
+    set.push(
+      `${path}.#stepStatus = :pending`,
+      `${path}.#try = :nextTry`,
+      `${path}.previous_tries = list_append(if_not_exists(${path}.previous_tries, :empty), :prev)`,
+    );
     remove.push(...PER_TRY_FIELDS.map((field) => `${path}.#f_${field}`));
     condition += ` AND ${path}.#stepStatus = :stepFailed AND ${path}.#try = :seenTry`;
   }
@@ -145,6 +156,13 @@ export function completeFinishedTask(table: Table, seen: TaskRecord, now: Date):
     UpdateExpression: 'SET #status = :completed, updated_at = :now, current_step = :n REMOVE failure, cancel_reason',
     ConditionExpression: '#status IN (:failed, :cancelled) AND attempt = :seen',
     ExpressionAttributeNames: { '#status': 'status' },
-    ExpressionAttributeValues: { ':completed': 'completed', ':now': now.toISOString(), ':n': seen.steps.length, ':failed': 'failed', ':cancelled': 'cancelled', ':seen': seen.attempt },
+    ExpressionAttributeValues: {
+      ':completed': 'completed',
+      ':now': now.toISOString(),
+      ':n': seen.steps.length,
+      ':failed': 'failed',
+      ':cancelled': 'cancelled',
+      ':seen': seen.attempt,
+    },
   });
 }

@@ -4,7 +4,18 @@ import type { StepAction, TaskRecord } from './task-record.ts';
  * The transfer task item and its steps (types, schema and parser): task-record.ts. This module
  * holds what the API and the state machine exchange about a task.
  */
-export type { BridgeStep, DepositStep, RecordedSend, StepAction, StepOf, StepRecord, StepStatus, TaskRecord, TaskStatus, WithdrawalStep } from './task-record.ts';
+export type {
+  BridgeStep,
+  DepositStep,
+  RecordedSend,
+  StepAction,
+  StepOf,
+  StepRecord,
+  StepStatus,
+  TaskRecord,
+  TaskStatus,
+  WithdrawalStep,
+} from './task-record.ts';
 
 /** What a Step Functions execution of statemachines/transfer.asl.json identifies a task by. */
 export interface TaskRef {
@@ -103,7 +114,13 @@ export function toTaskResource(task: TaskRecord) {
         ...(step.completed_at ? { completed_at: step.completed_at } : {}),
         // Earlier tries of a resumed step: their public hashes and errors (never `raw` or keys).
         ...(step.previous_tries?.length
-          ? { previous_tries: step.previous_tries.map((t) => ({ try: t.try, tx_hashes: Object.values(t.sends ?? {}).map((send) => send.tx_hash), ...(t.error ? { error: t.error } : {}) })) }
+          ? {
+              previous_tries: step.previous_tries.map((t) => ({
+                try: t.try,
+                tx_hashes: Object.values(t.sends ?? {}).map((send) => send.tx_hash),
+                ...(t.error ? { error: t.error } : {}),
+              })),
+            }
           : {}),
       })),
       ...(task.failure ? { failure: task.failure } : {}),

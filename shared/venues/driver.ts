@@ -89,7 +89,10 @@ export interface DepositPlan {
   readonly expectedCredit: bigint;
 }
 
-export type WithdrawalStatus = { readonly state: 'pending' } | { readonly state: 'completed'; readonly txHash: Hex } | { readonly state: 'failed'; readonly reason: string };
+export type WithdrawalStatus =
+  | { readonly state: 'pending' }
+  | { readonly state: 'completed'; readonly txHash: Hex }
+  | { readonly state: 'failed'; readonly reason: string };
 
 export type EvmChainCode = 'ETH' | 'ARB' | 'POL' | 'INK';
 

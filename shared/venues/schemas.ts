@@ -20,13 +20,16 @@ export const InitPerpDexRequest = v.object({
 });
 
 const Label = (max: number) =>
-  v.pipe(v.string('must be a string'), v.regex(new RegExp(`^[A-Za-z0-9 _.:-]{1,${max}}$`), `must be 1-${max} characters of letters, digits, space, ".", "_", ":" or "-"`));
+  v.pipe(
+    v.string('must be a string'),
+    v.regex(new RegExp(`^[A-Za-z0-9 _.:-]{1,${max}}$`), `must be 1-${max} characters of letters, digits, space, ".", "_", ":" or "-"`),
+  );
 
 /** venue_b ApproveBuilderFee `maxFeeRate`: a percent string, at most the venue's 0.1 % perps cap ([O] H5). */
 const BuilderFeeRate = v.pipe(
   v.string('must be a string'),
   v.regex(/^(0|[1-9][0-9]{0,2})(\.[0-9]{1,4})?%$/, 'must be a percent string such as "0.01%"'),
-  v.check((rate) => Number(rate.slice(0, -1)) <= 0.1, 'must be at most 0.1% (the venue\'s cap for perps)'),
+  v.check((rate) => Number(rate.slice(0, -1)) <= 0.1, "must be at most 0.1% (the venue's cap for perps)"),
 );
 
 const EvmAddress = v.pipe(
@@ -49,7 +52,10 @@ export const TRADING_METADATA = {
       builder_address: v.optional(EvmAddress),
       max_builder_fee_rate: v.optional(BuilderFeeRate),
     }),
-    v.check((m) => (m.builder_address === undefined) === (m.max_builder_fee_rate === undefined), 'builder_address and max_builder_fee_rate go together (ApproveBuilderFee needs both)'),
+    v.check(
+      (m) => (m.builder_address === undefined) === (m.max_builder_fee_rate === undefined),
+      'builder_address and max_builder_fee_rate go together (ApproveBuilderFee needs both)',
+    ),
   ),
   venue_c: v.strictObject({ name: v.optional(Label(64)) }),
   // Nado subaccount names are 12 bytes (research §4.2): a name that fits one.
@@ -87,15 +93,18 @@ export const RequirementsResponse = v.object({
   requirements: v.object({
     requirements_met: v.boolean(),
     message: v.string(),
-    usdc_required: v.pipe(Decimal, v.description('The venue\'s first-deposit minimum.')),
-    usdc_available: v.pipe(Decimal, v.description('The venue token\'s balance of the wallet on the venue\'s chain.')),
+    usdc_required: v.pipe(Decimal, v.description("The venue's first-deposit minimum.")),
+    usdc_available: v.pipe(Decimal, v.description("The venue token's balance of the wallet on the venue's chain.")),
     usdc_sufficient: v.boolean(),
-    chain_balances: v.pipe(v.record(v.string(), v.string()), v.description('Chain code to the venue token\'s balance there (decimal string), for every EVM chain carrying that token.')),
-    eth_required: v.pipe(Decimal, v.description('Native coin for the gas of the first deposit on the venue\'s chain (POL on POL).')),
+    chain_balances: v.pipe(
+      v.record(v.string(), v.string()),
+      v.description("Chain code to the venue token's balance there (decimal string), for every EVM chain carrying that token."),
+    ),
+    eth_required: v.pipe(Decimal, v.description("Native coin for the gas of the first deposit on the venue's chain (POL on POL).")),
     eth_available: Decimal,
     eth_sufficient: v.boolean(),
-    chain: v.pipe(v.string(), v.description('The venue\'s deposit chain.')),
-    token: v.pipe(v.string(), v.description('The venue\'s deposit token.')),
+    chain: v.pipe(v.string(), v.description("The venue's deposit chain.")),
+    token: v.pipe(v.string(), v.description("The venue's deposit token.")),
     gas_token: v.pipe(v.string(), v.description('The native coin eth_required and eth_available are in.')),
   }),
   message: v.string(),
@@ -114,7 +123,9 @@ export const InitPerpDexTradingResponse = v.object({
   message: v.string(),
   status: v.pipe(
     v.looseObject({ trade_initialized: v.literal(true) }),
-    v.description('Credential metadata plus the one-time secret (agent_private_key, stark_private_key, subkey_private_key, linked_signer_private_key, or venue_e\'s CLOB credentials), returned in this response only: never stored.'),
+    v.description(
+      "Credential metadata plus the one-time secret (agent_private_key, stark_private_key, subkey_private_key, linked_signer_private_key, or venue_e's CLOB credentials), returned in this response only: never stored.",
+    ),
   ),
 });
 
@@ -140,5 +151,5 @@ export const VenueAssetsResponse = v.object({
 
 export const VenueCredentialsResponse = v.pipe(
   v.looseObject({ dex: v.picklist(VENUE_IDS), initialized: v.boolean(), trade_initialized: v.boolean(), error: v.nullable(v.string()) }),
-  v.description('Plus the venue\'s credential metadata (venue_b: agent_name, agent_address, builder_address, max_builder_fee_rate). Never a private key.'),
+  v.description("Plus the venue's credential metadata (venue_b: agent_name, agent_address, builder_address, max_builder_fee_rate). Never a private key."),
 );

@@ -218,14 +218,21 @@ export async function initPerpDexTrading(
   const checkState = (status: VenueStatus | undefined) => {
     if (!status?.initialized) throw new ConflictError('DEX_NOT_INITIALIZED', `${dex} is not initialized: call POST /account/init-perp-dex first`);
     if (status.trade_initialized === true && !force) {
-      throw new ConflictError('TRADING_ALREADY_INITIALIZED', `Trading on ${dex} is already set up and its key was returned once; pass force_reinit to replace it`);
+      throw new ConflictError(
+        'TRADING_ALREADY_INITIALIZED',
+        `Trading on ${dex} is already set up and its key was returned once; pass force_reinit to replace it`,
+      );
     }
   };
   checkState(account.perp_dex_status[dex]);
   const driver = deps.venues.driver(dex);
   const wallet = venueWallet(deps, user, account);
   const balances = await callVenue(dex, () => driver.balances(wallet, venueFields(account.perp_dex_status[dex]!)));
-  if (balances.balance <= 0n) throw new ConflictError('DEX_NOT_FUNDED', `The ${dex} account holds no funds yet: deposit at least ${formatAmount(driver.rules.firstDepositMinimum, driver.rules.decimals)} ${driver.rules.token} first`);
+  if (balances.balance <= 0n)
+    throw new ConflictError(
+      'DEX_NOT_FUNDED',
+      `The ${dex} account holds no funds yet: deposit at least ${formatAmount(driver.rules.firstDepositMinimum, driver.rules.decimals)} ${driver.rules.token} first`,
+    );
 
   return withVenueLease(deps.table, dex, user, async () => {
     const current = (await requireAccount(deps, user)).perp_dex_status[dex];
@@ -246,12 +253,16 @@ export async function venueAssets(deps: VenueSigningDeps, user: AuthenticatedUse
   const account = await requireAccount(deps, user);
   const status = account.perp_dex_status[dex];
   if (!status?.initialized) return { dex, initialized: false, assets: null, transfer_rules: null, error: null };
-  if (!deps.venues.isConfigured(dex)) return { dex, initialized: true, assets: null, transfer_rules: null, error: `${dex} is not configured on this deployment` };
+  if (!deps.venues.isConfigured(dex))
+    return { dex, initialized: true, assets: null, transfer_rules: null, error: `${dex} is not configured on this deployment` };
   const driver = deps.venues.driver(dex);
   const { rules } = driver;
   const transfer_rules = transferRules(rules);
   try {
-    const balances = await withTimeout(driver.balances(venueWallet(deps, user, account), venueFields(status)), deps.venueReadTimeoutMs ?? VENUE_READ_TIMEOUT_MS);
+    const balances = await withTimeout(
+      driver.balances(venueWallet(deps, user, account), venueFields(status)),
+      deps.venueReadTimeoutMs ?? VENUE_READ_TIMEOUT_MS,
+    );
     const amount = (units: bigint) => formatAmount(units, rules.decimals);
     const assets = {
       balance: amount(balances.balance),
@@ -311,16 +322,19 @@ const SECRET_NAME = /private_key|secret|passphrase/i;
 /** A driver bug must not persist a one-time secret: refuse to store anything that carries one. */
 function assertNoSecretIn(stored: VenueFields, oneTime: Readonly<Record<string, string>>): void {
   const text = JSON.stringify(stored);
-  const leaked = Object.keys(stored).some((name) => SECRET_NAME.test(name)) || Object.values(oneTime).some((secret) => secret.length > 0 && text.includes(secret));
+  const leaked =
+    Object.keys(stored).some((name) => SECRET_NAME.test(name)) || Object.values(oneTime).some((secret) => secret.length > 0 && text.includes(secret));
   if (leaked) {
     logger.error('venue adapter returned a secret among the fields to store; nothing stored', { fields: Object.keys(stored) });
-    throw new UpstreamError('VENUE_UNAVAILABLE', 'The venue\'s trading setup could not be completed');
+    throw new UpstreamError('VENUE_UNAVAILABLE', "The venue's trading setup could not be completed");
   }
 }
 
 /** The stored status as the driver's VenueFields (JSON scalars only). */
 function venueFields(status: VenueStatus): VenueFields {
-  return Object.fromEntries(Object.entries(status).filter(([, value]) => value === null || ['string', 'number', 'boolean'].includes(typeof value))) as VenueFields;
+  return Object.fromEntries(
+    Object.entries(status).filter(([, value]) => value === null || ['string', 'number', 'boolean'].includes(typeof value)),
+  ) as VenueFields;
 }
 
 /**
@@ -344,7 +358,8 @@ async function withVenueLease<T>(table: Table, venue: VenueId, user: Authenticat
   try {
     lease = await acquireLease(table, keys.venueLease(venue, user.app.app_id, user.identity.sub), { leaseMs: VENUE_LEASE_MS, waitMs: VENUE_LEASE_WAIT_MS });
   } catch (error) {
-    if (error instanceof LeaseTimeoutError) throw new ConflictError('VENUE_SETUP_IN_PROGRESS', `Another request is setting up ${venue} for this user; retry shortly`, { retryAfterSeconds: 5 });
+    if (error instanceof LeaseTimeoutError)
+      throw new ConflictError('VENUE_SETUP_IN_PROGRESS', `Another request is setting up ${venue} for this user; retry shortly`, { retryAfterSeconds: 5 });
     throw error;
   }
   try {

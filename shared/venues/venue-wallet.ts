@@ -20,7 +20,8 @@ export function venueWallet(deps: WalletSignerDeps, user: AuthenticatedUser | Si
     signer ??= walletSigner(deps, user, account, 'evm');
     signer.catch(() => (signer = undefined));
     const { signature } = await (await signer).sign('sign_data', { raw_data_hash: hash });
-    if (typeof signature !== 'string' || !/^0x[0-9a-fA-F]{130}$/.test(signature)) throw new UpstreamError('ENCLAVE_ERROR', 'The wallet enclave returned no usable signature');
+    if (typeof signature !== 'string' || !/^0x[0-9a-fA-F]{130}$/.test(signature))
+      throw new UpstreamError('ENCLAVE_ERROR', 'The wallet enclave returned no usable signature');
     return signature as Hex;
   };
   return {

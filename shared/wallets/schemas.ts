@@ -42,7 +42,10 @@ const Quantity = (min: bigint, max: bigint, range: string, description: string) 
         v.pipe(
           v.number(),
           v.integer(rule),
-          v.check((number: number) => Number.isSafeInteger(number), 'must be a safe integer (at most 2^53 - 1) when a JSON number: send larger values as a decimal or 0x string'),
+          v.check(
+            (number: number) => Number.isSafeInteger(number),
+            'must be a safe integer (at most 2^53 - 1) when a JSON number: send larger values as a decimal or 0x string',
+          ),
           v.minValue(Number(min), rule),
           v.maxValue(max < MAX_SAFE ? Number(max) : Number.MAX_SAFE_INTEGER, rule),
         ),
@@ -60,7 +63,18 @@ const SafeUint = (min: 0 | 1, description: string) => Quantity(BigInt(min), MAX_
 const SignatureScalar = v.pipe(v.string('must be a string'), v.regex(/^0x[0-9a-fA-F]{1,64}$/, 'must be 0x followed by 1-64 hex characters'));
 
 /** Transaction types by viem's name, or by the type number as JSON-RPC writes it. */
-export const EVM_TRANSACTION_TYPES = { legacy: 'legacy', eip2930: 'eip2930', eip1559: 'eip1559', eip4844: 'eip4844', eip7702: 'eip7702', '0x0': 'legacy', '0x1': 'eip2930', '0x2': 'eip1559', '0x3': 'eip4844', '0x4': 'eip7702' } as const;
+export const EVM_TRANSACTION_TYPES = {
+  legacy: 'legacy',
+  eip2930: 'eip2930',
+  eip1559: 'eip1559',
+  eip4844: 'eip4844',
+  eip7702: 'eip7702',
+  '0x0': 'legacy',
+  '0x1': 'eip2930',
+  '0x2': 'eip1559',
+  '0x3': 'eip4844',
+  '0x4': 'eip7702',
+} as const;
 
 /** viem's SignedAuthorization (EIP-7702), as sign_authorization returns it; `contractAddress` is viem's alias of `address`. */
 const SignedAuthorization = v.pipe(
@@ -68,15 +82,32 @@ const SignedAuthorization = v.pipe(
     address: v.optional(Address),
     contractAddress: v.optional(Address),
     chainId: SafeUint(0, 'The chain the authorisation is valid on (0: any).'),
-    nonce: SafeUint(0, 'The authorising account\'s nonce.'),
+    nonce: SafeUint(0, "The authorising account's nonce."),
     r: SignatureScalar,
     s: SignatureScalar,
-    yParity: v.optional(Quantity(0n, 1n, '0 to 1', 'The signature\'s y parity.')),
-    v: v.optional(v.pipe(Quantity(0n, 28n, '0 to 28', 'Deprecated form of yParity: 27 or 28.'), v.check((value) => [0n, 1n, 27n, 28n].includes(BigInt(value)), 'must be 27 or 28'))),
+    yParity: v.optional(Quantity(0n, 1n, '0 to 1', "The signature's y parity.")),
+    v: v.optional(
+      v.pipe(
+        Quantity(0n, 28n, '0 to 28', 'Deprecated form of yParity: 27 or 28.'),
+        v.check((value) => [0n, 1n, 27n, 28n].includes(BigInt(value)), 'must be 27 or 28'),
+      ),
+    ),
   }),
-  v.forward(v.check((entry) => (entry.address ?? entry.contractAddress) !== undefined, 'is required'), ['address']),
-  v.forward(v.check((entry) => !entry.address || !entry.contractAddress || entry.address.toLowerCase() === entry.contractAddress.toLowerCase(), 'must equal address when both are given'), ['contractAddress']),
-  v.forward(v.check((entry) => entry.yParity !== undefined || entry.v !== undefined, 'is required (or v)'), ['yParity']),
+  v.forward(
+    v.check((entry) => (entry.address ?? entry.contractAddress) !== undefined, 'is required'),
+    ['address'],
+  ),
+  v.forward(
+    v.check(
+      (entry) => !entry.address || !entry.contractAddress || entry.address.toLowerCase() === entry.contractAddress.toLowerCase(),
+      'must equal address when both are given',
+    ),
+    ['contractAddress'],
+  ),
+  v.forward(
+    v.check((entry) => entry.yParity !== undefined || entry.v !== undefined, 'is required (or v)'),
+    ['yParity'],
+  ),
 );
 
 /**
@@ -87,14 +118,19 @@ const SignedAuthorization = v.pipe(
  */
 export const EvmTransaction = v.pipe(
   v.strictObject({
-    type: v.optional(v.picklist(Object.keys(EVM_TRANSACTION_TYPES) as (keyof typeof EVM_TRANSACTION_TYPES)[], 'must be legacy, eip2930, eip1559, eip4844 or eip7702 (or its JSON-RPC number 0x0-0x4)')),
+    type: v.optional(
+      v.picklist(
+        Object.keys(EVM_TRANSACTION_TYPES) as (keyof typeof EVM_TRANSACTION_TYPES)[],
+        'must be legacy, eip2930, eip1559, eip4844 or eip7702 (or its JSON-RPC number 0x0-0x4)',
+      ),
+    ),
     chainId: SafeUint(1, 'EIP-155 chain id.'),
-    nonce: SafeUint(0, 'The sender\'s transaction nonce.'),
-    from: v.optional(v.pipe(Address, v.description('Optional; when given it must be this wallet\'s address (any case).'))),
+    nonce: SafeUint(0, "The sender's transaction nonce."),
+    from: v.optional(v.pipe(Address, v.description("Optional; when given it must be this wallet's address (any case)."))),
     to: v.nullish(Address),
     value: v.optional(Uint256('Wei.')),
     data: v.optional(HexData),
-    input: v.optional(v.pipe(HexData, v.description('JSON-RPC\'s name for data; when both are given they must be equal.'))),
+    input: v.optional(v.pipe(HexData, v.description("JSON-RPC's name for data; when both are given they must be equal."))),
     gas: v.optional(Uint64('Gas limit.')),
     gasPrice: v.optional(Uint256('Wei per gas (legacy, eip2930).')),
     maxFeePerGas: v.optional(Uint256('Wei per gas (eip1559, eip4844, eip7702).')),
@@ -105,8 +141,13 @@ export const EvmTransaction = v.pipe(
     /** EIP-7702 (type 4): signed authorisations, as sign_authorization returns them. */
     authorizationList: v.optional(v.pipe(v.array(SignedAuthorization), v.minLength(1, 'must list at least one authorization'))),
   }),
-  v.forward(v.check((tx) => tx.data === undefined || tx.input === undefined || tx.data.toLowerCase() === tx.input.toLowerCase(), 'must equal data when both are given'), ['input']),
-  v.description('An EVM transaction as viem\'s TransactionSerializable holds it, in JSON: quantities as decimal strings, 0x hex or safe JSON integers; `from`, when given, must be the wallet\'s address.'),
+  v.forward(
+    v.check((tx) => tx.data === undefined || tx.input === undefined || tx.data.toLowerCase() === tx.input.toLowerCase(), 'must equal data when both are given'),
+    ['input'],
+  ),
+  v.description(
+    "An EVM transaction as viem's TransactionSerializable holds it, in JSON: quantities as decimal strings, 0x hex or safe JSON integers; `from`, when given, must be the wallet's address.",
+  ),
 );
 
 export const SolanaTransaction = v.pipe(

@@ -63,9 +63,13 @@ export function requestHash(request: object): string {
 export type IdempotentOperation = 'withdrawal' | 'transfer';
 
 const inProgress = (operation: IdempotentOperation, retryAfterMs = 1_000) =>
-  new ConflictError(`${operation.toUpperCase()}_IN_PROGRESS`, `A ${operation} with this Idempotency-Key is still in progress; retry after Retry-After seconds`, {
-    retryAfterSeconds: retryAfterMs / 1000,
-  });
+  new ConflictError(
+    `${operation.toUpperCase()}_IN_PROGRESS`,
+    `A ${operation} with this Idempotency-Key is still in progress; retry after Retry-After seconds`,
+    {
+      retryAfterSeconds: retryAfterMs / 1000,
+    },
+  );
 
 /**
  * One claimed key: the journal of its send (SendJournal) and where its response is kept. Every
@@ -83,7 +87,14 @@ export class IdempotencyRecord implements SendJournal {
 
   readonly #operation: IdempotentOperation;
 
-  constructor(table: Table, key: { pk: string; sk: string }, attempt: string, previous?: Broadcast, subject?: string, operation: IdempotentOperation = 'withdrawal') {
+  constructor(
+    table: Table,
+    key: { pk: string; sk: string },
+    attempt: string,
+    previous?: Broadcast,
+    subject?: string,
+    operation: IdempotentOperation = 'withdrawal',
+  ) {
     this.#operation = operation;
     this.#table = table;
     this.#key = key;
@@ -133,7 +144,12 @@ export class IdempotencyRecord implements SendJournal {
   async abandon(): Promise<void> {
     try {
       await this.#table.doc.send(
-        new DeleteCommand({ TableName: this.#table.name, Key: this.#key, ConditionExpression: 'attempt = :mine', ExpressionAttributeValues: { ':mine': this.#attempt } }),
+        new DeleteCommand({
+          TableName: this.#table.name,
+          Key: this.#key,
+          ConditionExpression: 'attempt = :mine',
+          ExpressionAttributeValues: { ':mine': this.#attempt },
+        }),
       );
     } catch (error) {
       if (!isConditionalCheckFailed(error)) throw error; // taken over: the key is another attempt's now

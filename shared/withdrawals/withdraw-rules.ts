@@ -21,7 +21,9 @@ export const WithdrawRequest = v.object({
   amount: v.pipe(
     v.string('must be a decimal string'),
     v.maxLength(128, 'must be at most 128 characters'),
-    v.description('Decimal string, e.g. "12.5"; at most the token\'s decimals, and at most what the token can hold (2^256 - 1 base units on EVM chains, 2^64 - 1 on Solana).'),
+    v.description(
+      'Decimal string, e.g. "12.5"; at most the token\'s decimals, and at most what the token can hold (2^256 - 1 base units on EVM chains, 2^64 - 1 on Solana).',
+    ),
   ),
   token: v.optional(v.picklist(TOKEN_CODES, `must be one of ${TOKEN_CODES.join(', ')}`), 'USDC'),
   chain: v.optional(v.picklist(Object.keys(WITHDRAW_TOKENS) as WithdrawChain[], 'must be one of ETH, ARB, POL, SOL, INK'), 'ARB'),

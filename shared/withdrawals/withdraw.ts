@@ -53,7 +53,13 @@ export async function withdraw(deps: WithdrawDeps, user: AuthenticatedUser, inpu
   let record: IdempotencyRecord | undefined;
   if (idempotencyKey) {
     const hash = requestHash({ chain: plan.chain, token: plan.token, amount: plan.amount.toString(), to: plan.to, sponsored: plan.sponsored });
-    const claim = await claimIdempotencyKey(deps.table, { appId: user.app.app_id, sub: user.identity.sub, key: idempotencyKey }, hash, deps.now().getTime(), deps.claimLeaseMs);
+    const claim = await claimIdempotencyKey(
+      deps.table,
+      { appId: user.app.app_id, sub: user.identity.sub, key: idempotencyKey },
+      hash,
+      deps.now().getTime(),
+      deps.claimLeaseMs,
+    );
     if (claim.kind === 'replay') return { response: claim.response, timings, replayed: true };
     record = claim.record;
   }

@@ -68,7 +68,11 @@ describe('POST /account and GET /account', () => {
     const sub = uniqueUser('coherent');
     const account = await call('account', 'POST', '/account', { headers: await accountHeaders(appOne, sub) });
     const authJwt = await mintToken(appOne, sub);
-    for (const [network, key] of [['ETH', 'ETH'], ['ARB', 'ETH'], ['SOL', 'SOL']] as const) {
+    for (const [network, key] of [
+      ['ETH', 'ETH'],
+      ['ARB', 'ETH'],
+      ['SOL', 'SOL'],
+    ] as const) {
       const wallet = await call('enclave', 'POST', '/v2/api/wallet', {
         headers: { 'x-service-secret-key': appOne.secret_key },
         json: { auth_jwt: authJwt, network, wallet_group_id: 'default' },

@@ -35,7 +35,7 @@ describe('account service authentication', () => {
     expect(expectErrorShape(response.body).code).toBe('MISSING_TOKEN');
   });
 
-  it('refuses a token of one app presented with another app\'s secret', async () => {
+  it("refuses a token of one app presented with another app's secret", async () => {
     const sub = uniqueUser('crossapp');
     const response = await postAccount({ authorization: `Bearer ${await mintToken(appTwo, sub)}`, 'x-service-secret-key': appOne.secret_key });
     expect(response.status).toBe(401);
@@ -64,12 +64,18 @@ describe('account service authentication', () => {
   it('refuses an absurd exp (1e308, 11 years ahead) with 401 INVALID_TOKEN; a year ahead is accepted when the app sets no maximum age', async () => {
     const sub = uniqueUser('absurd-exp');
     for (const ttlSeconds of [1e308, 11 * 365 * 86400]) {
-      const response = await postAccount({ authorization: `Bearer ${await mintToken(appOne, sub, { ttlSeconds })}`, 'x-service-secret-key': appOne.secret_key });
+      const response = await postAccount({
+        authorization: `Bearer ${await mintToken(appOne, sub, { ttlSeconds })}`,
+        'x-service-secret-key': appOne.secret_key,
+      });
       expect(response.status).toBe(401);
       expect(expectErrorShape(response.body)).toMatchObject({ code: 'INVALID_TOKEN', message: expect.stringMatching(/"exp" claim is more than/) });
     }
     await expectNoAccount(sub);
-    const yearLong = await postAccount({ authorization: `Bearer ${await mintToken(appOne, sub, { ttlSeconds: 365 * 86400 })}`, 'x-service-secret-key': appOne.secret_key });
+    const yearLong = await postAccount({
+      authorization: `Bearer ${await mintToken(appOne, sub, { ttlSeconds: 365 * 86400 })}`,
+      'x-service-secret-key': appOne.secret_key,
+    });
     expect(yearLong.status).toBe(200);
   });
 
@@ -78,7 +84,9 @@ describe('account service authentication', () => {
     const now = Math.floor(Date.now() / 1000);
     const claims = { iss: appOne.issuer, aud: appOne.audience, sub, iat: now, exp: now + 300 };
     const unsigned = `${base64url.encode(JSON.stringify({ alg: 'none', typ: 'JWT' }))}.${base64url.encode(JSON.stringify(claims))}.`;
-    const hmac = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid: appOne.privateJwk.kid! }).sign(new TextEncoder().encode('a-shared-secret-anyone-could-guess'));
+    const hmac = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256', kid: appOne.privateJwk.kid! })
+      .sign(new TextEncoder().encode('a-shared-secret-anyone-could-guess'));
     for (const token of [unsigned, hmac]) {
       const response = await postAccount({ authorization: `Bearer ${token}`, 'x-service-secret-key': appOne.secret_key });
       expect(response.status).toBe(401);

@@ -77,7 +77,7 @@ const SECTIONS = [
 ];
 
 describe.runIf(isSandbox)('npm run demo', () => {
-  it('walks through every section against the sandbox and exits 0; its numbers are the services\' own', { timeout: 180_000 }, async () => {
+  it("walks through every section against the sandbox and exits 0; its numbers are the services' own", { timeout: 180_000 }, async () => {
     const sub = uniqueUser('demo');
     const token = await mintToken(appOne, sub, { ttlSeconds: 600 });
     const run = await runDemo(['--account-url', sandbox.urls.account], { TOKEN: token, SECRET_KEY: appOne.secret_key });
@@ -108,12 +108,16 @@ describe.runIf(isSandbox)('npm run demo', () => {
     for (const task of tasks.tasks) expect(run.stdout).toContain(task.task_id);
     // Each task comes with the whole command that follows it as this user (the credentials by name).
     const asUser = `--token "$TOKEN" --secret-key "$SECRET_KEY" --account-url ${sandbox.urls.account}`;
-    for (const task of tasks.tasks) expect(run.stdout).toMatch(new RegExp(`\\n +follow it +npm run task:watch -- ${task.task_id} ${asUser.replaceAll('$', '\\$')}\\n`));
+    for (const task of tasks.tasks)
+      expect(run.stdout).toMatch(new RegExp(`\\n +follow it +npm run task:watch -- ${task.task_id} ${asUser.replaceAll('$', '\\$')}\\n`));
     expect(run.stdout).toContain(`This user's tasks: npm run tasks -- ${asUser}\n`);
   });
 
   it('ends with one line naming the section and the answer when a call is refused, exit 1', async () => {
-    const run = await runDemo(['--account-url', sandbox.urls.account], { TOKEN: await mintToken(appOne, uniqueUser('demo-refused')), SECRET_KEY: `${appOne.secret_key}x` });
+    const run = await runDemo(['--account-url', sandbox.urls.account], {
+      TOKEN: await mintToken(appOne, uniqueUser('demo-refused')),
+      SECRET_KEY: `${appOne.secret_key}x`,
+    });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^npm run demo: section 1 \(Create an account\): answered 401 INVALID_SECRET_KEY: .*\(X-Request-Id [^)]+\)\n$/);
   });
@@ -130,7 +134,9 @@ describe.runIf(isSandbox)('npm run demo', () => {
     expect(help.stdout).toMatch(/^usage: npm run demo -- \[--sub <user>\]/);
     const bad = await runDemo(['--subb', 'x']);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe('npm run demo: unknown flag --subb\nusage: npm run demo -- [--sub <user>] [--account-url <url>] [--token <jwt> --secret-key <key>]\n');
+    expect(bad.stderr).toBe(
+      'npm run demo: unknown flag --subb\nusage: npm run demo -- [--sub <user>] [--account-url <url>] [--token <jwt> --secret-key <key>]\n',
+    );
   });
 });
 
@@ -162,7 +168,10 @@ describe.runIf(isSandbox && process.env.TEST_DYNAMODB === 'dynalite')('npm run d
       await unwrap(faults.POST('/sandbox/faults', { body: { target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1 } }));
       const failed = await runDemo(['--account-url', runtime.urls.account]);
       expect(failed.code, `${failed.stdout}\n${failed.stderr}`).toBe(1);
-      const resume = /^npm run demo: section 10 \(Transfer back from venue_b\): task failed at step 1 of 1, withdrawal \(venue_b\): [A-Z_]+: .*; resume and follow it: npm run task:watch -- (.+)\n$/.exec(failed.stderr);
+      const resume =
+        /^npm run demo: section 10 \(Transfer back from venue_b\): task failed at step 1 of 1, withdrawal \(venue_b\): [A-Z_]+: .*; resume and follow it: npm run task:watch -- (.+)\n$/.exec(
+          failed.stderr,
+        );
       expect(resume, failed.stderr).not.toBeNull();
       const watched = await runCli('infra/local/cli/task-watch.ts', resume![1]!.split(' '));
       expect(watched.code, `${watched.stdout}\n${watched.stderr}`).toBe(0);

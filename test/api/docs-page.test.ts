@@ -101,7 +101,9 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('API reference (GET /do
       context.skip(!browser, NO_CHROMIUM);
       const origin = sandbox.urls[service];
       const document = await committed(service);
-      const operation = Object.values(document.paths).flatMap((item) => Object.values(item)).find((op) => op.operationId === SHOWN_OPERATION[service])!;
+      const operation = Object.values(document.paths)
+        .flatMap((item) => Object.values(item))
+        .find((op) => op.operationId === SHOWN_OPERATION[service])!;
       const page = await browser!.newPage({ serviceWorkers: 'block' });
       const requested: string[] = [];
       const problems: string[] = [];
@@ -125,7 +127,10 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('API reference (GET /do
       // data: URLs (the empty favicon) are not network requests.
       const network = requested.filter((url) => !url.startsWith('data:'));
       expect(network).toEqual(expect.arrayContaining([`${origin}/docs`, `${origin}/docs/scalar.js`, `${origin}/openapi.json`]));
-      expect(network.filter((url) => new URL(url).origin !== origin), 'requests that left the sandbox').toEqual([]);
+      expect(
+        network.filter((url) => new URL(url).origin !== origin),
+        'requests that left the sandbox',
+      ).toEqual([]);
       expect(problems).toEqual([]);
     });
   });

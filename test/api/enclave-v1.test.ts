@@ -53,19 +53,39 @@ describe.runIf(sandbox.appsFile)('enclave v1 wallets and migration', () => {
     evm = created.body;
     unmigrated = (await post(before, '/v1/api/wallet', { encryption_context: 'other-secret', network: 'SOL', wallet_group_id: 'legacy' })).body;
 
-    const signed = await post(before, '/v1/api/wallet/sign_data', { encryption_context: context, access_key: evm.access_key, wallet_id: evm.wallet_id, raw_data_hash: hash });
+    const signed = await post(before, '/v1/api/wallet/sign_data', {
+      encryption_context: context,
+      access_key: evm.access_key,
+      wallet_id: evm.wallet_id,
+      raw_data_hash: hash,
+    });
     expect(signed.status).toBe(200);
     expect(await recoverAddress({ hash, signature: signed.body.signature })).toBe(evm.public_address);
 
-    const wrongContext = await post(before, '/v1/api/wallet/sign_data', { encryption_context: 'guess', access_key: evm.access_key, wallet_id: evm.wallet_id, raw_data_hash: hash });
+    const wrongContext = await post(before, '/v1/api/wallet/sign_data', {
+      encryption_context: 'guess',
+      access_key: evm.access_key,
+      wallet_id: evm.wallet_id,
+      raw_data_hash: hash,
+    });
     expect(wrongContext.status).toBe(403);
     expect(wrongContext.body.error.code).toBe('INVALID_ENCRYPTION_CONTEXT');
-    const wrongKey = await post(before, '/v1/api/wallet/sign_data', { encryption_context: context, access_key: 'nope', wallet_id: evm.wallet_id, raw_data_hash: hash });
+    const wrongKey = await post(before, '/v1/api/wallet/sign_data', {
+      encryption_context: context,
+      access_key: 'nope',
+      wallet_id: evm.wallet_id,
+      raw_data_hash: hash,
+    });
     expect(wrongKey.status).toBe(403);
   });
 
   it('a v2 call on a v1 wallet without encryption_context fails with MIGRATION_REQUIRED', async () => {
-    const response = await post(before, '/v2/api/wallet/sign_data', { op_jwt: await mintToken(appOne, alice, { ttlSeconds: 120 }), access_key: evm.access_key, wallet_id: evm.wallet_id, raw_data_hash: hash });
+    const response = await post(before, '/v2/api/wallet/sign_data', {
+      op_jwt: await mintToken(appOne, alice, { ttlSeconds: 120 }),
+      access_key: evm.access_key,
+      wallet_id: evm.wallet_id,
+      raw_data_hash: hash,
+    });
     expect(response.status).toBe(409);
     expect(response.body.error.code).toBe('MIGRATION_REQUIRED');
   });
@@ -85,7 +105,12 @@ describe.runIf(sandbox.appsFile)('enclave v1 wallets and migration', () => {
     expect(straggler.status).toBe(200);
     const otherUser = await post(before, '/v2/api/wallet/sign_data', { ...v2Only, op_jwt: await mintToken(appOne, uniqueUser('mallory'), { ttlSeconds: 60 }) });
     expect(otherUser.status).toBe(403);
-    const v1Again = await post(before, '/v1/api/wallet/sign_data', { encryption_context: context, access_key: evm.access_key, wallet_id: evm.wallet_id, raw_data_hash: hash });
+    const v1Again = await post(before, '/v1/api/wallet/sign_data', {
+      encryption_context: context,
+      access_key: evm.access_key,
+      wallet_id: evm.wallet_id,
+      raw_data_hash: hash,
+    });
     expect(v1Again.status).toBe(409);
     expect(v1Again.body.error.code).toBe('WALLET_MIGRATED');
   });
@@ -97,15 +122,31 @@ describe.runIf(sandbox.appsFile)('enclave v1 wallets and migration', () => {
       const create = await post(after, '/v1/api/wallet', { encryption_context: context, network: 'ETH', wallet_group_id: 'legacy' });
       expect(create.status).toBe(410);
       expect(create.body.error.code).toBe('V1_RETIRED');
-      const v1Sign = await post(after, '/v1/api/wallet/sign_data', { encryption_context: 'other-secret', access_key: unmigrated.access_key, wallet_id: unmigrated.wallet_id, raw_data_hash: hash });
+      const v1Sign = await post(after, '/v1/api/wallet/sign_data', {
+        encryption_context: 'other-secret',
+        access_key: unmigrated.access_key,
+        wallet_id: unmigrated.wallet_id,
+        raw_data_hash: hash,
+      });
       expect(v1Sign.status).toBe(410);
       const bob = uniqueUser('bob');
       for (const extra of [{ encryption_context: 'other-secret' }, {}]) {
-        const migrate = await post(after, '/v2/api/wallet/sign_data', { op_jwt: await mintToken(appOne, bob, { ttlSeconds: 60 }), access_key: unmigrated.access_key, wallet_id: unmigrated.wallet_id, raw_data_hash: hash, ...extra });
+        const migrate = await post(after, '/v2/api/wallet/sign_data', {
+          op_jwt: await mintToken(appOne, bob, { ttlSeconds: 60 }),
+          access_key: unmigrated.access_key,
+          wallet_id: unmigrated.wallet_id,
+          raw_data_hash: hash,
+          ...extra,
+        });
         expect(migrate.status).toBe(410);
         expect(migrate.body.error.code).toBe('V1_RETIRED');
       }
-      const migrated = await post(after, '/v2/api/wallet/sign_data', { op_jwt: await mintToken(appOne, alice, { ttlSeconds: 60 }), access_key: evm.access_key, wallet_id: evm.wallet_id, raw_data_hash: hash });
+      const migrated = await post(after, '/v2/api/wallet/sign_data', {
+        op_jwt: await mintToken(appOne, alice, { ttlSeconds: 60 }),
+        access_key: evm.access_key,
+        wallet_id: evm.wallet_id,
+        raw_data_hash: hash,
+      });
       expect(migrated.status).toBe(200);
       expect(await recoverAddress({ hash, signature: migrated.body.signature })).toBe(evm.public_address);
     } finally {

@@ -220,8 +220,22 @@ describe('v2 signing', () => {
   });
 
   it('sign_transaction: quantities beyond uint256 (gas beyond uint64) are a 400', async () => {
-    const base = { type: 'eip1559', chainId: 42161, nonce: 7, to: '0x000000000000000000000000000000000000dEaD', value: '1', gas: '21000', maxFeePerGas: '100', maxPriorityFeePerGas: '1' };
-    for (const [field, value] of [['value', (2n ** 256n).toString()], ['maxFeePerGas', '9'.repeat(78)], ['gas', (2n ** 64n).toString()], ['chainId', 1e308]] as const) {
+    const base = {
+      type: 'eip1559',
+      chainId: 42161,
+      nonce: 7,
+      to: '0x000000000000000000000000000000000000dEaD',
+      value: '1',
+      gas: '21000',
+      maxFeePerGas: '100',
+      maxPriorityFeePerGas: '1',
+    };
+    for (const [field, value] of [
+      ['value', (2n ** 256n).toString()],
+      ['maxFeePerGas', '9'.repeat(78)],
+      ['gas', (2n ** 64n).toString()],
+      ['chainId', 1e308],
+    ] as const) {
       const response = await sign('sign_transaction', evm, { transaction: { ...base, [field]: value } });
       expect(response.status, field).toBe(400);
       expect(expectErrorShape(response.body).message).toContain('body.transaction');

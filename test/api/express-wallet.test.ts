@@ -77,7 +77,7 @@ describe('POST /v2/wallet', () => {
 });
 
 describe('POST /v2/wallet/sign/*', () => {
-  it('signs data, messages and transactions with the user\'s EVM wallet', async () => {
+  it("signs data, messages and transactions with the user's EVM wallet", async () => {
     const sub = uniqueUser('express-sign');
     const headers = await expressHeaders(appOne, sub, 'ARB');
     const { public_address: address, wallet_id } = (await expressWallet(headers)).body;
@@ -110,7 +110,10 @@ describe('POST /v2/wallet/sign/*', () => {
   it('refuses another wallet id, invalid bodies, and unauthenticated calls', async () => {
     const headers = await expressHeaders(appOne, uniqueUser('express-sign-bad'), 'ETH');
     const hash = keccak256(stringToBytes('x'));
-    const mismatch = await call('express', 'POST', '/v2/wallet/sign/data', { headers, json: { raw_data_hash: hash, wallet_id: '00000000-0000-8000-8000-000000000000' } });
+    const mismatch = await call('express', 'POST', '/v2/wallet/sign/data', {
+      headers,
+      json: { raw_data_hash: hash, wallet_id: '00000000-0000-8000-8000-000000000000' },
+    });
     expect(mismatch.status).toBe(403);
     expect(expectErrorShape(mismatch.body).code).toBe('WALLET_MISMATCH');
     const invalid = await call('express', 'POST', '/v2/wallet/sign/data', { headers, json: { raw_data_hash: '0x12' } });
@@ -126,7 +129,11 @@ describe('POST /v2/wallet/sign/*', () => {
 describe('express v1 paths', () => {
   it('redirect apps created before 2026-07-31 to /v2/ with 308, which a client follows', async () => {
     const headers = await expressHeaders(appTwo, uniqueUser('v1-redirect'), 'ETH');
-    for (const [from, to] of [['/v1/wallet', '/v2/wallet'], ['/v1/wallet/sign/data', '/v2/wallet/sign/data'], ['/v1/wallet/sign/transaction', '/v2/wallet/sign/transaction']]) {
+    for (const [from, to] of [
+      ['/v1/wallet', '/v2/wallet'],
+      ['/v1/wallet/sign/data', '/v2/wallet/sign/data'],
+      ['/v1/wallet/sign/transaction', '/v2/wallet/sign/transaction'],
+    ]) {
       const response = await fetch(`${sandbox.urls.express}${from}`, { method: 'POST', headers, redirect: 'manual' });
       expect(response.status).toBe(308);
       expect(response.headers.get('location')).toBe(to);

@@ -106,14 +106,41 @@ const printable = fc.string({ unit: fc.constantFrom(...Array.from({ length: 95 }
 const hugeString = 'A'.repeat(300_000);
 /** Values past what a field can hold: 2^53+1, 2^64, 2^128, 2^256, eighty 9s, 1e308 (as strings and numbers). */
 const OVERFLOW: unknown[] = [
-  '340282366920938463463374607431768211456', (2n ** 256n).toString(), '9'.repeat(80), `1${'0'.repeat(78)}.5`, `${'9'.repeat(120)}.9`, '1e308', '1e309',
-  9007199254740993, 18446744073709551616, 1e308, -1e308, Number.MAX_VALUE,
+  '340282366920938463463374607431768211456',
+  (2n ** 256n).toString(),
+  '9'.repeat(80),
+  `1${'0'.repeat(78)}.5`,
+  `${'9'.repeat(120)}.9`,
+  '1e308',
+  '1e309',
+  9007199254740993,
+  18446744073709551616,
+  1e308,
+  -1e308,
+  Number.MAX_VALUE,
 ];
 const ODD_NUMBERS = ['-0', '-1', '0', '0.0000000001', 'NaN', 'Infinity', '0x', '0x10', '1.5', '1e3', ' 1', '1,000', '0.1234567890123456789012345', '１'];
 
 /** A value of the wrong type or size for a field. */
 const junkValue: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom(null, true, false, 0, -1, 1.5, 1e308, -1e308, Number.MAX_SAFE_INTEGER + 2, '', ' ', '0x', 'constructor', '__proto__', 'toString', hugeString.slice(0, 70_000)),
+  fc.constantFrom(
+    null,
+    true,
+    false,
+    0,
+    -1,
+    1.5,
+    1e308,
+    -1e308,
+    Number.MAX_SAFE_INTEGER + 2,
+    '',
+    ' ',
+    '0x',
+    'constructor',
+    '__proto__',
+    'toString',
+    hugeString.slice(0, 70_000),
+  ),
   { weight: 6, arbitrary: fc.constantFrom(...OVERFLOW) },
   { weight: 2, arbitrary: fc.constantFrom(...ODD_NUMBERS) },
   fc.string({ maxLength: 30 }),
@@ -134,8 +161,12 @@ function validShape(path: string, context: Context): Record<string, unknown> {
   if (path === '/withdraw') return { to_address: RECIPIENT, amount: '1', chain: 'POL', token: 'USDC' };
   if (path === '/wallet/sign') return { message: 'fuzz', encoding: 'utf8' };
   if (path === '/sandbox/faucet') return { chain: 'POL', address: RECIPIENT, token: 'USDC', amount: '1' };
-  if (path === '/v2/api/wallet' || path === '/v1/api/wallet') return { auth_jwt: token, network: 'ETH', wallet_group_id: 'default', encryption_context: 'fuzz-context-value' };
-  const auth = path.startsWith('/v2/api') || path.startsWith('/v1/api') ? { op_jwt: context.tokens.valid[1], access_key: context.accessKey, wallet_id: context.walletId, encryption_context: 'fuzz-context-value' } : {};
+  if (path === '/v2/api/wallet' || path === '/v1/api/wallet')
+    return { auth_jwt: token, network: 'ETH', wallet_group_id: 'default', encryption_context: 'fuzz-context-value' };
+  const auth =
+    path.startsWith('/v2/api') || path.startsWith('/v1/api')
+      ? { op_jwt: context.tokens.valid[1], access_key: context.accessKey, wallet_id: context.walletId, encryption_context: 'fuzz-context-value' }
+      : {};
   if (path.endsWith('sign_data') || path.endsWith('sign/data')) return { ...auth, raw_data_hash: HASH };
   if (path.endsWith('sign_message') || path.endsWith('sign/message')) return { ...auth, message: 'fuzz', encoding: 'utf8' };
   if (path.endsWith('sign_transaction') || path.endsWith('sign/transaction')) return { ...auth, transaction: evmTx };
@@ -183,10 +214,35 @@ const FUZZ_ROUTES = [
     return Array.from({ length: method === 'POST' ? 2 : 1 }, () => ({ service: route.service, method, path }));
   }),
   ...(['account', 'enclave', 'express'] as const).map((service) => ({ service, method: 'GET', path: '/no/such/route' })),
-  ...(local ? [{ service: 'account' as const, method: 'GET', path: '/sandbox/chains' }, { service: 'account' as const, method: 'POST', path: '/sandbox/faucet' }] : []),
+  ...(local
+    ? [
+        { service: 'account' as const, method: 'GET', path: '/sandbox/chains' },
+        { service: 'account' as const, method: 'POST', path: '/sandbox/faucet' },
+      ]
+    : []),
 ];
 
-const FIELDS = ['to_address', 'amount', 'chain', 'token', 'message', 'encoding', 'raw_data_hash', 'transaction', 'address', 'chain_id', 'nonce', 'op_jwt', 'access_key', 'wallet_id', 'auth_jwt', 'network', 'wallet_group_id', 'encryption_context', 'extra'];
+const FIELDS = [
+  'to_address',
+  'amount',
+  'chain',
+  'token',
+  'message',
+  'encoding',
+  'raw_data_hash',
+  'transaction',
+  'address',
+  'chain_id',
+  'nonce',
+  'op_jwt',
+  'access_key',
+  'wallet_id',
+  'auth_jwt',
+  'network',
+  'wallet_group_id',
+  'encryption_context',
+  'extra',
+];
 
 const caseArbitrary: fc.Arbitrary<Case> = fc.record({
   focus: fc.oneof(
@@ -217,7 +273,15 @@ const caseArbitrary: fc.Arbitrary<Case> = fc.record({
   idempotencyKey: fc.option(fc.oneof(fc.constant(`fuzz-key-${RUN}`), printable, fc.constant('k'.repeat(600))), { nil: undefined }),
 });
 
-const CONTENT_TYPES = [undefined, 'application/json', 'text/plain', 'application/json; charset=utf-16', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', '*/*'];
+const CONTENT_TYPES = [
+  undefined,
+  'application/json',
+  'text/plain',
+  'application/json; charset=utf-16',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  '*/*',
+];
 
 function path(c: Case): string {
   const base = c.route.path.replace('{operation}', c.operation);
@@ -252,7 +316,18 @@ function build(c: Case, context: Context) {
   // Unless auth is the focus, a valid token for PRE; otherwise forged (for PRE or FRESH), garbage, or none.
   const auth = c.focus === 'auth' ? c.auth : c.garbage.length % 2;
   const token = auth <= 1 ? tokens.valid[auth]! : tokens.forged[(c.auth * 7 + c.garbage.length) % tokens.forged.length]!;
-  const bearer = [`Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}`, `bearer ${token}`, `Bearer ${c.garbage}`, c.garbage, `Basic ${token}`, ''][auth]!;
+  const bearer = [
+    `Bearer ${token}`,
+    `Bearer ${token}`,
+    `Bearer ${token}`,
+    `Bearer ${token}`,
+    `Bearer ${token}`,
+    `bearer ${token}`,
+    `Bearer ${c.garbage}`,
+    c.garbage,
+    `Basic ${token}`,
+    '',
+  ][auth]!;
   if (auth !== 9) headers.authorization = bearer;
   // App keys: the right one, garbage, the other kind, or missing (never app two's own pair: that is a valid tenant).
   const appKey = c.focus === 'headers' ? c.appKey : 0;
@@ -304,12 +379,30 @@ function build(c: Case, context: Context) {
       body = JSON.stringify(shape).slice(0, -1 - (c.garbage.length % 5)); // truncated JSON
       break;
     case 5:
-      body = ['null', '', '{', '{"a":', hugeString, `{"amount":${'9'.repeat(400)}}`, '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]', '{"__proto__":{"x":1}}'][c.garbage.length % 8];
+      body = [
+        'null',
+        '',
+        '{',
+        '{"a":',
+        hugeString,
+        `{"amount":${'9'.repeat(400)}}`,
+        '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]',
+        '{"__proto__":{"x":1}}',
+      ][c.garbage.length % 8];
       break;
     default:
       body = JSON.stringify(shape);
   }
-  for (const value of [headers.authorization, headers['x-service-secret-key'], headers['x-service-api-key'], headers['x-service-token'], token, context.accessKey, appOne.secret_key, appOne.api_key]) {
+  for (const value of [
+    headers.authorization,
+    headers['x-service-secret-key'],
+    headers['x-service-api-key'],
+    headers['x-service-token'],
+    token,
+    context.accessKey,
+    appOne.secret_key,
+    appOne.api_key,
+  ]) {
     if (value && value.length >= 12) secrets.push(value);
   }
   for (const field of ['op_jwt', 'access_key', 'auth_jwt', 'encryption_context']) {
@@ -321,7 +414,13 @@ function build(c: Case, context: Context) {
   }
   // Only what this request actually sent counts as sent.
   const sent = `${JSON.stringify(headers)}\n${body ?? ''}`;
-  return { method: (c.focus === 'path' && c.method) || c.route.method, target: path(c), headers, body: c.route.method === 'GET' && !(c.focus === 'body' && c.bodyKind === 3) ? undefined : body, secrets: [...new Set(secrets)].filter((s) => sent.includes(s)) };
+  return {
+    method: (c.focus === 'path' && c.method) || c.route.method,
+    target: path(c),
+    headers,
+    body: c.route.method === 'GET' && !(c.focus === 'body' && c.bodyKind === 3) ? undefined : body,
+    secrets: [...new Set(secrets)].filter((s) => sent.includes(s)),
+  };
 }
 
 describe('fuzz: generated requests over every route', () => {
@@ -329,7 +428,8 @@ describe('fuzz: generated requests over every route', () => {
     // PRE gets an account, an express wallet and enclave wallets before the fuzz; FRESH nothing.
     const preHeaders = await accountHeaders(appOne, PRE);
     expect((await call('account', 'POST', '/account', { headers: preHeaders })).status).toBe(200);
-    for (const chain of ['ETH', 'SOL']) expect((await call('express', 'POST', '/v2/wallet', { headers: await expressHeaders(appOne, PRE, chain) })).status).toBe(200);
+    for (const chain of ['ETH', 'SOL'])
+      expect((await call('express', 'POST', '/v2/wallet', { headers: await expressHeaders(appOne, PRE, chain) })).status).toBe(200);
     let wallet: { access_key: string; wallet_id: string } | undefined;
     for (const network of ['ETH', 'SOL']) {
       const created = await call('enclave', 'POST', '/v2/api/wallet', {
@@ -341,7 +441,7 @@ describe('fuzz: generated requests over every route', () => {
     }
     const accountBefore = (await call('account', 'GET', '/account', { headers: preHeaders })).body;
     const itemsBefore = await scanItems(RUN);
-    if (sandbox.dynamodbEndpoint) expect(itemsBefore.length, 'the scan must see the fuzz user\'s items').toBeGreaterThan(0);
+    if (sandbox.dynamodbEndpoint) expect(itemsBefore.length, "the scan must see the fuzz user's items").toBeGreaterThan(0);
 
     const context: Context = { tokens: await makeTokens(), accessKey: wallet!.access_key, walletId: wallet!.wallet_id };
     const started = Date.now();
@@ -386,8 +486,13 @@ describe('fuzz: generated requests over every route', () => {
     expect(itemsAfter).toEqual(itemsBefore);
 
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    const byStatus = [...statuses].sort(([a], [b]) => a - b).map(([status, count]) => `${status}x${count}`).join(' ');
-    process.stdout.write(`fuzz: ${requests} requests generated, 5xx: ${serverErrors}, ${seconds} s, statuses ${byStatus}, table ${sandbox.dynamodbEndpoint ? `scanned (${itemsAfter.length} fuzz items unchanged)` : 'not reachable (dynalite in process): checked through the API'}\n`);
+    const byStatus = [...statuses]
+      .sort(([a], [b]) => a - b)
+      .map(([status, count]) => `${status}x${count}`)
+      .join(' ');
+    process.stdout.write(
+      `fuzz: ${requests} requests generated, 5xx: ${serverErrors}, ${seconds} s, statuses ${byStatus}, table ${sandbox.dynamodbEndpoint ? `scanned (${itemsAfter.length} fuzz items unchanged)` : 'not reachable (dynalite in process): checked through the API'}\n`,
+    );
     expect(requests).toBe(RUNS);
   });
 });

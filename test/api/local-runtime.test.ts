@@ -23,7 +23,11 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
     dataDir = await mkdtemp(join(tmpdir(), 'sandbox-restart-'));
     const first = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '' });
     const devApp = JSON.parse(await readFile(join(dataDir, 'dev-app.json'), 'utf8'));
-    const { stdout: token } = await run(process.execPath, ['infra/local/token.ts', '--sub', 'alice', '--ttl', '300', '--data-dir', dataDir, '--account-url', first.urls.account], { cwd: ROOT });
+    const { stdout: token } = await run(
+      process.execPath,
+      ['infra/local/token.ts', '--sub', 'alice', '--ttl', '300', '--data-dir', dataDir, '--account-url', first.urls.account],
+      { cwd: ROOT },
+    );
     const headers = { authorization: `Bearer ${token.trim()}`, 'x-service-secret-key': devApp.secret_key };
 
     const created = await fetch(`${first.urls.account}/account`, { method: 'POST', headers });
@@ -35,9 +39,16 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('local runtime with the
       body: JSON.stringify({ message: 'before restart' }),
     });
     expect(signed.status).toBe(200);
-    const address = (account.public_address as { ETH: string; SOL: string });
-    for (const [chain, to, token] of [['ARB', address.ETH, 'USDC'], ['SOL', address.SOL, 'USDC']]) {
-      const credited = await fetch(`${first.urls.account}/sandbox/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chain, address: to, token, amount: '42.5' }) });
+    const address = account.public_address as { ETH: string; SOL: string };
+    for (const [chain, to, token] of [
+      ['ARB', address.ETH, 'USDC'],
+      ['SOL', address.SOL, 'USDC'],
+    ]) {
+      const credited = await fetch(`${first.urls.account}/sandbox/faucet`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ chain, address: to, token, amount: '42.5' }),
+      });
       expect(credited.status).toBe(200);
     }
     await stopProcess(first.child);
@@ -125,7 +136,11 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite' && process.platform === 
         });
       });
       const devApp = JSON.parse(await readFile(join(dataDir, 'dev-app.json'), 'utf8'));
-      const { stdout: token } = await run(process.execPath, ['infra/local/token.ts', '--sub', 'kill9', '--ttl', '300', '--data-dir', dataDir, '--account-url', urls.account!], { cwd: ROOT });
+      const { stdout: token } = await run(
+        process.execPath,
+        ['infra/local/token.ts', '--sub', 'kill9', '--ttl', '300', '--data-dir', dataDir, '--account-url', urls.account!],
+        { cwd: ROOT },
+      );
       const headers = { authorization: `Bearer ${token.trim()}`, 'x-service-secret-key': devApp.secret_key };
       const created = await fetch(`${urls.account}/account`, { method: 'POST', headers });
       expect(created.status).toBe(200);

@@ -51,7 +51,14 @@ function rawRequest(probe: Probe): Promise<{ status: number; text: string }> {
   const headers = probe.body === undefined ? probe.headers : { ...probe.headers, 'content-length': String(Buffer.byteLength(probe.body)) };
   return new Promise((done, fail) => {
     const req = send(
-      { host: base.hostname, port: base.port, method: probe.method, path: `${base.pathname.replace(/\/$/, '')}${probe.target}`, headers, agent: base.protocol === 'https:' ? httpsAgent : agent },
+      {
+        host: base.hostname,
+        port: base.port,
+        method: probe.method,
+        path: `${base.pathname.replace(/\/$/, '')}${probe.target}`,
+        headers,
+        agent: base.protocol === 'https:' ? httpsAgent : agent,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -189,13 +196,17 @@ async function probesFor(t: Target, wallets: Wallets): Promise<Probe[]> {
 /** Runs `work` over `items`, `width` at a time. */
 async function pool<T>(items: readonly T[], width: number, work: (item: T) => Promise<void>) {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
 }
 
 describe('keys named after Object.prototype members', () => {
-  it('every route answers each such key in the query, headers, body and path with a 4xx in the error shape or a 2xx, never a 5xx', { timeout: 300_000 }, async () => {
+  it('every route answers each such key in the query, headers, body and path with a 4xx in the error shape or a 2xx, never a 5xx', {
+    timeout: 300_000,
+  }, async () => {
     // The user has an account (so account routes get past "no account") and an enclave wallet.
     expect((await call('account', 'POST', '/account', { headers: await accountHeaders(appOne, USER) })).status).toBe(200);
     const created = await call('enclave', 'POST', '/v2/api/wallet', {
@@ -233,8 +244,13 @@ describe('keys named after Object.prototype members', () => {
         }
       });
     }
-    const byStatus = [...statuses].sort(([a], [b]) => a - b).map(([status, count]) => `${status}x${count}`).join(' ');
-    process.stdout.write(`prototype keys: ${all.length} routes × ${NAMES.length} names, ${sent} requests, ${((Date.now() - started) / 1000).toFixed(1)} s, statuses ${byStatus}\n`);
+    const byStatus = [...statuses]
+      .sort(([a], [b]) => a - b)
+      .map(([status, count]) => `${status}x${count}`)
+      .join(' ');
+    process.stdout.write(
+      `prototype keys: ${all.length} routes × ${NAMES.length} names, ${sent} requests, ${((Date.now() - started) / 1000).toFixed(1)} s, statuses ${byStatus}\n`,
+    );
     // One example per route and place (the names of one place usually fail alike), then the count.
     const examples = new Map<string, string>();
     for (const failure of failures) examples.set(failure.replace(/ × \S+ as /, ' × * as ').replace(/ -> .*/, ''), failure);

@@ -30,7 +30,10 @@ describe('X-Request-Id', () => {
     expect(unauthenticated.status).toBe(401);
     expect(unauthenticated.headers.get('x-request-id')).toBe('client-req-401-0001');
     const headers = await accountHeaders(appOne, uniqueUser('reqid'));
-    const badJson = await call('account', 'POST', '/wallet/sign', { headers: { ...headers, 'content-type': 'application/json', 'x-request-id': 'client-req-400-0002' }, rawBody: '{' });
+    const badJson = await call('account', 'POST', '/wallet/sign', {
+      headers: { ...headers, 'content-type': 'application/json', 'x-request-id': 'client-req-400-0002' },
+      rawBody: '{',
+    });
     expect(badJson.status).toBe(400);
     expect(badJson.headers.get('x-request-id')).toBe('client-req-400-0002');
   });

@@ -27,10 +27,13 @@ function expect400(response: { status: number; body: unknown }, what: string, co
 }
 
 describe.runIf(isSandbox)('POST /sandbox/faucet refuses what it cannot credit', () => {
-  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'])('token "%s" is 400 UNSUPPORTED_TOKEN on an EVM chain and on SOL', async (token) => {
-    expect400(await faucet({ address: freshEvm(), chain: 'ARB', token, amount: '1' }), `ARB ${token}`, 'UNSUPPORTED_TOKEN');
-    expect400(await faucet({ address: freshSol(), chain: 'SOL', token, amount: '1' }), `SOL ${token}`, 'UNSUPPORTED_TOKEN');
-  });
+  it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'])(
+    'token "%s" is 400 UNSUPPORTED_TOKEN on an EVM chain and on SOL',
+    async (token) => {
+      expect400(await faucet({ address: freshEvm(), chain: 'ARB', token, amount: '1' }), `ARB ${token}`, 'UNSUPPORTED_TOKEN');
+      expect400(await faucet({ address: freshSol(), chain: 'SOL', token, amount: '1' }), `SOL ${token}`, 'UNSUPPORTED_TOKEN');
+    },
+  );
 
   it('the zero address is 400 INVALID_ADDRESS, native and token, EVM and SOL', async () => {
     const zeroEvm = '0x0000000000000000000000000000000000000000';
@@ -40,7 +43,10 @@ describe.runIf(isSandbox)('POST /sandbox/faucet refuses what it cannot credit', 
   });
 
   it('amounts of 2^256 base units and more on EVM are 400 AMOUNT_TOO_LARGE, native and token', async () => {
-    for (const [token, decimals] of [['ETH', 18], ['USDC', 6]] as const) {
+    for (const [token, decimals] of [
+      ['ETH', 18],
+      ['USDC', 6],
+    ] as const) {
       for (const units of [U256, U256 * 10n ** 10n]) {
         const amount = `${units / 10n ** BigInt(decimals)}.${(units % 10n ** BigInt(decimals)).toString().padStart(decimals, '0')}`;
         expect400(await faucet({ address: freshEvm(), chain: 'INK', token, amount }), `INK ${token} ${amount}`, 'AMOUNT_TOO_LARGE');
@@ -50,7 +56,10 @@ describe.runIf(isSandbox)('POST /sandbox/faucet refuses what it cannot credit', 
   });
 
   it('amounts of 2^64 base units and more on SOL are 400 AMOUNT_TOO_LARGE, SOL and USDC', async () => {
-    for (const [token, decimals] of [['SOL', 9], ['USDC', 6]] as const) {
+    for (const [token, decimals] of [
+      ['SOL', 9],
+      ['USDC', 6],
+    ] as const) {
       const amount = `${U64 / 10n ** BigInt(decimals)}.${(U64 % 10n ** BigInt(decimals)).toString().padStart(decimals, '0')}`;
       expect400(await faucet({ address: freshSol(), chain: 'SOL', token, amount }), `SOL ${token} ${amount}`, 'AMOUNT_TOO_LARGE');
       expect400(await faucet({ address: freshSol(), chain: 'SOL', token, amount: '9'.repeat(80) }), `SOL ${token} eighty 9s`, 'AMOUNT_TOO_LARGE');

@@ -23,12 +23,19 @@ describe('every service', () => {
     expect(onExpress.status).toBe(404);
     expect(expectErrorShape(onExpress.body)).toEqual({
       code: 'ROUTE_NOT_FOUND',
-      message: `No route for POST /account on the express wallet service: /account is an account-service route (GET, HEAD, POST); send it to the account service ${where('account')}`.replace(" 's URL", "'s URL"),
+      message:
+        `No route for POST /account on the express wallet service: /account is an account-service route (GET, HEAD, POST); send it to the account service ${where('account')}`.replace(
+          " 's URL",
+          "'s URL",
+        ),
     });
     const onAccount = await call('account', 'POST', '/v2/wallet', { json: {} });
     expect(onAccount.status).toBe(404);
     expect(expectErrorShape(onAccount.body).message).toBe(
-      `No route for POST /v2/wallet on the account service: /v2/wallet is an express-service route (POST); send it to the express wallet service ${where('express')}`.replace(" 's URL", "'s URL"),
+      `No route for POST /v2/wallet on the account service: /v2/wallet is an express-service route (POST); send it to the express wallet service ${where('express')}`.replace(
+        " 's URL",
+        "'s URL",
+      ),
     );
   });
 
@@ -57,7 +64,21 @@ describe('every service', () => {
 /** HEAD wherever GET is: GET's status and headers, no body; elsewhere 405 with Allow (issue 12). */
 describe('HEAD', () => {
   /** Headers that differ between any two responses (or with framing), left out of the comparison. */
-  const PER_RESPONSE = new Set(['date', 'x-request-id', 'x-amzn-requestid', 'x-amz-apigw-id', 'x-amzn-trace-id', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'via', 'x-cache', 'x-amz-cf-id', 'x-amz-cf-pop']);
+  const PER_RESPONSE = new Set([
+    'date',
+    'x-request-id',
+    'x-amzn-requestid',
+    'x-amz-apigw-id',
+    'x-amzn-trace-id',
+    'content-length',
+    'transfer-encoding',
+    'connection',
+    'keep-alive',
+    'via',
+    'x-cache',
+    'x-amz-cf-id',
+    'x-amz-cf-pop',
+  ]);
   const comparable = (headers: Headers) => Object.fromEntries([...headers].filter(([name]) => !PER_RESPONSE.has(name)));
 
   async function both(service: 'account' | 'enclave' | 'express', path: string, headers: Record<string, string> = {}) {
@@ -88,7 +109,7 @@ describe('HEAD', () => {
     expect(refused.headBody).toBe('');
   });
 
-  it.runIf(Boolean(sandbox.dataDir))('answers HEAD on the sandbox\'s own GET routes too (local runtime)', async () => {
+  it.runIf(Boolean(sandbox.dataDir))("answers HEAD on the sandbox's own GET routes too (local runtime)", async () => {
     const { get, head, headBody } = await both('account', '/sandbox/chains');
     expect([get.status, head.status]).toEqual([200, 200]);
     expect(headBody).toBe('');

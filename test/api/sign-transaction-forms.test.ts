@@ -46,7 +46,7 @@ describe('sign_transaction with a viem-style transaction', () => {
     data: '0x',
   });
 
-  it('signs it as viem would: the signed bytes are viem\'s serialisation, recovering to the wallet', async () => {
+  it("signs it as viem would: the signed bytes are viem's serialisation, recovering to the wallet", async () => {
     const { from: _from, ...transaction } = viemTransaction();
     const response = await sign(viemJson(viemTransaction()));
     expect(response.status).toBe(200);
@@ -57,7 +57,11 @@ describe('sign_transaction with a viem-style transaction', () => {
   });
 
   it('takes decimal strings and JSON integers for the same transaction, and a lower-case from', async () => {
-    const decimal = JSON.parse(JSON.stringify({ ...viemTransaction(), from: wallet.public_address.toLowerCase() }, (_key, value) => (typeof value === 'bigint' ? value.toString() : value)));
+    const decimal = JSON.parse(
+      JSON.stringify({ ...viemTransaction(), from: wallet.public_address.toLowerCase() }, (_key, value) =>
+        typeof value === 'bigint' ? value.toString() : value,
+      ),
+    );
     const integers = { ...decimal, gas: 21000, chainId: 42161, nonce: 5, maxPriorityFeePerGas: 1000000000 };
     const signed = await Promise.all([sign(viemJson(viemTransaction())), sign(decimal), sign(integers)]);
     expect(signed.map((response) => response.status)).toEqual([200, 200, 200]);
@@ -75,11 +79,19 @@ describe('sign_transaction with a viem-style transaction', () => {
   it('names the field of a fractional or unsafe JSON number', async () => {
     const fractional = await sign(viemJson({ ...viemTransaction(), maxFeePerGas: 1.5 }));
     expect(fractional.status).toBe(400);
-    expect(expectErrorShape(fractional.body).message).toBe('body.transaction.maxFeePerGas: must be a non-negative integer (decimal string, 0x hex or JSON integer)');
+    expect(expectErrorShape(fractional.body).message).toBe(
+      'body.transaction.maxFeePerGas: must be a non-negative integer (decimal string, 0x hex or JSON integer)',
+    );
     // JSON.parse rounds 9007199254740993 to 2^53: refused, never signed as another amount.
-    const unsafe = await sign(undefined, (head) => `${head},"transaction":{"chainId":42161,"nonce":0,"to":"0x000000000000000000000000000000000000dEaD","value":9007199254740993,"gas":21000,"maxFeePerGas":2,"maxPriorityFeePerGas":1}}`);
+    const unsafe = await sign(
+      undefined,
+      (head) =>
+        `${head},"transaction":{"chainId":42161,"nonce":0,"to":"0x000000000000000000000000000000000000dEaD","value":9007199254740993,"gas":21000,"maxFeePerGas":2,"maxPriorityFeePerGas":1}}`,
+    );
     expect(unsafe.status).toBe(400);
-    expect(expectErrorShape(unsafe.body).message).toBe('body.transaction.value: must be a safe integer (at most 2^53 - 1) when a JSON number: send larger values as a decimal or 0x string');
+    expect(expectErrorShape(unsafe.body).message).toBe(
+      'body.transaction.value: must be a safe integer (at most 2^53 - 1) when a JSON number: send larger values as a decimal or 0x string',
+    );
   });
 
   it('is the same through the express service', async () => {
@@ -91,7 +103,10 @@ describe('sign_transaction with a viem-style transaction', () => {
     const signed = await call('express', 'POST', '/v2/wallet/sign/transaction', { headers, json: { transaction } });
     expect(signed.status).toBe(200);
     expect(await recoverTransactionAddress({ serializedTransaction: signed.body.signed_transaction })).toBe(address);
-    const mismatch = await call('express', 'POST', '/v2/wallet/sign/transaction', { headers, json: { transaction: { ...transaction, from: wallet.public_address } } });
+    const mismatch = await call('express', 'POST', '/v2/wallet/sign/transaction', {
+      headers,
+      json: { transaction: { ...transaction, from: wallet.public_address } },
+    });
     expect(mismatch.status).toBe(400);
     expect(expectErrorShape(mismatch.body).message).toBe(`body.transaction.from: must be this wallet's address, ${address} (or be left out)`);
     const bad = await call('express', 'POST', '/v2/wallet/sign/transaction', { headers, json: { transaction: { ...transaction, gas: '21000.5' } } });

@@ -45,13 +45,25 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     const endpoint = `http://127.0.0.1:${(engine.address() as { port: number }).port}`;
     const dataDir = join(workDir, 'runtime');
     runtime = await startRuntimeProcess({ DATA_DIR: dataDir, APPS_FILE: '', DYNAMODB_ENDPOINT: endpoint }, ['--quiet']);
-    const listing = (await (await fetch(`${runtime.urls.account}/sandbox/chains`)).json()) as { chains: { chain: string; chain_id?: number; rpc_url: string }[] };
+    const listing = (await (await fetch(`${runtime.urls.account}/sandbox/chains`)).json()) as {
+      chains: { chain: string; chain_id?: number; rpc_url: string }[];
+    };
     // Each anvil as a chain without a delegate (native coin only: what the deployment touches).
     const evm = listing.chains.filter((chain) => chain.chain !== 'SOL');
     rpc = Object.fromEntries(
-      evm.map(({ chain, chain_id, rpc_url }) => [chain, { family: 'evm', chain_id: chain_id!, rpc_url, native: chain === 'POL' ? 'POL' : 'ETH', tokens: {} } satisfies EvmChainConfig]),
+      evm.map(({ chain, chain_id, rpc_url }) => [
+        chain,
+        { family: 'evm', chain_id: chain_id!, rpc_url, native: chain === 'POL' ? 'POL' : 'ETH', tokens: {} } satisfies EvmChainConfig,
+      ]),
     ) as Record<EvmChainCode, EvmChainConfig>;
-    env = { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'sandbox', AWS_SECRET_ACCESS_KEY: 'sandbox', DYNAMODB_ENDPOINT: endpoint, OP_JWT_SIGNER: 'local', DATA_DIR: dataDir };
+    env = {
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'sandbox',
+      AWS_SECRET_ACCESS_KEY: 'sandbox',
+      DYNAMODB_ENDPOINT: endpoint,
+      OP_JWT_SIGNER: 'local',
+      DATA_DIR: dataDir,
+    };
     Object.assign(process.env, { AWS_REGION: env.AWS_REGION, AWS_ACCESS_KEY_ID: env.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: env.AWS_SECRET_ACCESS_KEY });
     table = { doc: createDocumentClient(endpoint), name: 'perp-wallet' };
     chainsConfig = join(workDir, 'chains.json');
@@ -73,15 +85,32 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     });
   }
 
-  const flags = (chain: string, rpcUrl: string) => ['--chain', chain, '--table', 'perp-wallet', '--enclave-url', runtime.urls.enclave, '--rpc-url', rpcUrl, '--chains-config', chainsConfig];
+  const flags = (chain: string, rpcUrl: string) => [
+    '--chain',
+    chain,
+    '--table',
+    'perp-wallet',
+    '--enclave-url',
+    runtime.urls.enclave,
+    '--rpc-url',
+    rpcUrl,
+    '--chains-config',
+    chainsConfig,
+  ];
   const anvil = (chain: EvmChainCode, method: string, params: unknown[]) =>
-    fetch(rpc[chain].rpc_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) }).then((r) => r.json());
+    fetch(rpc[chain].rpc_url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    }).then((r) => r.json());
   const client = (chain: EvmChainCode) => createPublicClient({ transport: http(rpc[chain].rpc_url) });
 
   it('--help prints the usage line; bad flags print it with the problem and exit 2, no stack trace', async () => {
     const help = await setup(['--help']);
     expect(help).toMatchObject({ code: 0, stderr: '' });
-    expect(help.stdout).toMatch(/^usage: npm run sponsor:setup -- --chain <ETH\|ARB\|POL\|INK> --table <TableName> --op-jwt-key <OpJwtKeyId> --enclave-url <EnclaveApiUrl> \[--rpc-url <url>\] \[--chains-config <file>\]\n$/);
+    expect(help.stdout).toMatch(
+      /^usage: npm run sponsor:setup -- --chain <ETH\|ARB\|POL\|INK> --table <TableName> --op-jwt-key <OpJwtKeyId> --enclave-url <EnclaveApiUrl> \[--rpc-url <url>\] \[--chains-config <file>\]\n$/,
+    );
     for (const [args, problem] of [
       [['--bogus'], /Unknown option '--bogus'/],
       [['--table', 'perp-wallet'], /--chain is required/],
@@ -135,7 +164,9 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     expect(deployed, funded.stdout).not.toBeNull();
     expect(funded.stdout).toContain(`[1/5] platform application already registered; gas sponsor wallet ${sponsorAddress}`);
     expect(funded.stdout).toContain(`[4/5] wrote "delegate": "${address}" for ARB into ${chainsConfig}`);
-    expect(funded.stdout).toMatch(/- the sponsor holds 0\.00\d+ ETH on ARB; suggested minimum [\d.]+ ETH \(100 first-time sponsored sends × 250000 gas × [\d.]+ gwei\): fund 0x[0-9a-fA-F]{40} with at least [\d.]+ ETH on ARB/);
+    expect(funded.stdout).toMatch(
+      /- the sponsor holds 0\.00\d+ ETH on ARB; suggested minimum [\d.]+ ETH \(100 first-time sponsored sends × 250000 gas × [\d.]+ gwei\): fund 0x[0-9a-fA-F]{40} with at least [\d.]+ ETH on ARB/,
+    );
     expect(funded.stdout).toContain(`- apply the delegate: npx cdk deploy --all -c chainsConfig=${chainsConfig}`);
     // The code on chain is the artifact's runtime code; the transaction is the sponsor's, sent once.
     expect(await client('ARB').getCode({ address })).toBe(sponsoredExecutorArtifact.deployedBytecode);
@@ -144,7 +175,12 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     expect(await client('ARB').getTransactionCount({ address: sponsorAddress })).toBe(nonceBefore + 1);
     // Only the delegate was added to ARB's object, in the file's own indentation.
     const written = await readFile(chainsConfig, 'utf8');
-    expect(written).toBe(original.replace(/("USDC\.E": \{\n\s+"address": "0xFF970A61A04b1cA14834A43f5dE4533eBDDB5CC8",\n\s+"decimals": 6\n\s+\}\n\s+\})/, `$1,\n    "delegate": "${address}"`));
+    expect(written).toBe(
+      original.replace(
+        /("USDC\.E": \{\n\s+"address": "0xFF970A61A04b1cA14834A43f5dE4533eBDDB5CC8",\n\s+"decimals": 6\n\s+\}\n\s+\})/,
+        `$1,\n    "delegate": "${address}"`,
+      ),
+    );
     expect(written).not.toBe(original);
     process.stdout.write(`sponsor:setup: deployment gas used ${deployed![2]}; runs took ${unfunded.ms} ms (unfunded), ${funded.ms} ms (deploying)\n`);
 
@@ -205,7 +241,9 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     await writeFile(other, JSON.stringify(config, null, 2));
     const wrong = await setup([...flags('INK', rpc.INK.rpc_url).slice(0, -1), other]);
     expect(wrong.code).toBe(0);
-    expect(wrong.stdout).toContain(`[3/5] the configured delegate ${config.INK.tokens.USDC.address} does not hold this SponsoredExecutor's code; using its deterministic address`);
+    expect(wrong.stdout).toContain(
+      `[3/5] the configured delegate ${config.INK.tokens.USDC.address} does not hold this SponsoredExecutor's code; using its deterministic address`,
+    );
     expect(JSON.parse(await readFile(other, 'utf8')).INK.delegate).toBe(address);
   }, 60_000);
 

@@ -29,7 +29,18 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm start refuses with
 
   it('names APPS_FILE, the field and the problem, before starting anything', async () => {
     const appsFile = join(dir, 'apps.json');
-    await writeFile(appsFile, JSON.stringify([{ app_id: 'acme', secret_key: 'sk_tiny', api_key: 'ak_acme_0123456789abcdef', created_at: '2026-08-01', oidc: { provider_id: 'p', issuer: 'i', jwks: { keys: [] } } }]));
+    await writeFile(
+      appsFile,
+      JSON.stringify([
+        {
+          app_id: 'acme',
+          secret_key: 'sk_tiny',
+          api_key: 'ak_acme_0123456789abcdef',
+          created_at: '2026-08-01',
+          oidc: { provider_id: 'p', issuer: 'i', jwks: { keys: [] } },
+        },
+      ]),
+    );
     const started = performance.now();
     const { code, stderr } = await npmStart({ DATA_DIR: join(dir, 'apps'), APPS_FILE: appsFile });
     expect(code).toBe(1);
@@ -47,15 +58,31 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm start refuses with
     await new Promise<void>((done) => holder.listen(0, '127.0.0.1', done));
     const busy = (holder.address() as AddressInfo).port;
     try {
-      const { code, stderr } = await npmStart({ DATA_DIR: join(dir, 'ports'), APPS_FILE: '', ACCOUNT_PORT: '0', ENCLAVE_PORT: String(busy), EXPRESS_PORT: '0' });
+      const { code, stderr } = await npmStart({
+        DATA_DIR: join(dir, 'ports'),
+        APPS_FILE: '',
+        ACCOUNT_PORT: '0',
+        ENCLAVE_PORT: String(busy),
+        EXPRESS_PORT: '0',
+      });
       expect(code).toBe(1);
-      expect(lines(stderr)).toEqual([`npm start: ENCLAVE_PORT=${busy} is in use (127.0.0.1:${busy}, by another process): set ENCLAVE_PORT to a free port, or 0 for any`]);
+      expect(lines(stderr)).toEqual([
+        `npm start: ENCLAVE_PORT=${busy} is in use (127.0.0.1:${busy}, by another process): set ENCLAVE_PORT to a free port, or 0 for any`,
+      ]);
     } finally {
       holder.close();
     }
     // Two services on one port: the second names the first as the holder.
-    const { code, stderr } = await npmStart({ DATA_DIR: join(dir, 'ports'), APPS_FILE: '', ACCOUNT_PORT: String(busy), ENCLAVE_PORT: '0', EXPRESS_PORT: String(busy) });
+    const { code, stderr } = await npmStart({
+      DATA_DIR: join(dir, 'ports'),
+      APPS_FILE: '',
+      ACCOUNT_PORT: String(busy),
+      ENCLAVE_PORT: '0',
+      EXPRESS_PORT: String(busy),
+    });
     expect(code).toBe(1);
-    expect(lines(stderr)).toEqual([`npm start: EXPRESS_PORT=${busy} is in use (127.0.0.1:${busy}, by this sandbox's account service): set EXPRESS_PORT to a free port, or 0 for any`]);
+    expect(lines(stderr)).toEqual([
+      `npm start: EXPRESS_PORT=${busy} is in use (127.0.0.1:${busy}, by this sandbox's account service): set EXPRESS_PORT to a free port, or 0 for any`,
+    ]);
   });
 });

@@ -37,7 +37,10 @@ describe('a JWT sub longer than 255 bytes (2,100 characters)', () => {
     expectRefused(await call('account', 'GET', '/demo/wallet/balance?chain=ETH', { headers }), 'INVALID_TOKEN');
     const withdraw = { to_address: privateKeyToAddress(generatePrivateKey()), amount: '1', chain: 'POL', token: 'USDC' };
     expectRefused(await call('account', 'POST', '/withdraw', { headers, json: withdraw }), 'INVALID_TOKEN');
-    expectRefused(await call('account', 'POST', '/withdraw', { headers: { ...headers, 'idempotency-key': `k-${crypto.randomUUID()}` }, json: withdraw }), 'INVALID_TOKEN');
+    expectRefused(
+      await call('account', 'POST', '/withdraw', { headers: { ...headers, 'idempotency-key': `k-${crypto.randomUUID()}` }, json: withdraw }),
+      'INVALID_TOKEN',
+    );
   });
 
   it('one byte over (256) is refused too, also when the bytes are two-byte characters', async () => {
@@ -48,15 +51,29 @@ describe('a JWT sub longer than 255 bytes (2,100 characters)', () => {
 
   it('enclave: v2 create (auth_jwt) 401 INVALID_TOKEN, v2 signing (op_jwt) 401 INVALID_OP_JWT', async () => {
     const headers = { 'x-service-secret-key': appOne.secret_key };
-    const create = await call('enclave', 'POST', '/v2/api/wallet', { headers, json: { auth_jwt: await mintToken(appOne, long), network: 'ETH', wallet_group_id: 'default' } });
+    const create = await call('enclave', 'POST', '/v2/api/wallet', {
+      headers,
+      json: { auth_jwt: await mintToken(appOne, long), network: 'ETH', wallet_group_id: 'default' },
+    });
     expectRefused(create, 'INVALID_TOKEN');
 
     const owner = uniqueUser('owner');
-    const wallet = (await call('enclave', 'POST', '/v2/api/wallet', { headers, json: { auth_jwt: await mintToken(appOne, owner), network: 'ETH', wallet_group_id: 'default' } })).body;
+    const wallet = (
+      await call('enclave', 'POST', '/v2/api/wallet', {
+        headers,
+        json: { auth_jwt: await mintToken(appOne, owner), network: 'ETH', wallet_group_id: 'default' },
+      })
+    ).body;
     for (const path of ['sign_data', 'sign_message']) {
       const sign = await call('enclave', 'POST', `/v2/api/wallet/${path}`, {
         headers,
-        json: { op_jwt: await mintToken(appOne, long, { ttlSeconds: 120 }), access_key: wallet.access_key, wallet_id: wallet.wallet_id, raw_data_hash: keccak256(stringToBytes('x')), message: 'x' },
+        json: {
+          op_jwt: await mintToken(appOne, long, { ttlSeconds: 120 }),
+          access_key: wallet.access_key,
+          wallet_id: wallet.wallet_id,
+          raw_data_hash: keccak256(stringToBytes('x')),
+          message: 'x',
+        },
       });
       expectRefused(sign, 'INVALID_OP_JWT');
     }

@@ -52,7 +52,11 @@ describe('typed client: account service', () => {
   });
 
   it('answers a refusal as a typed error, and unwrap turns it into an ApiError with code and request id', async () => {
-    const client = createAccountClient({ baseUrl: sandbox.urls.account, token: await mintToken(appOne, uniqueUser('typed-none')), secretKey: appOne.secret_key });
+    const client = createAccountClient({
+      baseUrl: sandbox.urls.account,
+      token: await mintToken(appOne, uniqueUser('typed-none')),
+      secretKey: appOne.secret_key,
+    });
     const { data, error, response } = await client.GET('/account');
     expect(data).toBeUndefined();
     expect(response.status).toBe(404);
@@ -63,7 +67,7 @@ describe('typed client: account service', () => {
     expect(refused).toMatchObject({ status: 404, code: 'ACCOUNT_NOT_FOUND', requestId: expect.any(String) });
   });
 
-  it('lets a header given on the call win over the client\'s own', async () => {
+  it("lets a header given on the call win over the client's own", async () => {
     const client = createAccountClient({ baseUrl: sandbox.urls.account, token: 'not-a-jwt', secretKey: appOne.secret_key });
     const { response } = await client.GET('/account', { headers: { authorization: `Bearer ${await mintToken(appOne, uniqueUser('typed-override'))}` } });
     expect(response.status).toBe(404);
@@ -84,14 +88,24 @@ describe('typed client: wallet enclave', () => {
     // op_jwt: a JWT of the app's identity provider naming the same user, living at most 300 s.
     const signed = await unwrap(
       enclave.POST('/v2/api/wallet/sign_message', {
-        body: { op_jwt: await mintToken(appOne, sub, { ttlSeconds: 120 }), access_key: wallet.access_key, wallet_id: wallet.wallet_id, message: 'typed enclave' },
+        body: {
+          op_jwt: await mintToken(appOne, sub, { ttlSeconds: 120 }),
+          access_key: wallet.access_key,
+          wallet_id: wallet.wallet_id,
+          message: 'typed enclave',
+        },
       }),
     );
     expect(signed.wallet_id).toBe(wallet.wallet_id);
     expect(await verifyMessage({ address, message: 'typed enclave', signature: signed.signature as `0x${string}` })).toBe(true);
 
     const { error, response } = await enclave.POST('/v2/api/wallet/sign_message', {
-      body: { op_jwt: await mintToken(appOne, sub, { ttlSeconds: 600 }), access_key: wallet.access_key, wallet_id: wallet.wallet_id, message: 'too long an op_jwt' },
+      body: {
+        op_jwt: await mintToken(appOne, sub, { ttlSeconds: 600 }),
+        access_key: wallet.access_key,
+        wallet_id: wallet.wallet_id,
+        message: 'too long an op_jwt',
+      },
     });
     expect(response.status).toBe(401);
     expect(error?.error.code).toBe('INVALID_OP_JWT');
@@ -99,7 +113,7 @@ describe('typed client: wallet enclave', () => {
 });
 
 describe('typed client: express wallet', () => {
-  it('looks up the provider with the secret key, then gets or creates the user\'s wallet with the API key', async () => {
+  it("looks up the provider with the secret key, then gets or creates the user's wallet with the API key", async () => {
     const sub = uniqueUser('typed-express');
     const lookup = createExpressClient({ baseUrl: sandbox.urls.express, secretKey: appOne.secret_key, fetch: registeringFetch });
     const provider = await unwrap(lookup.GET('/v1/identity/provider'));
@@ -121,7 +135,12 @@ describe('typed client: express wallet', () => {
     expect(sol.wallet_id).not.toBe(wallet.wallet_id);
 
     // The same user's account-service address is the express wallet's (one wallet per user).
-    const account = createAccountClient({ baseUrl: sandbox.urls.account, token: () => mintToken(appOne, sub), secretKey: appOne.secret_key, fetch: registeringFetch });
+    const account = createAccountClient({
+      baseUrl: sandbox.urls.account,
+      token: () => mintToken(appOne, sub),
+      secretKey: appOne.secret_key,
+      fetch: registeringFetch,
+    });
     const created = await unwrap(account.POST('/account'));
     expect(created.public_address).toEqual({ ETH: wallet.public_address, SOL: sol.public_address });
   });

@@ -69,7 +69,12 @@ describe('venue routes', () => {
         continue;
       }
       expect(check.status, dex).toBe(200);
-      expect(check.body).toMatchObject({ success: true, dex, requirements_met: false, requirements: { usdc_available: '0', usdc_sufficient: false, eth_available: '0', eth_sufficient: false } });
+      expect(check.body).toMatchObject({
+        success: true,
+        dex,
+        requirements_met: false,
+        requirements: { usdc_available: '0', usdc_sufficient: false, eth_available: '0', eth_sufficient: false },
+      });
       expect(check.body.message).toMatch(/^Requirements not met/);
       expect(init.status, dex).toBe(422);
       expect(expectErrorShape(init.body).code).toBe('REQUIREMENTS_NOT_MET');

@@ -19,14 +19,19 @@ describe('POST /wallet/sign', () => {
     const response = await call('account', 'POST', '/wallet/sign', { headers, json: { message: 'hello venue' } });
     expect(response.status).toBe(200);
     const hash = keccak256(stringToBytes('hello venue'));
-    expect(response.body).toEqual({ success: true, signature: expect.stringMatching(/^0x[0-9a-f]{130}$/), raw_data_hash: hash, app_user_id: expect.any(String) });
+    expect(response.body).toEqual({
+      success: true,
+      signature: expect.stringMatching(/^0x[0-9a-f]{130}$/),
+      raw_data_hash: hash,
+      app_user_id: expect.any(String),
+    });
     expect(['1b', '1c']).toContain(response.body.signature.slice(-2));
     expect(await recoverAddress({ hash, signature: response.body.signature })).toBe(address);
   });
 
   // docs/guide/account.md and enclave.md: the two doors sign one message differently, and each is
   // verified as the guide shows (the same EVM key: the account's wallet is the user's default one).
-  it('is not EIP-191, unlike the enclave\'s sign_message: recoverAddress(keccak256) for one, verifyMessage for the other', async () => {
+  it("is not EIP-191, unlike the enclave's sign_message: recoverAddress(keccak256) for one, verifyMessage for the other", async () => {
     const message = 'Sign in to venue_b';
     const account = await call('account', 'POST', '/wallet/sign', { headers, json: { message } });
     expect(account.status).toBe(200);
@@ -35,7 +40,10 @@ describe('POST /wallet/sign', () => {
     expect(await verifyMessage({ address, message, signature })).toBe(false);
 
     const secret = { 'x-service-secret-key': appOne.secret_key };
-    const wallet = await call('enclave', 'POST', '/v2/api/wallet', { headers: secret, json: { auth_jwt: await mintToken(appOne, sub), network: 'ETH', wallet_group_id: 'default' } });
+    const wallet = await call('enclave', 'POST', '/v2/api/wallet', {
+      headers: secret,
+      json: { auth_jwt: await mintToken(appOne, sub), network: 'ETH', wallet_group_id: 'default' },
+    });
     expect(wallet.status).toBe(200);
     expect(wallet.body.public_address).toBe(address);
     const enclave = await call('enclave', 'POST', '/v2/api/wallet/sign_message', {

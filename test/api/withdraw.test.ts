@@ -59,7 +59,8 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     expect(response.body.message).not.toContain('sponsored');
     expect(await chainBalance(chain, to, token)).toBe(parseUnits(amount, decimals));
     const after = await chainBalance(chain, from, token);
-    if (token === native.token) expect(after).toBeLessThan(before - parseUnits(amount, decimals)); // amount plus the fee
+    if (token === native.token)
+      expect(after).toBeLessThan(before - parseUnits(amount, decimals)); // amount plus the fee
     else expect(after).toBe(before - parseUnits(amount, decimals));
     if (chain !== 'SOL') {
       const receipt = await (await evmClient(chain)).getTransactionReceipt({ hash: response.body.tx_hash });
@@ -80,7 +81,13 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     const defaults = await post(user.headers, { to_address: to, amount: '1' });
     expect(defaults.status).toBe(200);
     expect(defaults.body.chain).toBe('ARB');
-    for (const [chain, address] of [['ARB', '0x1234'], ['ARB', 'not-an-address'], ['SOL', '0OIl'], ['SOL', 'abc'], ['SOL', to]] as const) {
+    for (const [chain, address] of [
+      ['ARB', '0x1234'],
+      ['ARB', 'not-an-address'],
+      ['SOL', '0OIl'],
+      ['SOL', 'abc'],
+      ['SOL', to],
+    ] as const) {
       const bad = await post(user.headers, { to_address: address, amount: '1', chain, token: 'USDC' });
       expect(bad.status, `${chain} ${address}`).toBe(400);
       expect(expectErrorShape(bad.body).code).toBe('INVALID_ADDRESS');
@@ -124,7 +131,10 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ to_address: evmTo, chain: 'ARB', token: 'USDC', amount: (2n ** 256n).toString() }, '2^256 USDC'],
       [{ to_address: evmTo, chain: 'ARB', token: 'ETH', amount: '9'.repeat(80) }, 'eighty 9s ETH'],
-      [{ to_address: evmTo, chain: 'ARB', token: 'ETH', amount: '115792089237316195423570985008687907853269984665640564039457.584007913129639936' }, '2^256 wei'],
+      [
+        { to_address: evmTo, chain: 'ARB', token: 'ETH', amount: '115792089237316195423570985008687907853269984665640564039457.584007913129639936' },
+        '2^256 wei',
+      ],
       [{ to_address: solTo, chain: 'SOL', token: 'SOL', amount: '18446744073.709551616' }, '2^64 lamports'],
       [{ to_address: solTo, chain: 'SOL', token: 'USDC', amount: (2n ** 64n).toString() }, 'SPL beyond u64'],
     ];
@@ -172,7 +182,10 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     const body = { to_address: to, amount: '2', chain: 'POL', token: 'USDC' };
     const [first, concurrent] = await Promise.all([post(user.headers, body, key), post(user.headers, body, key)]);
     const statuses = [first.status, concurrent.status].sort();
-    expect([[200, 200], [200, 409]]).toContainEqual(statuses);
+    expect([
+      [200, 200],
+      [200, 409],
+    ]).toContainEqual(statuses);
     const again = await post(user.headers, body, key);
     expect(again.status).toBe(200);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
@@ -241,13 +254,16 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     const to = freshSol();
     const body = { to_address: to, amount: '0.01', chain: 'SOL', token: 'SOL' };
     const responses = await Promise.all(Array.from({ length: 20 }, () => post(user.headers, body, { 'idempotency-key': `withdraw-${crypto.randomUUID()}` })));
-    expect(responses.map((r) => r.status), JSON.stringify(responses.find((r) => r.status !== 200)?.body)).toEqual(Array(20).fill(200));
+    expect(
+      responses.map((r) => r.status),
+      JSON.stringify(responses.find((r) => r.status !== 200)?.body),
+    ).toEqual(Array(20).fill(200));
     expect(new Set(responses.map((r) => r.body.tx_hash)).size).toBe(20);
     expect(await chainBalance('SOL', to, 'SOL')).toBe(20n * 10_000_000n);
     expect(await chainBalance('SOL', user.sol, 'SOL')).toBeLessThan(1_000_000_000n - 20n * 10_000_000n); // the amounts plus 20 fees
   });
 
-  it('gas_sponsored on EVM: the user\'s native balance does not change; EIP-7702 delegation to our executor', async () => {
+  it("gas_sponsored on EVM: the user's native balance does not change; EIP-7702 delegation to our executor", async () => {
     const user = await newAccount(appOne, uniqueUser('w-sponsored'));
     await faucet('ETH', user.evm, 'USDC', '50');
     const to = freshEvm();
@@ -278,7 +294,9 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     const user = await newAccount(appOne, uniqueUser('w-sponsored-race'));
     await faucet('INK', user.evm, 'USDC', '8');
     const to = freshEvm();
-    const responses = await Promise.all(Array.from({ length: 8 }, () => post(user.headers, { to_address: to, amount: '1', chain: 'INK', gas_sponsored: true })));
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, () => post(user.headers, { to_address: to, amount: '1', chain: 'INK', gas_sponsored: true })),
+    );
     for (const response of responses) expect(response.status, JSON.stringify(response.body)).toBe(200);
     expect(new Set(responses.map((r) => r.body.tx_hash)).size).toBe(8);
     expect(await chainBalance('INK', to, 'USDC')).toBe(8_000_000n);
@@ -326,7 +344,12 @@ describe.runIf(isSandbox)('GET /demo/wallet/balance', () => {
   it('reads every token of the chain from the chain, as decimal strings', async () => {
     const pol = await call('account', 'GET', '/demo/wallet/balance?chain=POL', { headers: user.headers });
     expect(pol.status).toBe(200);
-    expect(pol.body).toEqual({ chain: 'POL', address: user.evm, assets: { POL: '0', USDC: '0', 'USDC.E': '1.5' }, public_address: { ETH: user.evm, SOL: user.sol } });
+    expect(pol.body).toEqual({
+      chain: 'POL',
+      address: user.evm,
+      assets: { POL: '0', USDC: '0', 'USDC.E': '1.5' },
+      public_address: { ETH: user.evm, SOL: user.sol },
+    });
     const sol = await call('account', 'GET', '/demo/wallet/balance?chain=SOL', { headers: user.headers });
     expect(sol.body).toMatchObject({ chain: 'SOL', address: user.sol, assets: { SOL: '0.75', USDC: '0' } });
     const ink = await call('account', 'GET', '/demo/wallet/balance?chain=INK', { headers: user.headers });
@@ -349,7 +372,10 @@ describe.runIf(isSandbox)('sandbox endpoints', () => {
     expect(chains!.map((c) => c.chain_id)).toEqual([1, 42161, 137, 57073, undefined]);
     const arbUsdc = chains!.find((c) => c.chain === 'ARB')!.tokens.find((t) => t.token === 'USDC');
     expect(arbUsdc).toMatchObject({ address: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', decimals: 6 });
-    expect(chains!.find((c) => c.chain === 'SOL')!.tokens.find((t) => t.token === 'USDC')).toMatchObject({ mint: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', decimals: 6 });
+    expect(chains!.find((c) => c.chain === 'SOL')!.tokens.find((t) => t.token === 'USDC')).toMatchObject({
+      mint: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v',
+      decimals: 6,
+    });
   });
 
   it('POST /sandbox/faucet validates like every other input', async () => {

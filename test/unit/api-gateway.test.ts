@@ -33,7 +33,14 @@ describe('toEvent (REST API proxy event, payload format 1.0)', () => {
       stageVariables: null,
       body: null,
       isBase64Encoded: false,
-      requestContext: { resourcePath: '/task/{task_id}', httpMethod: 'GET', path: '/task/abc', stage: 'local', requestId: 'gw-fixed-id', identity: { sourceIp: '10.0.0.7' } },
+      requestContext: {
+        resourcePath: '/task/{task_id}',
+        httpMethod: 'GET',
+        path: '/task/abc',
+        stage: 'local',
+        requestId: 'gw-fixed-id',
+        identity: { sourceIp: '10.0.0.7' },
+      },
     });
     expect(event.requestContext.requestTime).toMatch(/^\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000$/);
   });
@@ -100,8 +107,18 @@ describe('concurrent invocations in one process (the local runtime)', () => {
     });
     const inside = lines.filter((line) => line.message === 'inside');
     expect(inside).toHaveLength(2);
-    expect(inside.find((line) => line.path === '/slow')).toMatchObject({ request_id: 'gw-slow-0001', service: 'account', function_name: 'Fnslow', function_request_id: lambdaIds[0] });
-    expect(inside.find((line) => line.path === '/fast')).toMatchObject({ request_id: 'gw-fast-0002', service: 'account', function_name: 'Fnfast', function_request_id: lambdaIds[1] });
+    expect(inside.find((line) => line.path === '/slow')).toMatchObject({
+      request_id: 'gw-slow-0001',
+      service: 'account',
+      function_name: 'Fnslow',
+      function_request_id: lambdaIds[0],
+    });
+    expect(inside.find((line) => line.path === '/fast')).toMatchObject({
+      request_id: 'gw-fast-0002',
+      service: 'account',
+      function_name: 'Fnfast',
+      function_request_id: lambdaIds[1],
+    });
     // The first invocation of a service is its cold start, the other is not.
     expect(inside.map((line) => line.cold_start).sort()).toEqual([false, true]);
   });
@@ -115,10 +132,17 @@ describe('concurrent invocations in one process (the local runtime)', () => {
       Promise.all(
         ['express', 'enclave'].map((service) => {
           const context = lambdaContext('Fn', 1000);
-          return withServiceName(service, () => runInvocation(context, () => handler(toEvent(request({ url: '/x' }), Buffer.alloc(0), { resource: '/x', pathParameters: {} }) as never, context)));
+          return withServiceName(service, () =>
+            runInvocation(context, () => handler(toEvent(request({ url: '/x' }), Buffer.alloc(0), { resource: '/x', pathParameters: {} }) as never, context)),
+          );
         }),
       ),
     );
-    expect(lines.filter((line) => line.message === 'inside').map((line) => line.service).sort()).toEqual(['enclave', 'express']);
+    expect(
+      lines
+        .filter((line) => line.message === 'inside')
+        .map((line) => line.service)
+        .sort(),
+    ).toEqual(['enclave', 'express']);
   });
 });

@@ -4,7 +4,15 @@ import { allowedMethods, matchResource, parseRouteKey, resourceTree } from '../.
 
 const route = (routeKey: string, id = routeKey): RouteDefinition => ({ id, service: 'account', routeKey, entry: 'x.ts', needs: {} });
 const tree = resourceTree(
-  ['GET /health', 'GET /task/{task_id}', 'POST /task/{task_id}/resume', 'POST /task', 'GET /v2/api/wallet/{wallet_id}/key/{key_id}', 'GET /.well-known/jwks.json', '$default'].map((key) => route(key)),
+  [
+    'GET /health',
+    'GET /task/{task_id}',
+    'POST /task/{task_id}/resume',
+    'POST /task',
+    'GET /v2/api/wallet/{wallet_id}/key/{key_id}',
+    'GET /.well-known/jwks.json',
+    '$default',
+  ].map((key) => route(key)),
 );
 const match = (method: string, path: string) => {
   const found = matchResource(tree, method, path);
@@ -14,7 +22,19 @@ const match = (method: string, path: string) => {
 describe('resourceTree', () => {
   it('has every path prefix, a {proxy+} under each resource without a variable child, and the routes as methods', () => {
     const paths = tree.resources.map((resource) => resource.path);
-    expect(paths).toEqual(expect.arrayContaining(['/', '/{proxy+}', '/health', '/health/{proxy+}', '/task', '/task/{task_id}', '/task/{task_id}/resume', '/v2', '/v2/api/wallet/{wallet_id}/key']));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        '/',
+        '/{proxy+}',
+        '/health',
+        '/health/{proxy+}',
+        '/task',
+        '/task/{task_id}',
+        '/task/{task_id}/resume',
+        '/v2',
+        '/v2/api/wallet/{wallet_id}/key',
+      ]),
+    );
     // /task has the variable child {task_id}: API Gateway allows no {proxy+} beside it.
     expect(paths).not.toContain('/task/{proxy+}');
     expect(paths).toContain('/task/{task_id}/{proxy+}');
@@ -85,7 +105,11 @@ describe('matchResource (what API Gateway does with a request path)', () => {
 
   it('sends unknown paths to a {proxy+} resource served by $default (404 there)', () => {
     expect(match('GET', '/health/extra')).toEqual({ resource: '/health/{proxy+}', route: '$default', params: { proxy: 'extra' } });
-    expect(match('GET', '/task/abc/extra/more')).toEqual({ resource: '/task/{task_id}/{proxy+}', route: '$default', params: { task_id: 'abc', proxy: 'extra/more' } });
+    expect(match('GET', '/task/abc/extra/more')).toEqual({
+      resource: '/task/{task_id}/{proxy+}',
+      route: '$default',
+      params: { task_id: 'abc', proxy: 'extra/more' },
+    });
     expect(match('GET', '/healthz')).toEqual({ resource: '/{proxy+}', route: '$default', params: { proxy: 'healthz' } });
     expect(match('GET', '/v2')).toEqual({ resource: '/v2', route: '$default', params: {} });
     expect(match('GET', '/')).toEqual({ resource: '/', route: '$default', params: {} });

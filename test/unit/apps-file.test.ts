@@ -118,8 +118,16 @@ describe('APPS_FILE problems', () => {
     ['a bad jwks_uri', [app({ oidc: { provider_id: 'p', issuer: 'i', jwks_uri: 'nope' } })], '[0].oidc.jwks_uri: must be a URL'],
     ['an empty provider id', [app({ oidc: { provider_id: '', issuer: 'i', jwks: { keys: [] } } })], '[0].oidc.provider_id: must not be empty'],
     ['a string entry', ['acme'], '[0]: must be an object, not a string'],
-    ['a duplicate app id', [app(), app({ secret_key: 'sk_other_0123456789ab', api_key: 'ak_other_0123456789ab' })], '[1].app_id: is the same as [0].app_id (each application needs its own)'],
-    ['a shared secret key', [app(), app({ app_id: 'other', api_key: 'ak_other_0123456789ab' })], '[1].secret_key: is the same as [0].secret_key (each application needs its own)'],
+    [
+      'a duplicate app id',
+      [app(), app({ secret_key: 'sk_other_0123456789ab', api_key: 'ak_other_0123456789ab' })],
+      '[1].app_id: is the same as [0].app_id (each application needs its own)',
+    ],
+    [
+      'a shared secret key',
+      [app(), app({ app_id: 'other', api_key: 'ak_other_0123456789ab' })],
+      '[1].secret_key: is the same as [0].secret_key (each application needs its own)',
+    ],
   ])('names the field: %s', async (_case, content, expected) => {
     expect(await problem(JSON.stringify(content))).toBe(expected);
   });
@@ -132,6 +140,8 @@ describe('APPS_FILE problems', () => {
   it('describes a corrupted dev app file the same way', async () => {
     const dataDir = await mkdtemp(join(dir, 'data-'));
     await writeFile(devAppPaths(dataDir).app, '{"app_id": "dev-app",');
-    await expect(loadOrCreateDevApp(dataDir)).rejects.toThrow(new LocalRuntimeError(`dev app ${devAppPaths(dataDir).app}: not valid JSON: expected double-quoted property name at line 1 column 22`));
+    await expect(loadOrCreateDevApp(dataDir)).rejects.toThrow(
+      new LocalRuntimeError(`dev app ${devAppPaths(dataDir).app}: not valid JSON: expected double-quoted property name at line 1 column 22`),
+    );
   });
 });

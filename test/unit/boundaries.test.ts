@@ -43,7 +43,9 @@ function repositoryGraph(): { graph: ImportGraph; missing: string[] } {
   const missing: string[] = [];
   for (const file of SCANNED.flatMap(tsFiles)) {
     const targets = importSpecifiers(readFileSync(join(ROOT, file), 'utf8')).map((specifier) =>
-      relative(ROOT, resolve(ROOT, dirname(file), specifier)).split('\\').join('/'),
+      relative(ROOT, resolve(ROOT, dirname(file), specifier))
+        .split('\\')
+        .join('/'),
     );
     for (const target of targets) if (!existsSync(join(ROOT, target))) missing.push(`${file} -> ${target}`);
     graph.set(file, targets);

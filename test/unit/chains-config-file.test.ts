@@ -7,7 +7,7 @@ const DELEGATE = '0x99f9723333f9bb855fda00C5f801A1567eeFD5Ac';
 
 /** `npm run sponsor:setup` writes the delegate into the operator's chains config: nothing else may change. */
 describe('setChainDelegate', () => {
-  it('adds the member after the chain\'s last one, in the file\'s indentation, leaving every other byte alone', () => {
+  it("adds the member after the chain's last one, in the file's indentation, leaving every other byte alone", () => {
     const text = readFileSync(resolve(import.meta.dirname, '../../infra/config/chains.mainnet.json'), 'utf8');
     const updated = setChainDelegate(text, 'POL', DELEGATE);
     const at = text.indexOf('"INK"');
@@ -22,7 +22,9 @@ describe('setChainDelegate', () => {
   });
 
   it('keeps tabs, CRLF line ends and one-line objects as they are', () => {
-    expect(setChainDelegate('{\r\n\t"ETH": {\r\n\t\t"chain_id": 1\r\n\t}\r\n}', 'ETH', DELEGATE)).toBe(`{\r\n\t"ETH": {\r\n\t\t"chain_id": 1,\r\n\t\t"delegate": "${DELEGATE}"\r\n\t}\r\n}`);
+    expect(setChainDelegate('{\r\n\t"ETH": {\r\n\t\t"chain_id": 1\r\n\t}\r\n}', 'ETH', DELEGATE)).toBe(
+      `{\r\n\t"ETH": {\r\n\t\t"chain_id": 1,\r\n\t\t"delegate": "${DELEGATE}"\r\n\t}\r\n}`,
+    );
     expect(setChainDelegate('{"ETH":{"chain_id":1,"tokens":{"USDC":{"decimals":6}}},"INK":{}}', 'ETH', DELEGATE)).toBe(
       `{"ETH":{"chain_id":1,"tokens":{"USDC":{"decimals":6}}, "delegate": "${DELEGATE}"},"INK":{}}`,
     );

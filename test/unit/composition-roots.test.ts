@@ -87,7 +87,10 @@ describe('composition roots', () => {
     const cases: Case[] = [...byEntry.values()].flatMap((route) => {
       const { env, required } = environment(route.needs);
       const without = (name: string) => Object.fromEntries(Object.entries(env).filter(([key]) => key !== name));
-      return [{ route: route.id, entry: route.entry, env }, ...required.map((name) => ({ route: route.id, entry: route.entry, env: without(name), dropped: name }))];
+      return [
+        { route: route.id, entry: route.entry, env },
+        ...required.map((name) => ({ route: route.id, entry: route.entry, env: without(name), dropped: name })),
+      ];
     });
     const results = await importAll(cases);
     const problems = cases.flatMap(({ route, dropped }, index) => {

@@ -77,7 +77,10 @@ export function headingAnchors(markdown: string): Set<string> {
       .replace(/`/g, '')
       .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
       .replace(/<[^>]+>/g, '');
-    const base = rendered.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+    const base = rendered
+      .toLowerCase()
+      .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+      .replace(/ /g, '-');
     const count = seen.get(base) ?? 0;
     seen.set(base, count + 1);
     anchors.add(count === 0 ? base : `${base}-${count}`);
@@ -129,7 +132,8 @@ describe('documentation links', () => {
   it('finds README.md and the guide', () => {
     const names = files.map((file) => relative(ROOT, file));
     expect(names).toContain('README.md');
-    for (const page of ['README.md', 'getting-started.md', 'account.md', 'enclave.md', 'express.md', 'errors.md']) expect(names).toContain(join('docs', 'guide', page));
+    for (const page of ['README.md', 'getting-started.md', 'account.md', 'enclave.md', 'express.md', 'errors.md'])
+      expect(names).toContain(join('docs', 'guide', page));
   });
 
   it('every relative link in every Markdown file resolves inside the repository, anchors included', () => {
@@ -173,7 +177,11 @@ describe('documentation links', () => {
     const inRepo = (path: string) => path === join(ROOT, 'shared/client/README.md');
     expect(outsideMentions(readme, 'see ../shared/spec/service-interface.md.', inRepo)).toEqual([1]);
     expect(
-      outsideMentions(guidePage, '# T\nresearch `../shared/research/venues.md` §2\n```\ncat ../../../shared/spec/x.md\n```\n[client](../../shared/client/README.md), shared/x', inRepo),
+      outsideMentions(
+        guidePage,
+        '# T\nresearch `../shared/research/venues.md` §2\n```\ncat ../../../shared/spec/x.md\n```\n[client](../../shared/client/README.md), shared/x',
+        inRepo,
+      ),
     ).toEqual([2, 4]);
   });
 });

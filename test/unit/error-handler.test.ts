@@ -99,7 +99,14 @@ describe('httpHandler with the real middy body parser', () => {
   const handler = httpHandler(async () => ({ statusCode: 200, body: 'ok' }), { jsonBody: true });
   const context = {} as Context;
   const event = (headers: Record<string, string>, body: string) =>
-    ({ version: '2.0', rawPath: '/task', headers, body, isBase64Encoded: false, requestContext: { http: { method: 'POST' } } }) as unknown as APIGatewayProxyEventV2;
+    ({
+      version: '2.0',
+      rawPath: '/task',
+      headers,
+      body,
+      isBase64Encoded: false,
+      requestContext: { http: { method: 'POST' } },
+    }) as unknown as APIGatewayProxyEventV2;
 
   it('answers malformed JSON with 400 INVALID_JSON', async () => {
     const response = (await handler(event({ 'content-type': 'application/json' }, '{"a":'), context)) as ReturnType<typeof toErrorResponse>;
@@ -122,7 +129,13 @@ describe('httpHandler with the real middy body parser', () => {
 describe('httpHandler X-Request-Id', () => {
   const context = { functionName: 'Thing', awsRequestId: 'lambda-req-1' } as Context;
   const event = (headers: Record<string, string>, requestId?: string) =>
-    ({ version: '2.0', routeKey: 'GET /thing', rawPath: '/thing', headers, requestContext: { http: { method: 'GET' }, ...(requestId ? { requestId } : {}) } }) as unknown as APIGatewayProxyEventV2;
+    ({
+      version: '2.0',
+      routeKey: 'GET /thing',
+      rawPath: '/thing',
+      headers,
+      requestContext: { http: { method: 'GET' }, ...(requestId ? { requestId } : {}) },
+    }) as unknown as APIGatewayProxyEventV2;
   const ok = httpHandler(async () => ({ statusCode: 200, body: 'ok' }));
   const failing = httpHandler(async () => {
     throw new Error('database on fire at https://internal.example/secret');
@@ -137,7 +150,7 @@ describe('httpHandler X-Request-Id', () => {
     expect(response.headers?.['x-request-id']).toBe('client:trace-0001.a_b');
   });
 
-  it.each(['short', 'has space in it', 'x'.repeat(129), 'semi;colon1234', ''])('replaces a malformed incoming id %j by API Gateway\'s', async (incoming) => {
+  it.each(['short', 'has space in it', 'x'.repeat(129), 'semi;colon1234', ''])("replaces a malformed incoming id %j by API Gateway's", async (incoming) => {
     const response = (await ok(event({ 'x-request-id': incoming }, 'gw-id-2'), context)) as Result;
     expect(response.headers?.['x-request-id']).toBe('gw-id-2');
   });
@@ -159,7 +172,10 @@ describe('httpHandler X-Request-Id', () => {
 
   it('keeps the id when the body parser refuses the request before the adapter runs', async () => {
     const parsing = httpHandler(async () => ({ statusCode: 200, body: 'ok' }), { jsonBody: true });
-    const response = (await parsing({ ...event({ 'content-type': 'text/plain' }, 'gw-id-5'), body: 'x', requestContext: { http: { method: 'POST' }, requestId: 'gw-id-5' } } as never, context)) as Result;
+    const response = (await parsing(
+      { ...event({ 'content-type': 'text/plain' }, 'gw-id-5'), body: 'x', requestContext: { http: { method: 'POST' }, requestId: 'gw-id-5' } } as never,
+      context,
+    )) as Result;
     expect(response.statusCode).toBe(415);
     expect(response.headers?.['x-request-id']).toBe('gw-id-5');
   });

@@ -215,7 +215,13 @@ describe('EVM sandbox', { timeout: 60_000 }, () => {
       expect(await client.getStorageAt({ address: user.address, slot: EXECUTOR_NONCE_SLOT })).toBe(`0x${'1'.padStart(64, '0')}`);
       expect(BigInt((await client.getStorageAt({ address: user.address, slot: '0x0' })) ?? '0x0')).toBe(0n);
 
-      const [executed] = await client.getContractEvents({ address: user.address, abi: sponsoredExecutorAbi, eventName: 'Executed', fromBlock: receipt.blockNumber, toBlock: receipt.blockNumber });
+      const [executed] = await client.getContractEvents({
+        address: user.address,
+        abi: sponsoredExecutorAbi,
+        eventName: 'Executed',
+        fromBlock: receipt.blockNumber,
+        toBlock: receipt.blockNumber,
+      });
       expect(executed?.args).toEqual({ nonce: 0n, sponsor: sandbox.sponsor.address, callCount: 1n });
     });
 
@@ -225,7 +231,11 @@ describe('EVM sandbox', { timeout: 60_000 }, () => {
       expect(await revertName(simulate(replay))).toBe('InvalidNonce');
 
       // Sent anyway (fixed gas, no estimate): mined, reverted, nothing moved.
-      const hash = await sponsor.sendTransaction({ to: user.address, data: executeCalldata(replay.calls, replay.nonce, replay.deadline, replay.signature), gas: 200_000n });
+      const hash = await sponsor.sendTransaction({
+        to: user.address,
+        data: executeCalldata(replay.calls, replay.nonce, replay.deadline, replay.signature),
+        gas: 200_000n,
+      });
       expect((await client.waitForTransactionReceipt({ hash })).status).toBe('reverted');
       expect(await tokenBalance('ARB', 'USDC', recipient)).toBe(25n * USDC);
       expect(await readExecutorNonce(client, user.address)).toBe(1n);

@@ -1,4 +1,13 @@
-import { type Hex, hexToBytes, keccak256, parseTransaction, recoverTransactionAddress, type TransactionSerializable, type TransactionSerializableEIP7702, type TransactionSerialized } from 'viem';
+import {
+  type Hex,
+  hexToBytes,
+  keccak256,
+  parseTransaction,
+  recoverTransactionAddress,
+  type TransactionSerializable,
+  type TransactionSerializableEIP7702,
+  type TransactionSerialized,
+} from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { SignTransactionRequest } from '../../shared/enclave/schemas.ts';
@@ -42,12 +51,26 @@ const asJson = (transaction: object) => JSON.parse(JSON.stringify(transaction, (
 
 describe('sign_transaction quantities', () => {
   it.each([
-    ['decimal strings', { chainId: '42161', nonce: '7', gas: '21000', value: '1000000000000000000', maxFeePerGas: '100000000', maxPriorityFeePerGas: '1000000' }],
-    ['0x hex strings', { chainId: '0xa4b1', nonce: '0x7', gas: '0x5208', value: '0xde0b6b3a7640000', maxFeePerGas: '0x5f5e100', maxPriorityFeePerGas: '0xf4240' }],
+    [
+      'decimal strings',
+      { chainId: '42161', nonce: '7', gas: '21000', value: '1000000000000000000', maxFeePerGas: '100000000', maxPriorityFeePerGas: '1000000' },
+    ],
+    [
+      '0x hex strings',
+      { chainId: '0xa4b1', nonce: '0x7', gas: '0x5208', value: '0xde0b6b3a7640000', maxFeePerGas: '0x5f5e100', maxPriorityFeePerGas: '0xf4240' },
+    ],
     ['JSON integers', { chainId: 42161, nonce: 7, gas: 21000, value: 1000000000000000000n.toString(), maxFeePerGas: 100000000, maxPriorityFeePerGas: 1000000 }],
   ])('are accepted as %s and signed exactly', async (_form, quantities) => {
     const parsed = await sign({ to: TO, ...quantities });
-    expect(parsed).toMatchObject({ type: 'eip1559', chainId: 42161, nonce: 7, gas: 21000n, value: 10n ** 18n, maxFeePerGas: 100000000n, maxPriorityFeePerGas: 1000000n });
+    expect(parsed).toMatchObject({
+      type: 'eip1559',
+      chainId: 42161,
+      nonce: 7,
+      gas: 21000n,
+      value: 10n ** 18n,
+      maxFeePerGas: 100000000n,
+      maxPriorityFeePerGas: 1000000n,
+    });
   });
 
   it('takes uint256 at its maximum as hex and decimal', async () => {
@@ -107,7 +130,9 @@ describe('sign_transaction types', () => {
   it('signs every type viem serialises, with the JSON-RPC type numbers too', async () => {
     expect((await sign({ chainId: 1, nonce: 0, to: TO, gasPrice: '1000', gas: '21000' })).type).toBe('legacy');
     expect((await sign({ type: '0x0', chainId: 1, nonce: 0, to: null, gasPrice: '1000', gas: '100000', data: '0x6000' })).type).toBe('legacy');
-    expect((await sign({ chainId: 1, nonce: 0, to: TO, gasPrice: '1000', accessList: [{ address: TO, storageKeys: [`0x${'0'.repeat(64)}`] }] })).type).toBe('eip2930');
+    expect((await sign({ chainId: 1, nonce: 0, to: TO, gasPrice: '1000', accessList: [{ address: TO, storageKeys: [`0x${'0'.repeat(64)}`] }] })).type).toBe(
+      'eip2930',
+    );
     expect((await sign({ ...base, type: '0x2', input: '0xabcd' })).data).toBe('0xabcd');
     const blob = await sign({ ...base, maxFeePerBlobGas: '0x10', blobVersionedHashes: [`0x01${'2'.repeat(62)}`] });
     expect(blob).toMatchObject({ type: 'eip4844', maxFeePerBlobGas: 16n, blobVersionedHashes: [`0x01${'2'.repeat(62)}`] });
@@ -132,7 +157,16 @@ describe('sign_transaction types', () => {
   });
 
   it('signs the same bytes viem serialises for the same object', async () => {
-    const transaction: TransactionSerializable = { type: 'eip1559', chainId: 10, nonce: 1, to: TO, value: 5n, gas: 21000n, maxFeePerGas: 30n, maxPriorityFeePerGas: 2n };
+    const transaction: TransactionSerializable = {
+      type: 'eip1559',
+      chainId: 10,
+      nonce: 1,
+      to: TO,
+      value: 5n,
+      gas: 21000n,
+      maxFeePerGas: 30n,
+      maxPriorityFeePerGas: 2n,
+    };
     const body = parseInput(SignTransactionRequest, { ...auth, transaction: asJson(transaction) }, 'body');
     const signed = (await signTransaction(wallet, hexToBytes(privateKey), body)) as EvmSigned;
     expect(signed.signed_transaction).toBe(await account.signTransaction(transaction));
@@ -142,17 +176,45 @@ describe('sign_transaction types', () => {
   it.each<[string, Record<string, unknown>, string]>([
     ['gasPrice on eip1559', { ...base, gasPrice: '1' }, 'body.transaction.gasPrice: is not used by an eip1559 transaction'],
     ['fees of eip1559 on legacy', { ...base, type: 'legacy' }, 'body.transaction.maxFeePerGas: is not used by a legacy transaction'],
-    ['no type and no fee', { chainId: 1, nonce: 0, to: TO }, 'body.transaction.type: is required when no fee field implies it (gasPrice for legacy, maxFeePerGas and maxPriorityFeePerGas for eip1559)'],
+    [
+      'no type and no fee',
+      { chainId: 1, nonce: 0, to: TO },
+      'body.transaction.type: is required when no fee field implies it (gasPrice for legacy, maxFeePerGas and maxPriorityFeePerGas for eip1559)',
+    ],
     ['a tip above the fee cap', { ...base, maxPriorityFeePerGas: '101' }, 'body.transaction.maxPriorityFeePerGas: must not be more than maxFeePerGas'],
     ['data and input that differ', { ...base, data: '0x01', input: '0x02' }, 'body.transaction.input: must equal data when both are given'],
-    ['an unknown type', { ...base, type: 'eip1' }, 'body.transaction.type: must be legacy, eip2930, eip1559, eip4844 or eip7702 (or its JSON-RPC number 0x0-0x4)'],
-    ['a bad checksum', { ...base, to: TO.replace('dEaD', 'DEaD') }, 'body.transaction.to: has a wrong EIP-55 checksum (send it all lower case, or checksummed)'],
-    ['eip7702 without to', { ...base, to: undefined, type: 'eip7702', authorizationList: [{ address: TO, chainId: 1, nonce: 0, r: '0x1', s: '0x1', yParity: 0 }] }, 'body.transaction.to: is required for an eip7702 transaction (it cannot create a contract)'],
+    [
+      'an unknown type',
+      { ...base, type: 'eip1' },
+      'body.transaction.type: must be legacy, eip2930, eip1559, eip4844 or eip7702 (or its JSON-RPC number 0x0-0x4)',
+    ],
+    [
+      'a bad checksum',
+      { ...base, to: TO.replace('dEaD', 'DEaD') },
+      'body.transaction.to: has a wrong EIP-55 checksum (send it all lower case, or checksummed)',
+    ],
+    [
+      'eip7702 without to',
+      { ...base, to: undefined, type: 'eip7702', authorizationList: [{ address: TO, chainId: 1, nonce: 0, r: '0x1', s: '0x1', yParity: 0 }] },
+      'body.transaction.to: is required for an eip7702 transaction (it cannot create a contract)',
+    ],
     ['an empty authorizationList', { ...base, authorizationList: [] }, 'body.transaction.authorizationList: must list at least one authorization'],
-    ['an authorisation without address', { ...base, authorizationList: [{ chainId: 1, nonce: 0, r: '0x1', s: '0x1', yParity: 0 }] }, 'body.transaction.authorizationList.0.address: is required'],
-    ['an authorisation with yParity 2', { ...base, authorizationList: [{ address: TO, chainId: 1, nonce: 0, r: '0x1', s: '0x1', yParity: 2 }] }, 'body.transaction.authorizationList.0.yParity: must be an integer from 0 to 1 (decimal string, 0x hex or JSON integer)'],
+    [
+      'an authorisation without address',
+      { ...base, authorizationList: [{ chainId: 1, nonce: 0, r: '0x1', s: '0x1', yParity: 0 }] },
+      'body.transaction.authorizationList.0.address: is required',
+    ],
+    [
+      'an authorisation with yParity 2',
+      { ...base, authorizationList: [{ address: TO, chainId: 1, nonce: 0, r: '0x1', s: '0x1', yParity: 2 }] },
+      'body.transaction.authorizationList.0.yParity: must be an integer from 0 to 1 (decimal string, 0x hex or JSON integer)',
+    ],
     ['eip4844 without hashes', { ...base, type: 'eip4844' }, 'body.transaction.blobVersionedHashes: is required for an eip4844 transaction'],
-    ['a blob hash of version 2', { ...base, blobVersionedHashes: [`0x02${'2'.repeat(62)}`] }, 'body.transaction.blobVersionedHashes.0: must be a version 1 (KZG) hash: 0x01 followed by 31 bytes'],
+    [
+      'a blob hash of version 2',
+      { ...base, blobVersionedHashes: [`0x02${'2'.repeat(62)}`] },
+      'body.transaction.blobVersionedHashes.0: must be a version 1 (KZG) hash: 0x01 followed by 31 bytes',
+    ],
   ])('refuses %s, naming the field', async (_case, transaction, message) => {
     expect((await refusal(transaction)).message).toBe(message);
   });

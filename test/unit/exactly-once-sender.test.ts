@@ -50,7 +50,8 @@ function localEvmSigner(privateKey: Hex): EvmSigner & { address: Address } {
   const account = privateKeyToAccount(privateKey);
   return {
     address: account.address,
-    signTransaction: (transaction) => account.signTransaction({ ...transaction, authorizationList: transaction.authorizationList?.map((a) => ({ ...a, yParity: a.yParity })) } as never),
+    signTransaction: (transaction) =>
+      account.signTransaction({ ...transaction, authorizationList: transaction.authorizationList?.map((a) => ({ ...a, yParity: a.yParity })) } as never),
     signAuthorization: async (request) => {
       const signed = await account.signAuthorization(request);
       return { address: signed.address, chainId: signed.chainId, nonce: signed.nonce, r: signed.r, s: signed.s, yParity: signed.yParity! };
@@ -108,7 +109,14 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const journals = Array.from({ length: 20 }, () => memoryJournal());
     const sent = await Promise.all(
       journals.map((journal) =>
-        sender.send({ chain: lagging, from: signer.address, call: lagging.transferCall('USDC', to, USDC), spends: { token: 'USDC', amount: USDC }, signer, journal }),
+        sender.send({
+          chain: lagging,
+          from: signer.address,
+          call: lagging.transferCall('USDC', to, USDC),
+          spends: { token: 'USDC', amount: USDC },
+          signer,
+          journal,
+        }),
       ),
     );
     expect(await lagging.pendingNonce(signer.address)).toBe(0); // the wrapper really lags
@@ -136,7 +144,14 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const arb = chain('ARB');
     const journal = memoryJournal();
     const outcome = await new EvmSender({ table, inclusionTimeoutMs: 20_000, lease: { leaseMs: 1_000, waitMs: 5_000 } })
-      .send({ chain: arb, from: key.address, call: arb.transferCall('USDC', freshAddress(), USDC), spends: { token: 'USDC', amount: USDC }, signer: slowSigner, journal })
+      .send({
+        chain: arb,
+        from: key.address,
+        call: arb.transferCall('USDC', freshAddress(), USDC),
+        spends: { token: 'USDC', amount: USDC },
+        signer: slowSigner,
+        journal,
+      })
       .catch((error: unknown) => error);
     expect(outcome).toBeInstanceOf(ConflictError);
     expect((outcome as ConflictError).code).toBe('SENDER_BUSY');
@@ -178,7 +193,13 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     await evm.faucet('ETH', user.address, 'USDC', 10n * USDC);
     const eth = chain('ETH');
     const to = freshAddress();
-    const request = { chain: eth, account: user.address, call: eth.transferCall('USDC', to, 3n * USDC), spends: { token: 'USDC', amount: 3n * USDC }, signer: user };
+    const request = {
+      chain: eth,
+      account: user.address,
+      call: eth.transferCall('USDC', to, 3n * USDC),
+      spends: { token: 'USDC', amount: 3n * USDC },
+      signer: user,
+    };
 
     const sent = await new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease }).send({ ...request, journal: memoryJournal() });
     expect((await publicClient('ETH').getTransaction({ hash: sent.txHash as Hex })).type).toBe('eip7702');
@@ -225,13 +246,26 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
       ...user,
       signAuthorization: async (request) => {
         const signed = await user.signAuthorization(request);
-        plainSend = plain.send({ chain: arb, from: user.address, call: arb.transferCall('USDC', toPlain, 2n * USDC), spends: { token: 'USDC', amount: 2n * USDC, to: toPlain }, signer: user });
+        plainSend = plain.send({
+          chain: arb,
+          from: user.address,
+          call: arb.transferCall('USDC', toPlain, 2n * USDC),
+          spends: { token: 'USDC', amount: 2n * USDC, to: toPlain },
+          signer: user,
+        });
         await Promise.race([plainSend.catch(() => undefined), new Promise((done) => setTimeout(done, 1_500))]);
         return signed;
       },
     };
     const spends = { token: 'USDC', amount: 3n * USDC, to: toSponsored };
-    const sent = await sponsored.send({ chain: arb, account: user.address, call: arb.transferCall('USDC', toSponsored, 3n * USDC), spends, signer: racing, journal: memoryJournal() });
+    const sent = await sponsored.send({
+      chain: arb,
+      account: user.address,
+      call: arb.transferCall('USDC', toSponsored, 3n * USDC),
+      spends,
+      signer: racing,
+      journal: memoryJournal(),
+    });
     await plainSend;
     expect((await publicClient('ARB').getTransaction({ hash: sent.txHash as Hex })).type).toBe('eip7702');
     expect(await usdcBalance('ARB', toSponsored)).toBe(3n * USDC);
@@ -254,7 +288,14 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const to = freshAddress();
     const journal = memoryJournal();
     const outcome = await new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease })
-      .send({ chain: pol, account: user.address, call: pol.transferCall('USDC', to, 4n * USDC), spends: { token: 'USDC', amount: 4n * USDC, to }, signer: stale, journal })
+      .send({
+        chain: pol,
+        account: user.address,
+        call: pol.transferCall('USDC', to, 4n * USDC),
+        spends: { token: 'USDC', amount: 4n * USDC, to },
+        signer: stale,
+        journal,
+      })
       .catch((error: unknown) => error);
     expect(outcome).toBeInstanceOf(TransactionNoEffectError);
     expect((outcome as TransactionNoEffectError).code).toBe('TRANSACTION_NO_EFFECT');
@@ -264,7 +305,16 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     expect(await usdcBalance('POL', to)).toBe(0n);
     expect(await usdcBalance('POL', user.address)).toBe(10n * USDC);
     // A resume of the recorded transaction reaches the same verdict (the effect is recorded with it).
-    await expect(new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease }).send({ chain: pol, account: user.address, call: pol.transferCall('USDC', to, 4n * USDC), spends: { token: 'USDC', amount: 4n * USDC, to }, signer: user, journal: memoryJournal(journal.recorded[0]) })).rejects.toBeInstanceOf(TransactionNoEffectError);
+    await expect(
+      new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease }).send({
+        chain: pol,
+        account: user.address,
+        call: pol.transferCall('USDC', to, 4n * USDC),
+        spends: { token: 'USDC', amount: 4n * USDC, to },
+        signer: user,
+        journal: memoryJournal(journal.recorded[0]),
+      }),
+    ).rejects.toBeInstanceOf(TransactionNoEffectError);
   });
 
   it('a plain send whose receipt lacks the transfer it was sent for is not reported sent', async () => {
@@ -275,7 +325,14 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const to = freshAddress();
     // The call moves 1 USDC; the send says it spends 2: the receipt carries no Transfer of 2 to `to`.
     const outcome = await new EvmSender({ table, inclusionTimeoutMs: 20_000, lease })
-      .send({ chain: ink, from: signer.address, call: ink.transferCall('USDC', to, USDC), spends: { token: 'USDC', amount: 2n * USDC, to }, signer, journal: memoryJournal() })
+      .send({
+        chain: ink,
+        from: signer.address,
+        call: ink.transferCall('USDC', to, USDC),
+        spends: { token: 'USDC', amount: 2n * USDC, to },
+        signer,
+        journal: memoryJournal(),
+      })
       .catch((error: unknown) => error);
     expect(outcome).toBeInstanceOf(TransactionNoEffectError);
   });
@@ -291,7 +348,14 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const held = await acquireLease(table, keys.senderLease('INK', payerKey.address), { leaseMs: 60_000, waitMs: 0 });
     const journal = memoryJournal();
     const sending = new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease: { leaseMs: 30_000, waitMs: 20_000 } })
-      .send({ chain: ink, account: user.address, call: ink.transferCall('USDC', freshAddress(), USDC), spends: { token: 'USDC', amount: USDC }, signer: user, journal })
+      .send({
+        chain: ink,
+        account: user.address,
+        call: ink.transferCall('USDC', freshAddress(), USDC),
+        spends: { token: 'USDC', amount: USDC },
+        signer: user,
+        journal,
+      })
       .catch((error: unknown) => error);
     const accountLease = keys.senderLease('INK', user.address);
     while (!(await getItem(table, accountLease))?.owner) await new Promise((done) => setTimeout(done, 20));

@@ -62,7 +62,14 @@ function event(init: {
     multiValueQueryStringParameters: null,
     pathParameters: init.pathParameters ?? null,
     stageVariables: null,
-    requestContext: { httpMethod: method, path: init.stagePath ?? path, resourcePath: resource, stage: 'prod', requestId: 'req-1', identity: { sourceIp: '127.0.0.1', userAgent: 'unit' } },
+    requestContext: {
+      httpMethod: method,
+      path: init.stagePath ?? path,
+      resourcePath: resource,
+      stage: 'prod',
+      requestId: 'req-1',
+      identity: { sourceIp: '127.0.0.1', userAgent: 'unit' },
+    },
     body: hasBody ? JSON.stringify(init.body) : null,
     isBase64Encoded: false,
   } as unknown as APIGatewayProxyEvent;
@@ -75,7 +82,13 @@ async function invoke(adapter: (event: any, context: Context) => Promise<HttpRes
 
 async function userJwt(sub: string): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! }).setIssuer('https://idp.unit').setSubject(sub).setIssuedAt(now).setExpirationTime(now + 300).sign(await importJWK(issuerKey, 'ES256'));
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
+    .setIssuer('https://idp.unit')
+    .setSubject(sub)
+    .setIssuedAt(now)
+    .setExpirationTime(now + 300)
+    .sign(await importJWK(issuerKey, 'ES256'));
 }
 
 /** The enclave's get-or-create, in memory: one wallet per (group, network, identity). */
@@ -88,8 +101,17 @@ class InMemoryEnclave implements WalletEnclave {
     const key = `${input.walletGroupId}/${input.network}/${sub}`;
     let wallet = this.created.get(key);
     if (!wallet) {
-      const address = input.network === 'SOL' ? bs58.encode(ed25519.getPublicKey(ed25519.utils.randomSecretKey())) : `0x${'ab'.repeat(19)}${this.created.size.toString(16).padStart(2, '0')}`;
-      wallet = { wallet_id: `w-${this.created.size}`, access_key: `ak-${this.created.size}`, public_address: address, network: input.network, wallet_group_id: input.walletGroupId } as EnclaveWallet;
+      const address =
+        input.network === 'SOL'
+          ? bs58.encode(ed25519.getPublicKey(ed25519.utils.randomSecretKey()))
+          : `0x${'ab'.repeat(19)}${this.created.size.toString(16).padStart(2, '0')}`;
+      wallet = {
+        wallet_id: `w-${this.created.size}`,
+        access_key: `ak-${this.created.size}`,
+        public_address: address,
+        network: input.network,
+        wallet_group_id: input.walletGroupId,
+      } as EnclaveWallet;
       this.created.set(key, wallet);
     }
     return wallet;
@@ -103,7 +125,14 @@ beforeAll(async () => {
   ({ table, stop } = await startDynaliteTable('handlers-unit'));
   dataDir = await mkdtemp(join(tmpdir(), 'handlers-unit-'));
   // What the composition roots read when the modules are imported (local adapters, no AWS).
-  Object.assign(process.env, { TABLE_NAME: table.name, DYNAMODB_ENDPOINT: 'http://127.0.0.1:1', KEY_PROVIDER: 'local', OP_JWT_SIGNER: 'local', DATA_DIR: dataDir, TEE_URL: 'http://127.0.0.1:1' });
+  Object.assign(process.env, {
+    TABLE_NAME: table.name,
+    DYNAMODB_ENDPOINT: 'http://127.0.0.1:1',
+    KEY_PROVIDER: 'local',
+    OP_JWT_SIGNER: 'local',
+    DATA_DIR: dataDir,
+    TEE_URL: 'http://127.0.0.1:1',
+  });
   apps = new AppRegistry(table);
   const { privateJwk, publicJwk } = await generateEs256Jwk();
   issuerKey = privateJwk;
@@ -178,7 +207,14 @@ describe('express handlers', () => {
     const sign = (key: string, operation: string, stagePath?: string) =>
       invoke(
         v1Wallet,
-        event({ method: 'POST', path: `/v1/wallet/sign/${operation}`, resource: '/v1/wallet/sign/{operation}', stagePath, headers: { 'X-Service-Api-Key': key }, pathParameters: { operation } }),
+        event({
+          method: 'POST',
+          path: `/v1/wallet/sign/${operation}`,
+          resource: '/v1/wallet/sign/{operation}',
+          stagePath,
+          headers: { 'X-Service-Api-Key': key },
+          pathParameters: { operation },
+        }),
       );
     const old = await sign(oldApiKey, 'message');
     expect(old.status).toBe(308);
@@ -239,7 +275,7 @@ describe('the $default route (ANY on every REST resource)', () => {
     return withServiceName(service, () => invoke(adapter, event({ method, path, resource })));
   };
 
-  it('answers another method on a known resource with 405 and Allow (that service\'s methods only)', async () => {
+  it("answers another method on a known resource with 405 and Allow (that service's methods only)", async () => {
     const answer = await notFound('account', 'DELETE', '/account');
     expect(answer).toMatchObject({ status: 405, body: { success: false, error: { code: 'METHOD_NOT_ALLOWED' } } });
     expect(answer.headers.allow).toBe('GET, HEAD, POST');
@@ -250,7 +286,10 @@ describe('the $default route (ANY on every REST resource)', () => {
 
   it('answers path prefixes and {proxy+} catch-alls with 404', async () => {
     expect(await notFound('enclave', 'POST', '/v2/api')).toMatchObject({ status: 404, body: { error: { code: 'ROUTE_NOT_FOUND' } } });
-    expect(await notFound('enclave', 'GET', '/{proxy+}', '/nope')).toMatchObject({ status: 404, body: { error: { code: 'ROUTE_NOT_FOUND', message: 'No route for GET /nope' } } });
+    expect(await notFound('enclave', 'GET', '/{proxy+}', '/nope')).toMatchObject({
+      status: 404,
+      body: { error: { code: 'ROUTE_NOT_FOUND', message: 'No route for GET /nope' } },
+    });
   });
 
   it('names the service that serves a path sent to another one, with its URL where the stage has it', async () => {
@@ -260,7 +299,11 @@ describe('the $default route (ANY on every REST resource)', () => {
       headers: expect.any(Object),
       body: {
         success: false,
-        error: { code: 'ROUTE_NOT_FOUND', message: "No route for POST /account on the express wallet service: /account is an account-service route (GET, HEAD, POST); send it to the account service's URL" },
+        error: {
+          code: 'ROUTE_NOT_FOUND',
+          message:
+            "No route for POST /account on the express wallet service: /account is an account-service route (GET, HEAD, POST); send it to the account service's URL",
+        },
       },
     });
     // The local sandbox's stage variables name each service's URL.
@@ -276,11 +319,15 @@ describe('the $default route (ANY on every REST resource)', () => {
       'No route for POST /v2/api/wallet/sign_message on the account service: /v2/api/wallet/sign_message is an enclave-service route (POST); send it to the wallet enclave at http://127.0.0.1:3001',
     );
     // Path variables match one non-empty segment; a path no service has stays plain.
-    expect((await sent('express', 'GET', '/task/0190a5c4-0000-7000-8000-000000000000')).body.error.message).toMatch(/is an account-service route \(GET, HEAD\); send it to the account service at http:\/\/127\.0\.0\.1:3000$/);
+    expect((await sent('express', 'GET', '/task/0190a5c4-0000-7000-8000-000000000000')).body.error.message).toMatch(
+      /is an account-service route \(GET, HEAD\); send it to the account service at http:\/\/127\.0\.0\.1:3000$/,
+    );
     expect((await sent('express', 'GET', '/task/')).body.error.message).toBe('No route for GET /task/');
     expect((await sent('express', 'GET', '/nope')).body.error.message).toBe('No route for GET /nope');
     // A stage variable that is not a URL is not echoed.
-    const odd = await withServiceName('express', () => invoke(adapter, { ...event({ method: 'POST', path: '/account', resource: '/{proxy+}' }), stageVariables: { account_url: 'javascript:alert(1)' } }));
+    const odd = await withServiceName('express', () =>
+      invoke(adapter, { ...event({ method: 'POST', path: '/account', resource: '/{proxy+}' }), stageVariables: { account_url: 'javascript:alert(1)' } }),
+    );
     expect(odd.body.error.message).toMatch(/send it to the account service's URL$/);
   });
 });

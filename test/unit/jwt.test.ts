@@ -172,7 +172,7 @@ describe.each([
   });
 });
 
-describe('verifyUserJwt with the app\'s max_token_age_seconds', () => {
+describe("verifyUserJwt with the app's max_token_age_seconds", () => {
   const app = () => application({ max_token_age_seconds: 3600 });
 
   it('accepts a token issued within the age whose lifetime fits it', async () => {
@@ -203,15 +203,19 @@ describe('verifyOpJwt lifetime', () => {
     const tooLong = verifyOpJwt(application(), await token(idpKey, { iat, exp: iat + 301 }));
     await expectUnauthorized(tooLong, 'INVALID_OP_JWT');
     // A deployment's app: what is wrong and what a valid one is, no sandbox command.
-    await expect(tooLong).rejects.toThrow(/^op_jwt lifetime exceeds 300 seconds \(exp - iat is 301\): mint one that expires at most 300 seconds after its iat$/);
+    await expect(tooLong).rejects.toThrow(
+      /^op_jwt lifetime exceeds 300 seconds \(exp - iat is 301\): mint one that expires at most 300 seconds after its iat$/,
+    );
   });
 
-  it('names how to mint a valid one where the app says (the sandbox\'s dev app: npm run token -- --op)', async () => {
+  it("names how to mint a valid one where the app says (the sandbox's dev app: npm run token -- --op)", async () => {
     const iat = now() - 10;
     const help = 'in this sandbox: npm run token -- --sub <user> --op';
     const tooLong = verifyOpJwt(application({ op_jwt_help: help }), await token(idpKey, { iat, exp: iat + 3600 }));
     await expectUnauthorized(tooLong, 'INVALID_OP_JWT');
-    await expect(tooLong).rejects.toThrow('op_jwt lifetime exceeds 300 seconds (exp - iat is 3600): mint one that expires at most 300 seconds after its iat; in this sandbox: npm run token -- --sub <user> --op');
+    await expect(tooLong).rejects.toThrow(
+      'op_jwt lifetime exceeds 300 seconds (exp - iat is 3600): mint one that expires at most 300 seconds after its iat; in this sandbox: npm run token -- --sub <user> --op',
+    );
   });
 
   it('rejects a token without iat', async () => {

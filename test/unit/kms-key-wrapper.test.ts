@@ -60,8 +60,6 @@ describe('KmsKeyWrapper', () => {
 
   it('throws when Decrypt returns no plaintext', async () => {
     kmsMock.on(DecryptCommand).resolves({});
-    await expect(new KmsKeyWrapper(new KMSClient({}), KEY_ID).decryptDataKey(randomBytes(64), CONTEXT)).rejects.toThrow(
-      'KMS Decrypt returned no plaintext',
-    );
+    await expect(new KmsKeyWrapper(new KMSClient({}), KEY_ID).decryptDataKey(randomBytes(64), CONTEXT)).rejects.toThrow('KMS Decrypt returned no plaintext');
   });
 });

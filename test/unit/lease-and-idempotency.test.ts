@@ -61,7 +61,10 @@ describe('idempotency keys', () => {
     await expect(claimIdempotencyKey(table, scope('k1'), hash, 2_000)).rejects.toBeInstanceOf(ConflictError);
     if (claim.kind !== 'new') throw new Error('unreachable');
     await claim.record.complete({ status: 200, body: { success: true, tx_hash: '0x1' } });
-    expect(await claimIdempotencyKey(table, scope('k1'), hash, 3_000)).toEqual({ kind: 'replay', response: { status: 200, body: { success: true, tx_hash: '0x1' } } });
+    expect(await claimIdempotencyKey(table, scope('k1'), hash, 3_000)).toEqual({
+      kind: 'replay',
+      response: { status: 200, body: { success: true, tx_hash: '0x1' } },
+    });
   });
 
   it('a claim keeps retries out only as long as a send can take (sender lease + inclusion wait + 5 s), and says when to retry', async () => {
@@ -72,7 +75,11 @@ describe('idempotency keys', () => {
     if (first.kind !== 'new') throw new Error('unreachable');
     await first.record.record({ tx_hash: '0xcafe', raw: '0x02fa' });
     // ...the process dies here. 10.5 s later a retry is told to come back in 30 s (rounded up).
-    await expect(claimIdempotencyKey(table, scope('k7'), hash, 11_500)).rejects.toMatchObject({ status: 409, code: 'WITHDRAWAL_IN_PROGRESS', retryAfterSeconds: 30 });
+    await expect(claimIdempotencyKey(table, scope('k7'), hash, 11_500)).rejects.toMatchObject({
+      status: 409,
+      code: 'WITHDRAWAL_IN_PROGRESS',
+      retryAfterSeconds: 30,
+    });
     // A configured inclusion timeout sets the claim: 15 + 3 + 5 s.
     await claimIdempotencyKey(table, scope('k8'), hash, 1_000, claimLeaseMs(3_000));
     await expect(claimIdempotencyKey(table, scope('k8'), hash, 1_000 + 22_999, claimLeaseMs(3_000))).rejects.toMatchObject({ retryAfterSeconds: 1 });
@@ -95,7 +102,10 @@ describe('idempotency keys', () => {
     const [a, b] = await Promise.allSettled([claimIdempotencyKey(table, scope('k3'), hash, later), claimIdempotencyKey(table, scope('k3'), hash, later)]);
     const resumed = [a, b].filter((r) => r.status === 'fulfilled');
     expect(resumed).toHaveLength(1);
-    expect((resumed[0] as PromiseFulfilledResult<{ kind: string; record?: unknown }>).value).toMatchObject({ kind: 'resume', record: { previous: { tx_hash: '0xfeed', raw: '0x02f8' } } });
+    expect((resumed[0] as PromiseFulfilledResult<{ kind: string; record?: unknown }>).value).toMatchObject({
+      kind: 'resume',
+      record: { previous: { tx_hash: '0xfeed', raw: '0x02f8' } },
+    });
   });
 
   it('after an inclusion timeout the lease is released: an immediate retry resumes', async () => {

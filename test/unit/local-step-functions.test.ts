@@ -41,7 +41,8 @@ function fakeFunctions() {
     FakeDeposit: async (payload) => {
       const step = payload as StepInvocation;
       state.calls.push(step);
-      if (step.task.task_id.includes('fail') && step.phase === 'poll') throw Object.assign(new Error('venue rejected the deposit'), { name: STEP_FAILED_ERROR });
+      if (step.task.task_id.includes('fail') && step.phase === 'poll')
+        throw Object.assign(new Error('venue rejected the deposit'), { name: STEP_FAILED_ERROR });
       return step.phase === 'submit' ? { settled: false, wait_seconds: 1 } : { settled: !state.hold, wait_seconds: 0 };
     },
     FakeSettle: async () => ({ recorded: true }),
@@ -119,7 +120,9 @@ describe('local Step Functions through @aws-sdk/client-sfn', () => {
 
   it('answers with AWS’s exception classes', async () => {
     await start();
-    await expect(client.send(new DescribeExecutionCommand({ executionArn: `arn:aws:states:us-east-1:000000000000:execution:transfer:nope` }))).rejects.toBeInstanceOf(ExecutionDoesNotExist);
+    await expect(
+      client.send(new DescribeExecutionCommand({ executionArn: `arn:aws:states:us-east-1:000000000000:execution:transfer:nope` })),
+    ).rejects.toBeInstanceOf(ExecutionDoesNotExist);
     await expect(client.send(new DescribeExecutionCommand({ executionArn: 'not-an-arn' }))).rejects.toBeInstanceOf(InvalidArn);
     await expect(startExecution('has space', inputOf())).rejects.toBeInstanceOf(InvalidName);
     await expect(startExecution('x'.repeat(81), inputOf())).rejects.toBeInstanceOf(InvalidName);
@@ -158,7 +161,9 @@ describe('local Step Functions through @aws-sdk/client-sfn', () => {
     expect(onDisk.executions[name].status).toBe('RUNNING');
     fake = fakeFunctions();
     await start();
-    expect((await client.send(new DescribeExecutionCommand({ executionArn: `arn:aws:states:us-east-1:000000000000:execution:transfer:${name}` }))).status).toBe('RUNNING');
+    expect((await client.send(new DescribeExecutionCommand({ executionArn: `arn:aws:states:us-east-1:000000000000:execution:transfer:${name}` }))).status).toBe(
+      'RUNNING',
+    );
     expect(await sfn!.redriveRunning()).toEqual([name]);
     const closed = await sfn!.closed(name);
     expect(closed).toMatchObject({ status: 'SUCCEEDED', runs: 2 });
@@ -172,7 +177,14 @@ describe('local Step Functions through @aws-sdk/client-sfn', () => {
     await sfn!.stop();
     const path = join(dataDir, 'stepfunctions', 'executions.json');
     const state = JSON.parse(await readFile(path, 'utf8'));
-    state.executions.old = { name: 'old', input: JSON.stringify(inputOf()), status: 'RUNNING', start_ms: Date.now() - 120_000, counts: { transitions: 0, state_entered: 0, state_retried: 0, lambda_invocations: 0, refused_invocations: 0 }, runs: 1 };
+    state.executions.old = {
+      name: 'old',
+      input: JSON.stringify(inputOf()),
+      status: 'RUNNING',
+      start_ms: Date.now() - 120_000,
+      counts: { transitions: 0, state_entered: 0, state_retried: 0, lambda_invocations: 0, refused_invocations: 0 },
+      runs: 1,
+    };
     await writeFile(path, JSON.stringify(state));
     await start(asl);
     await sfn!.redriveRunning();
@@ -183,7 +195,12 @@ describe('local Step Functions through @aws-sdk/client-sfn', () => {
 
 describe('the sandbox wiring of the real step functions', () => {
   it('names each step kind’s function and resolves names and ARNs lazily', async () => {
-    expect(localStepFunctionNames()).toEqual({ withdrawal: 'TransferWithdrawalStep', bridge: 'TransferBridgeStep', deposit: 'TransferDepositStep', settle: 'TransferSettle' });
+    expect(localStepFunctionNames()).toEqual({
+      withdrawal: 'TransferWithdrawalStep',
+      bridge: 'TransferBridgeStep',
+      deposit: 'TransferDepositStep',
+      settle: 'TransferSettle',
+    });
     const resolve = transferStepResolver([{ id: 'Missing', kind: 'deposit', entry: 'functions/transfers/does-not-exist.ts', needs: {} }]);
     await expect(resolve('Unknown')).rejects.toBeInstanceOf(FunctionNotFoundError);
     await expect(resolve('arn:aws:lambda:us-east-1:000000000000:function:Missing')).rejects.toThrow(/Cannot find module|does-not-exist/);
@@ -191,7 +208,11 @@ describe('the sandbox wiring of the real step functions', () => {
 
   it('generates the platform fee recipients once and keeps them', async () => {
     const fee = await sandboxPlatformFee(dataDir);
-    expect(loadPlatformFee({ PLATFORM_FEE: fee })).toMatchObject({ bps: 10n, fixed: 0n, recipients: { EVM: expect.stringMatching(/^0x/), SOL: expect.any(String) } });
+    expect(loadPlatformFee({ PLATFORM_FEE: fee })).toMatchObject({
+      bps: 10n,
+      fixed: 0n,
+      recipients: { EVM: expect.stringMatching(/^0x/), SOL: expect.any(String) },
+    });
     expect(await sandboxPlatformFee(dataDir)).toBe(fee);
   });
 });

@@ -31,7 +31,7 @@ describe('scanLog', () => {
     expect(findings[0]!.excerpt).not.toContain(secret);
   });
 
-  it('masks every secret of a line in each finding\'s excerpt, not only its own', () => {
+  it("masks every secret of a line in each finding's excerpt, not only its own", () => {
     const secret = 'sk_test_app-one_5d1c0e1e-0b7e-4a57-9d2c-1f3e5a7b9c0d';
     const line = `{"key":"${secret}","rpc":"http://127.0.0.1:4000/rpc-key-9f8e7d6c5b4a/ARB"}`;
     const findings = scanLog(line, [{ label: 'app secret key', value: secret }]);

@@ -43,7 +43,12 @@ describe('logger redaction', () => {
     expect(text).not.toContain('user:pass');
     expect(text).not.toContain('eth_getBalance');
     expect(text).not.toContain('/v2/');
-    expect(lines[0]).toMatchObject({ level: 'ERROR', message: 'balance read failed', chain: 'ARB', error: { name: 'HttpRequestError', message: 'HTTP request failed.' } });
+    expect(lines[0]).toMatchObject({
+      level: 'ERROR',
+      message: 'balance read failed',
+      chain: 'ARB',
+      error: { name: 'HttpRequestError', message: 'HTTP request failed.' },
+    });
     expect(lines[0]!.note).toMatch(/^calling http:\/\/127\.0\.0\.1:\d+\/…$/);
   });
 

@@ -18,7 +18,13 @@ const context = { functionName: 'Withdraw', awsRequestId: 'lambda-req' } as Cont
 const event = { routeKey: 'POST /withdraw', rawPath: '/withdraw', headers: {}, requestContext: { requestId: 'gw-req-0001' } };
 
 function emf(lines: Record<string, any>[]) {
-  return lines.filter((line) => line._aws).map((line) => ({ metrics: line._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name), namespace: line._aws.CloudWatchMetrics[0].Namespace, line }));
+  return lines
+    .filter((line) => line._aws)
+    .map((line) => ({
+      metrics: line._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name),
+      namespace: line._aws.CloudWatchMetrics[0].Namespace,
+      line,
+    }));
 }
 
 describe('withdrawal metrics', () => {

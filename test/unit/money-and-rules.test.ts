@@ -23,7 +23,9 @@ describe('money', () => {
 
   it('refuses amounts beyond what the token can hold: uint256 by default, u64 for Solana', () => {
     const maxUint256At18 = '115792089237316195423570985008687907853269984665640564039457.584007913129639935';
-    expect(() => parseAmount('115792089237316195423570985008687907853269984665640564039457.584007913129639936', 18)).toThrow(/body\.amount: is more than the token can hold/);
+    expect(() => parseAmount('115792089237316195423570985008687907853269984665640564039457.584007913129639936', 18)).toThrow(
+      /body\.amount: is more than the token can hold/,
+    );
     expect(() => parseAmount((2n ** 256n).toString(), 0)).toThrow(ValidationError);
     expect(() => parseAmount('9'.repeat(80), 6)).toThrow(/body\.amount: is more than the token can hold/);
     expect(parseAmount(maxUint256At18, 18)).toBe(2n ** 256n - 1n);
@@ -52,14 +54,20 @@ describe('withdraw rules', () => {
         }
       }
     }
-    expect(allowed.sort()).toEqual(['ARB:ETH', 'ARB:USDC', 'ARB:USDC.E', 'ETH:ETH', 'ETH:USDC', 'INK:ETH', 'INK:USDC', 'POL:POL', 'POL:USDC', 'POL:USDC.E', 'SOL:SOL', 'SOL:USDC'].sort());
+    expect(allowed.sort()).toEqual(
+      ['ARB:ETH', 'ARB:USDC', 'ARB:USDC.E', 'ETH:ETH', 'ETH:USDC', 'INK:ETH', 'INK:USDC', 'POL:POL', 'POL:USDC', 'POL:USDC.E', 'SOL:SOL', 'SOL:USDC'].sort(),
+    );
   });
 
   it('normalises EVM addresses to EIP-55 and accepts off-curve Solana keys', () => {
     expect(normaliseRecipient('ARB', '0x52908400098527886e0f7030069857d2e4169ee7')).toBe('0x52908400098527886E0F7030069857D2E4169EE7');
     // A program-derived address (off the ed25519 curve) is a valid recipient.
     expect(normaliseRecipient('SOL', 'So11111111111111111111111111111111111111112')).toBe('So11111111111111111111111111111111111111112');
-    for (const [chain, address] of [['ETH', '0x52908400098527886e0f7030069857d2e4169ee'], ['SOL', '0x52908400098527886e0f7030069857d2e4169ee7'], ['SOL', '1111']] as const) {
+    for (const [chain, address] of [
+      ['ETH', '0x52908400098527886e0f7030069857d2e4169ee'],
+      ['SOL', '0x52908400098527886e0f7030069857d2e4169ee7'],
+      ['SOL', '1111'],
+    ] as const) {
       expect(() => normaliseRecipient(chain, address)).toThrow(ValidationError);
     }
   });

@@ -14,10 +14,13 @@ describe('OpenAPI documents', () => {
     expect(committed).toEqual(JSON.parse(JSON.stringify(openApiDocument(service))));
   });
 
-  it.each(['account', 'enclave', 'express'] as const)('shared/client/generated/%s.ts is generated from the current document (run `npm run openapi`)', async (service) => {
-    const committed = await readFile(resolve(ROOT, `shared/client/generated/${service}.ts`), 'utf8');
-    expect(committed).toBe(await clientTypes(JSON.parse(JSON.stringify(openApiDocument(service)))));
-  });
+  it.each(['account', 'enclave', 'express'] as const)(
+    'shared/client/generated/%s.ts is generated from the current document (run `npm run openapi`)',
+    async (service) => {
+      const committed = await readFile(resolve(ROOT, `shared/client/generated/${service}.ts`), 'utf8');
+      expect(committed).toBe(await clientTypes(JSON.parse(JSON.stringify(openApiDocument(service)))));
+    },
+  );
 
   it('documents every route of the route table with its method and path', () => {
     for (const route of ROUTES.filter((r) => r.routeKey !== '$default')) {
@@ -29,14 +32,20 @@ describe('OpenAPI documents', () => {
 
   it('carries the validation rules of the request schemas', () => {
     const doc = openApiDocument('enclave');
-    const create = doc.paths['/v2/api/wallet']!.post as { requestBody: { content: { 'application/json': { schema: { required: string[]; properties: Record<string, { pattern?: string }> } } } } };
+    const create = doc.paths['/v2/api/wallet']!.post as {
+      requestBody: { content: { 'application/json': { schema: { required: string[]; properties: Record<string, { pattern?: string }> } } } };
+    };
     const body = create.requestBody.content['application/json'].schema;
     expect(body.required.sort()).toEqual(['auth_jwt', 'network', 'wallet_group_id']);
     expect(body.properties.network!.pattern).toContain('ETH|ARB|POL|INK|SOL');
   });
 
   it('has the sandbox and the deployed REST API as servers', () => {
-    for (const [service, port] of [['account', 3000], ['enclave', 3001], ['express', 3002]] as const) {
+    for (const [service, port] of [
+      ['account', 3000],
+      ['enclave', 3001],
+      ['express', 3002],
+    ] as const) {
       const [local, deployed] = openApiDocument(service).servers;
       expect(local).toEqual({ url: `http://127.0.0.1:${port}`, description: 'local sandbox (npm start)' });
       expect(deployed!.url).toBe('https://{apiId}.execute-api.{region}.amazonaws.com/prod');

@@ -29,7 +29,8 @@ function request(url: string, rawHeaders: string[]): IncomingMessage {
   return { url, rawHeaders, method: 'POST', httpVersion: '1.1', socket: { remoteAddress: '127.0.0.1' } } as unknown as IncomingMessage;
 }
 
-const eventOf = (url: string, rawHeaders: string[] = [], body = '') => toEvent(request(url, rawHeaders), Buffer.from(body), { resource: '/thing', pathParameters: {} }, 'req-1');
+const eventOf = (url: string, rawHeaders: string[] = [], body = '') =>
+  toEvent(request(url, rawHeaders), Buffer.from(body), { resource: '/thing', pathParameters: {} }, 'req-1');
 
 /** What the JSON.parse of a Lambda event gives: ordinary objects, the names as own properties. */
 function ownEntries(object: object | null | undefined): [string, unknown][] {
@@ -42,8 +43,14 @@ describe('the local API Gateway event (infra/local/api-gateway.ts)', () => {
   it.each(NAMES)('keeps %s as a query parameter, single and repeated, as an own property', (name) => {
     const key = encodeURIComponent(name);
     const event = eventOf(`/thing?chain=ETH&${key}=x&${key}=y`);
-    expect(ownEntries(event.queryStringParameters)).toEqual([['chain', 'ETH'], [name, 'y']]);
-    expect(ownEntries(event.multiValueQueryStringParameters)).toEqual([['chain', ['ETH']], [name, ['x', 'y']]]);
+    expect(ownEntries(event.queryStringParameters)).toEqual([
+      ['chain', 'ETH'],
+      [name, 'y'],
+    ]);
+    expect(ownEntries(event.multiValueQueryStringParameters)).toEqual([
+      ['chain', ['ETH']],
+      [name, ['x', 'y']],
+    ]);
     // The same objects a Lambda gets from the JSON of this event.
     const lambda = JSON.parse(JSON.stringify(event)) as APIGatewayProxyEvent;
     expect(ownEntries(lambda.multiValueQueryStringParameters)).toEqual(ownEntries(event.multiValueQueryStringParameters));
@@ -51,8 +58,14 @@ describe('the local API Gateway event (infra/local/api-gateway.ts)', () => {
 
   it.each(NAMES)('keeps %s as a header, single and repeated, as an own property', (name) => {
     const event = eventOf('/thing', ['Host', 'localhost', name, 'x', name, 'y']);
-    expect(ownEntries(event.headers)).toEqual([['Host', 'localhost'], [name, 'y']]);
-    expect(ownEntries(event.multiValueHeaders)).toEqual([['Host', ['localhost']], [name, ['x', 'y']]]);
+    expect(ownEntries(event.headers)).toEqual([
+      ['Host', 'localhost'],
+      [name, 'y'],
+    ]);
+    expect(ownEntries(event.multiValueHeaders)).toEqual([
+      ['Host', ['localhost']],
+      [name, ['x', 'y']],
+    ]);
   });
 });
 

@@ -32,7 +32,12 @@ const URLS = {
 const SECRET_ID = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:perp-wallet/rpc-urls-AbCdEf';
 const answer = (value: string) => ({ ARN: SECRET_ID, Name: 'perp-wallet/rpc-urls', SecretString: value });
 
-const evm = (chain_id: number, native: 'ETH' | 'POL') => ({ family: 'evm', chain_id, native, tokens: { USDC: { address: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', decimals: 6 } } });
+const evm = (chain_id: number, native: 'ETH' | 'POL') => ({
+  family: 'evm',
+  chain_id,
+  native,
+  tokens: { USDC: { address: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', decimals: 6 } },
+});
 const WITHOUT_URLS = {
   ETH: evm(1, 'ETH'),
   ARB: evm(42161, 'ETH'),
@@ -63,9 +68,12 @@ describe('secretRpcUrls', () => {
     expect(secrets).toReceiveCommandTimes(GetSecretValueCommand, 2);
   });
 
-  it('refuses the placeholder the stack creates the secret with, and sees the operator\'s value on the next call', async () => {
+  it("refuses the placeholder the stack creates the secret with, and sees the operator's value on the next call", async () => {
     const placeholder = JSON.stringify({ [RPC_URLS_PLACEHOLDER_KEY]: 'Xq3-generated-placeholder' });
-    secrets.on(GetSecretValueCommand).resolvesOnce(answer(placeholder)).resolves(answer(JSON.stringify(URLS)));
+    secrets
+      .on(GetSecretValueCommand)
+      .resolvesOnce(answer(placeholder))
+      .resolves(answer(JSON.stringify(URLS)));
     const source = secretRpcUrls(SECRET_ID);
     const error = await source().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(RpcUrlsError);

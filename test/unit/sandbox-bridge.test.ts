@@ -57,12 +57,22 @@ afterAll(async () => {
 
 function evmClients(code: EvmChainCode) {
   const config = evm.chains[code];
-  const chain = defineChain({ id: config.chain_id, name: code, nativeCurrency: { name: config.native, symbol: config.native, decimals: 18 }, rpcUrls: { default: { http: [config.rpc_url] } } });
+  const chain = defineChain({
+    id: config.chain_id,
+    name: code,
+    nativeCurrency: { name: config.native, symbol: config.native, decimals: 18 },
+    rpcUrls: { default: { http: [config.rpc_url] } },
+  });
   return { chain, public: createPublicClient({ chain, transport: http(config.rpc_url), pollingInterval: 50 }) };
 }
 
 const usdcOf = (code: EvmChainCode, owner: Address, token: 'USDC' | 'USDC.E' = 'USDC') =>
-  evmClients(code).public.readContract({ address: evm.chains[code].tokens[token]!.address as Address, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
+  evmClients(code).public.readContract({
+    address: evm.chains[code].tokens[token]!.address as Address,
+    abi: erc20Abi,
+    functionName: 'balanceOf',
+    args: [owner],
+  });
 
 /** A fresh EVM user with gas and `usdc` on `code`; `send` executes a quote's deposit calls. */
 async function evmUser(code: EvmChainCode, usdc: bigint) {
@@ -102,7 +112,12 @@ describe('quotes', () => {
   it('quotes fixed + bps (rounded up), min and max, an expiry and the deposit call', async () => {
     const route = findBridgeRoute({ chain: 'ARB', token: 'USDC' }, { chain: 'ETH', token: 'USDC' })!;
     const amount = 1_000n * USDC + 1n;
-    const quote = await client.quote({ route, amount, sender: '0x000000000000000000000000000000000000dEaD', recipient: '0x000000000000000000000000000000000000bEEF' });
+    const quote = await client.quote({
+      route,
+      amount,
+      sender: '0x000000000000000000000000000000000000dEaD',
+      recipient: '0x000000000000000000000000000000000000bEEF',
+    });
     // 1.5 USDC + ceil(1000.000001 × 4 / 10 000) = 1.5 + 0.400001 (C.6's 1,000 USDC → 998.1).
     expect(quote.fee).toBe(1_500_000n + 400_001n);
     expect(quote.to_amount).toBe(amount - quote.fee);
@@ -118,7 +133,10 @@ describe('quotes', () => {
     const who = { sender: '0x000000000000000000000000000000000000dEaD', recipient: '0x000000000000000000000000000000000000bEEF' };
     await expect(client.quote({ route, amount: 4_999_999n, ...who })).rejects.toMatchObject({ code: 'AMOUNT_TOO_LOW', httpStatus: 422 });
     await expect(client.quote({ route, amount: 1_000_000n * USDC + 1n, ...who })).rejects.toMatchObject({ code: 'AMOUNT_TOO_HIGH', httpStatus: 422 });
-    await expect(client.quote({ route: { from: route.from, to: { chain: 'SOL', token: 'USDC.E' } }, amount: 10n * USDC, ...who })).rejects.toMatchObject({ code: 'NO_ROUTE', httpStatus: 404 });
+    await expect(client.quote({ route: { from: route.from, to: { chain: 'SOL', token: 'USDC.E' } }, amount: 10n * USDC, ...who })).rejects.toMatchObject({
+      code: 'NO_ROUTE',
+      httpStatus: 404,
+    });
     await expect(client.quote({ route, amount: 10n * USDC, ...who, recipient: 'nope' })).rejects.toBeInstanceOf(BridgeRefusedError);
   });
 
@@ -203,11 +221,15 @@ describe('what is not a quoted deposit', () => {
       args: [bridge.listing.vaults.evm, 3n * USDC],
     });
     await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-    expect(await waitFinal('ARB', hash)).toMatchObject({ status: 'FAILED', substatus: 'NOT_PROCESSABLE_REFUND_NEEDED', refund: { chain: 'ARB', amount: 3n * USDC } });
+    expect(await waitFinal('ARB', hash)).toMatchObject({
+      status: 'FAILED',
+      substatus: 'NOT_PROCESSABLE_REFUND_NEEDED',
+      refund: { chain: 'ARB', amount: 3n * USDC },
+    });
     expect(await usdcOf('ARB', user.address)).toBe(3n * USDC);
   });
 
-  it('a mint to the vault (the faucet topping it up) is nobody\'s deposit: nothing is refunded', async () => {
+  it("a mint to the vault (the faucet topping it up) is nobody's deposit: nothing is refunded", async () => {
     const stateFile = join(dataDir, 'bridge', 'bridge.json');
     const payouts = async () => Object.keys((JSON.parse(await readFile(stateFile, 'utf8')) as { payouts: object }).payouts).length;
     const before = await payouts();
@@ -274,10 +296,13 @@ describe('faults', () => {
     const solRecipient = solUser().address;
     await bridge.setFault({ mode: 'stall', count: 1, address: bySender.address.toLowerCase() });
     await bridge.setFault({ mode: 'stall', count: 1, address: solRecipient });
-    const senderTx = await bySender.send(await client.quote({ route: toEth, amount: 10n * USDC, sender: bySender.address, recipient: privateKeyToAccount(generatePrivateKey()).address }));
+    const senderTx = await bySender.send(
+      await client.quote({ route: toEth, amount: 10n * USDC, sender: bySender.address, recipient: privateKeyToAccount(generatePrivateKey()).address }),
+    );
     const recipientTx = await byRecipient.send(await client.quote({ route: toSol, amount: 10n * USDC, sender: byRecipient.address, recipient: solRecipient }));
     // Both held: still pending after ten of the bridge's rounds.
-    for (const tx of [senderTx, recipientTx]) expect(await waitFinal('ARB', tx, 500)).toMatchObject({ status: 'PENDING', substatus: 'WAIT_DESTINATION_TRANSACTION' });
+    for (const tx of [senderTx, recipientTx])
+      expect(await waitFinal('ARB', tx, 500)).toMatchObject({ status: 'PENDING', substatus: 'WAIT_DESTINATION_TRANSACTION' });
     expect(await bridge.setFault({ mode: 'clear', count: 0, address: solRecipient })).toBeNull();
     expect(await waitFinal('ARB', recipientTx)).toMatchObject({ status: 'DONE', substatus: 'COMPLETED' });
     expect(await solana.balance(solRecipient, 'USDC')).toBe(10n * USDC - bridgeFee(toSol, 10n * USDC));

@@ -10,7 +10,13 @@ import { VenueRuleError } from '../../shared/venues/driver.ts';
 import { feltToHex, parseFelt, starkPublicKey } from '../../shared/venues/stark.ts';
 import { ARBITRUM_USDC, VENUE_A_SANDBOX_PROFILE, VenueARefusedError } from '../../shared/venues/venue-a/api.ts';
 import { VenueADriver, saltFromKey } from '../../shared/venues/venue-a/driver.ts';
-import { RHINO_BRIDGE_ABI, accountCreationTypedData, buildOnboardingPayload, deriveExtendedKeyPair, signApiRequest } from '../../shared/venues/venue-a/signing.ts';
+import {
+  RHINO_BRIDGE_ABI,
+  accountCreationTypedData,
+  buildOnboardingPayload,
+  deriveExtendedKeyPair,
+  signApiRequest,
+} from '../../shared/venues/venue-a/signing.ts';
 import { EXTENDED_COLLATERAL_ID, signWithdrawal } from '../../shared/venues/venue-a/withdrawal.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
@@ -81,7 +87,9 @@ describe('venue_a sandbox: onboarding', () => {
   it('a fresh wallet is onboarded: the stored fields are the account id, vault, the Stark key its AccountCreation signature derives, and an API key', async () => {
     const user = await newWallet(0n);
     const fields = await driver.initAccount(user.wallet);
-    const expectedKey = deriveExtendedKeyPair(await user.account.signTypedData(accountCreationTypedData(VENUE_A_SANDBOX_PROFILE.signing.signingDomain, user.account.address, 0)));
+    const expectedKey = deriveExtendedKeyPair(
+      await user.account.signTypedData(accountCreationTypedData(VENUE_A_SANDBOX_PROFILE.signing.signingDomain, user.account.address, 0)),
+    );
     expect(Object.keys(fields).sort()).toEqual(['account_id', 'api_key', 'stark_public_key', 'vault']);
     expect(fields.stark_public_key).toBe(feltToHex(expectedKey.publicKey));
     expect(typeof fields.account_id).toBe('number');
@@ -102,15 +110,24 @@ describe('venue_a sandbox: onboarding', () => {
   it('forged onboarding is refused: another wallet’s registration signature, a wrong L2 proof, the live venue’s domain', async () => {
     const user = await newWallet(0n);
     const forger = await newWallet(0n);
-    const keyPair = deriveExtendedKeyPair(await user.account.signTypedData(accountCreationTypedData(VENUE_A_SANDBOX_PROFILE.signing.signingDomain, user.account.address, 0)));
+    const keyPair = deriveExtendedKeyPair(
+      await user.account.signTypedData(accountCreationTypedData(VENUE_A_SANDBOX_PROFILE.signing.signingDomain, user.account.address, 0)),
+    );
     const genuine = await buildOnboardingPayload(user.wallet, VENUE_A_SANDBOX_PROFILE.signing, keyPair, { now: new Date() });
-    const forged = await buildOnboardingPayload({ ...forger.wallet, address: user.account.address }, VENUE_A_SANDBOX_PROFILE.signing, keyPair, { now: new Date() });
+    const forged = await buildOnboardingPayload({ ...forger.wallet, address: user.account.address }, VENUE_A_SANDBOX_PROFILE.signing, keyPair, {
+      now: new Date(),
+    });
     const refusedL1 = await api('POST', '/auth/onboard', { body: forged });
     expect(refusedL1.status).toBe(401);
     expect(refusedL1.json).toMatchObject({ status: 'ERR', error: { message: expect.stringMatching(/did not sign/) } });
     const otherKey = { ...genuine, l2Key: feltToHex(starkPublicKey(12345n)) };
     expect((await api('POST', '/auth/onboard', { body: otherKey })).json.error.message).toMatch(/L2 key proof/);
-    const live = await buildOnboardingPayload(user.wallet, { signingDomain: 'extended.exchange', onboardingHost: 'https://api.starknet.extended.exchange' }, keyPair, { now: new Date() });
+    const live = await buildOnboardingPayload(
+      user.wallet,
+      { signingDomain: 'extended.exchange', onboardingHost: 'https://api.starknet.extended.exchange' },
+      keyPair,
+      { now: new Date() },
+    );
     expect((await api('POST', '/auth/onboard', { body: live })).status).toBe(401);
     // Nothing was created by those; the genuine payload then succeeds once.
     const accepted = await api('POST', '/auth/onboard', { body: genuine });
@@ -125,8 +142,13 @@ describe('venue_a sandbox: onboarding', () => {
     const refused = await api('POST', path, { headers: { ...wrongPath, 'X-X10-ACTIVE-ACCOUNT': String(user.fields.account_id) }, body: { description: 'x' } });
     expect(refused.status).toBe(404); // the signature over another path recovers another (unknown) wallet
     const stale = await signApiRequest(user.wallet, path, new Date(Date.now() - 3_600_000));
-    expect((await api('POST', path, { headers: { ...stale, 'X-X10-ACTIVE-ACCOUNT': String(user.fields.account_id) }, body: { description: 'x' } })).status).toBe(401);
-    expect((await api('GET', '/api/v1/user/balance', { headers: { 'X-Api-Key': 'not-a-key' } })).json).toMatchObject({ status: 'ERR', error: { message: expect.stringMatching(/X-Api-Key/) } });
+    expect(
+      (await api('POST', path, { headers: { ...stale, 'X-X10-ACTIVE-ACCOUNT': String(user.fields.account_id) }, body: { description: 'x' } })).status,
+    ).toBe(401);
+    expect((await api('GET', '/api/v1/user/balance', { headers: { 'X-Api-Key': 'not-a-key' } })).json).toMatchObject({
+      status: 'ERR',
+      error: { message: expect.stringMatching(/X-Api-Key/) },
+    });
   });
 });
 
@@ -139,7 +161,10 @@ describe('venue_a sandbox: deposits', () => {
     expect(plan).toMatchObject({ chain: 'ARB', expectedCredit: 5n * USDC - FEE, reference: expect.stringMatching(/^[0-9a-f]{32}$/) });
     expect(plan.calls.map((call) => [call.to, call.data])).toEqual([
       [ARBITRUM_USDC, encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [VENUE_A_SANDBOX_BRIDGE, 5n * USDC] })],
-      [VENUE_A_SANDBOX_BRIDGE, encodeFunctionData({ abi: RHINO_BRIDGE_ABI, functionName: 'depositWithId', args: [ARBITRUM_USDC, 5n * USDC, BigInt(`0x${plan.reference}`)] })],
+      [
+        VENUE_A_SANDBOX_BRIDGE,
+        encodeFunctionData({ abi: RHINO_BRIDGE_ABI, functionName: 'depositWithId', args: [ARBITRUM_USDC, 5n * USDC, BigInt(`0x${plan.reference}`)] }),
+      ],
     ]);
   });
 
@@ -149,26 +174,40 @@ describe('venue_a sandbox: deposits', () => {
     expect(await driver.balances(user.wallet, user.fields)).toEqual({ balance: 9_990_000n, account_value: 9_990_000n, available_for_withdrawal: 9_990_000n });
     expect(await usdcOnChain(user.account.address)).toBe(10n * USDC);
     const operations = await api('GET', '/api/v1/user/assetOperations', { headers: { 'X-Api-Key': String(user.fields.api_key) } });
-    expect(operations.json.data).toEqual([expect.objectContaining({ type: 'DEPOSIT', status: 'COMPLETED', amount: '10', fee: '0.01', transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) })]);
+    expect(operations.json.data).toEqual([
+      expect.objectContaining({ type: 'DEPOSIT', status: 'COMPLETED', amount: '10', fee: '0.01', transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) }),
+    ]);
     console.info(`venue_a deposit-to-credit latency: ${latency.toFixed(0)} ms (watcher poll 100 ms)`);
   });
 
   it('only the chain counts: a deposit without a committed quote, of another amount, or reusing a quote is sent back, not credited', async () => {
     const user = await newUser(40n * USDC);
-    const depositCall = (amount: bigint, id: bigint) => encodeFunctionData({ abi: RHINO_BRIDGE_ABI, functionName: 'depositWithId', args: [ARBITRUM_USDC, amount, id] });
+    const depositCall = (amount: bigint, id: bigint) =>
+      encodeFunctionData({ abi: RHINO_BRIDGE_ABI, functionName: 'depositWithId', args: [ARBITRUM_USDC, amount, id] });
     await user.send(ARBITRUM_USDC, encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [VENUE_A_SANDBOX_BRIDGE, 40n * USDC] }));
     // An id the venue never issued.
     await user.send(VENUE_A_SANDBOX_BRIDGE, depositCall(5n * USDC, 12345n));
     // A real quote for 5 USDC, deposited as 6.
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 5n * USDC);
     await user.send(VENUE_A_SANDBOX_BRIDGE, depositCall(6n * USDC, BigInt(`0x${plan.reference}`)));
-    await eventually(() => usdcOnChain(user.account.address), (balance) => balance === 40n * USDC);
+    await eventually(
+      () => usdcOnChain(user.account.address),
+      (balance) => balance === 40n * USDC,
+    );
     expect(await usdcOnChain(user.account.address)).toBe(40n * USDC);
     // The same quote used correctly is credited once; a second deposit on it goes back.
     await user.send(VENUE_A_SANDBOX_BRIDGE, depositCall(5n * USDC, BigInt(`0x${plan.reference}`)));
-    await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance > 0n);
+    await eventually(
+      () => driver.balances(user.wallet, user.fields),
+      (b) => b.balance > 0n,
+    );
     await user.send(VENUE_A_SANDBOX_BRIDGE, depositCall(5n * USDC, BigInt(`0x${plan.reference}`)));
-    expect(await eventually(() => usdcOnChain(user.account.address), (balance) => balance === 35n * USDC)).toBe(35n * USDC);
+    expect(
+      await eventually(
+        () => usdcOnChain(user.account.address),
+        (balance) => balance === 35n * USDC,
+      ),
+    ).toBe(35n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC - FEE);
   });
 });
@@ -189,22 +228,43 @@ describe('venue_a sandbox: trading setup', () => {
     const apiKey = { 'X-Api-Key': String(user.fields.api_key) };
     const quote = await api('GET', '/api/v1/user/bridge/quote', { headers: apiKey, query: { chainIn: 'STRK', chainOut: 'ARB', amount: '2' } });
     await api('POST', '/api/v1/user/bridge/quote', { headers: apiKey, query: { id: quote.json.data.id } });
-    const args = { recipient: parseFelt(account.bridgeStarknetAddress), positionId: BigInt(account.l2Vault), collateralId: EXTENDED_COLLATERAL_ID, amount: 2n * USDC, expirationSeconds: BigInt(Math.floor(Date.now() / 1000) + 86_400), salt: 77n };
+    const args = {
+      recipient: parseFelt(account.bridgeStarknetAddress),
+      positionId: BigInt(account.l2Vault),
+      collateralId: EXTENDED_COLLATERAL_ID,
+      amount: 2n * USDC,
+      expirationSeconds: BigInt(Math.floor(Date.now() / 1000) + 86_400),
+      salt: 77n,
+    };
     const body = (signerKey: bigint) => {
       const signature = signWithdrawal(args, VENUE_A_SANDBOX_PROFILE.starknetDomain, { privateKey: signerKey, publicKey: starkPublicKey(signerKey) });
       return {
         accountId: account.id,
         amount: '2',
-        settlement: { recipient: feltToHex(args.recipient), positionId: account.l2Vault, collateralId: '0x1', amount: 2_000_000, expiration: { seconds: Number(args.expirationSeconds) }, salt: 77, signature: { r: feltToHex(signature.r), s: feltToHex(signature.s) } },
+        settlement: {
+          recipient: feltToHex(args.recipient),
+          positionId: account.l2Vault,
+          collateralId: '0x1',
+          amount: 2_000_000,
+          expiration: { seconds: Number(args.expirationSeconds) },
+          salt: 77,
+          signature: { r: feltToHex(signature.r), s: feltToHex(signature.s) },
+        },
         chainId: 'ARB',
         quoteId: quote.json.data.id,
         asset: 'USD',
       };
     };
     // Forged: signed by another Stark key.
-    expect(await api('POST', '/api/v1/user/withdrawal', { headers: apiKey, body: body(424242n) })).toMatchObject({ status: 401, json: { status: 'ERR', error: { message: 'Invalid settlement signature' } } });
+    expect(await api('POST', '/api/v1/user/withdrawal', { headers: apiKey, body: body(424242n) })).toMatchObject({
+      status: 401,
+      json: { status: 'ERR', error: { message: 'Invalid settlement signature' } },
+    });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC - FEE);
-    expect(await api('POST', '/api/v1/user/withdrawal', { headers: apiKey, body: body(privateKey) })).toMatchObject({ status: 200, json: { status: 'OK', data: expect.any(Number) } });
+    expect(await api('POST', '/api/v1/user/withdrawal', { headers: apiKey, body: body(privateKey) })).toMatchObject({
+      status: 200,
+      json: { status: 'OK', data: expect.any(Number) },
+    });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(8n * USDC - FEE);
 
     const second = await driver.initTrading(user.wallet, user.fields, {}, true);
@@ -220,7 +280,9 @@ describe('venue_a sandbox: trading setup', () => {
 
   it('a wallet without a venue account cannot set up trading', async () => {
     const user = await newWallet(0n);
-    await expect(driver.initTrading(user.wallet, { account_id: 1, vault: 1, stark_public_key: '0x1', api_key: 'x' }, {}, false)).rejects.toMatchObject({ code: 'VENUE_ACCOUNT_MISSING' });
+    await expect(driver.initTrading(user.wallet, { account_id: 1, vault: 1, stark_public_key: '0x1', api_key: 'x' }, {}, false)).rejects.toMatchObject({
+      code: 'VENUE_ACCOUNT_MISSING',
+    });
   });
 });
 
@@ -233,7 +295,10 @@ describe('venue_a sandbox: withdrawals', () => {
     const started = performance.now();
     const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, key);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC - FEE);
-    const status = await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending');
+    const status = await eventually(
+      () => driver.withdrawalStatus(user.wallet, user.fields, reference),
+      (s) => s.state !== 'pending',
+    );
     expect(status.state).toBe('completed');
     console.info(`venue_a withdraw call to payout confirmed on chain: ${(performance.now() - started).toFixed(0)} ms`);
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 5n * USDC - FEE);
@@ -252,7 +317,10 @@ describe('venue_a sandbox: withdrawals', () => {
     const user = await newUser(5n * USDC);
     await deposit(user, 5n * USDC);
     await expect(driver.withdraw(user.wallet, user.fields, 999_999n, 'k-small')).rejects.toMatchObject({ code: 'BELOW_MINIMUM_WITHDRAWAL' });
-    const quote = await api('GET', '/api/v1/user/bridge/quote', { headers: { 'X-Api-Key': String(user.fields.api_key) }, query: { chainIn: 'STRK', chainOut: 'ARB', amount: '0.5' } });
+    const quote = await api('GET', '/api/v1/user/bridge/quote', {
+      headers: { 'X-Api-Key': String(user.fields.api_key) },
+      query: { chainIn: 'STRK', chainOut: 'ARB', amount: '0.5' },
+    });
     expect(quote.json).toMatchObject({ status: 'ERR', error: { message: expect.stringMatching(/minimum is 1 USDC/) } });
     await expect(driver.withdraw(user.wallet, user.fields, 6n * USDC, 'k-big')).rejects.toThrow(/Insufficient balance/);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC - FEE);
@@ -272,7 +340,10 @@ describe('venue_a sandbox: faults', () => {
     const stalled = await driver.prepareDeposit(user.wallet, user.fields, 10n * USDC);
     let receipt;
     for (const call of stalled.calls) receipt = await user.send(call.to, call.data);
-    await eventually(async () => JSON.parse(await readFile(join(dataDir, 'venues', 'venue_a.json'), 'utf8')).cursor, (cursor) => BigInt(cursor) >= receipt!.blockNumber);
+    await eventually(
+      async () => JSON.parse(await readFile(join(dataDir, 'venues', 'venue_a.json'), 'utf8')).cursor,
+      (cursor) => BigInt(cursor) >= receipt!.blockNumber,
+    );
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC - FEE);
     expect(await venues.setFault({ target: 'venue_a', operation: 'deposit', mode: 'clear', count: 0 })).toBeNull();
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC - 2n * FEE);
@@ -286,7 +357,12 @@ describe('venue_a sandbox: faults', () => {
     await expect(driver.withdraw(user.wallet, user.fields, 5n * USDC, 'fail-key')).rejects.toBeInstanceOf(VenueARefusedError);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(20n * USDC - FEE);
     const retried = await driver.withdraw(user.wallet, user.fields, 5n * USDC, 'fail-key');
-    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, retried.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, retried.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 5n * USDC - FEE);
 
     await venues.setFault({ target: 'venue_a', operation: 'withdrawal', mode: 'stall', count: 1 });
@@ -294,7 +370,12 @@ describe('venue_a sandbox: faults', () => {
     await new Promise((wake) => setTimeout(wake, 300));
     expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
     await venues.setFault({ target: 'venue_a', operation: 'withdrawal', mode: 'clear', count: 0 });
-    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 10n * USDC - 2n * FEE);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC - FEE);
   });
@@ -306,7 +387,12 @@ describe('venue_a sandbox: refunds, concurrency, an unreachable venue', () => {
     await venues.setFault({ target: 'venue_a', operation: 'deposit', mode: 'refund', count: 1 });
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 10n * USDC);
     for (const call of plan.calls) await user.send(call.to, call.data);
-    expect(await eventually(() => usdcOnChain(user.account.address), (balance) => balance > 0n)).toBe(10n * USDC);
+    expect(
+      await eventually(
+        () => usdcOnChain(user.account.address),
+        (balance) => balance > 0n,
+      ),
+    ).toBe(10n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(0n);
 
     await deposit(user, 10n * USDC);
@@ -346,7 +432,10 @@ describe('venue_a sandbox: durable state', () => {
     venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueAModule()] });
     expect(venues.urls.venue_a).toBe(url);
     driver = new VenueADriver({ baseUrl: venues.urls.venue_a!, ...VENUE_A_SANDBOX_PROFILE });
-    const balances = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance === 17n * USDC - 2n * FEE);
+    const balances = await eventually(
+      () => driver.balances(user.wallet, user.fields),
+      (b) => b.balance === 17n * USDC - 2n * FEE,
+    );
     expect(balances.balance).toBe(17n * USDC - 2n * FEE);
     expect((await driver.initAccount(user.wallet)).account_id).toBe(user.fields.account_id);
   });

@@ -53,7 +53,11 @@ const usdcOnChain = (owner: Address) => tokenBalance(evm, 'ARB', ARBITRUM_USDC, 
 const deposit = (user: Awaited<ReturnType<typeof newUser>>, amount: bigint) => depositThroughPlan(driver, user, amount);
 
 async function postExchange(body: unknown) {
-  const response = await fetch(`${venues.urls.venue_b}/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${venues.urls.venue_b}/exchange`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return (await response.json()) as { status: string; response: unknown };
 }
 
@@ -66,7 +70,11 @@ describe('venue_b sandbox: deposits', () => {
   it('lists itself with the bridge as deposit address and its rules as decimal strings', () => {
     const listing = venues.listing.venues.find((entry) => entry.dex === 'venue_b');
     expect(listing).toMatchObject({ dex: 'venue_b', url: venues.urls.venue_b, chain: 'ARB', token: 'USDC', deposit_address: VENUE_B_BRIDGE });
-    expect(listing!.rules).toMatchObject({ first_deposit_minimum: '5', deposit: { minimum_amount: '5' }, withdrawal: { fee: { amount: '1', token: 'USDC', fee_type: 'fixed' } } });
+    expect(listing!.rules).toMatchObject({
+      first_deposit_minimum: '5',
+      deposit: { minimum_amount: '5' },
+      withdrawal: { fee: { amount: '1', token: 'USDC', fee_type: 'fixed' } },
+    });
   });
 
   it('the driver refuses 4.99 USDC before preparing anything; 5 USDC is prepared as one transfer to the bridge', async () => {
@@ -75,7 +83,13 @@ describe('venue_b sandbox: deposits', () => {
     await expect(driver.prepareDeposit(user.wallet, user.fields, 4_990_000n)).rejects.toBeInstanceOf(VenueRuleError);
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 5n * USDC);
     expect(plan.chain).toBe('ARB');
-    expect(plan.calls).toEqual([{ to: ARBITRUM_USDC, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [VENUE_B_BRIDGE, 5n * USDC] }), label: expect.any(String) }]);
+    expect(plan.calls).toEqual([
+      {
+        to: ARBITRUM_USDC,
+        data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [VENUE_B_BRIDGE, 5n * USDC] }),
+        label: expect.any(String),
+      },
+    ]);
   });
 
   it('4.99 USDC sent to the bridge is not credited (lost, as published); 10 USDC is credited exactly, to the sender', async () => {
@@ -94,7 +108,11 @@ describe('venue_b sandbox: deposits', () => {
 
   it('a claim without a transfer credits nothing: only the chain counts (no endpoint takes a deposit)', async () => {
     const user = await newUser(0n);
-    const response = await fetch(`${venues.urls.venue_b}/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ action: { type: 'deposit', amount: '100' }, nonce: Date.now() }) });
+    const response = await fetch(`${venues.urls.venue_b}/exchange`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ action: { type: 'deposit', amount: '100' }, nonce: Date.now() }),
+    });
     expect(response.status).toBe(422);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(0n);
   });
@@ -104,11 +122,21 @@ describe('venue_b sandbox: signatures and trading setup', () => {
   it('a forged signature is refused and changes nothing; a signature over other values recovers someone else', async () => {
     const user = await newUser(10n * USDC);
     await deposit(user, 10n * USDC);
-    const action = { type: 'withdraw3', hyperliquidChain: 'Mainnet', signatureChainId: '0xa4b1', destination: user.account.address.toLowerCase(), amount: '5', time: Date.now() } as const;
+    const action = {
+      type: 'withdraw3',
+      hyperliquidChain: 'Mainnet',
+      signatureChainId: '0xa4b1',
+      destination: user.account.address.toLowerCase(),
+      amount: '5',
+      time: Date.now(),
+    } as const;
     // Signed by a key that is not the user's.
     const forger = privateKeyToAccount(generatePrivateKey());
     const forged = toWireSignature(await forger.signTypedData(userSignedTypedData(action) as never));
-    expect(await postExchange({ action, nonce: action.time, signature: forged })).toEqual({ status: 'err', response: `User or API Wallet ${forger.address.toLowerCase()} does not exist.` });
+    expect(await postExchange({ action, nonce: action.time, signature: forged })).toEqual({
+      status: 'err',
+      response: `User or API Wallet ${forger.address.toLowerCase()} does not exist.`,
+    });
     // The user's signature over 1 USDC reused for 5 USDC.
     const signedSmall = toWireSignature(await user.account.signTypedData(userSignedTypedData({ ...action, amount: '1.5' }) as never));
     const tampered = await postExchange({ action, nonce: action.time, signature: signedSmall });
@@ -128,8 +156,19 @@ describe('venue_b sandbox: signatures and trading setup', () => {
     await deposit(user, 10n * USDC);
     const DAY = 24 * 60 * 60 * 1000;
     for (const time of [Date.now() - 2 * DAY - 60_000, Date.now() + DAY + 60_000]) {
-      const action = { type: 'withdraw3', hyperliquidChain: 'Mainnet', signatureChainId: '0xa4b1', destination: user.account.address.toLowerCase(), amount: '2', time } as const;
-      const answer = await postExchange({ action, nonce: time, signature: toWireSignature(await user.account.signTypedData(userSignedTypedData(action) as never)) });
+      const action = {
+        type: 'withdraw3',
+        hyperliquidChain: 'Mainnet',
+        signatureChainId: '0xa4b1',
+        destination: user.account.address.toLowerCase(),
+        amount: '2',
+        time,
+      } as const;
+      const answer = await postExchange({
+        action,
+        nonce: time,
+        signature: toWireSignature(await user.account.signTypedData(userSignedTypedData(action) as never)),
+      });
       expect(answer.response).toMatch(/Invalid nonce/);
     }
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
@@ -144,19 +183,40 @@ describe('venue_b sandbox: signatures and trading setup', () => {
     const user = await newUser(10n * USDC);
     await deposit(user, 10n * USDC);
     const first = await driver.initTrading(user.wallet, user.fields, { agent_name: 'bot' }, false);
-    expect(first.stored).toEqual({ trade_initialized: true, agent_name: 'bot', agent_address: privateKeyToAccount(first.oneTime.agent_private_key as Hex).address, builder_address: null, max_builder_fee_rate: null });
+    expect(first.stored).toEqual({
+      trade_initialized: true,
+      agent_name: 'bot',
+      agent_address: privateKeyToAccount(first.oneTime.agent_private_key as Hex).address,
+      builder_address: null,
+      max_builder_fee_rate: null,
+    });
     expect(Object.keys(first.oneTime)).toEqual(['agent_private_key']);
-    expect(await info({ type: 'extraAgents', user: user.account.address })).toEqual([{ name: 'bot', address: String(first.stored.agent_address).toLowerCase(), validUntil: null }]);
+    expect(await info({ type: 'extraAgents', user: user.account.address })).toEqual([
+      { name: 'bot', address: String(first.stored.agent_address).toLowerCase(), validUntil: null },
+    ]);
 
     await expect(driver.initTrading(user.wallet, user.fields, { agent_name: 'bot' }, false)).rejects.toMatchObject({ code: 'AGENT_EXISTS' });
     const second = await driver.initTrading(user.wallet, user.fields, { agent_name: 'bot' }, true);
     expect(second.stored.agent_address).not.toBe(first.stored.agent_address);
-    expect(await info({ type: 'extraAgents', user: user.account.address })).toEqual([{ name: 'bot', address: String(second.stored.agent_address).toLowerCase(), validUntil: null }]);
+    expect(await info({ type: 'extraAgents', user: user.account.address })).toEqual([
+      { name: 'bot', address: String(second.stored.agent_address).toLowerCase(), validUntil: null },
+    ]);
 
     // The agent signs a withdraw3 for the user's money: refused.
     const agent = privateKeyToAccount(second.oneTime.agent_private_key as Hex);
-    const action = { type: 'withdraw3', hyperliquidChain: 'Mainnet', signatureChainId: '0xa4b1', destination: agent.address.toLowerCase(), amount: '5', time: Date.now() } as const;
-    const answer = await postExchange({ action, nonce: action.time, signature: toWireSignature(await agent.signTypedData(userSignedTypedData(action) as never)) });
+    const action = {
+      type: 'withdraw3',
+      hyperliquidChain: 'Mainnet',
+      signatureChainId: '0xa4b1',
+      destination: agent.address.toLowerCase(),
+      amount: '5',
+      time: Date.now(),
+    } as const;
+    const answer = await postExchange({
+      action,
+      nonce: action.time,
+      signature: toWireSignature(await agent.signTypedData(userSignedTypedData(action) as never)),
+    });
     expect(answer.status).toBe('err');
     expect(answer.response).toMatch(/main wallet/);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
@@ -179,15 +239,35 @@ describe('venue_b sandbox: signatures and trading setup', () => {
     const user = await newUser(10n * USDC);
     await deposit(user, 10n * USDC);
     const builder = await newUser(100n * USDC);
-    await expect(driver.initTrading(user.wallet, user.fields, { agent_name: 'b1', builder_address: builder.account.address, max_builder_fee_rate: '0.05%' }, false)).rejects.toThrow(/insufficient balance/);
+    await expect(
+      driver.initTrading(user.wallet, user.fields, { agent_name: 'b1', builder_address: builder.account.address, max_builder_fee_rate: '0.05%' }, false),
+    ).rejects.toThrow(/insufficient balance/);
     await deposit(builder, 100n * USDC);
-    await expect(driver.initTrading(user.wallet, user.fields, { agent_name: 'b2', builder_address: builder.account.address, max_builder_fee_rate: '0.2%' }, false)).rejects.toMatchObject({ code: 'INVALID_METADATA' });
-    const setup = await driver.initTrading(user.wallet, user.fields, { agent_name: 'b3', builder_address: builder.account.address, max_builder_fee_rate: '0.05%' }, false);
+    await expect(
+      driver.initTrading(user.wallet, user.fields, { agent_name: 'b2', builder_address: builder.account.address, max_builder_fee_rate: '0.2%' }, false),
+    ).rejects.toMatchObject({ code: 'INVALID_METADATA' });
+    const setup = await driver.initTrading(
+      user.wallet,
+      user.fields,
+      { agent_name: 'b3', builder_address: builder.account.address, max_builder_fee_rate: '0.05%' },
+      false,
+    );
     expect(setup.stored).toMatchObject({ builder_address: builder.account.address, max_builder_fee_rate: '0.05%' });
     expect(await info({ type: 'maxBuilderFee', user: user.account.address, builder: builder.account.address })).toBe(50);
     // The venue itself refuses more than 0.1%, whatever the client checks.
-    const action = { type: 'approveBuilderFee', hyperliquidChain: 'Mainnet', signatureChainId: '0xa4b1', maxFeeRate: '0.11%', builder: builder.account.address.toLowerCase() as Address, nonce: Date.now() } as const;
-    const answer = await postExchange({ action, nonce: action.nonce, signature: toWireSignature(await user.account.signTypedData(userSignedTypedData(action) as never)) });
+    const action = {
+      type: 'approveBuilderFee',
+      hyperliquidChain: 'Mainnet',
+      signatureChainId: '0xa4b1',
+      maxFeeRate: '0.11%',
+      builder: builder.account.address.toLowerCase() as Address,
+      nonce: Date.now(),
+    } as const;
+    const answer = await postExchange({
+      action,
+      nonce: action.nonce,
+      signature: toWireSignature(await user.account.signTypedData(userSignedTypedData(action) as never)),
+    });
     expect(answer.response).toMatch(/maximum of 0.1%/);
   });
 });
@@ -212,7 +292,10 @@ describe('venue_b sandbox speaks to the official SDK (@nktkas/hyperliquid) as th
     expect(await infoClient.maxBuilderFee({ user: user.account.address, builder: builder.account.address })).toBe(10);
     const state = await infoClient.clearinghouseState({ user: user.account.address });
     expect(state.withdrawable).toBe('14.0');
-    await eventually(() => usdcOnChain(user.account.address), (balance) => balance !== chainBefore);
+    await eventually(
+      () => usdcOnChain(user.account.address),
+      (balance) => balance !== chainBefore,
+    );
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 5n * USDC);
   });
 });
@@ -226,7 +309,10 @@ describe('venue_b sandbox: withdrawals', () => {
     const started = performance.now();
     const { reference } = await driver.withdraw(user.wallet, user.fields, 10n * USDC, key);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
-    const status = await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending');
+    const status = await eventually(
+      () => driver.withdrawalStatus(user.wallet, user.fields, reference),
+      (s) => s.state !== 'pending',
+    );
     expect(status.state).toBe('completed');
     console.info(`venue_b withdraw call to payout confirmed on chain: ${(performance.now() - started).toFixed(0)} ms`);
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 9n * USDC);
@@ -241,15 +327,28 @@ describe('venue_b sandbox: withdrawals', () => {
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 9n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
     const ledger = await info({ type: 'userNonFundingLedgerUpdates', user: user.account.address, startTime: 0 });
-    expect(ledger.filter((entry: any) => entry.delta.type === 'withdraw').map((entry: any) => entry.delta)).toEqual([{ type: 'withdraw', usdc: '10.0', nonce: Number(reference), fee: '1.0' }]);
+    expect(ledger.filter((entry: any) => entry.delta.type === 'withdraw').map((entry: any) => entry.delta)).toEqual([
+      { type: 'withdraw', usdc: '10.0', nonce: Number(reference), fee: '1.0' },
+    ]);
   });
 
   it('amounts up to the 1 USDC fee are refused by the driver and by the venue; more than the balance is refused', async () => {
     const user = await newUser(10n * USDC);
     await deposit(user, 10n * USDC);
     await expect(driver.withdraw(user.wallet, user.fields, 1n * USDC, uuidv7())).rejects.toMatchObject({ code: 'BELOW_MINIMUM_WITHDRAWAL' });
-    const action = { type: 'withdraw3', hyperliquidChain: 'Mainnet', signatureChainId: '0xa4b1', destination: user.account.address.toLowerCase(), amount: '1', time: Date.now() } as const;
-    const answer = await postExchange({ action, nonce: action.time, signature: toWireSignature(await user.account.signTypedData(userSignedTypedData(action) as never)) });
+    const action = {
+      type: 'withdraw3',
+      hyperliquidChain: 'Mainnet',
+      signatureChainId: '0xa4b1',
+      destination: user.account.address.toLowerCase(),
+      amount: '1',
+      time: Date.now(),
+    } as const;
+    const answer = await postExchange({
+      action,
+      nonce: action.time,
+      signature: toWireSignature(await user.account.signTypedData(userSignedTypedData(action) as never)),
+    });
     expect(answer.response).toMatch(/greater than the 1.0 USDC fee/);
     await expect(driver.withdraw(user.wallet, user.fields, 11n * USDC, uuidv7())).rejects.toThrow(/Insufficient balance/);
     await expect(driver.withdraw(user.wallet, user.fields, 5n * USDC, 'not-a-uuid-v7')).rejects.toMatchObject({ code: 'INVALID_IDEMPOTENCY_KEY' });
@@ -270,7 +369,10 @@ describe('venue_b sandbox: faults', () => {
     expect(await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'stall', count: 1 })).toEqual({ mode: 'stall', remaining: 1 });
     const receipt = await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
     // Wait until the watcher has read past the deposit's block, then check it is held.
-    await eventually(async () => JSON.parse(await readFile(join(dataDir, 'venues', 'venue_b.json'), 'utf8')).cursor, (cursor) => BigInt(cursor) >= receipt.blockNumber);
+    await eventually(
+      async () => JSON.parse(await readFile(join(dataDir, 'venues', 'venue_b.json'), 'utf8')).cursor,
+      (cursor) => BigInt(cursor) >= receipt.blockNumber,
+    );
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);
     expect(await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'clear', count: 0 })).toBeNull();
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
@@ -288,7 +390,12 @@ describe('venue_b sandbox: faults', () => {
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(20n * USDC);
     // The fault is used up; the same key then withdraws (once).
     const retried = await driver.withdraw(user.wallet, user.fields, 5n * USDC, failedKey);
-    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, retried.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, retried.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
 
@@ -298,7 +405,10 @@ describe('venue_b sandbox: faults', () => {
     expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0 });
-    const status = await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending');
+    const status = await eventually(
+      () => driver.withdrawalStatus(user.wallet, user.fields, reference),
+      (s) => s.state !== 'pending',
+    );
     expect(status.state).toBe('completed');
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 8n * USDC);
   });
@@ -309,7 +419,12 @@ describe('venue_b sandbox: faults', () => {
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 10n * USDC);
     await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
     expect(await usdcOnChain(user.account.address)).toBe(0n);
-    expect(await eventually(() => usdcOnChain(user.account.address), (balance) => balance > 0n)).toBe(10n * USDC);
+    expect(
+      await eventually(
+        () => usdcOnChain(user.account.address),
+        (balance) => balance > 0n,
+      ),
+    ).toBe(10n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(0n);
   });
 
@@ -326,10 +441,18 @@ describe('venue_b sandbox: faults', () => {
     const [faulted, other] = [await newUser(10n * USDC), await newUser(10n * USDC)];
     await deposit(faulted, 10n * USDC);
     await deposit(other, 10n * USDC);
-    expect(await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1, address: faulted.account.address })).toEqual({ mode: 'fail', remaining: 1 });
+    expect(await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1, address: faulted.account.address })).toEqual({
+      mode: 'fail',
+      remaining: 1,
+    });
     // The other user withdraws first: the fault standing for `faulted` does not take it.
     const paid = await driver.withdraw(other.wallet, other.fields, 5n * USDC, uuidv7());
-    expect(await eventually(() => driver.withdrawalStatus(other.wallet, other.fields, paid.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(other.wallet, other.fields, paid.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     await expect(driver.withdraw(faulted.wallet, faulted.fields, 5n * USDC, uuidv7())).rejects.toBeInstanceOf(VenueBRefusedError);
     expect((await driver.balances(faulted.wallet, faulted.fields)).balance).toBe(10n * USDC);
     expect((await driver.balances(other.wallet, other.fields)).balance).toBe(5n * USDC);
@@ -346,15 +469,32 @@ describe('venue_b sandbox: faults', () => {
     const firstOut = await driver.withdraw(first.wallet, first.fields, 5n * USDC, uuidv7());
     const secondOut = await driver.withdraw(second.wallet, second.fields, 5n * USDC, uuidv7());
     expect(await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0, address: second.account.address })).toBeNull();
-    expect(await eventually(() => driver.withdrawalStatus(second.wallet, second.fields, secondOut.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(second.wallet, second.fields, secondOut.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect(await usdcOnChain(second.account.address)).toBe(secondBefore + 4n * USDC);
     // The first user's payout is still held, by its own address's fault.
-    const payouts = Object.values(JSON.parse(await readFile(join(dataDir, 'venues', 'venue_b.json'), 'utf8')).payouts as Record<string, { to: string; held: boolean; heldBy?: string; state: string }>);
-    expect(payouts.filter((p) => p.to === first.account.address && p.state === 'queued')).toEqual([expect.objectContaining({ held: true, heldBy: first.account.address.toLowerCase() })]);
+    const payouts = Object.values(
+      JSON.parse(await readFile(join(dataDir, 'venues', 'venue_b.json'), 'utf8')).payouts as Record<
+        string,
+        { to: string; held: boolean; heldBy?: string; state: string }
+      >,
+    );
+    expect(payouts.filter((p) => p.to === first.account.address && p.state === 'queued')).toEqual([
+      expect.objectContaining({ held: true, heldBy: first.account.address.toLowerCase() }),
+    ]);
     expect(await driver.withdrawalStatus(first.wallet, first.fields, firstOut.reference)).toEqual({ state: 'pending' });
     expect(await usdcOnChain(first.account.address)).toBe(firstBefore);
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0, address: first.account.address });
-    expect(await eventually(() => driver.withdrawalStatus(first.wallet, first.fields, firstOut.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(first.wallet, first.fields, firstOut.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
 
     // Without an address: whoever withdraws next, the second user here.
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'refund', count: 1 });
@@ -382,7 +522,10 @@ describe('venue_b sandbox: durable state', () => {
     await new Promise((wake) => setTimeout(wake, 300));
     expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0 });
-    const status = await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending');
+    const status = await eventually(
+      () => driver.withdrawalStatus(user.wallet, user.fields, reference),
+      (s) => s.state !== 'pending',
+    );
     expect(status.state).toBe('completed');
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
 
@@ -390,11 +533,16 @@ describe('venue_b sandbox: durable state', () => {
     await venues.stop();
     const path = join(dataDir, 'venues', 'venue_b.json');
     const state = JSON.parse(await readFile(path, 'utf8'));
-    const payout = Object.values(state.payouts as Record<string, { txHash: string; state: string }>).find((p) => p.txHash === (status as { txHash: string }).txHash)!;
+    const payout = Object.values(state.payouts as Record<string, { txHash: string; state: string }>).find(
+      (p) => p.txHash === (status as { txHash: string }).txHash,
+    )!;
     payout.state = 'sent';
     await writeFile(path, JSON.stringify(state));
     venues = await startSandboxVenues({ dataDir, evm, pollMs: 100 });
-    const resumed = await eventually(async () => JSON.parse(await readFile(path, 'utf8')).payouts, (payouts: Record<string, { state: string }>) => Object.values(payouts).every((p) => p.state === 'completed'));
+    const resumed = await eventually(
+      async () => JSON.parse(await readFile(path, 'utf8')).payouts,
+      (payouts: Record<string, { state: string }>) => Object.values(payouts).every((p) => p.state === 'completed'),
+    );
     expect(Object.values(resumed).every((p) => p.state === 'completed')).toBe(true);
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
   });
@@ -411,8 +559,13 @@ describe('venue_b sandbox: durable state', () => {
     venues = await startSandboxVenues({ dataDir, evm, pollMs: 100 });
     expect(venues.urls.venue_b).toBe(url);
     driver = new VenueBDriver({ baseUrl: venues.urls.venue_b! });
-    const balances = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance === 17n * USDC);
+    const balances = await eventually(
+      () => driver.balances(user.wallet, user.fields),
+      (b) => b.balance === 17n * USDC,
+    );
     expect(balances.balance).toBe(17n * USDC);
-    expect(await info({ type: 'extraAgents', user: user.account.address })).toEqual([{ name: 'keep', address: String(setup.stored.agent_address).toLowerCase(), validUntil: null }]);
+    expect(await info({ type: 'extraAgents', user: user.account.address })).toEqual([
+      { name: 'keep', address: String(setup.stored.agent_address).toLowerCase(), validUntil: null },
+    ]);
   });
 });

@@ -13,7 +13,14 @@ import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues
 import { VENUE_C_BRIDGE, venueCModule } from '../../infra/local/venues/venue-c.ts';
 import { VenueRuleError, type VenueFields } from '../../shared/venues/driver.ts';
 import { feltToHex, parseFelt, starkPublicKey, starkSign, starknetTypedDataHash } from '../../shared/venues/stark.ts';
-import { STARKGATE_BRIDGE_ABI, authHeaders, deriveParadexKeyPair, onboardingHeaders, paradexAccountAddress, starkKeyTypedData } from '../../shared/venues/venue-c/signing.ts';
+import {
+  STARKGATE_BRIDGE_ABI,
+  authHeaders,
+  deriveParadexKeyPair,
+  onboardingHeaders,
+  paradexAccountAddress,
+  starkKeyTypedData,
+} from '../../shared/venues/venue-c/signing.ts';
 import { STARKGATE_DEPOSIT_FEE_WEI, VenueCDriver, VenueCRefusedError } from '../../shared/venues/venue-c/driver.ts';
 import { formatWithdrawalSignature, withdrawalTypedData } from '../../shared/venues/venue-c/withdrawal.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance, keyWallet as walletOf } from './support/venue-test-wallets.ts';
@@ -72,7 +79,9 @@ async function api(method: string, path: string, init: { headers?: Record<string
 /** A JWT for `account` signed by `privateKey` (the main key or a subkey), as a client would get it. */
 async function jwtFor(account: bigint, privateKey: bigint) {
   const timestamp = Math.floor(Date.now() / 1000);
-  return api('POST', '/v1/auth', { headers: authHeaders({ account, privateKey, starknetChainId: 'PRIVATE_SN_PARACLEAR_MAINNET', timestamp, expiration: timestamp + 60 }) });
+  return api('POST', '/v1/auth', {
+    headers: authHeaders({ account, privateKey, starknetChainId: 'PRIVATE_SN_PARACLEAR_MAINNET', timestamp, expiration: timestamp + 60 }),
+  });
 }
 
 async function mainKeyOf(user: User) {
@@ -82,13 +91,23 @@ async function mainKeyOf(user: User) {
 
 describe('venue_c sandbox: system config and onboarding', () => {
   it('lists itself on ETH with the bridge; /v1/system/config publishes the bridge, which is installed with the vault as operator', async () => {
-    expect(venues.listing.venues[0]).toMatchObject({ dex: 'venue_c', chain: 'ETH', token: 'USDC', deposit_address: VENUE_C_BRIDGE, rules: { first_deposit_minimum: '1' } });
+    expect(venues.listing.venues[0]).toMatchObject({
+      dex: 'venue_c',
+      chain: 'ETH',
+      token: 'USDC',
+      deposit_address: VENUE_C_BRIDGE,
+      rules: { first_deposit_minimum: '1' },
+    });
     const config = await api('GET', '/v1/system/config');
     expect(config.body).toMatchObject({ l1_chain_id: '1', starknet_chain_id: 'PRIVATE_SN_PARACLEAR_MAINNET', paraclear_decimals: 8 });
-    expect(config.body.bridged_tokens).toEqual([expect.objectContaining({ symbol: 'USDC', decimals: 6, l1_token_address: ETHEREUM_USDC, l1_bridge_address: VENUE_C_BRIDGE })]);
+    expect(config.body.bridged_tokens).toEqual([
+      expect.objectContaining({ symbol: 'USDC', decimals: 6, l1_token_address: ETHEREUM_USDC, l1_bridge_address: VENUE_C_BRIDGE }),
+    ]);
     const client = ethereum().client;
     expect(await client.readContract({ address: VENUE_C_BRIDGE, abi: sandboxStarkgateBridgeArtifact.abi, functionName: 'initialized' })).toBe(true);
-    expect(await client.readContract({ address: VENUE_C_BRIDGE, abi: sandboxStarkgateBridgeArtifact.abi, functionName: 'operator' })).toBe(config.body.l1_operator_address);
+    expect(await client.readContract({ address: VENUE_C_BRIDGE, abi: sandboxStarkgateBridgeArtifact.abi, functionName: 'operator' })).toBe(
+      config.body.l1_operator_address,
+    );
   });
 
   it('a fresh wallet onboards: l2_address and l2_public_key are what @paradex/sdk derives from the same wallet and the venue config; onboarding again is idempotent', async () => {
@@ -97,7 +116,10 @@ describe('venue_c sandbox: system config and onboarding', () => {
     const rawConfig = (await api('GET', '/v1/system/config')).body;
     const sdk = await deriveFromEthSigner({
       config: buildConfig({ ...rawConfig, starknet_gateway_url: '', starknet_fullnode_rpc_url: '', block_explorer_url: '' }),
-      signer: { signTypedData: (typedData: { domain: { chainId: string } }) => user.wallet.signTypedData({ ...typedData, domain: { ...typedData.domain, chainId: Number(typedData.domain.chainId) } } as never) } as never,
+      signer: {
+        signTypedData: (typedData: { domain: { chainId: string } }) =>
+          user.wallet.signTypedData({ ...typedData, domain: { ...typedData.domain, chainId: Number(typedData.domain.chainId) } } as never),
+      } as never,
     });
     expect(parseFelt(String(user.fields.l2_address))).toBe(BigInt(sdk.address));
     expect(parseFelt(String(user.fields.l2_public_key))).toBe(starkPublicKey(BigInt(sdk.privateKey)));
@@ -105,23 +127,40 @@ describe('venue_c sandbox: system config and onboarding', () => {
     expect(await driver.balances(user.wallet, user.fields)).toEqual({ balance: 0n, account_value: 0n, available_for_withdrawal: 0n });
   });
 
-  it('forged onboarding is refused and onboards nothing: another key signing, or an account that is not the public key\'s address', async () => {
+  it("forged onboarding is refused and onboards nothing: another key signing, or an account that is not the public key's address", async () => {
     const wallet = walletOf(generatePrivateKey());
     const keyPair = deriveParadexKeyPair(await wallet.signTypedData(starkKeyTypedData(1)));
     const config = (await api('GET', '/v1/system/config')).body;
     const account = paradexAccountAddress(keyPair.publicKey, config);
     const forger = deriveParadexKeyPair(await walletOf(generatePrivateKey()).signTypedData(starkKeyTypedData(1)));
-    const forged = onboardingHeaders({ ethereumAccount: wallet.address, account, keyPair: { publicKey: keyPair.publicKey, privateKey: forger.privateKey }, starknetChainId: config.starknet_chain_id });
-    expect(await api('POST', '/v1/onboarding', { headers: forged, body: { public_key: feltToHex(keyPair.publicKey) } })).toMatchObject({ status: 400, body: { error: 'INVALID_STARKNET_SIGNATURE' } });
+    const forged = onboardingHeaders({
+      ethereumAccount: wallet.address,
+      account,
+      keyPair: { publicKey: keyPair.publicKey, privateKey: forger.privateKey },
+      starknetChainId: config.starknet_chain_id,
+    });
+    expect(await api('POST', '/v1/onboarding', { headers: forged, body: { public_key: feltToHex(keyPair.publicKey) } })).toMatchObject({
+      status: 400,
+      body: { error: 'INVALID_STARKNET_SIGNATURE' },
+    });
     const otherAccount = onboardingHeaders({ ethereumAccount: wallet.address, account: account + 1n, keyPair, starknetChainId: config.starknet_chain_id });
-    expect(await api('POST', '/v1/onboarding', { headers: otherAccount, body: { public_key: feltToHex(keyPair.publicKey) } })).toMatchObject({ status: 400, body: { error: 'INVALID_STARKNET_ADDRESS' } });
-    expect(await jwtFor(account, keyPair.privateKey)).toMatchObject({ status: 400, body: { error: 'NOT_ONBOARDED', message: 'User has never called /onboarding endpoint' } });
+    expect(await api('POST', '/v1/onboarding', { headers: otherAccount, body: { public_key: feltToHex(keyPair.publicKey) } })).toMatchObject({
+      status: 400,
+      body: { error: 'INVALID_STARKNET_ADDRESS' },
+    });
+    expect(await jwtFor(account, keyPair.privateKey)).toMatchObject({
+      status: 400,
+      body: { error: 'NOT_ONBOARDED', message: 'User has never called /onboarding endpoint' },
+    });
   });
 
-  it('auth: a key that is not the account\'s gets no JWT; endpoints without a valid JWT answer 401 { error, message }', async () => {
+  it("auth: a key that is not the account's gets no JWT; endpoints without a valid JWT answer 401 { error, message }", async () => {
     const user = await newUser(0n);
     const stranger = deriveParadexKeyPair(await walletOf(generatePrivateKey()).signTypedData(starkKeyTypedData(1)));
-    expect(await jwtFor(parseFelt(String(user.fields.l2_address)), stranger.privateKey)).toMatchObject({ status: 401, body: { error: 'STARKNET_SIGNATURE_VERIFICATION_FAILED' } });
+    expect(await jwtFor(parseFelt(String(user.fields.l2_address)), stranger.privateKey)).toMatchObject({
+      status: 401,
+      body: { error: 'STARKNET_SIGNATURE_VERIFICATION_FAILED' },
+    });
     expect(await api('GET', '/v1/balance')).toMatchObject({ status: 401, body: { error: 'UNAUTHORIZED_ERROR' } });
     const { body } = await jwtFor(parseFelt(String(user.fields.l2_address)), (await mainKeyOf(user)).privateKey);
     const [header, payload, signature] = (body.jwt_token as string).split('.');
@@ -142,16 +181,26 @@ describe('venue_c sandbox: deposits through the L1 bridge', () => {
       chain: 'ETH',
       expectedCredit: 500_000n * USDC,
       calls: [
-        { to: ETHEREUM_USDC, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [VENUE_C_BRIDGE, 500_000n * USDC] }), label: expect.any(String) },
+        {
+          to: ETHEREUM_USDC,
+          data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [VENUE_C_BRIDGE, 500_000n * USDC] }),
+          label: expect.any(String),
+        },
         {
           to: VENUE_C_BRIDGE,
-          data: encodeFunctionData({ abi: STARKGATE_BRIDGE_ABI, functionName: 'deposit', args: [ETHEREUM_USDC, 500_000n * USDC, parseFelt(String(user.fields.l2_address))] }),
+          data: encodeFunctionData({
+            abi: STARKGATE_BRIDGE_ABI,
+            functionName: 'deposit',
+            args: [ETHEREUM_USDC, 500_000n * USDC, parseFelt(String(user.fields.l2_address))],
+          }),
           value: STARKGATE_DEPOSIT_FEE_WEI,
           label: expect.any(String),
         },
       ],
     });
-    expect(STARKGATE_DEPOSIT_FEE_WEI).toBe(await ethereum().client.readContract({ address: VENUE_C_BRIDGE, abi: STARKGATE_BRIDGE_ABI, functionName: 'estimateDepositFeeWei' }));
+    expect(STARKGATE_DEPOSIT_FEE_WEI).toBe(
+      await ethereum().client.readContract({ address: VENUE_C_BRIDGE, abi: STARKGATE_BRIDGE_ABI, functionName: 'estimateDepositFeeWei' }),
+    );
   });
 
   it('10 USDC is credited exactly to the L2 recipient, not to the L1 sender; the transfer is listed with its L1 hash', async () => {
@@ -167,13 +216,30 @@ describe('venue_c sandbox: deposits through the L1 bridge', () => {
     // The same wallet pays a deposit for another L2 account: credited to that account.
     const plan = await driver.prepareDeposit(other.wallet, other.fields, 2n * USDC);
     for (const call of plan.calls) await user.send(call.to, call.data, call.value);
-    expect((await eventually(() => driver.balances(other.wallet, other.fields), (b) => b.balance > 0n)).balance).toBe(2n * USDC);
+    expect(
+      (
+        await eventually(
+          () => driver.balances(other.wallet, other.fields),
+          (b) => b.balance > 0n,
+        )
+      ).balance,
+    ).toBe(2n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
 
     const main = await mainKeyOf(user);
     const { body } = await jwtFor(main.account, main.privateKey);
     const listed = await api('GET', '/v1/transfers', { jwt: body.jwt_token });
-    expect(listed.body.results).toEqual([expect.objectContaining({ kind: 'DEPOSIT', direction: 'IN', status: 'COMPLETED', amount: '10', token: 'USDC', bridge: 'STARKGATE', external_account: user.wallet.address })]);
+    expect(listed.body.results).toEqual([
+      expect.objectContaining({
+        kind: 'DEPOSIT',
+        direction: 'IN',
+        status: 'COMPLETED',
+        amount: '10',
+        token: 'USDC',
+        bridge: 'STARKGATE',
+        external_account: user.wallet.address,
+      }),
+    ]);
     expect(listed.body.results[0].external_txn_hash).toMatch(/^0x[0-9a-f]{64}$/);
   });
 
@@ -183,9 +249,18 @@ describe('venue_c sandbox: deposits through the L1 bridge', () => {
     await user.send(ETHEREUM_USDC, encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [VENUE_C_BRIDGE, held] }));
     const recipient = parseFelt(String(user.fields.l2_address));
     for (const amount of [500_000n, 500_000n * USDC + 1n]) {
-      await user.send(VENUE_C_BRIDGE, encodeFunctionData({ abi: STARKGATE_BRIDGE_ABI, functionName: 'deposit', args: [ETHEREUM_USDC, amount, recipient] }), STARKGATE_DEPOSIT_FEE_WEI);
+      await user.send(
+        VENUE_C_BRIDGE,
+        encodeFunctionData({ abi: STARKGATE_BRIDGE_ABI, functionName: 'deposit', args: [ETHEREUM_USDC, amount, recipient] }),
+        STARKGATE_DEPOSIT_FEE_WEI,
+      );
       expect(await usdcOnChain(user.wallet.address)).toBe(held - amount);
-      expect(await eventually(() => usdcOnChain(user.wallet.address), (b) => b === held)).toBe(held);
+      expect(
+        await eventually(
+          () => usdcOnChain(user.wallet.address),
+          (b) => b === held,
+        ),
+      ).toBe(held);
     }
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(0n);
     const main = await mainKeyOf(user);
@@ -215,7 +290,9 @@ describe('venue_c sandbox: trading subkeys', () => {
 
     const main = await mainKeyOf(user);
     const mainJwt = (await jwtFor(account, main.privateKey)).body.jwt_token as string;
-    expect((await api('GET', '/v1/account/keys/subkeys', { jwt: mainJwt })).body.results).toEqual([expect.objectContaining({ name: 'bot', public_key: first.stored.subkey_public_key, state: 'active', revoked_at: 0 })]);
+    expect((await api('GET', '/v1/account/keys/subkeys', { jwt: mainJwt })).body.results).toEqual([
+      expect.objectContaining({ name: 'bot', public_key: first.stored.subkey_public_key, state: 'active', revoked_at: 0 }),
+    ]);
 
     await expect(driver.initTrading(user.wallet, user.fields, { name: 'bot' }, false)).rejects.toMatchObject({ code: 'SUBKEY_EXISTS' });
     const second = await driver.initTrading(user.wallet, { ...user.fields, ...first.stored }, { name: 'bot' }, true);
@@ -239,7 +316,14 @@ describe('venue_c sandbox: trading subkeys', () => {
     const bad = starkSign(99n, main.privateKey);
     const answer = await api('POST', '/v1/account/keys/subkeys', {
       jwt: mainJwt,
-      body: { name: 'x', public_key: feltToHex(subkeyPublic), state: 'active', signature: [feltToHex(bad.r), feltToHex(bad.s)], signature_timestamp: now, signature_expiry: now + 60 },
+      body: {
+        name: 'x',
+        public_key: feltToHex(subkeyPublic),
+        state: 'active',
+        signature: [feltToHex(bad.r), feltToHex(bad.s)],
+        signature_timestamp: now,
+        signature_expiry: now + 60,
+      },
     });
     expect(answer).toMatchObject({ status: 400, body: { error: 'STARKNET_SIGNATURE_VERIFICATION_FAILED' } });
   });
@@ -254,7 +338,10 @@ describe('venue_c sandbox: withdrawals', () => {
     const started = performance.now();
     const { reference } = await driver.withdraw(user.wallet, user.fields, 4n * USDC, key);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(6n * USDC);
-    const status = await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending');
+    const status = await eventually(
+      () => driver.withdrawalStatus(user.wallet, user.fields, reference),
+      (s) => s.state !== 'pending',
+    );
     expect(status.state).toBe('completed');
     console.info(`venue_c withdraw call to payout confirmed on chain: ${(performance.now() - started).toFixed(0)} ms`);
     expect(await usdcOnChain(user.wallet.address)).toBe(chainBefore + 4n * USDC);
@@ -280,21 +367,38 @@ describe('venue_c sandbox: withdrawals', () => {
     const config = (await api('GET', '/v1/system/config')).body;
     const expiration = Math.floor(Date.now() / 1000) + 60;
     const message = { token: BigInt(config.bridged_tokens[0].l2_token_address), amount: 200_000_000n, recipient: user.wallet.address, nonce: 7n, expiration };
-    const body = (signature: { r: bigint; s: bigint }) => ({ token: 'USDC', amount: '2', recipient: user.wallet.address, nonce: '7', expiration, signature: formatWithdrawalSignature(signature) });
-    const signed = (privateKey: bigint, amount: bigint) => starkSign(starknetTypedDataHash(withdrawalTypedData(config.starknet_chain_id, { ...message, amount }), main.account), privateKey);
+    const body = (signature: { r: bigint; s: bigint }) => ({
+      token: 'USDC',
+      amount: '2',
+      recipient: user.wallet.address,
+      nonce: '7',
+      expiration,
+      signature: formatWithdrawalSignature(signature),
+    });
+    const signed = (privateKey: bigint, amount: bigint) =>
+      starkSign(starknetTypedDataHash(withdrawalTypedData(config.starknet_chain_id, { ...message, amount }), main.account), privateKey);
 
     const subJwt = (await jwtFor(main.account, subkey)).body.jwt_token as string;
     expect(await api('POST', '/v1/withdrawals', { jwt: subJwt, body: body(signed(main.privateKey, 200_000_000n)) })).toMatchObject({ status: 401 });
     const mainJwt = (await jwtFor(main.account, main.privateKey)).body.jwt_token as string;
-    expect(await api('POST', '/v1/withdrawals', { jwt: mainJwt, body: body(signed(subkey, 200_000_000n)) })).toMatchObject({ status: 400, body: { error: 'STARKNET_SIGNATURE_VERIFICATION_FAILED' } });
-    expect(await api('POST', '/v1/withdrawals', { jwt: mainJwt, body: body(signed(main.privateKey, 100_000_000n)) })).toMatchObject({ status: 400, body: { error: 'STARKNET_SIGNATURE_VERIFICATION_FAILED' } });
+    expect(await api('POST', '/v1/withdrawals', { jwt: mainJwt, body: body(signed(subkey, 200_000_000n)) })).toMatchObject({
+      status: 400,
+      body: { error: 'STARKNET_SIGNATURE_VERIFICATION_FAILED' },
+    });
+    expect(await api('POST', '/v1/withdrawals', { jwt: mainJwt, body: body(signed(main.privateKey, 100_000_000n)) })).toMatchObject({
+      status: 400,
+      body: { error: 'STARKNET_SIGNATURE_VERIFICATION_FAILED' },
+    });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);
     // The genuine one is accepted.
-    expect(await api('POST', '/v1/withdrawals', { jwt: mainJwt, body: body(signed(main.privateKey, 200_000_000n)) })).toMatchObject({ status: 201, body: { kind: 'WITHDRAWAL', amount: '2' } });
+    expect(await api('POST', '/v1/withdrawals', { jwt: mainJwt, body: body(signed(main.privateKey, 200_000_000n)) })).toMatchObject({
+      status: 201,
+      body: { kind: 'WITHDRAWAL', amount: '2' },
+    });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(3n * USDC);
   });
 
-  it('the driver refuses a stored l2_address that is not the wallet\'s account', async () => {
+  it("the driver refuses a stored l2_address that is not the wallet's account", async () => {
     const user = await newUser(0n);
     const other = await newUser(0n);
     await expect(driver.balances(user.wallet, other.fields)).rejects.toMatchObject({ code: 'ACCOUNT_MISMATCH' });
@@ -313,7 +417,10 @@ describe('venue_c sandbox: faults', () => {
     await venues.setFault({ target: 'venue_c', operation: 'deposit', mode: 'stall', count: 1 });
     let last: bigint = 0n;
     for (const call of plan.calls) last = (await user.send(call.to, call.data, call.value)).blockNumber;
-    await eventually(async () => BigInt(JSON.parse(await readFile(join(dataDir, 'venues', 'venue_c.json'), 'utf8')).cursor), (cursor) => cursor >= last);
+    await eventually(
+      async () => BigInt(JSON.parse(await readFile(join(dataDir, 'venues', 'venue_c.json'), 'utf8')).cursor),
+      (cursor) => cursor >= last,
+    );
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);
     await venues.setFault({ target: 'venue_c', operation: 'deposit', mode: 'clear', count: 0 });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
@@ -328,7 +435,12 @@ describe('venue_c sandbox: faults', () => {
     await expect(driver.withdraw(user.wallet, user.fields, 5n * USDC, key)).rejects.toBeInstanceOf(VenueCRefusedError);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(20n * USDC);
     const retried = await driver.withdraw(user.wallet, user.fields, 5n * USDC, key);
-    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, retried.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, retried.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect(await usdcOnChain(user.wallet.address)).toBe(chainBefore + 5n * USDC);
 
     await venues.setFault({ target: 'venue_c', operation: 'withdrawal', mode: 'stall', count: 1 });
@@ -336,7 +448,12 @@ describe('venue_c sandbox: faults', () => {
     await new Promise((wake) => setTimeout(wake, 400));
     expect(await driver.withdrawalStatus(user.wallet, user.fields, stalled.reference)).toEqual({ state: 'pending' });
     await venues.setFault({ target: 'venue_c', operation: 'withdrawal', mode: 'clear', count: 0 });
-    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, stalled.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, stalled.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect(await usdcOnChain(user.wallet.address)).toBe(chainBefore + 10n * USDC);
 
     await venues.setFault({ target: 'venue_c', operation: 'withdrawal', mode: 'refund', count: 1 });
@@ -358,7 +475,14 @@ describe('venue_c sandbox: durable state', () => {
     venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueCModule()] });
     expect(venues.urls.venue_c).toBe(url);
     driver = new VenueCDriver({ baseUrl: venues.urls.venue_c! });
-    expect((await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance === 17n * USDC)).balance).toBe(17n * USDC);
+    expect(
+      (
+        await eventually(
+          () => driver.balances(user.wallet, user.fields),
+          (b) => b.balance === 17n * USDC,
+        )
+      ).balance,
+    ).toBe(17n * USDC);
     // The subkey still authenticates (the JWT secret and the subkey survived).
     expect((await jwtFor(parseFelt(String(user.fields.l2_address)), parseFelt(setup.oneTime.subkey_private_key!))).status).toBe(200);
     expect(await driver.initAccount(walletOf(user.key))).toEqual(user.fields satisfies VenueFields);

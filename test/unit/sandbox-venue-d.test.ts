@@ -71,14 +71,21 @@ const usdcOnChain = (owner: Address) => tokenBalance(evm, 'INK', inkUsdc, owner)
 /** Sends the deposit by hand (approve + depositCollateral), bypassing the driver's minimum. */
 async function depositByHand(user: User, amount: bigint, name = 'default') {
   await user.send(inkUsdc, encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [ENDPOINT, amount] }));
-  return user.send(ENDPOINT, encodeFunctionData({ abi: NADO_ENDPOINT_ABI, functionName: 'depositCollateral', args: [subaccountNameToBytes12(name), 0, amount] }));
+  return user.send(
+    ENDPOINT,
+    encodeFunctionData({ abi: NADO_ENDPOINT_ABI, functionName: 'depositCollateral', args: [subaccountNameToBytes12(name), 0, amount] }),
+  );
 }
 
 /** Deposits through the driver's plan and waits for the credit; returns the ms from the last receipt to the credit. */
 const deposit = (user: User, amount: bigint) => depositThroughPlan(driver, user, amount);
 
 async function gateway(path: '/v1/execute' | '/v1/query', body: unknown) {
-  const response = await fetch(`${venues.urls.venue_d}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${venues.urls.venue_d}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   expect(response.status).toBe(200);
   return (await response.json()) as { status: string; data?: any; error?: string; error_code?: number };
 }
@@ -96,11 +103,15 @@ describe('venue_d sandbox: onboarding and deposits', () => {
   it('lists itself with the Endpoint as deposit address and its rules; the Endpoint is installed at the real address', async () => {
     const [listing] = venues.listing.venues;
     expect(listing).toMatchObject({ dex: 'venue_d', url: venues.urls.venue_d, chain: 'INK', token: 'USDC', deposit_address: ENDPOINT });
-    expect(listing!.rules).toMatchObject({ first_deposit_minimum: '5', deposit: { minimum_amount: '1' }, withdrawal: { minimum_amount: '1.000001', fee: { amount: '1', fee_type: 'fixed' } } });
+    expect(listing!.rules).toMatchObject({
+      first_deposit_minimum: '5',
+      deposit: { minimum_amount: '1' },
+      withdrawal: { minimum_amount: '1.000001', fee: { amount: '1', fee_type: 'fixed' } },
+    });
     expect(await ink().client.getCode({ address: ENDPOINT })).not.toBe('0x');
   });
 
-  it("a fresh wallet: account_address is the SDK's bytes32 sender (owner ‖ \"default\"); nothing exists until funded", async () => {
+  it('a fresh wallet: account_address is the SDK\'s bytes32 sender (owner ‖ "default"); nothing exists until funded', async () => {
     const user = await newUser(0n);
     expect(user.fields).toEqual({ account_address: subaccountToHex({ subaccountOwner: user.account.address, subaccountName: 'default' }) });
     expect(await driver.balances(user.wallet, user.fields)).toEqual({ balance: 0n, account_value: 0n, available_for_withdrawal: 0n });
@@ -120,7 +131,11 @@ describe('venue_d sandbox: onboarding and deposits', () => {
       chain: 'INK',
       calls: [
         { to: inkUsdc, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [ENDPOINT, 5n * USDC] }), label: expect.any(String) },
-        { to: ENDPOINT, data: encodeFunctionData({ abi: NADO_ENDPOINT_ABI, functionName: 'depositCollateral', args: [subaccountNameToBytes12('default'), 0, 5n * USDC] }), label: expect.any(String) },
+        {
+          to: ENDPOINT,
+          data: encodeFunctionData({ abi: NADO_ENDPOINT_ABI, functionName: 'depositCollateral', args: [subaccountNameToBytes12('default'), 0, 5n * USDC] }),
+          label: expect.any(String),
+        },
       ],
       expectedCredit: 5n * USDC,
     });
@@ -130,7 +145,12 @@ describe('venue_d sandbox: onboarding and deposits', () => {
     const user = await newUser(20n * USDC);
     await depositByHand(user, 4_990_000n);
     expect(await usdcOnChain(user.account.address)).toBe(20n * USDC - 4_990_000n);
-    expect(await eventually(() => usdcOnChain(user.account.address), (b) => b === 20n * USDC)).toBe(20n * USDC);
+    expect(
+      await eventually(
+        () => usdcOnChain(user.account.address),
+        (b) => b === 20n * USDC,
+      ),
+    ).toBe(20n * USDC);
     expect((await gateway('/v1/query', { type: 'subaccount_info', subaccount: user.fields.account_address })).data.exists).toBe(false);
 
     const latency = await deposit(user, 5n * USDC);
@@ -149,7 +169,10 @@ describe('venue_d sandbox: onboarding and deposits', () => {
     const user = await newUser(10n * USDC);
     await depositByHand(user, 6n * USDC, 'second');
     const second = subaccountToHex({ subaccountOwner: user.account.address, subaccountName: 'second' });
-    const info = await eventually(async () => (await gateway('/v1/query', { type: 'subaccount_info', subaccount: second })).data, (data) => data.exists);
+    const info = await eventually(
+      async () => (await gateway('/v1/query', { type: 'subaccount_info', subaccount: second })).data,
+      (data) => data.exists,
+    );
     expect(info.spot_balances[0].balance.amount).toBe((6n * 10n ** 18n).toString());
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(0n);
   });
@@ -157,9 +180,16 @@ describe('venue_d sandbox: onboarding and deposits', () => {
   it('answers queries by GET ?type= as by POST; unknown queries and executes are failures in the engine shape', async () => {
     const user = await newUser(0n);
     const response = await fetch(`${venues.urls.venue_d}/v1/query?type=nonces&address=${user.account.address}`);
-    expect(await response.json()).toMatchObject({ status: 'success', data: { tx_nonce: '0', order_nonce: expect.stringMatching(/^[0-9]+$/) }, request_type: 'query_nonces' });
+    expect(await response.json()).toMatchObject({
+      status: 'success',
+      data: { tx_nonce: '0', order_nonce: expect.stringMatching(/^[0-9]+$/) },
+      request_type: 'query_nonces',
+    });
     expect(await gateway('/v1/query', { type: 'all_products' })).toMatchObject({ status: 'failure', error_code: expect.any(Number) });
-    expect(await gateway('/v1/query', { type: 'subaccount_info', subaccount: '0x1234' })).toMatchObject({ status: 'failure', error: expect.stringMatching(/32 bytes/) });
+    expect(await gateway('/v1/query', { type: 'subaccount_info', subaccount: '0x1234' })).toMatchObject({
+      status: 'failure',
+      error: expect.stringMatching(/32 bytes/),
+    });
     expect(await gateway('/v1/execute', { place_order: {} })).toMatchObject({ status: 'failure', error_code: 4001, request_type: 'execute_place_order' });
     expect(await gateway('/v1/execute', { link_signer: {}, withdraw_collateral: {} })).toMatchObject({ status: 'failure' });
   });
@@ -179,8 +209,14 @@ describe('venue_d sandbox: signatures and trading setup', () => {
     expect((await gateway('/v1/execute', tampered)).status).toBe('failure');
     // A link_signer signed by a stranger for the user's subaccount.
     const linkTx = { sender: user.fields.account_address as Hex, signer: linkedSignerBytes32(forger.address), nonce: await txNonce(user.account.address) };
-    expect(await gateway('/v1/execute', linkSignerExecuteBody(linkTx, await forger.signTypedData(linkSignerTypedData(CONFIG, linkTx))))).toMatchObject({ status: 'failure', error_code: 2028 });
-    expect(await gateway('/v1/execute', { withdraw_collateral: { ...genuine.withdraw_collateral, signature: '0x1234' } })).toMatchObject({ status: 'failure', error_code: 2027 });
+    expect(await gateway('/v1/execute', linkSignerExecuteBody(linkTx, await forger.signTypedData(linkSignerTypedData(CONFIG, linkTx))))).toMatchObject({
+      status: 'failure',
+      error_code: 2028,
+    });
+    expect(await gateway('/v1/execute', { withdraw_collateral: { ...genuine.withdraw_collateral, signature: '0x1234' } })).toMatchObject({
+      status: 'failure',
+      error_code: 2027,
+    });
     // The right signer, a nonce ahead.
     const ahead = await signedWithdraw(user, user.account, 2n * USDC, (await txNonce(user.account.address)) + 1n);
     expect(await gateway('/v1/execute', ahead)).toMatchObject({ status: 'failure', error_code: 2022 });
@@ -205,10 +241,21 @@ describe('venue_d sandbox: signatures and trading setup', () => {
     // The linked signer withdraws for the subaccount ([O] N8) …
     const chainBefore = await usdcOnChain(user.account.address);
     expect(await gateway('/v1/execute', await signedWithdraw(user, firstKey, 2n * USDC))).toMatchObject({ status: 'success' });
-    expect(await eventually(() => usdcOnChain(user.account.address), (b) => b !== chainBefore)).toBe(chainBefore + 2n * USDC);
+    expect(
+      await eventually(
+        () => usdcOnChain(user.account.address),
+        (b) => b !== chainBefore,
+      ),
+    ).toBe(chainBefore + 2n * USDC);
     // … but cannot link another signer.
-    const linkTx = { sender: user.fields.account_address as Hex, signer: linkedSignerBytes32(privateKeyToAccount(generatePrivateKey()).address), nonce: await txNonce(user.account.address) };
-    expect(await gateway('/v1/execute', linkSignerExecuteBody(linkTx, await firstKey.signTypedData(linkSignerTypedData(CONFIG, linkTx))))).toMatchObject({ status: 'failure' });
+    const linkTx = {
+      sender: user.fields.account_address as Hex,
+      signer: linkedSignerBytes32(privateKeyToAccount(generatePrivateKey()).address),
+      nonce: await txNonce(user.account.address),
+    };
+    expect(await gateway('/v1/execute', linkSignerExecuteBody(linkTx, await firstKey.signTypedData(linkSignerTypedData(CONFIG, linkTx))))).toMatchObject({
+      status: 'failure',
+    });
 
     await expect(driver.initTrading(user.wallet, user.fields, { name: 'bot' }, false)).rejects.toMatchObject({ code: 'LINKED_SIGNER_EXISTS' });
     await expect(driver.initTrading(user.wallet, user.fields, { name: 7 }, true)).rejects.toMatchObject({ code: 'INVALID_METADATA' });
@@ -230,14 +277,19 @@ describe('venue_d sandbox: signatures and trading setup', () => {
     await expect(driver.initTrading(user.wallet, user.fields, {}, true)).rejects.toMatchObject({ code: 'VENUE_REFUSED', errorCode: 2025 });
     await deposit(user, 2n * USDC);
     const revoke = { sender: user.fields.account_address as Hex, signer: linkedSignerBytes32(zeroAddress), nonce: await txNonce(user.account.address) };
-    expect(await gateway('/v1/execute', linkSignerExecuteBody(revoke, await user.account.signTypedData(linkSignerTypedData(CONFIG, revoke))))).toMatchObject({ status: 'success' });
+    expect(await gateway('/v1/execute', linkSignerExecuteBody(revoke, await user.account.signTypedData(linkSignerTypedData(CONFIG, revoke))))).toMatchObject({
+      status: 'success',
+    });
     expect(await linkedSigner(user.fields.account_address)).toBe(zeroAddress);
   });
 });
 
 interface SdkEngine {
   getNonces(params: { address: string }): Promise<{ txNonce: string; orderNonce: string }>;
-  getSubaccountSummary(params: { subaccountOwner: string; subaccountName: string }): Promise<{ exists: boolean; balances: { amount: { toFixed(): string } }[] }>;
+  getSubaccountSummary(params: {
+    subaccountOwner: string;
+    subaccountName: string;
+  }): Promise<{ exists: boolean; balances: { amount: { toFixed(): string } }[] }>;
   getLinkedSigner(params: { subaccountOwner: string; subaccountName: string }): Promise<{ signer: string }>;
   getSubaccountFeeRates(params: { subaccountOwner: string; subaccountName: string }): Promise<{ withdrawal: Record<number, { toFixed(): string }> }>;
   linkSigner(params: Record<string, unknown>): Promise<unknown>;
@@ -258,12 +310,30 @@ describe('venue_d sandbox speaks to the official engine client (@nadohq/engine-c
     expect(summary.balances[0]!.amount.toFixed()).toBe((20n * 10n ** 18n).toString());
 
     const linked = privateKeyToAccount(generatePrivateKey());
-    await engine.linkSigner({ subaccountOwner: user.account.address, subaccountName: 'default', signer: linkedSignerBytes32(linked.address), chainId: CONFIG.chainId, verifyingAddr: ENDPOINT });
+    await engine.linkSigner({
+      subaccountOwner: user.account.address,
+      subaccountName: 'default',
+      signer: linkedSignerBytes32(linked.address),
+      chainId: CONFIG.chainId,
+      verifyingAddr: ENDPOINT,
+    });
     expect((await queries.getLinkedSigner({ subaccountOwner: user.account.address, subaccountName: 'default' })).signer).toBe(linked.address.toLowerCase());
 
     const chainBefore = await usdcOnChain(user.account.address);
-    await engine.withdrawCollateral({ subaccountOwner: user.account.address, subaccountName: 'default', productId: 0, amount: 4n * USDC, chainId: CONFIG.chainId, verifyingAddr: ENDPOINT });
-    expect(await eventually(() => usdcOnChain(user.account.address), (b) => b !== chainBefore)).toBe(chainBefore + 4n * USDC);
+    await engine.withdrawCollateral({
+      subaccountOwner: user.account.address,
+      subaccountName: 'default',
+      productId: 0,
+      amount: 4n * USDC,
+      chainId: CONFIG.chainId,
+      verifyingAddr: ENDPOINT,
+    });
+    expect(
+      await eventually(
+        () => usdcOnChain(user.account.address),
+        (b) => b !== chainBefore,
+      ),
+    ).toBe(chainBefore + 4n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
     const fees = await queries.getSubaccountFeeRates({ subaccountOwner: user.account.address, subaccountName: 'default' });
     expect(fees.withdrawal[0]!.toFixed()).toBe((1n * 10n ** 18n).toString());
@@ -279,7 +349,10 @@ describe('venue_d sandbox: withdrawals', () => {
     const started = performance.now();
     const { reference } = await driver.withdraw(user.wallet, user.fields, 10n * USDC, key);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
-    const status = await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending');
+    const status = await eventually(
+      () => driver.withdrawalStatus(user.wallet, user.fields, reference),
+      (s) => s.state !== 'pending',
+    );
     expect(status.state).toBe('completed');
     console.info(`venue_d withdraw call to payout confirmed on chain: ${(performance.now() - started).toFixed(0)} ms`);
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 9n * USDC);
@@ -300,7 +373,10 @@ describe('venue_d sandbox: withdrawals', () => {
     expect(await gateway('/v1/execute', await signedWithdraw(user, user.account, 0n))).toMatchObject({ status: 'failure', error_code: 2002 });
     const tooMuch = await signedWithdraw(user, user.account, 9_500_000n);
     expect(await gateway('/v1/execute', tooMuch)).toMatchObject({ status: 'failure', error_code: 2036 });
-    expect(await gateway('/v1/execute', { withdraw_collateral: { ...tooMuch.withdraw_collateral, spot_leverage: false } })).toMatchObject({ status: 'failure', error_code: 2017 });
+    expect(await gateway('/v1/execute', { withdraw_collateral: { ...tooMuch.withdraw_collateral, spot_leverage: false } })).toMatchObject({
+      status: 'failure',
+      error_code: 2017,
+    });
     // 10 requested = 9 signed + 1 fee: fits; 10.5 does not.
     await expect(driver.withdraw(user.wallet, user.fields, 10_500_000n, crypto.randomUUID())).rejects.toBeInstanceOf(VenueDRefusedError);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
@@ -320,7 +396,10 @@ describe('venue_d sandbox: faults', () => {
 
     await venues.setFault({ target: 'venue_d', operation: 'deposit', mode: 'stall', count: 1 });
     const receipt = await depositByHand(user, 7n * USDC);
-    await eventually(async () => JSON.parse(await readFile(join(dataDir, 'venues', 'venue_d.json'), 'utf8')).cursor, (cursor) => BigInt(cursor) >= receipt.blockNumber);
+    await eventually(
+      async () => JSON.parse(await readFile(join(dataDir, 'venues', 'venue_d.json'), 'utf8')).cursor,
+      (cursor) => BigInt(cursor) >= receipt.blockNumber,
+    );
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
     await venues.setFault({ target: 'venue_d', operation: 'deposit', mode: 'clear', count: 0 });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(17n * USDC);
@@ -337,7 +416,12 @@ describe('venue_d sandbox: faults', () => {
     await expect(driver.withdraw(user.wallet, user.fields, 5n * USDC, key)).rejects.toBeInstanceOf(VenueDRefusedError);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(20n * USDC);
     const retried = await driver.withdraw(user.wallet, user.fields, 5n * USDC, key);
-    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, retried.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, retried.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
 
@@ -347,7 +431,12 @@ describe('venue_d sandbox: faults', () => {
     expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
     await venues.setFault({ target: 'venue_d', operation: 'withdrawal', mode: 'clear', count: 0 });
-    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 8n * USDC);
   });
 
@@ -361,7 +450,12 @@ describe('venue_d sandbox: faults', () => {
 
     await venues.setFault({ target: 'venue_d', operation: 'deposit', mode: 'refund', count: 1 });
     await depositByHand(user, 6n * USDC);
-    expect(await eventually(() => usdcOnChain(user.account.address), (b) => b === 10n * USDC)).toBe(10n * USDC);
+    expect(
+      await eventually(
+        () => usdcOnChain(user.account.address),
+        (b) => b === 10n * USDC,
+      ),
+    ).toBe(10n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
   });
 });
@@ -378,7 +472,14 @@ describe('venue_d sandbox: durable state', () => {
     venues = await start();
     expect(venues.urls.venue_d).toBe(url);
     driver = newDriver();
-    expect((await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance === 17n * USDC)).balance).toBe(17n * USDC);
+    expect(
+      (
+        await eventually(
+          () => driver.balances(user.wallet, user.fields),
+          (b) => b.balance === 17n * USDC,
+        )
+      ).balance,
+    ).toBe(17n * USDC);
     expect(await linkedSigner(user.fields.account_address)).toBe(String(setup.stored.linked_signer_address).toLowerCase());
     expect(await txNonce(user.account.address)).toBe(nonce);
   });

@@ -31,7 +31,11 @@ let driver: VenueEDriver;
 function newDriver() {
   const url = venues.urls.venue_e!;
   const pol = createPublicClient({ transport: http(evm.chains.POL.rpc_url) });
-  return new VenueEDriver({ baseUrl: url, bridgeUrl: url, polygonBalanceOf: (token, owner) => pol.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }) });
+  return new VenueEDriver({
+    baseUrl: url,
+    bridgeUrl: url,
+    polygonBalanceOf: (token, owner) => pol.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }),
+  });
 }
 
 beforeAll(async () => {
@@ -68,7 +72,10 @@ async function stateFile() {
 
 /** Waits until the watcher has read past `block`. */
 async function watched(block: bigint) {
-  await eventually(async () => BigInt((await stateFile()).cursor), (cursor) => cursor >= block);
+  await eventually(
+    async () => BigInt((await stateFile()).cursor),
+    (cursor) => cursor >= block,
+  );
 }
 
 async function clob(path: string, init: RequestInit = {}) {
@@ -80,7 +87,11 @@ describe('venue_e sandbox: account and deposits', () => {
   it('lists itself on POL with USDC.e and its rules; the account is the published proxy wallet and the owner EOA', async () => {
     const listing = venues.listing.venues.find((venue) => venue.dex === 'venue_e');
     expect(listing).toMatchObject({ url: venues.urls.venue_e, chain: 'POL', token: 'USDC.E', deposit_address: PROXY_WALLET_FACTORY });
-    expect(listing!.rules).toMatchObject({ first_deposit_minimum: '2', deposit: { minimum_amount: '2' }, withdrawal: { fee: { amount: '0', fee_type: 'none' } } });
+    expect(listing!.rules).toMatchObject({
+      first_deposit_minimum: '2',
+      deposit: { minimum_amount: '2' },
+      withdrawal: { fee: { amount: '0', fee_type: 'none' } },
+    });
     const user = await newUser(0n);
     expect(user.fields).toEqual({ proxy_wallet_address: user.proxy, service_wallet_address: user.account.address });
     // pUSD is a token at its real address on the sandbox chain.
@@ -110,7 +121,9 @@ describe('venue_e sandbox: account and deposits', () => {
     await expect(driver.prepareDeposit(user.wallet, user.fields, 1_990_000n)).rejects.toBeInstanceOf(VenueRuleError);
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 2n * USDC);
     expect(plan).toMatchObject({ chain: 'POL', expectedCredit: 2n * USDC });
-    expect(plan.calls).toEqual([{ to: POLYGON_USDC_E, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [user.proxy, 2n * USDC] }), label: expect.any(String) }]);
+    expect(plan.calls).toEqual([
+      { to: POLYGON_USDC_E, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [user.proxy, 2n * USDC] }), label: expect.any(String) },
+    ]);
   });
 
   it('1.5 USDC.e sent anyway stays USDC.e in the proxy, not collateral; 10 USDC.e is wrapped into exactly 10 pUSD on chain', async () => {
@@ -133,7 +146,7 @@ describe('venue_e sandbox: account and deposits', () => {
     console.info(`venue_e deposit-to-pUSD latency: ${latency.toFixed(0)} ms (watcher poll 100 ms; USDC.e out of the proxy, then pUSD in)`);
   });
 
-  it('USDC.e sent to an address that is no proxy the venue knows is nobody\'s deposit', async () => {
+  it("USDC.e sent to an address that is no proxy the venue knows is nobody's deposit", async () => {
     const user = await newUser(5n * USDC);
     const stranger = privateKeyToAccount(generatePrivateKey()).address;
     const receipt = await user.send(POLYGON_USDC_E, encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [stranger, 3n * USDC] }));
@@ -157,7 +170,11 @@ describe('venue_e sandbox: CLOB credentials', () => {
     // The balance now comes from /balance-allowance with L2 headers.
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
     const credentials = { apiKey: setup.stored.clob_api_key as string, secret: setup.oneTime.clob_secret!, passphrase: setup.oneTime.clob_passphrase! };
-    const headers = createL2Headers(user.account.address, credentials, { timestamp: Math.floor(Date.now() / 1000), method: 'GET', requestPath: '/auth/api-keys' });
+    const headers = createL2Headers(user.account.address, credentials, {
+      timestamp: Math.floor(Date.now() / 1000),
+      method: 'GET',
+      requestPath: '/auth/api-keys',
+    });
     expect(await clob('/auth/api-keys', { headers })).toEqual({ status: 200, body: { apiKeys: [credentials.apiKey] } });
     // Again without replace: the CLOB refuses a second key for nonce 0 and the driver derives the same one.
     const again = await driver.initTrading(user.wallet, user.fields, {}, false);
@@ -169,13 +186,23 @@ describe('venue_e sandbox: CLOB credentials', () => {
     const forger = privateKeyToAccount(generatePrivateKey());
     const now = Math.floor(Date.now() / 1000);
     const forged = await createL1Headers(
-      { address: user.account.address, signTypedData: (typedData) => forger.signTypedData(typedData as never), signMessage: (message) => forger.signMessage({ message }) },
+      {
+        address: user.account.address,
+        signTypedData: (typedData) => forger.signTypedData(typedData as never),
+        signMessage: (message) => forger.signMessage({ message }),
+      },
       { timestamp: now },
     );
-    expect(await clob('/auth/api-key', { method: 'POST', headers: forged })).toMatchObject({ status: 401, body: { error: expect.stringMatching(/not by POLY_ADDRESS/) } });
+    expect(await clob('/auth/api-key', { method: 'POST', headers: forged })).toMatchObject({
+      status: 401,
+      body: { error: expect.stringMatching(/not by POLY_ADDRESS/) },
+    });
     const stale = await createL1Headers(user.wallet, { timestamp: now - 3600 });
     expect((await clob('/auth/api-key', { method: 'POST', headers: stale })).status).toBe(401);
-    expect(await clob('/auth/derive-api-key', { headers: await createL1Headers(user.wallet, { timestamp: now }) })).toEqual({ status: 400, body: { error: 'Could not derive api key!' } });
+    expect(await clob('/auth/derive-api-key', { headers: await createL1Headers(user.wallet, { timestamp: now }) })).toEqual({
+      status: 400,
+      body: { error: 'Could not derive api key!' },
+    });
 
     const created = await clob('/auth/api-key', { method: 'POST', headers: await createL1Headers(user.wallet, { timestamp: now }) });
     expect(created.status).toBe(200);
@@ -183,7 +210,10 @@ describe('venue_e sandbox: CLOB credentials', () => {
     const good = createL2Headers(user.account.address, credentials, { timestamp: now, method: 'GET', requestPath: '/balance-allowance' });
     expect(await clob('/balance-allowance?asset_type=COLLATERAL', { headers: good })).toMatchObject({ status: 200, body: { balance: '0' } });
     for (const headers of [
-      { ...good, POLY_SIGNATURE: createL2Headers(user.account.address, credentials, { timestamp: now, method: 'GET', requestPath: '/auth/api-keys' }).POLY_SIGNATURE },
+      {
+        ...good,
+        POLY_SIGNATURE: createL2Headers(user.account.address, credentials, { timestamp: now, method: 'GET', requestPath: '/auth/api-keys' }).POLY_SIGNATURE,
+      },
       { ...good, POLY_PASSPHRASE: 'f'.repeat(64) },
       { ...good, POLY_ADDRESS: forger.address },
       createL2Headers(user.account.address, credentials, { timestamp: now - 3600, method: 'GET', requestPath: '/balance-allowance' }),
@@ -204,7 +234,8 @@ describe('venue_e sandbox: CLOB credentials', () => {
     const now = Math.floor(Date.now() / 1000);
     const old = { apiKey: first.stored.clob_api_key as string, secret: first.oneTime.clob_secret!, passphrase: first.oneTime.clob_passphrase! };
     const fresh = { apiKey: second.stored.clob_api_key as string, secret: second.oneTime.clob_secret!, passphrase: second.oneTime.clob_passphrase! };
-    const read = (credentials: typeof old) => clob('/auth/api-keys', { headers: createL2Headers(user.account.address, credentials, { timestamp: now, method: 'GET', requestPath: '/auth/api-keys' }) });
+    const read = (credentials: typeof old) =>
+      clob('/auth/api-keys', { headers: createL2Headers(user.account.address, credentials, { timestamp: now, method: 'GET', requestPath: '/auth/api-keys' }) });
     expect((await read(old)).status).toBe(401);
     expect(await read(fresh)).toEqual({ status: 200, body: { apiKeys: [fresh.apiKey] } });
     Object.assign(user.fields, second.stored);
@@ -249,14 +280,22 @@ describe('venue_e sandbox: withdrawals', () => {
     const started = performance.now();
     const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, key);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
-    const status = await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, reference), (s) => s.state !== 'pending');
+    const status = await eventually(
+      () => driver.withdrawalStatus(user.wallet, user.fields, reference),
+      (s) => s.state !== 'pending',
+    );
     expect(status.state).toBe('completed');
     console.info(`venue_e withdraw call to payout confirmed on chain: ${(performance.now() - started).toFixed(0)} ms`);
     expect(await onChain(POLYGON_USDC_E, user.account.address)).toBe(chainBefore + 5n * USDC);
     const receipt = await polygon().client.getTransactionReceipt({ hash: (status as { txHash: Hex }).txHash });
     expect(receipt.logs).toHaveLength(1);
     expect(BigInt(receipt.logs[0]!.data)).toBe(5n * USDC);
-    expect(await eventually(() => onChain(PUSD, user.proxy), (pusd) => pusd === 15n * USDC)).toBe(15n * USDC);
+    expect(
+      await eventually(
+        () => onChain(PUSD, user.proxy),
+        (pusd) => pusd === 15n * USDC,
+      ),
+    ).toBe(15n * USDC);
 
     expect(await driver.withdraw(user.wallet, user.fields, 5n * USDC, key)).toEqual({ reference });
     await new Promise((wake) => setTimeout(wake, 500));
@@ -271,11 +310,19 @@ describe('venue_e sandbox: withdrawals', () => {
     const user = await newUser(10n * USDC);
     await deposit(user, 10n * USDC);
     const chainBefore = await onChain(POLYGON_USDC_E, user.account.address);
-    const results = await Promise.allSettled([driver.withdraw(user.wallet, user.fields, 6n * USDC, uuidv7()), driver.withdraw(user.wallet, user.fields, 6n * USDC, uuidv7())]);
+    const results = await Promise.allSettled([
+      driver.withdraw(user.wallet, user.fields, 6n * USDC, uuidv7()),
+      driver.withdraw(user.wallet, user.fields, 6n * USDC, uuidv7()),
+    ]);
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
     expect(String((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason.message)).toMatch(/not enough balance/);
     const accepted = (results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ reference: string }>).value;
-    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, accepted.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, accepted.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect(await onChain(POLYGON_USDC_E, user.account.address)).toBe(chainBefore + 6n * USDC);
     expect(await driver.balances(user.wallet, user.fields)).toMatchObject({ balance: 4n * USDC, extra: { proxy_wallet_pusd: 4n * USDC } });
   });
@@ -285,11 +332,29 @@ describe('venue_e sandbox: withdrawals', () => {
     await deposit(user, 10n * USDC);
     const forger = privateKeyToAccount(generatePrivateKey());
     const withdrawalId = withdrawalIdOf(uuidv7());
-    const request = { proxyWallet: user.proxy, recipientAddr: forger.address, toChainId: 137n, toTokenAddress: POLYGON_USDC_E, amount: 5n * USDC, withdrawalId };
+    const request = {
+      proxyWallet: user.proxy,
+      recipientAddr: forger.address,
+      toChainId: 137n,
+      toTokenAddress: POLYGON_USDC_E,
+      amount: 5n * USDC,
+      withdrawalId,
+    };
     const body = (signature: Hex, amount = request.amount) =>
-      JSON.stringify({ address: user.proxy, toChainId: '137', toTokenAddress: POLYGON_USDC_E, recipientAddr: forger.address, amount: amount.toString(), withdrawalId, signature });
+      JSON.stringify({
+        address: user.proxy,
+        toChainId: '137',
+        toTokenAddress: POLYGON_USDC_E,
+        recipientAddr: forger.address,
+        amount: amount.toString(),
+        withdrawalId,
+        signature,
+      });
     const post = (text: string) => clob('/withdraw', { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
-    expect(await post(body(await forger.signTypedData(withdrawTypedData(request))))).toEqual({ status: 401, body: { error: 'the signature is not by the owner of this wallet' } });
+    expect(await post(body(await forger.signTypedData(withdrawTypedData(request))))).toEqual({
+      status: 401,
+      body: { error: 'the signature is not by the owner of this wallet' },
+    });
     // The owner's signature over 1 USDC.e presented for 5.
     const small = await user.account.signTypedData(withdrawTypedData({ ...request, amount: 1n * USDC }));
     expect((await post(body(small))).status).toBe(401);
@@ -309,7 +374,10 @@ describe('venue_e sandbox: faults', () => {
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 10n * USDC);
     await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
     await deposit(user, 5n * USDC);
-    expect(await driver.balances(user.wallet, user.fields)).toMatchObject({ balance: 5n * USDC, extra: { proxy_wallet_usdc_e: 10n * USDC, proxy_wallet_pusd: 5n * USDC } });
+    expect(await driver.balances(user.wallet, user.fields)).toMatchObject({
+      balance: 5n * USDC,
+      extra: { proxy_wallet_usdc_e: 10n * USDC, proxy_wallet_pusd: 5n * USDC },
+    });
 
     await venues.setFault({ target: 'venue_e', operation: 'deposit', mode: 'stall', count: 1 });
     const receipt = await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
@@ -317,7 +385,10 @@ describe('venue_e sandbox: faults', () => {
     await new Promise((wake) => setTimeout(wake, 300));
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);
     await venues.setFault({ target: 'venue_e', operation: 'deposit', mode: 'clear', count: 0 });
-    const after = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance === 15n * USDC);
+    const after = await eventually(
+      () => driver.balances(user.wallet, user.fields),
+      (b) => b.balance === 15n * USDC,
+    );
     expect(after).toMatchObject({ balance: 15n * USDC, extra: { proxy_wallet_usdc_e: 10n * USDC, proxy_wallet_pusd: 15n * USDC } });
   });
 
@@ -326,8 +397,18 @@ describe('venue_e sandbox: faults', () => {
     await venues.setFault({ target: 'venue_e', operation: 'deposit', mode: 'refund', count: 1 });
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 10n * USDC);
     await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
-    expect(await eventually(() => onChain(POLYGON_USDC_E, user.account.address), (balance) => balance > 0n)).toBe(10n * USDC);
-    expect(await eventually(() => onChain(POLYGON_USDC_E, user.proxy), (balance) => balance === 0n)).toBe(0n);
+    expect(
+      await eventually(
+        () => onChain(POLYGON_USDC_E, user.account.address),
+        (balance) => balance > 0n,
+      ),
+    ).toBe(10n * USDC);
+    expect(
+      await eventually(
+        () => onChain(POLYGON_USDC_E, user.proxy),
+        (balance) => balance === 0n,
+      ),
+    ).toBe(0n);
     expect(await driver.balances(user.wallet, user.fields)).toMatchObject({ balance: 0n, extra: { proxy_wallet_usdc_e: 0n, proxy_wallet_pusd: 0n } });
   });
 
@@ -340,7 +421,12 @@ describe('venue_e sandbox: faults', () => {
     await expect(driver.withdraw(user.wallet, user.fields, 5n * USDC, key)).rejects.toMatchObject({ code: 'VENUE_UNAVAILABLE' });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(20n * USDC);
     const retried = await driver.withdraw(user.wallet, user.fields, 5n * USDC, key);
-    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, retried.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, retried.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect(await onChain(POLYGON_USDC_E, user.account.address)).toBe(chainBefore + 5n * USDC);
 
     await venues.setFault({ target: 'venue_e', operation: 'withdrawal', mode: 'stall', count: 1 });
@@ -349,13 +435,23 @@ describe('venue_e sandbox: faults', () => {
     expect(await driver.withdrawalStatus(user.wallet, user.fields, stalled.reference)).toEqual({ state: 'pending' });
     expect(await onChain(POLYGON_USDC_E, user.account.address)).toBe(chainBefore + 5n * USDC);
     await venues.setFault({ target: 'venue_e', operation: 'withdrawal', mode: 'clear', count: 0 });
-    expect(await eventually(() => driver.withdrawalStatus(user.wallet, user.fields, stalled.reference), (s) => s.state !== 'pending')).toMatchObject({ state: 'completed' });
+    expect(
+      await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, stalled.reference),
+        (s) => s.state !== 'pending',
+      ),
+    ).toMatchObject({ state: 'completed' });
     expect(await onChain(POLYGON_USDC_E, user.account.address)).toBe(chainBefore + 10n * USDC);
 
     await venues.setFault({ target: 'venue_e', operation: 'withdrawal', mode: 'refund', count: 1 });
     const refunded = await driver.withdraw(user.wallet, user.fields, 5n * USDC, uuidv7());
     expect(await driver.withdrawalStatus(user.wallet, user.fields, refunded.reference)).toMatchObject({ state: 'failed' });
-    expect(await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance === 10n * USDC)).toMatchObject({ balance: 10n * USDC, extra: { proxy_wallet_pusd: 10n * USDC } });
+    expect(
+      await eventually(
+        () => driver.balances(user.wallet, user.fields),
+        (b) => b.balance === 10n * USDC,
+      ),
+    ).toMatchObject({ balance: 10n * USDC, extra: { proxy_wallet_pusd: 10n * USDC } });
   });
 });
 
@@ -374,7 +470,10 @@ describe('venue_e sandbox: durable state and errors', () => {
     expect(venues.urls.venue_e).toBe(url);
     driver = newDriver();
     // The driver reads the chain, then the CLOB: wait until both show the wrap.
-    const balances = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance === 17n * USDC && b.extra?.proxy_wallet_pusd === 17n * USDC);
+    const balances = await eventually(
+      () => driver.balances(user.wallet, user.fields),
+      (b) => b.balance === 17n * USDC && b.extra?.proxy_wallet_pusd === 17n * USDC,
+    );
     expect(balances).toMatchObject({ balance: 17n * USDC, extra: { proxy_wallet_usdc_e: 0n, proxy_wallet_pusd: 17n * USDC } });
     // The same credentials still work after the restart.
     const again = await driver.initTrading(user.wallet, user.fields, {}, false);
@@ -387,16 +486,27 @@ describe('venue_e sandbox: durable state and errors', () => {
     await venues.stop();
     const path = join(dataDir, 'venues', 'venue_e.json');
     const state = await stateFile();
-    const move = Object.values(state.venue.moves as Record<string, { proxy: string; state: string; kind: string }>).find((m) => m.proxy === user.proxy && m.kind === 'wrap')!;
+    const move = Object.values(state.venue.moves as Record<string, { proxy: string; state: string; kind: string }>).find(
+      (m) => m.proxy === user.proxy && m.kind === 'wrap',
+    )!;
     expect(move.state).toBe('moved');
     move.state = 'sending';
     await writeFile(path, JSON.stringify(state));
     venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueEModule()] });
     driver = newDriver();
-    const settled = await eventually(stateFile, (s) => Object.values(s.venue.moves as Record<string, { proxy: string; state: string }>).every((m) => m.proxy !== user.proxy || m.state === 'moved'));
-    expect(Object.values(settled.venue.moves as Record<string, { proxy: string; state: string }>).filter((m) => m.proxy === user.proxy).map((m) => m.state)).toEqual(['moved']);
+    const settled = await eventually(stateFile, (s) =>
+      Object.values(s.venue.moves as Record<string, { proxy: string; state: string }>).every((m) => m.proxy !== user.proxy || m.state === 'moved'),
+    );
+    expect(
+      Object.values(settled.venue.moves as Record<string, { proxy: string; state: string }>)
+        .filter((m) => m.proxy === user.proxy)
+        .map((m) => m.state),
+    ).toEqual(['moved']);
     await new Promise((wake) => setTimeout(wake, 300));
-    expect(await driver.balances(user.wallet, user.fields)).toMatchObject({ balance: 10n * USDC, extra: { proxy_wallet_usdc_e: 0n, proxy_wallet_pusd: 10n * USDC } });
+    expect(await driver.balances(user.wallet, user.fields)).toMatchObject({
+      balance: 10n * USDC,
+      extra: { proxy_wallet_usdc_e: 0n, proxy_wallet_pusd: 10n * USDC },
+    });
   });
 
   it('a venue error is a VenueERefusedError with the CLOB error text', async () => {

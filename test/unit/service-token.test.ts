@@ -33,7 +33,14 @@ beforeAll(async () => {
 
 async function signWith(key: JWK, claims: { iss: string; sub: string; aud: string; ttl?: number }) {
   const iat = Math.floor(Date.now() / 1000);
-  return new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: key.kid! }).setIssuer(claims.iss).setSubject(claims.sub).setAudience(claims.aud).setIssuedAt(iat).setExpirationTime(iat + (claims.ttl ?? 60)).sign(await importJWK(key, 'ES256'));
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', kid: key.kid! })
+    .setIssuer(claims.iss)
+    .setSubject(claims.sub)
+    .setAudience(claims.aud)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + (claims.ttl ?? 60))
+    .sign(await importJWK(key, 'ES256'));
 }
 
 describe('service tokens', () => {

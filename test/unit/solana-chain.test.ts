@@ -94,7 +94,10 @@ describe('SolanaChain (@solana/kit)', () => {
     const sender = newWallet();
     const recipient = newWallet();
     await sandbox.faucet(sender.address, 'SOL', SOL);
-    const [one, two] = await Promise.all([chain.transferMessage(sender.address, recipient.address, 'SOL', SOL / 100n), chain.transferMessage(sender.address, recipient.address, 'SOL', SOL / 100n, 'withdrawal 42')]);
+    const [one, two] = await Promise.all([
+      chain.transferMessage(sender.address, recipient.address, 'SOL', SOL / 100n),
+      chain.transferMessage(sender.address, recipient.address, 'SOL', SOL / 100n, 'withdrawal 42'),
+    ]);
     const decode = (bytes: Uint8Array) => getCompiledTransactionMessageDecoder().decode(bytes);
     expect(decode(one.messageBytes).lifetimeToken).toBe(decode(two.messageBytes).lifetimeToken);
     expect(one.messageBytes).not.toEqual(two.messageBytes);
@@ -111,8 +114,12 @@ describe('SolanaChain (@solana/kit)', () => {
     expect(await chain.balance(recipient.address, 'SOL')).toBe(SOL / 50n);
     // The quoted fee is what was charged, memo included.
     expect(await chain.balance(sender.address, 'SOL')).toBe(SOL - SOL / 50n - one.fee - two.fee);
-    const landed = await createSolanaRpc(sandbox.rpcUrl).getTransaction(signatures[1] as Signature, { maxSupportedTransactionVersion: 0, encoding: 'json' }).send();
-    expect(landed?.meta?.logMessages).toEqual(expect.arrayContaining(['Program MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr invoke [1]', 'Program log: withdrawal 42']));
+    const landed = await createSolanaRpc(sandbox.rpcUrl)
+      .getTransaction(signatures[1] as Signature, { maxSupportedTransactionVersion: 0, encoding: 'json' })
+      .send();
+    expect(landed?.meta?.logMessages).toEqual(
+      expect.arrayContaining(['Program MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr invoke [1]', 'Program log: withdrawal 42']),
+    );
 
     await expect(chain.transferMessage(sender.address, recipient.address, 'SOL', 1n, '')).rejects.toThrow(/reference/);
     await expect(chain.transferMessage(sender.address, recipient.address, 'SOL', 1n, 'x'.repeat(65))).rejects.toThrow(/reference/);
@@ -129,7 +136,7 @@ describe('SolanaChain (@solana/kit)', () => {
     expect(await chain.balance(sender.address, 'SOL')).toBe(SOL / 100n);
   });
 
-  it('refuses a wire transaction whose signature is not the fee payer\'s (node answers with an error)', async () => {
+  it("refuses a wire transaction whose signature is not the fee payer's (node answers with an error)", async () => {
     const sender = newWallet();
     await sandbox.faucet(sender.address, 'SOL', SOL);
     const built = await chain.transferMessage(sender.address, newWallet().address, 'SOL', 1n);

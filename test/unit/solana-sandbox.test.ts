@@ -2,7 +2,12 @@ import { mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createAssociatedTokenAccountIdempotentInstruction, createTransferCheckedInstruction, getAccount, getAssociatedTokenAddressSync } from '@solana/spl-token';
+import {
+  createAssociatedTokenAccountIdempotentInstruction,
+  createTransferCheckedInstruction,
+  getAccount,
+  getAssociatedTokenAddressSync,
+} from '@solana/spl-token';
 import {
   ComputeBudgetProgram,
   Connection,
@@ -130,7 +135,9 @@ describe('Solana sandbox over JSON-RPC', { timeout: 30_000 }, () => {
     const aliceBefore = await lamportsOf(alice.publicKey);
     const { blockhash, lastValidBlockHeight } = await connection.getLatestBlockhash();
     expect(lastValidBlockHeight).toBe((await connection.getBlockHeight()) + 150);
-    const tx = new Transaction({ feePayer: alice.publicKey, recentBlockhash: blockhash }).add(SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: bob.publicKey, lamports: 123_456_789 }));
+    const tx = new Transaction({ feePayer: alice.publicKey, recentBlockhash: blockhash }).add(
+      SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: bob.publicKey, lamports: 123_456_789 }),
+    );
     tx.sign(alice);
     const fee = BigInt((await connection.getFeeForMessage(tx.compileMessage())).value ?? Number.NaN);
     expect(fee).toBe(5_000n);
@@ -230,7 +237,11 @@ describe('Solana sandbox over JSON-RPC', { timeout: 30_000 }, () => {
     expect(error.message).toBe('Transaction signature verification failure');
 
     const stale = new VersionedTransaction(
-      new TransactionMessage({ payerKey: alice.publicKey, recentBlockhash: Keypair.generate().publicKey.toBase58(), instructions: [SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: bob.publicKey, lamports: 1_000_000 })] }).compileToV0Message(),
+      new TransactionMessage({
+        payerKey: alice.publicKey,
+        recentBlockhash: Keypair.generate().publicKey.toBase58(),
+        instructions: [SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: bob.publicKey, lamports: 1_000_000 })],
+      }).compileToV0Message(),
     );
     stale.sign([alice]);
     const staleError = await expectRefused(connection.sendRawTransaction(stale.serialize()), -32002);
@@ -243,9 +254,16 @@ describe('Solana sandbox over JSON-RPC', { timeout: 30_000 }, () => {
     const stranger = Keypair.generate();
     const unfunded = await v0Transaction(stranger, [SystemProgram.transfer({ fromPubkey: stranger.publicKey, toPubkey: bob.publicKey, lamports: 1 })]);
     const unfundedError = await expectRefused(connection.sendRawTransaction(unfunded.serialize()), -32002);
-    expect(unfundedError).toMatchObject({ message: 'Transaction simulation failed: Attempt to debit an account but found no record of a prior credit.', data: { err: 'AccountNotFound' } });
+    expect(unfundedError).toMatchObject({
+      message: 'Transaction simulation failed: Attempt to debit an account but found no record of a prior credit.',
+      data: { err: 'AccountNotFound' },
+    });
 
-    const unknownInstruction = new TransactionInstruction({ programId: SystemProgram.programId, keys: [{ pubkey: alice.publicKey, isSigner: true, isWritable: true }], data: Buffer.from([99, 0, 0, 0]) });
+    const unknownInstruction = new TransactionInstruction({
+      programId: SystemProgram.programId,
+      keys: [{ pubkey: alice.publicKey, isSigner: true, isWritable: true }],
+      data: Buffer.from([99, 0, 0, 0]),
+    });
     const garbled = await v0Transaction(alice, [unknownInstruction]);
     const garbledError = await expectRefused(connection.sendRawTransaction(garbled.serialize()), -32002);
     expect(garbledError).toMatchObject({
@@ -258,7 +276,10 @@ describe('Solana sandbox over JSON-RPC', { timeout: 30_000 }, () => {
     const dust = await v0Transaction(alice, [SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1 })]);
     const belowRent = { InsufficientFundsForRent: { account_index: 1 } };
     const dustError = await expectRefused(connection.sendRawTransaction(dust.serialize()), -32002);
-    expect(dustError).toMatchObject({ message: 'Transaction simulation failed: Transaction results in an account (1) with insufficient funds for rent', data: { err: belowRent } });
+    expect(dustError).toMatchObject({
+      message: 'Transaction simulation failed: Transaction results in an account (1) with insufficient funds for rent',
+      data: { err: belowRent },
+    });
     const solBefore = await lamportsOf(alice.publicKey);
     const signature = await connection.sendRawTransaction(dust.serialize(), { skipPreflight: true });
     expect((await waitFinalized(signature)).err).toEqual(belowRent);
@@ -268,7 +289,9 @@ describe('Solana sandbox over JSON-RPC', { timeout: 30_000 }, () => {
 
   it('keeps a blockhash valid for 150 blocks, one block per processed transaction', async () => {
     const { blockhash, lastValidBlockHeight } = await connection.getLatestBlockhash();
-    const tx = new Transaction({ feePayer: alice.publicKey, recentBlockhash: blockhash }).add(SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: bob.publicKey, lamports: 1_000 }));
+    const tx = new Transaction({ feePayer: alice.publicKey, recentBlockhash: blockhash }).add(
+      SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: bob.publicKey, lamports: 1_000 }),
+    );
     tx.sign(alice);
     const filler = Keypair.generate().publicKey.toBase58();
     while ((await connection.getBlockHeight()) < lastValidBlockHeight) await sandbox.faucet(filler, 'SOL', 1_000_000n);
@@ -291,9 +314,10 @@ describe('Solana sandbox over JSON-RPC', { timeout: 30_000 }, () => {
     create.sign(alice, nonceAccount);
     expect((await waitFinalized(await connection.sendRawTransaction(create.serialize()))).err).toBeNull();
     const nonce = (await connection.getNonce(nonceAccount.publicKey))!.nonce;
-    const tx = new Transaction({ feePayer: alice.publicKey, nonceInfo: { nonce, nonceInstruction: SystemProgram.nonceAdvance({ noncePubkey: nonceAccount.publicKey, authorizedPubkey: alice.publicKey }) } }).add(
-      SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: bob.publicKey, lamports: 2_000 }),
-    );
+    const tx = new Transaction({
+      feePayer: alice.publicKey,
+      nonceInfo: { nonce, nonceInstruction: SystemProgram.nonceAdvance({ noncePubkey: nonceAccount.publicKey, authorizedPubkey: alice.publicKey }) },
+    }).add(SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: bob.publicKey, lamports: 2_000 }));
     tx.sign(alice);
     const filler = Keypair.generate().publicKey.toBase58();
     for (let i = 0; i <= 150; i++) await sandbox.faucet(filler, 'SOL', 1_000_000n);
@@ -308,7 +332,12 @@ describe('Solana sandbox over JSON-RPC', { timeout: 30_000 }, () => {
   });
 
   it('keeps SOL and USDC balances across a restart on the same data directory, with or without the engine snapshot', async () => {
-    const before = { aliceSol: await lamportsOf(alice.publicKey), aliceUsdc: await usdcOf(alice.publicKey), bobSol: await lamportsOf(bob.publicKey), carolUsdc: await usdcOf(carol) };
+    const before = {
+      aliceSol: await lamportsOf(alice.publicKey),
+      aliceUsdc: await usdcOf(alice.publicKey),
+      bobSol: await lamportsOf(bob.publicKey),
+      carolUsdc: await usdcOf(carol),
+    };
     const slot = await connection.getSlot();
 
     for (const dropSnapshot of [false, true]) {
@@ -317,7 +346,12 @@ describe('Solana sandbox over JSON-RPC', { timeout: 30_000 }, () => {
       sandbox = await startSolanaSandbox({ dataDir });
       connection = connect(sandbox.rpcUrl);
 
-      expect({ aliceSol: await lamportsOf(alice.publicKey), aliceUsdc: await usdcOf(alice.publicKey), bobSol: await lamportsOf(bob.publicKey), carolUsdc: await usdcOf(carol) }).toEqual(before);
+      expect({
+        aliceSol: await lamportsOf(alice.publicKey),
+        aliceUsdc: await usdcOf(alice.publicKey),
+        bobSol: await lamportsOf(bob.publicKey),
+        carolUsdc: await usdcOf(carol),
+      }).toEqual(before);
       expect(await connection.getSlot()).toBeGreaterThanOrEqual(slot);
     }
 
@@ -342,7 +376,9 @@ describe('Solana sandbox durability', { timeout: 60_000 }, () => {
       await first.faucet(payer.publicKey.toBase58(), 'SOL', SOL);
       await first.faucet(payer.publicKey.toBase58(), 'USDC', 7n);
       const { blockhash } = await rpc.getLatestBlockhash();
-      const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: payee, lamports: 1_234_567 }));
+      const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(
+        SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: payee, lamports: 1_234_567 }),
+      );
       tx.sign(payer);
       const signature = await rpc.sendRawTransaction(tx.serialize());
 
@@ -370,7 +406,9 @@ describe('Solana sandbox durability', { timeout: 60_000 }, () => {
       const payer = Keypair.generate();
       await running.faucet(payer.publicKey.toBase58(), 'SOL', SOL);
       const { blockhash } = await new Connection(running.rpcUrl, 'confirmed').getLatestBlockhash();
-      const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1_000_000 }));
+      const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(
+        SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1_000_000 }),
+      );
       tx.sign(payer);
       // The state directory becomes a file: nothing can be written any more.
       await rm(join(brokenDir, 'chains'), { recursive: true });

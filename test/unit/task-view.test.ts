@@ -80,7 +80,9 @@ describe('task view', () => {
     });
     expect(stepNumber(failed)).toBe(2);
     expect(failureLine(failed)).toBe('task failed at step 2 of 3, bridge: BRIDGE_REFUNDED: the bridge refunded the deposit');
-    expect(failureLine(task({ status: 'cancelled', metadata: { ...META, cancel_reason: 'stopped by an operator' } }))).toBe('task cancelled: stopped by an operator');
+    expect(failureLine(task({ status: 'cancelled', metadata: { ...META, cancel_reason: 'stopped by an operator' } }))).toBe(
+      'task cancelled: stopped by an operator',
+    );
   });
 
   it('the tasks table: one row per task, columns aligned, time to the second', () => {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type BridgeClient, type BridgeQuote as ClientQuote, type BridgeQuoteRequest, BridgeRefusedError, BridgeUnavailableError } from '../../shared/transfers/bridge.ts';
+import {
+  type BridgeClient,
+  type BridgeQuote as ClientQuote,
+  type BridgeQuoteRequest,
+  BridgeRefusedError,
+  BridgeUnavailableError,
+} from '../../shared/transfers/bridge.ts';
 import { BridgeClientQuoter } from '../../shared/transfers/bridge-quoter.ts';
 import { BridgeAmountRefused, BridgeQuoteError } from '../../shared/transfers/estimate.ts';
 
@@ -43,7 +49,7 @@ describe('BridgeClientQuoter', () => {
     expect(client.requests).toEqual([{ route: ARB_TO_SOL, amount: 10_000_000n, sender: WALLET.evm, recipient: WALLET.sol }]);
   });
 
-  it('an amount the bridge refuses carries the route table\'s limits', async () => {
+  it("an amount the bridge refuses carries the route table's limits", async () => {
     const quoter = new BridgeClientQuoter(new ScriptedBridgeClient(new BridgeRefusedError('AMOUNT_TOO_LOW', 'fromAmount: too low', 422)), WALLET);
     const error = await quoter.quote(ARB_TO_SOL, 5n).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BridgeAmountRefused);
@@ -51,7 +57,10 @@ describe('BridgeClientQuoter', () => {
   });
 
   it('other failures become a BridgeQuoteError naming no host', async () => {
-    const down = new BridgeClientQuoter(new ScriptedBridgeClient(new BridgeUnavailableError('bridge unreachable: connect ECONNREFUSED 127.0.0.1:4100')), WALLET);
+    const down = new BridgeClientQuoter(
+      new ScriptedBridgeClient(new BridgeUnavailableError('bridge unreachable: connect ECONNREFUSED 127.0.0.1:4100')),
+      WALLET,
+    );
     await expect(down.quote(ARB_TO_SOL, 10_000_000n)).rejects.toThrow(new BridgeQuoteError('the bridge is unavailable'));
     const refused = new BridgeClientQuoter(new ScriptedBridgeClient(new BridgeRefusedError('NO_ROUTE', 'no route', 404)), WALLET);
     await expect(refused.quote(ARB_TO_SOL, 10_000_000n)).rejects.toThrow(/the bridge refused the quote \(NO_ROUTE\)/);

@@ -115,7 +115,11 @@ async function ok(user: User | undefined, method: string, path: string, body?: u
 }
 
 const clients = new Map<string, PublicClient>();
-const chainEntry = (code: string) => runtime.chains.chains.find((entry) => entry.chain === code)! as { rpc_url: string; tokens: { token: string; native: boolean; address?: string; mint?: string }[] };
+const chainEntry = (code: string) =>
+  runtime.chains.chains.find((entry) => entry.chain === code)! as {
+    rpc_url: string;
+    tokens: { token: string; native: boolean; address?: string; mint?: string }[];
+  };
 function evmClient(code: string): PublicClient {
   let client = clients.get(code);
   if (!client) clients.set(code, (client = createPublicClient({ transport: http(chainEntry(code).rpc_url) })));
@@ -190,8 +194,10 @@ async function venueLedgers(): Promise<{ fees: bigint; held: bigint; settling: n
   const read = (dex: string) => readJson(join(dataDir, 'venues', `${dex}.json`));
   const [b, d, e] = await Promise.all([read('venue_b'), read('venue_d'), read('venue_e')]);
   let fees = 0n;
-  for (const user of Object.values(b.venue.users) as any[]) for (const entry of user.ledger) if (entry.delta.type === 'withdraw' && !entry.refused) fees += toUnits(entry.delta.fee);
-  for (const account of Object.values(d.venue.subaccounts) as any[]) for (const withdrawal of Object.values(account.withdrawals) as any[]) if (!withdrawal.refused) fees += BigInt(withdrawal.fee);
+  for (const user of Object.values(b.venue.users) as any[])
+    for (const entry of user.ledger) if (entry.delta.type === 'withdraw' && !entry.refused) fees += toUnits(entry.delta.fee);
+  for (const account of Object.values(d.venue.subaccounts) as any[])
+    for (const withdrawal of Object.values(account.withdrawals) as any[]) if (!withdrawal.refused) fees += BigInt(withdrawal.fee);
   // Deposits seen and not credited (a `fail` fault, or refused by the venue's rules): the venue keeps them (framework.ts seen[key].state, base units).
   let held = 0n;
   for (const state of [b, d, e]) for (const seen of Object.values(state.seen) as any[]) if (seen.state === 'failed') held += BigInt(seen.amount);
@@ -233,7 +239,9 @@ async function snapshot(): Promise<Snapshot> {
 }
 
 async function nonces(user: User): Promise<Record<string, number>> {
-  return Object.fromEntries(await Promise.all(EVM_CHAINS.map(async (chain) => [chain, await evmClient(chain).getTransactionCount({ address: user.evm })] as const)));
+  return Object.fromEntries(
+    await Promise.all(EVM_CHAINS.map(async (chain) => [chain, await evmClient(chain).getTransactionCount({ address: user.evm })] as const)),
+  );
 }
 
 beforeAll(async () => {
@@ -252,12 +260,28 @@ beforeAll(async () => {
   await Promise.all(
     Array.from({ length: USERS }, async (_, index) => {
       const sub = `conserve-${index}-${SEED}`;
-      const token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: jwk.kid! }).setIssuer(app.oidc.issuer).setAudience(app.oidc.audience!).setSubject(sub).setIssuedAt().setExpirationTime('2h').sign(key);
+      const token = await new SignJWT({})
+        .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: jwk.kid! })
+        .setIssuer(app.oidc.issuer)
+        .setAudience(app.oidc.audience!)
+        .setSubject(sub)
+        .setIssuedAt()
+        .setExpirationTime('2h')
+        .sign(key);
       const headers = { authorization: `Bearer ${token}`, 'x-service-secret-key': app.secret_key, 'content-type': 'application/json' };
-      const account = await (await fetch(`${runtime.urls.account}/account`, { method: 'POST', headers, body: '{}' })).json() as any;
-      const user: User = { index, sink: privateKeyToAccount(generatePrivateKey()).address, sub, headers, evm: account.public_address.ETH, sol: account.public_address.SOL, taskIds: [] };
+      const account = (await (await fetch(`${runtime.urls.account}/account`, { method: 'POST', headers, body: '{}' })).json()) as any;
+      const user: User = {
+        index,
+        sink: privateKeyToAccount(generatePrivateKey()).address,
+        sub,
+        headers,
+        evm: account.public_address.ETH,
+        sol: account.public_address.SOL,
+        taskIds: [],
+      };
       users[index] = user;
-      const faucet = (chain: string, token: string, amount: string, address: string = user.evm) => ok(undefined, 'POST', '/sandbox/faucet', { chain, token, amount, address });
+      const faucet = (chain: string, token: string, amount: string, address: string = user.evm) =>
+        ok(undefined, 'POST', '/sandbox/faucet', { chain, token, amount, address });
       for (const chain of ['ETH', 'ARB', 'INK'] as const) await faucet(chain, 'ETH', '5');
       await faucet('POL', 'POL', '50');
       await faucet('SOL', 'SOL', '2', user.sol);
@@ -297,7 +321,10 @@ function chooseBody(rng: ReturnType<typeof prng>, venueFunds: Record<Venue, bigi
   }
   const from = rng.pick(HOLDINGS);
   const to = rng.pick(HOLDINGS.filter((h) => h.chain !== from.chain));
-  return { shape: 'self→self', body: { source: 'self', destination: 'self', amount, chain: from.chain, token: from.token, destination_chain: to.chain, destination_token: to.token } };
+  return {
+    shape: 'self→self',
+    body: { source: 'self', destination: 'self', amount, chain: from.chain, token: from.token, destination_chain: to.chain, destination_token: to.token },
+  };
 }
 
 /**
@@ -318,7 +345,23 @@ const FAULTS = [
   { target: 'bridge', operation: 'bridge', mode: 'refund' },
 ] as const;
 
-const stats = { oversized: 0, withdrawals: 0, withdrawalsRefused: {} as Record<string, number>, withdrawalsWithoutTransfer: [] as string[], plainWithdrawals: [] as Record<string, number>[], transfers: 0, skipped: {} as Record<string, number>, shapes: {} as Record<string, number>, faults: {} as Record<string, number>, resumes: 0, failures: {} as Record<string, number>, completed: 0, failed: [] as string[], failedCodes: [] as string[], stuck: [] as string[] };
+const stats = {
+  oversized: 0,
+  withdrawals: 0,
+  withdrawalsRefused: {} as Record<string, number>,
+  withdrawalsWithoutTransfer: [] as string[],
+  plainWithdrawals: [] as Record<string, number>[],
+  transfers: 0,
+  skipped: {} as Record<string, number>,
+  shapes: {} as Record<string, number>,
+  faults: {} as Record<string, number>,
+  resumes: 0,
+  failures: {} as Record<string, number>,
+  completed: 0,
+  failed: [] as string[],
+  failedCodes: [] as string[],
+  stuck: [] as string[],
+};
 const bump = (map: Record<string, number>, key: string) => (map[key] = (map[key] ?? 0) + 1);
 const clears: Promise<unknown>[] = [];
 
@@ -335,7 +378,11 @@ async function injectFault(rng: ReturnType<typeof prng>, body: Body) {
   bump(stats.faults, `${fault.target === 'venue' ? 'venue' : 'bridge'} ${fault.operation} ${fault.mode}`);
   if (fault.mode === 'stall') {
     const delay = rng.int(1_000, 3_000);
-    clears.push(new Promise((wake) => setTimeout(wake, delay)).then(() => ok(undefined, 'POST', '/sandbox/faults', { target, operation: fault.operation, mode: 'clear' })));
+    clears.push(
+      new Promise((wake) => setTimeout(wake, delay)).then(() =>
+        ok(undefined, 'POST', '/sandbox/faults', { target, operation: fault.operation, mode: 'clear' }),
+      ),
+    );
   }
 }
 
@@ -353,7 +400,13 @@ async function oversizedTransfer(rng: ReturnType<typeof prng>, user: User) {
   const from = rng.pick(HOLDINGS);
   const newest = async () => (await ok(user, 'GET', '/tasks?limit=1')).tasks[0]?.task_id;
   const before = await newest();
-  const refused = await api(user, 'POST', '/transfer', { source: 'self', destination: rng.pick(VENUE_IDS), amount: '100000', chain: from.chain, token: from.token });
+  const refused = await api(user, 'POST', '/transfer', {
+    source: 'self',
+    destination: rng.pick(VENUE_IDS),
+    amount: '100000',
+    chain: from.chain,
+    token: from.token,
+  });
   expect([refused.status, refused.body.error?.code], JSON.stringify(refused.body)).toEqual([422, 'INSUFFICIENT_FUNDS']);
   expect(await newest()).toBe(before);
   stats.oversized++;
@@ -395,7 +448,10 @@ async function runUser(user: User, count: number) {
   const rng = prng(SEED + user.index * 7919);
   for (let i = 0; i < count; i++) {
     if (rng.next() < 0.05) await oversizedTransfer(rng, user);
-    const venueFunds = Object.fromEntries(await Promise.all(VENUE_IDS.map(async (dex) => [dex, await venueBalance(user, dex)] as const))) as Record<Venue, bigint>;
+    const venueFunds = Object.fromEntries(await Promise.all(VENUE_IDS.map(async (dex) => [dex, await venueBalance(user, dex)] as const))) as Record<
+      Venue,
+      bigint
+    >;
     const { shape, body } = chooseBody(rng, venueFunds);
     const estimate = await api(user, 'POST', '/transfer/estimate-transfer-cost', body);
     if (estimate.status !== 200) {
@@ -431,11 +487,13 @@ async function runUser(user: User, count: number) {
     else if (task.status === 'failed') {
       stats.failed.push(`${taskId} ${shape} ${JSON.stringify(task.metadata.failure)}`);
       stats.failedCodes.push(task.metadata.failure?.code);
-    }
-    else {
+    } else {
       const record = await loadTask(table, { app_id: runtime.apps[0]!.app_id, app_user_id: user.sub, task_id: taskId });
       const shown = new Set(['index', 'action', 'venue', 'status', 'try', 'amount_in', 'reference', 'baseline', 'expected_credit', 'started_at', 'error']);
-      const steps = record?.steps.map((step) => ({ ...Object.fromEntries(Object.entries(step).filter(([field]) => shown.has(field))), sends: Object.fromEntries(Object.entries(step.sends ?? {}).map(([label, send]) => [label, `${send.chain}:${send.tx_hash}`])) }));
+      const steps = record?.steps.map((step) => ({
+        ...Object.fromEntries(Object.entries(step).filter(([field]) => shown.has(field))),
+        sends: Object.fromEntries(Object.entries(step.sends ?? {}).map(([label, send]) => [label, `${send.chain}:${send.tx_hash}`])),
+      }));
       stats.stuck.push(`${taskId} ${shape} ${task.status} ${JSON.stringify(steps)}`);
     }
   }
@@ -485,14 +543,32 @@ describe('conservation under randomised transfers with faults', () => {
         }
       }
     }
-    const nonceGrowth = users.map((user) => Object.fromEntries(EVM_CHAINS.map((chain) => [chain, noncesAfter[user.index]![chain]! - noncesBefore[user.index]![chain]!])));
+    const nonceGrowth = users.map((user) =>
+      Object.fromEntries(EVM_CHAINS.map((chain) => [chain, noncesAfter[user.index]![chain]! - noncesBefore[user.index]![chain]!])),
+    );
     // Plus each plain withdrawal, and one for the EIP-7702 authorisation of a user's first sponsored send on a chain.
-    const delegated = await Promise.all(users.map(async (user) => Object.fromEntries(await Promise.all(EVM_CHAINS.map(async (chain) => [chain, ((await evmClient(chain).getCode({ address: user.evm })) ?? '0x').startsWith('0xef0100') ? 1 : 0] as const)))));
+    const delegated = await Promise.all(
+      users.map(async (user) =>
+        Object.fromEntries(
+          await Promise.all(
+            EVM_CHAINS.map(async (chain) => [chain, ((await evmClient(chain).getCode({ address: user.evm })) ?? '0x').startsWith('0xef0100') ? 1 : 0] as const),
+          ),
+        ),
+      ),
+    );
     const recorded = users.map((user) =>
-      Object.fromEntries(EVM_CHAINS.map((chain) => [chain, (sendsPerChain[user.index]![chain] ?? 0) + (stats.plainWithdrawals[user.index]![chain] ?? 0) + delegated[user.index]![chain]!])),
+      Object.fromEntries(
+        EVM_CHAINS.map((chain) => [
+          chain,
+          (sendsPerChain[user.index]![chain] ?? 0) + (stats.plainWithdrawals[user.index]![chain] ?? 0) + delegated[user.index]![chain]!,
+        ]),
+      ),
     );
 
-    const fmt = (s: Snapshot) => Object.entries(s).map(([k, v]) => `${k}=${v}`).join(' ');
+    const fmt = (s: Snapshot) =>
+      Object.entries(s)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ');
     console.info(
       [
         `withdrawals=${stats.withdrawals} refused ${JSON.stringify(stats.withdrawalsRefused)} oversized transfers refused=${stats.oversized}`,

@@ -69,7 +69,12 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
     };
     await faucet('ARB', 'USDC', '300');
     await faucet('INK', 'USDC', '60'); // venue_d's first-deposit requirement, then 10 a round into venue_d
-    for (const [chain, gas] of [['ARB', 'ETH'], ['INK', 'ETH'], ['POL', 'POL']] as const) await faucet(chain, gas, '1');
+    for (const [chain, gas] of [
+      ['ARB', 'ETH'],
+      ['INK', 'ETH'],
+      ['POL', 'POL'],
+    ] as const)
+      await faucet(chain, gas, '1');
     for (const dex of ['venue_a', 'venue_b', 'venue_d']) {
       const init = await call('POST', '/account/init-perp-dex', headers, { dex });
       expect(init.status, JSON.stringify(init.body)).toBe(200);
@@ -78,9 +83,10 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
     // Balances: the chains (RPC URLs change with each start: read afresh), the venues, the fee recipient.
     // PLATFORM_FEE's recipients are generated into DATA_DIR/platform-fee.json (with their keys).
     const feeRecipient = privateKeyToAccount(JSON.parse(await readFile(join(dataDir, 'platform-fee.json'), 'utf8')).evm.private_key).address;
-    const chains = async () => ((await call('GET', '/sandbox/chains')).body.chains as Json[]);
+    const chains = async () => (await call('GET', '/sandbox/chains')).body.chains as Json[];
     const client = async (code: string) => createPublicClient({ transport: http((await chains()).find((c) => c.chain === code).rpc_url) });
-    const tokenAddress = async (code: string, token: string) => (await chains()).find((c) => c.chain === code).tokens.find((t: Json) => t.token === token).address as Address;
+    const tokenAddress = async (code: string, token: string) =>
+      (await chains()).find((c) => c.chain === code).tokens.find((t: Json) => t.token === token).address as Address;
     const erc20 = async (code: string, owner: Address) =>
       (await client(code)).readContract({ address: await tokenAddress(code, 'USDC'), abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
     const venue = async (dex: string) => {
@@ -180,15 +186,28 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
           const where = [];
           for (const step of tasks.get(id).metadata.checkpoints as Json[]) {
             for (const [label, send] of Object.entries(step.sends as Record<string, { chain: string; tx_hash: Hex }>)) {
-              where.push(`${label} ${await (await client(send.chain)).getTransactionReceipt({ hash: send.tx_hash }).then((r) => `block ${r.blockNumber} ${r.status}`, () => 'not on chain')}`);
+              where.push(
+                `${label} ${await (await client(send.chain)).getTransactionReceipt({ hash: send.tx_hash }).then(
+                  (r) => `block ${r.blockNumber} ${r.status}`,
+                  () => 'not on chain',
+                )}`,
+              );
             }
           }
-          const execution = JSON.parse(await readFile(join(dataDir, 'stepfunctions', 'executions.json'), 'utf8')).executions[tasks.get(id).metadata.execution_name];
+          const execution = JSON.parse(await readFile(join(dataDir, 'stepfunctions', 'executions.json'), 'utf8')).executions[
+            tasks.get(id).metadata.execution_name
+          ];
           tasks.get(id).diagnosis = { sends: where, execution: { status: execution?.status, runs: execution?.runs } };
         }
         expect(tasks.get(id).status, `round ${round} (${kill.label}): ${JSON.stringify(tasks.get(id))}`).toBe('completed');
       }
-      measured.push({ round, killedAt: kill.label, running: firstLook.filter((t) => !TERMINAL.includes(t.status)).length, readyMs: Math.round(readyMs), settledMs: Math.round(performance.now() - restartAt) });
+      measured.push({
+        round,
+        killedAt: kill.label,
+        running: firstLook.filter((t) => !TERMINAL.includes(t.status)).length,
+        readyMs: Math.round(readyMs),
+        settledMs: Math.round(performance.now() - restartAt),
+      });
     }
 
     // Every balance, to the base unit, from the checkpoints: withdrawal takes amount_in from the
@@ -238,6 +257,8 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
     const executions = Object.values(JSON.parse(await readFile(join(dataDir, 'stepfunctions', 'executions.json'), 'utf8')).executions) as { runs: number }[];
     const redriven = executions.filter((execution) => execution.runs > 1).length;
     expect(redriven).toBeGreaterThan(0); // the kills did cut running executions
-    process.stdout.write(`transfer-crash: ${JSON.stringify({ tasks: all.length, redriven, sends: sends.length, fromUser, resumed: resumed.length, rounds: measured })}\n`);
+    process.stdout.write(
+      `transfer-crash: ${JSON.stringify({ tasks: all.length, redriven, sends: sends.length, fromUser, resumed: resumed.length, rounds: measured })}\n`,
+    );
   });
 });

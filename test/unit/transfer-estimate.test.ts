@@ -114,12 +114,30 @@ describe('transfer cost estimate: fee arithmetic to the base unit', () => {
         cost_usdc: '0.1285',
         breakdown: { gas_cost_eth: '0.0000095', bridge_fee_usdc: '0', platform_fee_usdc: '0.1', venue_fee_usdc: '0' },
         estimated_gas: 95_000,
-        gas_breakdown: { chain: 'ARB', native_token: 'ETH', gas_units: '95000', gas_price: '100000000', gas_cost_native: '0.0000095', native_value: '0', gas_cost_usdc: '0.0285', paid_by: 'user' },
+        gas_breakdown: {
+          chain: 'ARB',
+          native_token: 'ETH',
+          gas_units: '95000',
+          gas_price: '100000000',
+          gas_cost_native: '0.0000095',
+          native_value: '0',
+          gas_cost_usdc: '0.0285',
+          paid_by: 'user',
+        },
         amount_in: '100',
         amount_out: '99.9',
       },
     ]);
-    expect(result).toMatchObject({ success: true, source: 'self', destination: 'venue_b', amount: '100', total_cost_eth: '0.0000095', total_cost_usdc: '0.1285', gas_sponsored: false, message: null });
+    expect(result).toMatchObject({
+      success: true,
+      source: 'self',
+      destination: 'venue_b',
+      amount: '100',
+      total_cost_eth: '0.0000095',
+      total_cost_usdc: '0.1285',
+      gas_sponsored: false,
+      message: null,
+    });
     expect(result.route).toEqual({
       route_id: 'self>ARB.USDC>venue_b',
       reason: 'Your wallet deposits USDC on ARB into venue_b.',
@@ -140,12 +158,27 @@ describe('transfer cost estimate: fee arithmetic to the base unit', () => {
     const [withdrawal, bridgeStep] = result.steps;
     // 100 − 1 (venue_b fee) = 99; platform ceil(99 × 0.001) = 0.099; bridge gets 98.901. The venue
     // sends the payout; the wallet sends the platform fee out of it: 30,000 × 0.1 gwei = 0.000003 ETH = 0.009 USD.
-    expect(withdrawal).toMatchObject({ action: 'withdrawal', dex: 'venue_b', cost_eth: '0.000003', cost_usdc: '1.108', estimated_gas: 30_000, amount_out: '98.901' });
+    expect(withdrawal).toMatchObject({
+      action: 'withdrawal',
+      dex: 'venue_b',
+      cost_eth: '0.000003',
+      cost_usdc: '1.108',
+      estimated_gas: 30_000,
+      amount_out: '98.901',
+    });
     expect(withdrawal!.gas_breakdown).toMatchObject({ chain: 'ARB', gas_units: '30000', gas_cost_usdc: '0.009', paid_by: 'user' });
     expect(withdrawal!.breakdown).toEqual({ gas_cost_eth: '0.000003', bridge_fee_usdc: '0', platform_fee_usdc: '0.099', venue_fee_usdc: '1' });
     expect(bridge.asked[0]).toEqual({ route: { from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'SOL', token: 'USDC' } }, amount: 98_901_000n });
     // 0.5 + ceil(98,901,000 × 4 / 10,000) = 500,000 + 39,561 units; gas 90,000 × 0.1 gwei = 0.000009 ETH = 0.027 USD.
-    expect(bridgeStep).toMatchObject({ action: 'bridge', dex: 'test_bridge', cost_eth: '0.000009', cost_usdc: '0.566561', estimated_gas: 90_000, amount_in: '98.901', amount_out: '98.361439' });
+    expect(bridgeStep).toMatchObject({
+      action: 'bridge',
+      dex: 'test_bridge',
+      cost_eth: '0.000009',
+      cost_usdc: '0.566561',
+      estimated_gas: 90_000,
+      amount_in: '98.901',
+      amount_out: '98.361439',
+    });
     expect(bridgeStep!.breakdown.bridge_fee_usdc).toBe('0.539561');
     expect(result.total_cost_usdc).toBe('1.674561');
     expect(result.total_cost_eth).toBe('0.000012');
@@ -162,7 +195,13 @@ describe('transfer cost estimate: fee arithmetic to the base unit', () => {
     // Two transactions from the wallet, the platform fee and the bridge deposit: 2 signatures × 5,000
     // lamports = 0.00001 SOL × 150 USD = 0.0015 USD = 0.0000005 ETH at 3,000 USD.
     expect(bridgeStep).toMatchObject({ action: 'bridge', cost_eth: '0.0000005', estimated_gas: 2 });
-    expect(bridgeStep!.gas_breakdown).toMatchObject({ chain: 'SOL', native_token: 'SOL', gas_cost_native: '0.00001', gas_cost_usdc: '0.0015', paid_by: 'user' });
+    expect(bridgeStep!.gas_breakdown).toMatchObject({
+      chain: 'SOL',
+      native_token: 'SOL',
+      gas_cost_native: '0.00001',
+      gas_cost_usdc: '0.0015',
+      paid_by: 'user',
+    });
     // platform 0.05; bridge 0.5 + ceil(49,950,000 × 4 / 10,000) = 0.51998; cost 0.0015 + 0.51998 + 0.05.
     expect(bridgeStep!.cost_usdc).toBe('0.57148');
     // INK: 80,000 × 0.001 gwei = 8e10 wei = 240 micro-USD, paid by the sponsor: shown, not charged.
@@ -186,7 +225,7 @@ describe('transfer cost estimate: fee arithmetic to the base unit', () => {
     expect(result.steps[0]!.gas_breakdown).toMatchObject({ native_token: 'POL', gas_cost_native: '0.0027', gas_cost_usdc: '0.000675' });
   });
 
-  it('venue_c\'s deposit also sends its L1 message fee in ETH, charged even with sponsored gas', async () => {
+  it("venue_c's deposit also sends its L1 message fee in ETH, charged even with sponsored gas", async () => {
     const plain = await estimate({ source: 'self', destination: 'venue_c', chain: 'ETH', amount: '10' });
     // gas (120,000 + 30,000) × 10 gwei = 0.0015 ETH (4.5 USD) + 0.0001 ETH value (0.3 USD) + platform 0.01.
     expect(plain.steps[0]).toMatchObject({ cost_eth: '0.0016', cost_usdc: '4.81' });
@@ -196,7 +235,7 @@ describe('transfer cost estimate: fee arithmetic to the base unit', () => {
     expect(sponsored.steps[0]).toMatchObject({ cost_eth: '0.0001', cost_usdc: '0.31' });
   });
 
-  it('venue_a\'s deposit quote fee is a venue fee on the deposit step', async () => {
+  it("venue_a's deposit quote fee is a venue fee on the deposit step", async () => {
     const result = await estimate({ source: 'self', destination: 'venue_a', amount: '10' });
     expect(result.steps[0]!.breakdown).toMatchObject({ platform_fee_usdc: '0.01', venue_fee_usdc: '0.01' });
     expect(result.route.amount_received).toBe('9.98');
@@ -215,7 +254,13 @@ describe('transfer cost estimate: fee arithmetic to the base unit', () => {
     // 20 − 1 = 19 paid out, the platform fee 0.019 sent from it; 18.981 reaches the bridge; − (0.5 + 0.007593) = 18.473407 the deposit.
     expect(gas.legs).toEqual([
       { action: 'withdrawal', chain: 'ARB', token: 'USDC', amount: 18_981_000n, venue: 'venue_b', platformFee: { amount: 19_000n } },
-      { action: 'bridge', chain: 'ARB', token: 'USDC', amount: 18_981_000n, bridge: { from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'INK', token: 'USDC' } } },
+      {
+        action: 'bridge',
+        chain: 'ARB',
+        token: 'USDC',
+        amount: 18_981_000n,
+        bridge: { from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'INK', token: 'USDC' } },
+      },
       { action: 'deposit', chain: 'INK', token: 'USDC', amount: 18_473_407n, venue: 'venue_d' },
     ]);
   });
@@ -226,9 +271,19 @@ describe('transfer cost estimate: every transaction from the wallet is priced (i
 
   it('the platform fee transfer is part of the gas of the step that takes it, sent to the configured recipient', async () => {
     const gas = new TableGasEstimator();
-    const result = await estimate({ source: 'self', destination: 'venue_d', chain: 'ARB', amount: '100' }, deps({ gas, platformFee: { ...DEFAULT_PLATFORM_FEE, recipient: RECIPIENT } }));
+    const result = await estimate(
+      { source: 'self', destination: 'venue_d', chain: 'ARB', amount: '100' },
+      deps({ gas, platformFee: { ...DEFAULT_PLATFORM_FEE, recipient: RECIPIENT } }),
+    );
     // Step 0 (the bridge) sends the fee, 0.1 USDC, and then 99.9 into the bridge; step 1 sends no fee.
-    expect(gas.legs[0]).toEqual({ action: 'bridge', chain: 'ARB', token: 'USDC', amount: 99_900_000n, bridge: { from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'INK', token: 'USDC' } }, platformFee: { amount: 100_000n, recipient: RECIPIENT } });
+    expect(gas.legs[0]).toEqual({
+      action: 'bridge',
+      chain: 'ARB',
+      token: 'USDC',
+      amount: 99_900_000n,
+      bridge: { from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'INK', token: 'USDC' } },
+      platformFee: { amount: 100_000n, recipient: RECIPIENT },
+    });
     expect(gas.legs[1]).not.toHaveProperty('platformFee');
     expect(result.steps.map((step) => step.estimated_gas)).toEqual([120_000, 80_000]);
   });
@@ -243,14 +298,14 @@ describe('transfer cost estimate: every transaction from the wallet is priced (i
     expect(gas.legs.map((leg) => leg.action)).toEqual(['deposit']);
   });
 
-  it('a venue payout\'s platform fee transfer is the user\'s gas even when sponsorship is asked for', async () => {
+  it("a venue payout's platform fee transfer is the user's gas even when sponsorship is asked for", async () => {
     const result = await estimate({ source: 'venue_b', destination: 'self', amount: '100', gas_sponsored: true });
     expect(result.steps[0]).toMatchObject({ action: 'withdrawal', estimated_gas: 30_000, cost_eth: '0.000003' });
     expect(result.steps[0]!.gas_breakdown).toMatchObject({ paid_by: 'user' });
     expect(result.route).toMatchObject({ gas_policy: 'user', chain_estimates: { ARB: { gas_units: '30000' } } });
   });
 
-  it('a sponsored step shows the fee transfer\'s gas but does not charge it', async () => {
+  it("a sponsored step shows the fee transfer's gas but does not charge it", async () => {
     const result = await estimate({ source: 'self', destination: 'venue_b', amount: '100', gas_sponsored: true });
     expect(result.steps[0]).toMatchObject({ estimated_gas: 95_000, cost_eth: '0', cost_usdc: '0.1' });
     expect(result.steps[0]!.gas_breakdown).toMatchObject({ gas_units: '95000', paid_by: 'sponsored' });
@@ -259,12 +314,18 @@ describe('transfer cost estimate: every transaction from the wallet is priced (i
 
 describe('transfer cost estimate: venues not initialized (issue 19)', () => {
   const initialized = { venue_a: { initialized: true }, venue_b: { initialized: true }, venue_d: { initialized: false } };
-  const withVenues = (body: Record<string, unknown>) => estimateTransferCost(deps(), planTransfer(parseInput(TransferRequest, body, 'body')), { venues: initialized });
+  const withVenues = (body: Record<string, unknown>) =>
+    estimateTransferCost(deps(), planTransfer(parseInput(TransferRequest, body, 'body')), { venues: initialized });
 
   it('a destination venue not initialized: still estimated, with a DEX_NOT_INITIALIZED warning and a message', async () => {
     const result = await withVenues({ source: 'self', destination: 'venue_c', chain: 'ETH', amount: '100' });
     expect(result.route.warnings).toEqual([
-      { code: 'DEX_NOT_INITIALIZED', side: 'destination', dex: 'venue_c', message: expect.stringMatching(/^body\.destination: venue_c is not initialized for this user.*409 DEX_NOT_INITIALIZED.*POST \/account\/init-perp-dex/) },
+      {
+        code: 'DEX_NOT_INITIALIZED',
+        side: 'destination',
+        dex: 'venue_c',
+        message: expect.stringMatching(/^body\.destination: venue_c is not initialized for this user.*409 DEX_NOT_INITIALIZED.*POST \/account\/init-perp-dex/),
+      },
     ]);
     expect(result.message).toBe(result.route.warnings[0]!.message);
     expect(result.route.amount_received).toBe('99.9');
@@ -273,7 +334,9 @@ describe('transfer cost estimate: venues not initialized (issue 19)', () => {
 
   it('a source venue not initialized (initialized: false), next to the other notes', async () => {
     const result = await withVenues({ source: 'venue_d', destination: 'venue_b', amount: '100', gas_sponsored: true });
-    expect(result.route.warnings).toEqual([{ code: 'DEX_NOT_INITIALIZED', side: 'source', dex: 'venue_d', message: expect.stringContaining('body.source: venue_d is not initialized') }]);
+    expect(result.route.warnings).toEqual([
+      { code: 'DEX_NOT_INITIALIZED', side: 'source', dex: 'venue_d', message: expect.stringContaining('body.source: venue_d is not initialized') },
+    ]);
     expect(result.message).toContain('body.source: venue_d is not initialized');
   });
 
@@ -362,20 +425,29 @@ describe('transfer cost estimate: the bridge quote failing', () => {
 
   it('names no internals when the quoter throws something else', async () => {
     const broken: BridgeQuoter = { provider: 'test_bridge', quote: () => Promise.reject(new Error('connect ECONNREFUSED 10.0.0.7:4100')) };
-    const result = await estimate({ source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', amount: '10' }, deps({ bridge: broken }));
+    const result = await estimate(
+      { source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', amount: '10' },
+      deps({ bridge: broken }),
+    );
     expect(result.route.bridge_estimation_error).toBe('the bridge did not answer with a quote');
   });
 
-  it('shows a BridgeQuoteError\'s own message', async () => {
+  it("shows a BridgeQuoteError's own message", async () => {
     const closed: BridgeQuoter = { provider: 'test_bridge', quote: () => Promise.reject(new BridgeQuoteError('the route ARB.USDC->SOL.USDC is paused')) };
-    const result = await estimate({ source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', amount: '10' }, deps({ bridge: closed }));
+    const result = await estimate(
+      { source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', amount: '10' },
+      deps({ bridge: closed }),
+    );
     expect(result.route.bridge_estimation_error).toBe('the route ARB.USDC->SOL.USDC is paused');
   });
 
   it('a bridge refusing the amount is not an estimation error but the 422 of the effective minimum', async () => {
     const bridge = new FormulaBridgeQuoter();
     // 1.000999 − platform 0.001001 = 0.999998 reaches the bridge: below its 1 USDC minimum.
-    const error = await refusal({ source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', amount: '1.000999' }, deps({ bridge }));
+    const error = await refusal(
+      { source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', amount: '1.000999' },
+      deps({ bridge }),
+    );
     expect(error.code).toBe('AMOUNT_BELOW_EFFECTIVE_MINIMUM');
     expect(error.message).toMatch(/effective minimum of 1\.001002 .*bridge takes at least 1\)/);
     // The fee search never asks below the bridge's minimum.
@@ -436,7 +508,7 @@ describe('the estimate echoes the request', () => {
 });
 
 describe('a first deposit', () => {
-  it('applies the venue\'s first-deposit minimum (venue_d: 5 USDC, not 1)', async () => {
+  it("applies the venue's first-deposit minimum (venue_d: 5 USDC, not 1)", async () => {
     const d = deps();
     const body = { source: 'self', destination: 'venue_d', chain: 'INK', amount: '3' };
     const p = planTransfer(parseInput(TransferRequest, body, 'body'));

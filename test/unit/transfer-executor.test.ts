@@ -26,7 +26,9 @@ describe('SfnTransferExecutor', () => {
     sfn.on(StartExecutionCommand).rejects(new ExecutionAlreadyExists({ message: 'Execution Already Exists', $metadata: {} }));
     sfn.on(DescribeExecutionCommand).resolves({ status: 'RUNNING' });
     await expect(new SfnTransferExecutor(config, new SFNClient({ region: 'us-east-1' })).start('t-a0', input)).resolves.toBeUndefined();
-    expect(sfn.commandCalls(DescribeExecutionCommand).map((c) => c.args[0].input)).toEqual([{ executionArn: 'arn:aws:states:us-east-1:123456789012:execution:Transfer:t-a0' }]);
+    expect(sfn.commandCalls(DescribeExecutionCommand).map((c) => c.args[0].input)).toEqual([
+      { executionArn: 'arn:aws:states:us-east-1:123456789012:execution:Transfer:t-a0' },
+    ]);
   });
 
   it('passes other start failures on', async () => {
@@ -36,14 +38,26 @@ describe('SfnTransferExecutor', () => {
 
   it('describes an execution by name; none of that name is undefined', async () => {
     const executor = new SfnTransferExecutor(config, new SFNClient({ region: 'us-east-1' }));
-    sfn.on(DescribeExecutionCommand).resolvesOnce({ status: 'ABORTED' }).rejectsOnce(new ExecutionDoesNotExist({ message: 'no', $metadata: {} }));
+    sfn
+      .on(DescribeExecutionCommand)
+      .resolvesOnce({ status: 'ABORTED' })
+      .rejectsOnce(new ExecutionDoesNotExist({ message: 'no', $metadata: {} }));
     expect(await executor.describe('t-a1')).toBe('ABORTED');
     expect(await executor.describe('t-a2')).toBeUndefined();
   });
 
   it('builds the input of the steps not completed, each naming its function', () => {
     const step = (index: number, action: StepRecord['action'], status: StepRecord['status']) => ({ index, action, status });
-    const built = executionInput({ app_id: 'a', app_user_id: 'u', task_id: 't', attempt: 2, steps: [step(0, 'withdrawal', 'completed'), step(1, 'bridge', 'failed'), step(2, 'deposit', 'pending')] }, FUNCTIONS);
+    const built = executionInput(
+      {
+        app_id: 'a',
+        app_user_id: 'u',
+        task_id: 't',
+        attempt: 2,
+        steps: [step(0, 'withdrawal', 'completed'), step(1, 'bridge', 'failed'), step(2, 'deposit', 'pending')],
+      },
+      FUNCTIONS,
+    );
     expect(built).toEqual({
       task: { app_id: 'a', app_user_id: 'u', task_id: 't' },
       attempt: 2,

@@ -50,7 +50,12 @@ async function fundedWallet(chain: EvmChainCode, token: string, units: bigint) {
 async function sendTransfer(chainCode: EvmChainCode, key: `0x${string}`, token: string, to: Address, amount: bigint): Promise<bigint> {
   const evm = await chains.evm(chainCode);
   const config = sandbox.chains[chainCode];
-  const chain = defineChain({ id: config.chain_id, name: chainCode, nativeCurrency: { name: 'native', symbol: 'N', decimals: 18 }, rpcUrls: { default: { http: [config.rpc_url] } } });
+  const chain = defineChain({
+    id: config.chain_id,
+    name: chainCode,
+    nativeCurrency: { name: 'native', symbol: 'N', decimals: 18 },
+    rpcUrls: { default: { http: [config.rpc_url] } },
+  });
   const wallet = createWalletClient({ account: privateKeyToAccount(key), chain, transport: http(config.rpc_url) });
   const hash = await wallet.writeContract({ address: evm.tokenAddress(token)!, abi: erc20Abi, functionName: 'transfer', args: [to, amount] });
   return (await evm.client.waitForTransactionReceipt({ hash })).gasUsed;
@@ -78,7 +83,11 @@ describe('ChainGasEstimator on the sandbox chains', { timeout: 60_000 }, () => {
     expect(approveAndDeposit).toBeGreaterThan(transfer);
 
     const arb = await chains.evm('ARB');
-    const plain = arb.client.estimateGas({ account: wallet, to: arb.tokenAddress('USDC')!, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: ['0x000000000000000000000000000000000000dEaD', 25n * USDC] }) });
+    const plain = arb.client.estimateGas({
+      account: wallet,
+      to: arb.tokenAddress('USDC')!,
+      data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: ['0x000000000000000000000000000000000000dEaD', 25n * USDC] }),
+    });
     await expect(plain).rejects.toThrow();
     expect(await estimator.gasPrice('ARB')).toBeGreaterThan(0n);
   });
@@ -92,12 +101,21 @@ describe('ChainGasEstimator on the sandbox chains', { timeout: 60_000 }, () => {
     const quoting: BridgeClient = {
       quote: async (request) => {
         asked = request;
-        const data = concatHex([encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [vault, request.amount] }), '0x0123456789abcdef0123456789abcdef']);
+        const data = concatHex([
+          encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [vault, request.amount] }),
+          '0x0123456789abcdef0123456789abcdef',
+        ]);
         return { deposit: [{ kind: 'evm_transaction', chain: 'POL', to: token, data, value: 0n }] } as unknown as BridgeQuote;
       },
       status: () => Promise.reject(new Error('unused')),
     };
-    const leg = { action: 'bridge', chain: 'POL', token: 'USDC', amount: 40n * USDC, bridge: { from: { chain: 'POL', token: 'USDC' }, to: { chain: 'SOL', token: 'USDC' } } } as const;
+    const leg = {
+      action: 'bridge',
+      chain: 'POL',
+      token: 'USDC',
+      amount: 40n * USDC,
+      bridge: { from: { chain: 'POL', token: 'USDC' }, to: { chain: 'SOL', token: 'USDC' } },
+    } as const;
     const quoted = await new ChainGasEstimator(chains, { evm: wallet, sol: 'So1ana1111111111111111111111111111111111111' }, quoting).estimateGas(leg);
     expect(asked).toMatchObject({ amount: 40n * USDC, sender: wallet, recipient: 'So1ana1111111111111111111111111111111111111' });
     expect(quoted).toBeGreaterThan(21_000n);
@@ -111,7 +129,14 @@ describe('ChainGasEstimator on the sandbox chains', { timeout: 60_000 }, () => {
     const recipient = privateKeyToAddress(generatePrivateKey());
     const estimator = new ChainGasEstimator(chains, { evm: address, sol: 'x' }, noBridge);
     // A venue payout's only transaction from the wallet: the platform fee out of it.
-    const leg: GasLeg = { action: 'withdrawal', chain: 'ARB', token: 'USDC', amount: 60n * USDC, venue: 'venue_b', platformFee: { amount: 60_000n, recipient } };
+    const leg: GasLeg = {
+      action: 'withdrawal',
+      chain: 'ARB',
+      token: 'USDC',
+      amount: 60n * USDC,
+      venue: 'venue_b',
+      platformFee: { amount: 60_000n, recipient },
+    };
     const { platformFee: _fee, ...withoutFee } = leg;
     expect(await estimator.estimateGas(withoutFee)).toBe(0n);
 
@@ -124,7 +149,7 @@ describe('ChainGasEstimator on the sandbox chains', { timeout: 60_000 }, () => {
     expect(first - again).toBeGreaterThan(15_000n);
   });
 
-  it('a plain-transfer deposit is priced against the venue\'s own address: venue_b\'s bridge, venue_e\'s proxy wallet of the user', async () => {
+  it("a plain-transfer deposit is priced against the venue's own address: venue_b's bridge, venue_e's proxy wallet of the user", async () => {
     const arb = await fundedWallet('ARB', 'USDC', 100n * USDC);
     const venueB = new ChainGasEstimator(chains, { evm: arb.address, sol: 'x' }, noBridge);
     const deposit: GasLeg = { action: 'deposit', chain: 'ARB', token: 'USDC', amount: 10n * USDC, venue: 'venue_b' };
@@ -137,7 +162,14 @@ describe('ChainGasEstimator on the sandbox chains', { timeout: 60_000 }, () => {
     const pol = await fundedWallet('POL', 'USDC.E', 100n * USDC);
     const venueE = new ChainGasEstimator(chains, { evm: pol.address, sol: 'x' }, noBridge);
     const proxy = proxyWalletAddress(pol.address);
-    const withFee: GasLeg = { action: 'deposit', chain: 'POL', token: 'USDC.E', amount: 10n * USDC, venue: 'venue_e', platformFee: { amount: 10_000n, recipient: pol.address } };
+    const withFee: GasLeg = {
+      action: 'deposit',
+      chain: 'POL',
+      token: 'USDC.E',
+      amount: 10n * USDC,
+      venue: 'venue_e',
+      platformFee: { amount: 10_000n, recipient: pol.address },
+    };
     const estimated = await venueE.estimateGas(withFee);
     // The proxy holds nothing before the user's first deposit; the fee goes to a holder (the wallet itself here).
     const used = (await sendTransfer('POL', pol.key, 'USDC.E', proxy, 10n * USDC)) + (await sendTransfer('POL', pol.key, 'USDC.E', pol.address, 10_000n));
@@ -158,7 +190,13 @@ describe('ChainGasEstimator on the sandbox chains', { timeout: 60_000 }, () => {
 
   it('Solana: one signature per transaction the step sends (the bridge deposit, the platform fee)', async () => {
     const estimator = new ChainGasEstimator(chains, { evm: privateKeyToAddress(generatePrivateKey()), sol: 'x' }, noBridge);
-    const bridge: GasLeg = { action: 'bridge', chain: 'SOL', token: 'USDC', amount: 10n * USDC, bridge: { from: { chain: 'SOL', token: 'USDC' }, to: { chain: 'ARB', token: 'USDC' } } };
+    const bridge: GasLeg = {
+      action: 'bridge',
+      chain: 'SOL',
+      token: 'USDC',
+      amount: 10n * USDC,
+      bridge: { from: { chain: 'SOL', token: 'USDC' }, to: { chain: 'ARB', token: 'USDC' } },
+    };
     expect(await estimator.estimateGas(bridge)).toBe(1n);
     expect(await estimator.estimateGas({ ...bridge, platformFee: { amount: 10_000n, recipient: 'So1ana1111111111111111111111111111111111111' } })).toBe(2n);
   });

@@ -59,7 +59,11 @@ const onePoll = () => (payload: StepInvocation) => (payload.phase === 'submit' ?
 
 const definition = () => loadLocalDefinition(readTransferMachine());
 
-async function run(input: ExecutionInput, resolver: (name: string) => Promise<LocalLambda>, options: { definition?: StateMachineDefinition; waitMs?: number | null } = {}) {
+async function run(
+  input: ExecutionInput,
+  resolver: (name: string) => Promise<LocalLambda>,
+  options: { definition?: StateMachineDefinition; waitMs?: number | null } = {},
+) {
   const started = performance.now();
   const execution = runLocalExecution({
     definition: options.definition ?? definition(),
@@ -89,7 +93,8 @@ describe('statemachines/transfer.asl.json', () => {
     expect(asl.TimeoutSeconds).toBe(TRANSFER_MACHINE_TIMEOUT_SECONDS);
     const tasks = stateNames(asl, (state) => state.Type === 'Task');
     expect(tasks.sort()).toEqual(['Poll', 'Settle', 'Submit']);
-    const steps = (asl.States.Steps as { ItemProcessor: { States: Record<string, { TimeoutSeconds?: number; Retry?: { ErrorEquals: string[] }[] }> } }).ItemProcessor.States;
+    const steps = (asl.States.Steps as { ItemProcessor: { States: Record<string, { TimeoutSeconds?: number; Retry?: { ErrorEquals: string[] }[] }> } })
+      .ItemProcessor.States;
     expect(steps.Submit!.TimeoutSeconds).toBe(TRANSFER_STEP_TASK_TIMEOUT_SECONDS);
     expect(steps.Poll!.TimeoutSeconds).toBe(TRANSFER_STEP_TASK_TIMEOUT_SECONDS);
     expect((asl.States.Settle as { TimeoutSeconds: number }).TimeoutSeconds).toBe(TRANSFER_SETTLE_TASK_TIMEOUT_SECONDS);
@@ -239,10 +244,15 @@ describe('the transfer machine with fake step handlers', () => {
   });
 
   it('fails a step whose StepResult or first_wait_seconds a Wait could not use (as AWS would)', async () => {
-    const bad = fakes({ Fakedeposit: (payload) => (payload.phase === 'submit' ? { settled: false, wait_seconds: 1 } : { settled: true, wait_seconds: 1.5 }), FakeSettle: settle });
+    const bad = fakes({
+      Fakedeposit: (payload) => (payload.phase === 'submit' ? { settled: false, wait_seconds: 1 } : { settled: true, wait_seconds: 1.5 }),
+      FakeSettle: settle,
+    });
     expect((await run(inputOf(['deposit']), bad.resolver)).outcome).toMatchObject({ status: 'FAILED', error: 'States.Runtime' });
     const badFirstWait = fakes({ Fakedeposit: onePoll(), FakeSettle: settle });
-    expect((await run({ ...inputOf(['deposit']), steps: [{ ...inputOf(['deposit']).steps[0]!, first_wait_seconds: -1 }] }, badFirstWait.resolver)).outcome).toMatchObject({ status: 'FAILED', error: 'States.Runtime' });
+    expect(
+      (await run({ ...inputOf(['deposit']), steps: [{ ...inputOf(['deposit']).steps[0]!, first_wait_seconds: -1 }] }, badFirstWait.resolver)).outcome,
+    ).toMatchObject({ status: 'FAILED', error: 'States.Runtime' });
   });
 
   it('an unknown function fails the step (Lambda.ResourceNotFoundException) and settles', async () => {
@@ -254,16 +264,23 @@ describe('the transfer machine with fake step handlers', () => {
 
   it('a step module that fails to load fails the step as Runtime.ImportModuleError', async () => {
     const { calls, resolver } = fakes({ FakeSettle: settle });
-    const failingImport = async (name: string) => (name === 'Fakedeposit' ? Promise.reject(new Error('Cannot find module functions/transfers/deposit-step.ts')) : resolver(name));
+    const failingImport = async (name: string) =>
+      name === 'Fakedeposit' ? Promise.reject(new Error('Cannot find module functions/transfers/deposit-step.ts')) : resolver(name);
     const { outcome } = await run(inputOf(['deposit']), failingImport);
     expect(outcome).toMatchObject({ status: 'FAILED', error: 'Runtime.ImportModuleError' });
-    expect(JSON.parse((calls[0]!.payload.error as { Cause: string }).Cause)).toMatchObject({ errorType: 'Runtime.ImportModuleError', errorMessage: expect.stringContaining('Cannot find module') });
+    expect(JSON.parse((calls[0]!.payload.error as { Cause: string }).Cause)).toMatchObject({
+      errorType: 'Runtime.ImportModuleError',
+      errorMessage: expect.stringContaining('Cannot find module'),
+    });
   });
 
   it('a Task past its TimeoutSeconds fails with States.Timeout into settle', async () => {
     const asl = structuredClone(readTransferMachine()) as Record<string, any>;
     asl.States.Steps.ItemProcessor.States.Submit.TimeoutSeconds = 1;
-    const { calls, resolver } = fakes({ Fakedeposit: () => new Promise((done) => setTimeout(() => done({ settled: false, wait_seconds: 0 }), 1_500)), FakeSettle: settle });
+    const { calls, resolver } = fakes({
+      Fakedeposit: () => new Promise((done) => setTimeout(() => done({ settled: false, wait_seconds: 0 }), 1_500)),
+      FakeSettle: settle,
+    });
     const { outcome } = await run(inputOf(['deposit']), resolver, { definition: loadLocalDefinition(asl) });
     expect(outcome).toMatchObject({ status: 'FAILED', error: 'States.Timeout' });
     expect((calls.find((call) => call.fn === 'FakeSettle')!.payload.error as { Error: string }).Error).toBe('States.Timeout');

@@ -70,7 +70,7 @@ describe('route planner: route shapes', () => {
     expect(route({ source: 'self', destination: venue })).toEqual(expected);
   });
 
-  it('self on the venue\'s own chain and token needs no bridge; on another chain it does', () => {
+  it("self on the venue's own chain and token needs no bridge; on another chain it does", () => {
     expect(route({ source: 'self', destination: 'venue_c', chain: 'ETH' })).toEqual(['deposit venue_c ETH.USDC (user)']);
     expect(route({ source: 'self', destination: 'venue_e', chain: 'POL', token: 'USDC.E' })).toEqual(['deposit venue_e POL.USDC.E (user)']);
     expect(route({ source: 'self', destination: 'venue_d', chain: 'SOL' })).toEqual(['bridge SOL.USDC>INK.USDC (user)', 'deposit venue_d INK.USDC (user)']);
@@ -86,7 +86,7 @@ describe('route planner: route shapes', () => {
     expect(route({ source: venue, destination: 'self', ...extra })).toEqual(expected);
   });
 
-  it('venue to venue goes through the user\'s wallet, bridging across chains', () => {
+  it("venue to venue goes through the user's wallet, bridging across chains", () => {
     expect(route({ source: 'venue_b', destination: 'venue_d' })).toEqual([
       'withdrawal venue_b ARB.USDC',
       'bridge ARB.USDC>INK.USDC (user)',
@@ -135,12 +135,24 @@ describe('route planner: bad combinations are a 400 naming the field', () => {
     [{ source: 'self', destination: 'venue_b', chain: 'ETH', token: 'USDC.E' }, 'body.token', /not carried on ETH/],
     [{ source: 'self', destination: 'self', destination_chain: 'INK', destination_token: 'USDC.E' }, 'body.destination_token', /not carried on INK/],
     [{ source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'SOL' }, 'body.destination_token', /transfers move/],
-    [{ source: 'venue_b', destination: 'self', chain: 'ETH', destination_chain: 'SOL', destination_token: 'USDC' }, 'body.chain', /contradicts destination_chain/],
-    [{ source: 'venue_b', destination: 'self', token: 'USDC.E', destination_chain: 'POL', destination_token: 'USDC' }, 'body.token', /contradicts destination_token/],
+    [
+      { source: 'venue_b', destination: 'self', chain: 'ETH', destination_chain: 'SOL', destination_token: 'USDC' },
+      'body.chain',
+      /contradicts destination_chain/,
+    ],
+    [
+      { source: 'venue_b', destination: 'self', token: 'USDC.E', destination_chain: 'POL', destination_token: 'USDC' },
+      'body.token',
+      /contradicts destination_token/,
+    ],
     [{ source: 'venue_b', destination: 'venue_d', chain: 'SOL' }, 'body.chain', /runs on ARB and INK/],
     [{ source: 'venue_a', destination: 'venue_b', token: 'USDC.E' }, 'body.token', /moves USDC; leave token out/],
     // No direct bridge route in shared/transfers/bridge-routes.ts: SOL USDC to or from USDC.E, USDC.E to USDC.E.
-    [{ source: 'self', destination: 'self', chain: 'SOL', destination_chain: 'POL', destination_token: 'USDC.E' }, 'body.destination_chain', /no bridge route from USDC on SOL to USDC\.E on POL/],
+    [
+      { source: 'self', destination: 'self', chain: 'SOL', destination_chain: 'POL', destination_token: 'USDC.E' },
+      'body.destination_chain',
+      /no bridge route from USDC on SOL to USDC\.E on POL/,
+    ],
     [{ source: 'self', destination: 'venue_e', chain: 'SOL' }, 'body.chain', /no bridge route from USDC on SOL to USDC\.E on POL/],
     [{ source: 'venue_e', destination: 'self', chain: 'SOL' }, 'body.chain', /no bridge route from USDC\.E on POL to USDC on SOL/],
     [{ source: 'venue_e', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC' }, 'body.destination_chain', /no bridge route/],
@@ -182,7 +194,9 @@ describe('route planner: gas sponsorship is EVM only', () => {
   });
 
   it('a bridge from EVM to SOL is sponsored on its EVM source; the venue pays its own payout', () => {
-    expect(route({ source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', gas_sponsored: true })).toEqual(['bridge ARB.USDC>SOL.USDC (sponsored)']);
+    expect(route({ source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC', gas_sponsored: true })).toEqual([
+      'bridge ARB.USDC>SOL.USDC (sponsored)',
+    ]);
     const p = plan({ source: 'venue_a', destination: 'self', gas_sponsored: true });
     expect(p.steps[0]!.gasPolicy).toBe('venue');
     expect(p.gasSponsored).toBe(false);

@@ -8,7 +8,16 @@ import { keys } from '../../shared/db/keys.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { type BridgeQuoter, ConfiguredPrices, type EstimateDeps, type GasEstimator } from '../../shared/transfers/estimate.ts';
 import type { ExecutionStatus, StepFunctions, TransferExecutor } from '../../shared/transfers/executor.ts';
-import { createTransfer, estimateTransfer, getUserTask, listUserTasks, parseTaskId, resumeUserTask, type TransferServiceDeps, type WalletBalances } from '../../shared/transfers/service.ts';
+import {
+  createTransfer,
+  estimateTransfer,
+  getUserTask,
+  listUserTasks,
+  parseTaskId,
+  resumeUserTask,
+  type TransferServiceDeps,
+  type WalletBalances,
+} from '../../shared/transfers/service.ts';
 import type { TransferInput } from '../../shared/transfers/schemas.ts';
 import type { ExecutionInput, TaskRecord } from '../../shared/transfers/task.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
@@ -95,19 +104,27 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     const executor = new RecordingExecutor();
     // What the wallet holds (chain:token → base units); 1,000 USDC and 1 ETH on every chain unless a test says otherwise.
     const held = new Map<string, bigint>();
-    const balances: WalletBalances = { balance: async (chain, _owner, token) => held.get(`${chain}:${token}`) ?? (token === 'SOL' ? 10n ** 9n : token.startsWith('USDC') ? 1_000_000_000n : 10n ** 18n) };
+    const balances: WalletBalances = {
+      balance: async (chain, _owner, token) =>
+        held.get(`${chain}:${token}`) ?? (token === 'SOL' ? 10n ** 9n : token.startsWith('USDC') ? 1_000_000_000n : 10n ** 18n),
+    };
     const deps: TransferServiceDeps = { table, executor, now: () => new Date(), estimateDeps, balances };
     return { user, executor, deps, sub, held };
   }
 
   const body = (over: Partial<TransferInput> = {}): TransferInput => ({ source: 'self', destination: 'venue_b', amount: '25', gas_sponsored: false, ...over });
-  const rawItem = async (sub: string, taskId: string) => (await table.doc.send(new GetCommand({ TableName: table.name, Key: keys.task('app-t', sub, taskId) }))).Item as TaskRecord & Record<string, unknown>;
+  const rawItem = async (sub: string, taskId: string) =>
+    (await table.doc.send(new GetCommand({ TableName: table.name, Key: keys.task('app-t', sub, taskId) }))).Item as TaskRecord & Record<string, unknown>;
 
   it('estimates with the ports: steps, fees and the route', async () => {
     const { deps, user } = await newUser();
     const estimate = await estimateTransfer(deps, user, body({ source: 'venue_b', destination: 'venue_d' }));
     expect(estimate.route.route_id).toBe('venue_b>ARB.USDC>INK.USDC>venue_d');
-    expect(estimate.steps.map((s) => [s.action, s.dex])).toEqual([['withdrawal', 'venue_b'], ['bridge', 'test_bridge'], ['deposit', 'venue_d']]);
+    expect(estimate.steps.map((s) => [s.action, s.dex])).toEqual([
+      ['withdrawal', 'venue_b'],
+      ['bridge', 'test_bridge'],
+      ['deposit', 'venue_d'],
+    ]);
     expect(estimate.steps[1]!.breakdown.bridge_fee_usdc).toBe('0.25');
     expect(estimate.steps[1]!.estimated_gas).toBe(60_000);
   });
@@ -125,7 +142,7 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     expect(accepted.status).toBe(202);
   });
 
-  it('the first step\'s gas, where the user pays it, must be in the wallet too: 422 naming the native coin; sponsored gas needs none', async () => {
+  it("the first step's gas, where the user pays it, must be in the wallet too: 422 naming the native coin; sponsored gas needs none", async () => {
     const { deps, user, executor, held } = await newUser();
     held.set('ARB:ETH', 0n);
     const refused = await failure(createTransfer(deps, user, body()));
@@ -136,7 +153,7 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     expect((await createTransfer(deps, user, body({ gas_sponsored: true }))).status).toBe(202);
   });
 
-  it('a venue source is the venue\'s to refuse (its payout comes first, the fee out of it): no wallet balance is asked for', async () => {
+  it("a venue source is the venue's to refuse (its payout comes first, the fee out of it): no wallet balance is asked for", async () => {
     const { deps, user, held } = await newUser();
     held.set('ARB:USDC', 0n);
     held.set('ARB:ETH', 0n);
@@ -147,12 +164,30 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     const { deps, user, executor, sub } = await newUser();
     const created = await createTransfer(deps, user, body({ source: 'venue_b', destination: 'venue_d' }));
     expect(created.status).toBe(202);
-    expect(created.body).toEqual({ success: true, task_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/), message: expect.stringContaining('3 steps') });
+    expect(created.body).toEqual({
+      success: true,
+      task_id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
+      message: expect.stringContaining('3 steps'),
+    });
     const taskId = created.body.task_id;
     const item = await rawItem(sub, taskId);
-    expect(item).toMatchObject({ status: 'pending', attempt: 0, execution_name: `${taskId}-a0`, current_step: 0, iss: 'https://idp.example.com', user_id: `uid-${sub}` });
-    expect(item.steps.map((s) => [s.index, s.action, s.status, s.try])).toEqual([[0, 'withdrawal', 'pending', 0], [1, 'bridge', 'pending', 0], [2, 'deposit', 'pending', 0]]);
-    expect(item.route).toMatchObject({ route_id: 'venue_b>ARB.USDC>INK.USDC>venue_d', estimate: { total_cost_usdc: expect.any(String), amount_received: expect.any(String) } });
+    expect(item).toMatchObject({
+      status: 'pending',
+      attempt: 0,
+      execution_name: `${taskId}-a0`,
+      current_step: 0,
+      iss: 'https://idp.example.com',
+      user_id: `uid-${sub}`,
+    });
+    expect(item.steps.map((s) => [s.index, s.action, s.status, s.try])).toEqual([
+      [0, 'withdrawal', 'pending', 0],
+      [1, 'bridge', 'pending', 0],
+      [2, 'deposit', 'pending', 0],
+    ]);
+    expect(item.route).toMatchObject({
+      route_id: 'venue_b>ARB.USDC>INK.USDC>venue_d',
+      estimate: { total_cost_usdc: expect.any(String), amount_received: expect.any(String) },
+    });
     expect(item.execution_started_at).toEqual(expect.any(String));
     expect(JSON.stringify(item)).not.toContain(JWT);
     expect(JSON.stringify(item)).not.toContain('secret-user-jwt');
@@ -248,7 +283,10 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     const ids: string[] = [];
     for (let i = 0; i < 7; i++) ids.push((await createTransfer(deps, user, body({ amount: String(20 + i) }))).body.task_id);
     const sent: string[] = [];
-    const spy = { ...table, doc: { send: (command: { constructor: { name: string } }) => (sent.push(command.constructor.name), table.doc.send(command as never)) } } as unknown as Table;
+    const spy = {
+      ...table,
+      doc: { send: (command: { constructor: { name: string } }) => (sent.push(command.constructor.name), table.doc.send(command as never)) },
+    } as unknown as Table;
     const listed = await listUserTasks({ table: spy }, user, 5);
     expect(listed.user_id).toBe(`uid-${user.identity.sub}`);
     expect(listed.tasks.map((t) => t.task_id)).toEqual(ids.slice(2).reverse());
@@ -261,7 +299,16 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     const bob = await newUser();
     const { body: created } = await createTransfer(alice.deps, alice.user, body());
     const task = await getUserTask(alice.deps, alice.user, created.task_id);
-    expect(task).toMatchObject({ task_id: created.task_id, status: 'pending', source: 'self', destination: 'venue_b', amount: '25', chain: 'ARB', token: 'USDC', progress: { current_step: 0, total_steps: 1 } });
+    expect(task).toMatchObject({
+      task_id: created.task_id,
+      status: 'pending',
+      source: 'self',
+      destination: 'venue_b',
+      amount: '25',
+      chain: 'ARB',
+      token: 'USDC',
+      progress: { current_step: 0, total_steps: 1 },
+    });
     const other = await failure(getUserTask(bob.deps, bob.user, created.task_id));
     expect([other.status, other.code]).toEqual([404, 'TASK_NOT_FOUND']);
     expect(() => parseTaskId('not-a-uuid')).toThrow(/path.task_id/);
@@ -313,7 +360,13 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     const { deps, user, executor, sub } = await newUser();
     const { body: created } = await createTransfer(deps, user, body());
     await table.doc.send(
-      new UpdateCommand({ TableName: table.name, Key: keys.task('app-t', sub, created.task_id), UpdateExpression: 'SET steps[0].#s = :c', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':c': 'completed' } }),
+      new UpdateCommand({
+        TableName: table.name,
+        Key: keys.task('app-t', sub, created.task_id),
+        UpdateExpression: 'SET steps[0].#s = :c',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':c': 'completed' },
+      }),
     );
     executor.status = 'SUCCEEDED';
     const task = await getUserTask(deps, user, created.task_id);
@@ -327,7 +380,8 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
       new UpdateCommand({
         TableName: table.name,
         Key: keys.task('app-t', sub, taskId),
-        UpdateExpression: 'SET #s = :failed, current_step = :one, failure = :f, steps[0].#s = :completed, steps[0].amount_out = :out, steps[1].#s = :failed, steps[1].sends = :sends, steps[1].#r = :ref, steps[1].amount_in = :in, steps[1].#e = :err',
+        UpdateExpression:
+          'SET #s = :failed, current_step = :one, failure = :f, steps[0].#s = :completed, steps[0].amount_out = :out, steps[1].#s = :failed, steps[1].sends = :sends, steps[1].#r = :ref, steps[1].amount_in = :in, steps[1].#e = :err',
         ExpressionAttributeNames: { '#s': 'status', '#e': 'error', '#r': 'reference' },
         ExpressionAttributeValues: {
           ':failed': 'failed',
@@ -357,7 +411,11 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     expect(failedView.progress.steps[1]).toEqual({ action: 'bridge', status: 'failed', tx_hashes: ['0xabc'] });
 
     const resumed = await resumeUserTask(deps, user, created.task_id);
-    expect(resumed).toEqual({ status: 202, body: { success: true, task_id: created.task_id, message: expect.stringContaining('Resuming from step 2 of 3 (bridge)') }, replayed: false });
+    expect(resumed).toEqual({
+      status: 202,
+      body: { success: true, task_id: created.task_id, message: expect.stringContaining('Resuming from step 2 of 3 (bridge)') },
+      replayed: false,
+    });
     const item = await rawItem(sub, created.task_id);
     expect(item).toMatchObject({ status: 'pending', attempt: 1, execution_name: `${created.task_id}-a1`, current_step: 1 });
     expect(item.failure).toBeUndefined();
@@ -370,15 +428,30 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
       gas_policy: 'user',
       status: 'pending',
       try: 1,
-      previous_tries: [{ try: 0, sends: { bridge: { chain: 'ARB', tx_hash: '0xabc', raw: '0xSIGNED-RAW-TRANSACTION' } }, reference: 'quote-1', amount_in: '24000000', error: { code: 'BRIDGE_REFUNDED', message: 'refunded' } }],
+      previous_tries: [
+        {
+          try: 0,
+          sends: { bridge: { chain: 'ARB', tx_hash: '0xabc', raw: '0xSIGNED-RAW-TRANSACTION' } },
+          reference: 'quote-1',
+          amount_in: '24000000',
+          error: { code: 'BRIDGE_REFUNDED', message: 'refunded' },
+        },
+      ],
     });
     expect(executor.starts.at(-1)).toEqual({
       name: `${created.task_id}-a1`,
-      input: expect.objectContaining({ attempt: 1, steps: [expect.objectContaining({ index: 1, action: 'bridge' }), expect.objectContaining({ index: 2, action: 'deposit' })] }),
+      input: expect.objectContaining({
+        attempt: 1,
+        steps: [expect.objectContaining({ index: 1, action: 'bridge' }), expect.objectContaining({ index: 2, action: 'deposit' })],
+      }),
     });
     expect((await failure(resumeUserTask(deps, user, created.task_id))).message).toContain('pending');
     const view = await getUserTask(deps, user, created.task_id);
-    expect(view.metadata.checkpoints[1]).toMatchObject({ status: 'pending', try: 1, previous_tries: [{ try: 0, tx_hashes: ['0xabc'], error: { code: 'BRIDGE_REFUNDED' } }] });
+    expect(view.metadata.checkpoints[1]).toMatchObject({
+      status: 'pending',
+      try: 1,
+      previous_tries: [{ try: 0, tx_hashes: ['0xabc'], error: { code: 'BRIDGE_REFUNDED' } }],
+    });
     expect(JSON.stringify(view)).not.toContain('SIGNED-RAW');
   });
 

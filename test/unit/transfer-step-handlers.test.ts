@@ -14,7 +14,15 @@ import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.
 import { createDocumentClient, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
-import { type ExecutionInput, executionName, type SettleInvocation, type StepInvocation, type StepResult, type TaskRecord, type TaskRef } from '../../shared/transfers/task.ts';
+import {
+  type ExecutionInput,
+  executionName,
+  type SettleInvocation,
+  type StepInvocation,
+  type StepResult,
+  type TaskRecord,
+  type TaskRef,
+} from '../../shared/transfers/task.ts';
 import { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
 
 /**
@@ -55,7 +63,11 @@ async function usdcOn(chain: 'ARB' | 'POL', owner: Address): Promise<bigint> {
   const rpc = config.rpc_url;
   const tokenAddress = config.tokens.find((entry) => entry.token === 'USDC')!.address!;
   const data = `0x70a08231${owner.slice(2).toLowerCase().padStart(64, '0')}`;
-  const response = await fetch(rpc, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ to: tokenAddress, data }, 'latest'] }) });
+  const response = await fetch(rpc, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ to: tokenAddress, data }, 'latest'] }),
+  });
   return BigInt(((await response.json()) as { result: string }).result);
 }
 
@@ -68,7 +80,14 @@ beforeAll(async () => {
   appId = app.app_id;
   secretKey = app.secret_key;
   const jwk = JSON.parse(await readFile(devAppPaths(dataDir).issuerKey, 'utf8')) as JWK;
-  token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: jwk.kid! }).setIssuer(app.oidc.issuer).setAudience(app.oidc.audience!).setSubject(sub).setIssuedAt().setExpirationTime('600s').sign(await importJWK(jwk, 'ES256'));
+  token = await new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: jwk.kid! })
+    .setIssuer(app.oidc.issuer)
+    .setAudience(app.oidc.audience!)
+    .setSubject(sub)
+    .setIssuedAt()
+    .setExpirationTime('600s')
+    .sign(await importJWK(jwk, 'ES256'));
   table = { doc: createDocumentClient(runtime.dynamodbEndpoint), name: process.env.TABLE_NAME! };
   const created = await api('/account', {});
   expect(created.status).toBeLessThan(300);
@@ -130,21 +149,40 @@ describe('step handlers through the enclave (no user JWT)', () => {
     expect((await faucet('ARB', 'ETH', '1')).status).toBe(200);
     expect((await faucet('ARB', 'USDC', '30')).status).toBe(200);
     expect((await api('/account/init-perp-dex', { dex: 'venue_b' })).status).toBe(200);
-    const ref = await newTask([{ index: 0, action: 'deposit', venue: 'venue_b', holding: { chain: 'ARB', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 }]);
+    const ref = await newTask([
+      { index: 0, action: 'deposit', venue: 'venue_b', holding: { chain: 'ARB', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 },
+    ]);
     const task = await drive(deposit, ref);
     expect(task.status).toBe('completed');
     expect(task.steps[0]).toMatchObject({ amount_in: '10000000', platform_fee: '10000', amount_out: '9990000' });
     expect(await usdcOn('ARB', feeRecipient)).toBe(10_000n);
     expect(await usdcOn('ARB', evmAddress)).toBe(20n * USDC);
     const venueB = new VenueBDriver({ baseUrl: runtime.venues.venues.find((venue) => venue.dex === 'venue_b')!.url });
-    const wallet = { address: evmAddress, signTypedData: () => Promise.reject(new Error('read only')), signMessage: () => Promise.reject(new Error('read only')) };
+    const wallet = {
+      address: evmAddress,
+      signTypedData: () => Promise.reject(new Error('read only')),
+      signMessage: () => Promise.reject(new Error('read only')),
+    };
     expect((await venueB.balances(wallet, { account_address: evmAddress })).balance).toBe(9_990_000n);
     // Nothing secret in the item: no op_jwt, service token or access key, only signed transactions.
     expect(JSON.stringify(task)).not.toMatch(/eyJ|access_key|secret/);
   });
 
   it('bridge-step: ARB → POL through the sandbox bridge (BRIDGE_URL); settle of a completed task records nothing', async () => {
-    const ref = await newTask([{ index: 0, action: 'bridge', from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 }], { destination: 'self' });
+    const ref = await newTask(
+      [
+        {
+          index: 0,
+          action: 'bridge',
+          from: { chain: 'ARB', token: 'USDC' },
+          to: { chain: 'POL', token: 'USDC' },
+          gas_policy: 'user',
+          status: 'pending',
+          try: 0,
+        },
+      ],
+      { destination: 'self' },
+    );
     const task = await drive(bridgeStep, ref);
     expect(task.status).toBe('completed');
     expect(await usdcOn('POL', evmAddress)).toBe(BigInt(task.steps[0]!.amount_out!));
@@ -168,10 +206,21 @@ describe('the transfer machine runs the step handlers (local Step Functions, sam
     expect((await faucet('POL', 'POL', '1')).status).toBe(200);
     expect((await faucet('POL', 'USDC', '20')).status).toBe(200);
     const feeBefore = await usdcOn('POL', feeRecipient);
-    const ref = await newTask([
-      { index: 0, action: 'bridge', from: { chain: 'POL', token: 'USDC' }, to: { chain: 'ARB', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 },
-      { index: 1, action: 'deposit', venue: 'venue_b', holding: { chain: 'ARB', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 },
-    ], { chain: 'POL', amount: '20' });
+    const ref = await newTask(
+      [
+        {
+          index: 0,
+          action: 'bridge',
+          from: { chain: 'POL', token: 'USDC' },
+          to: { chain: 'ARB', token: 'USDC' },
+          gas_policy: 'user',
+          status: 'pending',
+          try: 0,
+        },
+        { index: 1, action: 'deposit', venue: 'venue_b', holding: { chain: 'ARB', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 },
+      ],
+      { chain: 'POL', amount: '20' },
+    );
     const started = performance.now();
     const execution = await start(ref, [
       { index: 0, action: 'bridge', function: names().bridge, first_wait_seconds: 1 },
@@ -184,7 +233,9 @@ describe('the transfer machine runs the step handlers (local Step Functions, sam
     expect(task.steps[1]!.amount_in).toBe(task.steps[0]!.amount_out);
     expect((await usdcOn('POL', feeRecipient)) - feeBefore).toBe(20_000n);
     expect(await usdcOn('POL', evmAddress)).toBe(polBefore);
-    console.info(`two-step transfer through the machine: ${elapsed.toFixed(0)} ms, ${execution.counts.transitions} transitions, ${execution.counts.lambda_invocations} Lambda invocations`);
+    console.info(
+      `two-step transfer through the machine: ${elapsed.toFixed(0)} ms, ${execution.counts.transitions} transitions, ${execution.counts.lambda_invocations} Lambda invocations`,
+    );
     // One look per poll (TRANSFER_POLL_WINDOW_MS=0) measured 11 to 14 here: 14 when the bridge fill missed the first poll.
     expect(perStep(execution, 2)).toBeLessThanOrEqual(6);
   });
@@ -199,13 +250,17 @@ describe('the transfer machine runs the step handlers (local Step Functions, sam
 
   it('a one-step deposit through the machine: at most 6 transitions per step (long poll)', async () => {
     expect((await faucet('ARB', 'USDC', '10')).status).toBe(200);
-    const ref = await newTask([{ index: 0, action: 'deposit', venue: 'venue_b', holding: { chain: 'ARB', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 }]);
+    const ref = await newTask([
+      { index: 0, action: 'deposit', venue: 'venue_b', holding: { chain: 'ARB', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 },
+    ]);
     const started = performance.now();
     const execution = await start(ref, [{ index: 0, action: 'deposit', function: names().deposit, first_wait_seconds: 1 }]);
     const elapsed = performance.now() - started;
     expect(execution.status).toBe('SUCCEEDED');
     expect((await loadTask(table, ref))!.status).toBe('completed');
-    console.info(`one-step deposit through the machine: ${elapsed.toFixed(0)} ms, ${execution.counts.transitions} transitions, ${execution.counts.lambda_invocations} Lambda invocations`);
+    console.info(
+      `one-step deposit through the machine: ${elapsed.toFixed(0)} ms, ${execution.counts.transitions} transitions, ${execution.counts.lambda_invocations} Lambda invocations`,
+    );
     expect(perStep(execution, 1)).toBeLessThanOrEqual(6);
   });
 
@@ -215,11 +270,22 @@ describe('the transfer machine runs the step handlers (local Step Functions, sam
     expect((await faucet('INK', 'USDC', '5')).status).toBe(200);
     const init = await api('/account/init-perp-dex', { dex: 'venue_d' });
     expect(init.status, JSON.stringify(init.body)).toBe(200);
-    const ref = await newTask([
-      { index: 0, action: 'withdrawal', venue: 'venue_b', holding: { chain: 'ARB', token: 'USDC' }, gas_policy: 'venue', status: 'pending', try: 0 },
-      { index: 1, action: 'bridge', from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 },
-      { index: 2, action: 'deposit', venue: 'venue_d', holding: { chain: 'INK', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 },
-    ], { source: 'venue_b', destination: 'venue_d' });
+    const ref = await newTask(
+      [
+        { index: 0, action: 'withdrawal', venue: 'venue_b', holding: { chain: 'ARB', token: 'USDC' }, gas_policy: 'venue', status: 'pending', try: 0 },
+        {
+          index: 1,
+          action: 'bridge',
+          from: { chain: 'ARB', token: 'USDC' },
+          to: { chain: 'INK', token: 'USDC' },
+          gas_policy: 'user',
+          status: 'pending',
+          try: 0,
+        },
+        { index: 2, action: 'deposit', venue: 'venue_d', holding: { chain: 'INK', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 },
+      ],
+      { source: 'venue_b', destination: 'venue_d' },
+    );
     const started = performance.now();
     const execution = await start(ref, [
       { index: 0, action: 'withdrawal', function: names().withdrawal, first_wait_seconds: 1 },
@@ -231,13 +297,28 @@ describe('the transfer machine runs the step handlers (local Step Functions, sam
     const task = (await loadTask(table, ref))!;
     expect(task).toMatchObject({ status: 'completed', current_step: 3 });
     expect(task.steps[2]!.amount_in).toBe(task.steps[1]!.amount_out);
-    console.info(`three-step venue → venue transfer through the machine: ${elapsed.toFixed(0)} ms, ${execution.counts.transitions} transitions, ${execution.counts.lambda_invocations} Lambda invocations`);
+    console.info(
+      `three-step venue → venue transfer through the machine: ${elapsed.toFixed(0)} ms, ${execution.counts.transitions} transitions, ${execution.counts.lambda_invocations} Lambda invocations`,
+    );
     expect(perStep(execution, 3)).toBeLessThanOrEqual(6);
   });
 
   it('a bridge refund: the execution FAILS with TransferStepFailed, the task records BRIDGE_REFUNDED once (settle adds nothing)', async () => {
     expect((await api('/sandbox/faults', { target: 'bridge', operation: 'bridge', mode: 'refund', count: 1 })).status).toBe(200);
-    const ref = await newTask([{ index: 0, action: 'bridge', from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user', status: 'pending', try: 0 }], { destination: 'self', amount: '5' });
+    const ref = await newTask(
+      [
+        {
+          index: 0,
+          action: 'bridge',
+          from: { chain: 'ARB', token: 'USDC' },
+          to: { chain: 'INK', token: 'USDC' },
+          gas_policy: 'user',
+          status: 'pending',
+          try: 0,
+        },
+      ],
+      { destination: 'self', amount: '5' },
+    );
     const execution = await start(ref, [{ index: 0, action: 'bridge', function: names().bridge, first_wait_seconds: 1 }]);
     expect(execution).toMatchObject({ status: 'FAILED', error: 'TransferStepFailed' });
     const task = (await loadTask(table, ref))!;

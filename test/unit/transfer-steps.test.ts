@@ -115,19 +115,31 @@ function localEvmSigner(privateKey: Hex): EvmSigner {
   };
 }
 
-const localSolanaSigner = (keypair: Keypair): SolanaSigner => ({ signMessage: async (bytes) => bs58.encode(ed25519.sign(bytes, keypair.secretKey.slice(0, 32))) });
+const localSolanaSigner = (keypair: Keypair): SolanaSigner => ({
+  signMessage: async (bytes) => bs58.encode(ed25519.sign(bytes, keypair.secretKey.slice(0, 32))),
+});
 
 /** The user's wallets with local keys (the port the enclave implements in production). */
 const localWallets: StepWallets = {
   async open(_task, account) {
     const user = users.get(account.app_user_id)!;
-    return { evmAddress: user.evmAddress, solAddress: user.sol.publicKey.toBase58(), evm: localEvmSigner(user.evmKey), sol: localSolanaSigner(user.sol), venue: keyWallet(user.evmKey) };
+    return {
+      evmAddress: user.evmAddress,
+      solAddress: user.sol.publicKey.toBase58(),
+      evm: localEvmSigner(user.evmKey),
+      sol: localSolanaSigner(user.sol),
+      venue: keyWallet(user.evmKey),
+    };
   },
 };
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'transfer-steps-'));
-  [evm, sol, { table, stop: stopTable }] = await Promise.all([startEvmSandbox({ dataDir }), startSolanaSandbox({ dataDir }), startDynaliteTable('transfer-steps')]);
+  [evm, sol, { table, stop: stopTable }] = await Promise.all([
+    startEvmSandbox({ dataDir }),
+    startSolanaSandbox({ dataDir }),
+    startDynaliteTable('transfer-steps'),
+  ]);
   [venues, bridge] = await Promise.all([
     startSandboxVenues({ dataDir, evm, modules: [venueBModule(), venueDModule()], pollMs: 50 }),
     startSandboxBridge({ dataDir, evm, sol, pollMs: 50, receiptTimeoutMs: 2_000 }),
@@ -135,7 +147,10 @@ beforeAll(async () => {
   chains = new Chains({ ...evm.chains, SOL: sol.chain, sandbox: true } as never);
   solana = new SolanaChain(sol.chain);
   const sponsorAccount = privateKeyToAccount(evm.sponsor.privateKey);
-  const sponsor: GasPayer = { address: async () => sponsorAccount.address, signTransaction: (transaction) => sponsorAccount.signTransaction({ ...transaction } as never) };
+  const sponsor: GasPayer = {
+    address: async () => sponsorAccount.address,
+    signTransaction: (transaction) => sponsorAccount.signTransaction({ ...transaction } as never),
+  };
   senders = createSenders({ table, sponsor, inclusionTimeoutMs: 10_000 });
   deps = {
     table,
@@ -187,10 +202,20 @@ async function newUser(usdc: bigint): Promise<TestUser> {
   return user;
 }
 
-type PlannedStep = Pick<WithdrawalStep, 'action' | 'venue' | 'holding' | 'gas_policy'> | Pick<BridgeStep, 'action' | 'from' | 'to' | 'gas_policy'> | Pick<DepositStep, 'action' | 'venue' | 'holding' | 'gas_policy'>;
+type PlannedStep =
+  | Pick<WithdrawalStep, 'action' | 'venue' | 'holding' | 'gas_policy'>
+  | Pick<BridgeStep, 'action' | 'from' | 'to' | 'gas_policy'>
+  | Pick<DepositStep, 'action' | 'venue' | 'holding' | 'gas_policy'>;
 
 /** The task item as POST /transfer writes it. */
-async function newTask(user: TestUser, source: string, destination: string, amount: string, steps: PlannedStep[], extra: Partial<TaskRecord> = {}): Promise<TaskRef> {
+async function newTask(
+  user: TestUser,
+  source: string,
+  destination: string,
+  amount: string,
+  steps: PlannedStep[],
+  extra: Partial<TaskRecord> = {},
+): Promise<TaskRef> {
   const task_id = uuidv7();
   const now = new Date().toISOString();
   const item: TaskRecord = {
@@ -258,7 +283,14 @@ describe('deposit step (self → venue_b, ARB USDC)', () => {
     expect(task.status).toBe('completed');
     expect(task.current_step).toBe(1);
     const step = task.steps[0]!;
-    expect(step).toMatchObject({ status: 'completed', amount_in: '20000000', platform_fee: '20000', expected_credit: '19980000', amount_out: '19980000', baseline: '0' });
+    expect(step).toMatchObject({
+      status: 'completed',
+      amount_in: '20000000',
+      platform_fee: '20000',
+      expected_credit: '19980000',
+      amount_out: '19980000',
+      baseline: '0',
+    });
     expect(Object.keys(step.sends!).sort()).toEqual(['deposit_0', 'platform_fee']);
     expect(await usdcOn('ARB', user.evmAddress)).toBe(30n * USDC);
     expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(fee);
@@ -318,7 +350,9 @@ describe('deposit step (self → venue_b, ARB USDC)', () => {
 
   it('a venue the user has not initialised fails DEX_NOT_INITIALIZED before anything is sent', async () => {
     const user = await newUser(10n * USDC);
-    const ref = await newTask(user, 'self', 'venue_a', '10', [{ action: 'deposit', venue: 'venue_a', holding: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }]);
+    const ref = await newTask(user, 'self', 'venue_a', '10', [
+      { action: 'deposit', venue: 'venue_a', holding: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' },
+    ]);
     await expect(runStep(deps, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
     const task = (await loadTask(table, ref))!;
     expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'DEX_NOT_INITIALIZED' } });
@@ -355,7 +389,10 @@ describe('withdrawal step (venue_b → self)', () => {
 describe('bridge step', () => {
   it('ARB → POL: fee, one deposit, the fill is amount_out', async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'POL', destination_token: 'USDC' });
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'POL',
+      destination_token: 'USDC',
+    });
     const task = await drive(ref, 0);
     const step = stepOf(task, 0, 'bridge');
     expect(task.status).toBe('completed');
@@ -369,9 +406,12 @@ describe('bridge step', () => {
     expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC);
   });
 
-  it('ARB → SOL: the fill lands in the user\'s Solana wallet', async () => {
+  it("ARB → SOL: the fill lands in the user's Solana wallet", async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'SOL', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'SOL', destination_token: 'USDC' });
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'SOL', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'SOL',
+      destination_token: 'USDC',
+    });
     const task = await drive(ref, 0);
     expect(task.status).toBe('completed');
     const received = await solana.balance(user.sol.publicKey.toBase58(), 'USDC');
@@ -384,7 +424,11 @@ describe('bridge step', () => {
     const owner = user.sol.publicKey.toBase58();
     await sol.faucet(owner, 'SOL', 1_000_000_000n);
     await sol.faucet(owner, 'USDC', 20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: { chain: 'SOL', token: 'USDC' }, to: ARB_USDC, gas_policy: 'user' }], { chain: 'SOL', destination_chain: 'ARB', destination_token: 'USDC' });
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: { chain: 'SOL', token: 'USDC' }, to: ARB_USDC, gas_policy: 'user' }], {
+      chain: 'SOL',
+      destination_chain: 'ARB',
+      destination_token: 'USDC',
+    });
     const task = await drive(ref, 0);
     expect(task.status).toBe('completed');
     const step = task.steps[0]!;
@@ -397,7 +441,10 @@ describe('bridge step', () => {
 
   it('a refund fault: the step fails BRIDGE_REFUNDED, the task fails, the bridged amount is back in the wallet', async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'INK',
+      destination_token: 'USDC',
+    });
     await bridge.setFault({ mode: 'refund', count: 1 });
     await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
     const task = (await loadTask(table, ref))!;
@@ -409,9 +456,11 @@ describe('bridge step', () => {
 });
 
 describe('a gas-sponsored deposit step and a withdrawal of the same wallet at once (issue 19)', () => {
-  it('the step\'s authorisation is never made stale by the withdrawal: the deposit, the fee and the withdrawal each move exactly their amounts', async () => {
+  it("the step's authorisation is never made stale by the withdrawal: the deposit, the fee and the withdrawal each move exactly their amounts", async () => {
     const user = await newUser(30n * USDC);
-    const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'sponsored' }], { gas_sponsored: true });
+    const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'sponsored' }], {
+      gas_sponsored: true,
+    });
     const feeBefore = await usdcOn('ARB', feeRecipient);
     const arb = await chains.evm('ARB');
     const recipient = privateKeyToAccount(generatePrivateKey()).address;
@@ -427,7 +476,13 @@ describe('a gas-sponsored deposit step and a withdrawal of the same wallet at on
             ...wallet.evm,
             signAuthorization: async (request) => {
               const signed = await own.signAuthorization(request);
-              withdrawal ??= senders.evm.send({ chain: arb, from: user.evmAddress, call: arb.transferCall('USDC', recipient, 7n * USDC), spends: { token: 'USDC', amount: 7n * USDC, to: recipient }, signer: own });
+              withdrawal ??= senders.evm.send({
+                chain: arb,
+                from: user.evmAddress,
+                call: arb.transferCall('USDC', recipient, 7n * USDC),
+                spends: { token: 'USDC', amount: 7n * USDC, to: recipient },
+                signer: own,
+              });
               await Promise.race([withdrawal.catch(() => undefined), new Promise((done) => setTimeout(done, 1_500))]);
               return signed;
             },
@@ -524,7 +579,13 @@ describe('venue deposit faults (venue_b): refunded, or kept and not credited', (
             drained = true; // another send of the same wallet (a /withdraw) empties it first
             const arb = await chains.evm('ARB');
             const all = await arb.balance(user.evmAddress, 'USDC');
-            await senders.evm.send({ chain: arb, from: user.evmAddress, call: arb.transferCall('USDC', sink, all), spends: { token: 'USDC', amount: all, to: sink }, signer: localEvmSigner(user.evmKey) });
+            await senders.evm.send({
+              chain: arb,
+              from: user.evmAddress,
+              call: arb.transferCall('USDC', sink, all),
+              spends: { token: 'USDC', amount: all, to: sink },
+              signer: localEvmSigner(user.evmKey),
+            });
           }
           return senders.evm.send(request);
         },
@@ -582,7 +643,10 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
     expect(bridgeClientFromEnv({ BRIDGE_URL: 'ftp://bridge.example' })).toBeUndefined();
     expect(bridgeClientFromEnv({ BRIDGE_URL: 'https://bridge.example' })).toBeInstanceOf(HttpBridgeClient);
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'POL', destination_token: 'USDC' });
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'POL',
+      destination_token: 'USDC',
+    });
     const { bridge: _configured, ...withoutBridge } = deps;
     await expect(runStep(withoutBridge, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
     const task = (await loadTask(table, ref))!;
@@ -593,9 +657,15 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
 
   it('a Lambda refuses a step of another kind without any effect', async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'POL', destination_token: 'USDC' });
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'POL',
+      destination_token: 'USDC',
+    });
     const before = (await loadTask(table, ref))!;
-    await expect(runKinds(deps, { deposit: DEPOSIT_KIND }, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR, message: expect.stringContaining('runs deposit steps') });
+    await expect(runKinds(deps, { deposit: DEPOSIT_KIND }, invocation(ref, 0, 'submit'))).rejects.toMatchObject({
+      name: STEP_FAILED_ERROR,
+      message: expect.stringContaining('runs deposit steps'),
+    });
     expect(await loadTask(table, ref)).toEqual(before);
   });
 
@@ -618,9 +688,15 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
 
   it('a poll that cannot settle looks again every 200 ms for pollWindowMs, then answers settled: false (one look with no window)', async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'INK',
+      destination_token: 'USDC',
+    });
     let looks = 0;
-    const counting = { quote: deps.bridge!.quote.bind(deps.bridge), status: (reference: Parameters<NonNullable<StepDeps['bridge']>['status']>[0]) => (looks++, deps.bridge!.status(reference)) };
+    const counting = {
+      quote: deps.bridge!.quote.bind(deps.bridge),
+      status: (reference: Parameters<NonNullable<StepDeps['bridge']>['status']>[0]) => (looks++, deps.bridge!.status(reference)),
+    };
     const stepDeps = { ...deps, bridge: counting };
     await bridge.setFault({ mode: 'stall', count: 1 });
     try {
@@ -630,7 +706,10 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
       expect(looks).toBe(1);
       looks = 0;
       const started = performance.now();
-      expect(await runStep({ ...stepDeps, pollWindowMs: 1_000 }, invocation(ref, 0, 'poll'))).toMatchObject({ settled: false, wait_seconds: expect.any(Number) });
+      expect(await runStep({ ...stepDeps, pollWindowMs: 1_000 }, invocation(ref, 0, 'poll'))).toMatchObject({
+        settled: false,
+        wait_seconds: expect.any(Number),
+      });
       const elapsed = performance.now() - started;
       expect(looks).toBeGreaterThanOrEqual(4);
       expect(elapsed).toBeGreaterThanOrEqual(800);
@@ -657,7 +736,9 @@ describe('guards and settle', () => {
 
   it('settle records the failure once with a safe message, and never over a recorded one', async () => {
     const user = await newUser(0n);
-    const ref = await newTask(user, 'venue_b', 'self', '10', [{ action: 'withdrawal', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'venue' }], { status: 'in_progress' });
+    const ref = await newTask(user, 'venue_b', 'self', '10', [{ action: 'withdrawal', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'venue' }], {
+      status: 'in_progress',
+    });
     const error = { Error: 'States.Timeout', Cause: 'op_jwt=eyJsecret access_key=abc' };
     expect(await settle(deps, { task: ref, attempt: 1, error })).toEqual({ recorded: false }); // stale attempt
     expect(await settle(deps, { task: ref, attempt: 0, error })).toEqual({ recorded: true });
@@ -675,11 +756,32 @@ function replanned(step: StepRecord, previous: { try: number }): StepRecord {
   const again = { index: step.index, status: 'pending', try: step.try + 1 } as const;
   switch (step.action) {
     case 'withdrawal':
-      return { ...again, action: step.action, venue: step.venue, holding: step.holding, gas_policy: step.gas_policy, previous_tries: [...(step.previous_tries ?? []), previous] };
+      return {
+        ...again,
+        action: step.action,
+        venue: step.venue,
+        holding: step.holding,
+        gas_policy: step.gas_policy,
+        previous_tries: [...(step.previous_tries ?? []), previous],
+      };
     case 'bridge':
-      return { ...again, action: step.action, from: step.from, to: step.to, gas_policy: step.gas_policy, previous_tries: [...(step.previous_tries ?? []), previous] };
+      return {
+        ...again,
+        action: step.action,
+        from: step.from,
+        to: step.to,
+        gas_policy: step.gas_policy,
+        previous_tries: [...(step.previous_tries ?? []), previous],
+      };
     case 'deposit':
-      return { ...again, action: step.action, venue: step.venue, holding: step.holding, gas_policy: step.gas_policy, previous_tries: [...(step.previous_tries ?? []), previous] };
+      return {
+        ...again,
+        action: step.action,
+        venue: step.venue,
+        holding: step.holding,
+        gas_policy: step.gas_policy,
+        previous_tries: [...(step.previous_tries ?? []), previous],
+      };
   }
 }
 
@@ -694,7 +796,12 @@ async function resume(ref: TaskRef, mode: 'reset to pending' | 'left failed' = '
   const { failure: _failure, ...rest } = task;
   const attempt = task.attempt + 1;
   // Either way works: the new attempt's first step write reopens a task left failed (and clears its failure).
-  const item = { ...(mode === 'left failed' ? task : { ...rest, status: 'pending' }), attempt, execution_name: `${task.task_id}-a${attempt}`, steps: task.steps.map((s, i) => (i === index ? reset : s)) };
+  const item = {
+    ...(mode === 'left failed' ? task : { ...rest, status: 'pending' }),
+    attempt,
+    execution_name: `${task.task_id}-a${attempt}`,
+    steps: task.steps.map((s, i) => (i === index ? reset : s)),
+  };
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.task(ref.app_id, ref.app_user_id, ref.task_id), ...item } }));
   return attempt;
 }
@@ -702,7 +809,10 @@ async function resume(ref: TaskRef, mode: 'reset to pending' | 'left failed' = '
 describe('resumed tries', () => {
   it('after a refund, a resume bridges again and the platform fee of the first try is adopted, not charged twice', async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'INK',
+      destination_token: 'USDC',
+    });
     const feeBefore = await usdcOn('ARB', feeRecipient);
     await bridge.setFault({ mode: 'refund', count: 1 });
     await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
@@ -723,7 +833,10 @@ describe('resumed tries', () => {
 
   it('a bridge deposit still in flight when the step timed out is adopted by the resume, never sent again', async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], { destination_chain: 'INK', destination_token: 'USDC' });
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'INK',
+      destination_token: 'USDC',
+    });
     await bridge.setFault({ mode: 'stall', count: 1 });
     try {
       expect(await runStep(deps, invocation(ref, 0, 'submit'))).toMatchObject({ settled: false });
@@ -775,25 +888,32 @@ describe('venue_d (INK): a two-call deposit, and a crash between the withdrawal 
     const perp = { ...user.account.perp_dex_status, venue_d: { ...user.account.perp_dex_status.venue_d, ...fields, initialized: true } };
     await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.account(APP_ID, user.appUserId), ...user.account, perp_dex_status: perp } }));
     const INK_USDC = { chain: 'INK', token: 'USDC' } as const;
-    const depositRef = await newTask(user, 'self', 'venue_d', '10', [{ action: 'deposit', venue: 'venue_d', holding: INK_USDC, gas_policy: 'user' }], { chain: 'INK' });
+    const depositRef = await newTask(user, 'self', 'venue_d', '10', [{ action: 'deposit', venue: 'venue_d', holding: INK_USDC, gas_policy: 'user' }], {
+      chain: 'INK',
+    });
     const deposited = await drive(depositRef, 0);
     expect(deposited.status).toBe('completed');
     expect(Object.keys(deposited.steps[0]!.sends!).sort()).toEqual(['deposit_0', 'deposit_1', 'platform_fee']);
     expect((await venueD().balances(keyWallet(user.evmKey), fields)).balance).toBe(9_990_000n);
 
     // The process dies after the venue accepted the request and before the reference was recorded.
-    const crashingRegistry = new VenueRegistry({ venue_d: venues.urls.venue_d }, {
-      venue_d: (options) => {
-        const real = venueDriverFactories(chains, 'sandbox').venue_d!(options);
-        return Object.assign(Object.create(Object.getPrototypeOf(real)), real, {
-          withdraw: async (...args: Parameters<typeof real.withdraw>) => {
-            await real.withdraw(...args);
-            throw new Error('crash after the venue accepted');
-          },
-        });
+    const crashingRegistry = new VenueRegistry(
+      { venue_d: venues.urls.venue_d },
+      {
+        venue_d: (options) => {
+          const real = venueDriverFactories(chains, 'sandbox').venue_d!(options);
+          return Object.assign(Object.create(Object.getPrototypeOf(real)), real, {
+            withdraw: async (...args: Parameters<typeof real.withdraw>) => {
+              await real.withdraw(...args);
+              throw new Error('crash after the venue accepted');
+            },
+          });
+        },
       },
+    );
+    const ref = await newTask(user, 'venue_d', 'self', '5', [{ action: 'withdrawal', venue: 'venue_d', holding: INK_USDC, gas_policy: 'venue' }], {
+      chain: 'INK',
     });
-    const ref = await newTask(user, 'venue_d', 'self', '5', [{ action: 'withdrawal', venue: 'venue_d', holding: INK_USDC, gas_policy: 'venue' }], { chain: 'INK' });
     await expect(runStep({ ...deps, venues: crashingRegistry }, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_RETRYABLE_ERROR });
     const crashed = stepOf((await loadTask(table, ref))!, 0, 'withdrawal');
     expect(crashed.idempotency_key).toBeDefined();

@@ -108,7 +108,10 @@ beforeAll(async () => {
   venues = await startSandboxVenues({ dataDir, evm, modules: [venueBModule(), venueDModule()], pollMs: 50 });
   chains = new EvmChains({ ...evm.chains, sandbox: true } as never);
   const sponsorAccount = privateKeyToAccount(evm.sponsor.privateKey);
-  const sponsor: GasPayer = { address: async () => sponsorAccount.address, signTransaction: (transaction) => sponsorAccount.signTransaction({ ...transaction } as never) };
+  const sponsor: GasPayer = {
+    address: async () => sponsorAccount.address,
+    signTransaction: (transaction) => sponsorAccount.signTransaction({ ...transaction } as never),
+  };
   senders = createSenders({ table, sponsor, inclusionTimeoutMs: 10_000 });
   deps = {
     table,
@@ -142,7 +145,8 @@ const invocation = (task: TaskRef, phase: StepInvocation['phase'], attempt = 0):
 const usdcOn = (code: 'ARB' | 'INK', owner: Address) => tokenBalance(evm, code, evm.chains[code].tokens.USDC!.address as Address, owner);
 const venueBalance = async (user: TestUser, venue: 'venue_b' | 'venue_d') =>
   (await deps.venues!.driver(venue).balances(keyWallet(user.evmKey), user.account.perp_dex_status[venue] as never)).balance;
-const lockOf = async (user: TestUser, venue: string) => (await getItem(table, venueBalanceLease(venue, APP_ID, user.appUserId))) as { owner?: string } | undefined;
+const lockOf = async (user: TestUser, venue: string) =>
+  (await getItem(table, venueBalanceLease(venue, APP_ID, user.appUserId))) as { owner?: string } | undefined;
 
 async function saveAccount(user: TestUser): Promise<void> {
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.account(APP_ID, user.appUserId), ...user.account } }));
@@ -176,7 +180,14 @@ async function newUser(arb: bigint, ink: bigint, withVenueD = false): Promise<Te
 }
 
 /** A one-step task item as POST /transfer writes it. */
-async function newTask(user: TestUser, source: string, destination: string, amount: string, step: Pick<WithdrawalStep, 'action' | 'venue' | 'holding' | 'gas_policy'> | Pick<DepositStep, 'action' | 'venue' | 'holding' | 'gas_policy'>, chain = 'ARB'): Promise<TaskRef> {
+async function newTask(
+  user: TestUser,
+  source: string,
+  destination: string,
+  amount: string,
+  step: Pick<WithdrawalStep, 'action' | 'venue' | 'holding' | 'gas_policy'> | Pick<DepositStep, 'action' | 'venue' | 'holding' | 'gas_policy'>,
+  chain = 'ARB',
+): Promise<TaskRef> {
   const task_id = uuidv7();
   const now = new Date().toISOString();
   const item: TaskRecord = {
@@ -232,7 +243,11 @@ async function fundVenueB(user: TestUser, amount: bigint): Promise<void> {
   const signer = localEvmSigner(user.evmKey);
   const send = async (to: Address, data: Hex) =>
     senders.evm.send({ chain: await chains.evm('ARB'), from: user.evmAddress, call: { to, data, value: 0n }, spends: { token: 'USDC', amount: 0n }, signer });
-  await depositThroughPlan(deps.venues!.driver('venue_b'), { wallet: keyWallet(user.evmKey), fields: user.account.perp_dex_status.venue_b as never, send }, amount);
+  await depositThroughPlan(
+    deps.venues!.driver('venue_b'),
+    { wallet: keyWallet(user.evmKey), fields: user.account.perp_dex_status.venue_b as never, send },
+    amount,
+  );
 }
 
 describe('the per-(user, venue) balance lock', () => {
@@ -314,7 +329,14 @@ describe('the lock across invocations (takeVenueLock)', () => {
     expect(await takeVenueLock(table, ref, { ...step, try: 1 }, false)).toBe('busy'); // a new try is another holder
     // The holder vanished: its lease expires; another step takes it over.
     const key = venueBalanceLease('venue_b', APP_ID, ref.app_user_id);
-    await table.doc.send(new UpdateCommand({ TableName: table.name, Key: key, UpdateExpression: 'SET expires_at = :past', ExpressionAttributeValues: { ':past': Date.now() - 1 } }));
+    await table.doc.send(
+      new UpdateCommand({
+        TableName: table.name,
+        Key: key,
+        UpdateExpression: 'SET expires_at = :past',
+        ExpressionAttributeValues: { ':past': Date.now() - 1 },
+      }),
+    );
     expect(await takeVenueLock(table, other, step, false)).toBe('held');
     expect((await getItem(table, key))!.owner).toBe(`${other.task_id}:0:0`);
     expect(await takeVenueLock(table, ref, step, true)).toBe('busy');

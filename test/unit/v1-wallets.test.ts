@@ -29,7 +29,13 @@ let keyWrapper: LocalKeyWrapper;
 
 async function opJwt(sub: string, now: Date) {
   const iat = Math.floor(now.getTime() / 1000);
-  return new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! }).setIssuer(app.oidc.issuer).setSubject(sub).setIssuedAt(iat).setExpirationTime(iat + 120).sign(await importJWK(issuerKey, 'ES256'));
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
+    .setIssuer(app.oidc.issuer)
+    .setSubject(sub)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + 120)
+    .sign(await importJWK(issuerKey, 'ES256'));
 }
 
 beforeAll(async () => {
@@ -75,15 +81,19 @@ describe('v1 wallets', () => {
     await expect(withWalletKey(deps(BEFORE), app, auth, () => 'signed')).rejects.toBeInstanceOf(ConflictError);
     const afterAuth = { ...auth, op_jwt: await opJwt('alice', AFTER), encryption_context: 'secret-context' };
     await expect(withWalletKey(deps(AFTER), app, afterAuth, () => 'signed')).rejects.toBeInstanceOf(GoneError);
-    await expect(withWalletKey(deps(BEFORE), app, { ...auth, encryption_context: 'wrong' }, () => 'signed')).rejects.toMatchObject({ code: 'INVALID_ENCRYPTION_CONTEXT' });
+    await expect(withWalletKey(deps(BEFORE), app, { ...auth, encryption_context: 'wrong' }, () => 'signed')).rejects.toMatchObject({
+      code: 'INVALID_ENCRYPTION_CONTEXT',
+    });
     expect(await withWalletKey(deps(BEFORE), app, { ...auth, encryption_context: 'secret-context' }, (w) => w.version)).toBe(2);
   });
 
-  it('concurrent migrations write once: every caller gets the winner\'s record; recovery material is dropped', async () => {
+  it("concurrent migrations write once: every caller gets the winner's record; recovery material is dropped", async () => {
     const wallet = await newV1(BEFORE);
     const v1 = (await getWallet(table, wallet.wallet_id)) as V1WalletRecord;
     const results = await Promise.all(
-      Array.from({ length: 8 }, () => migrateV1Wallet(deps(BEFORE), v1, { iss: app.oidc.issuer, sub: 'alice' }, { encryption_context: 'secret-context', access_key: wallet.access_key })),
+      Array.from({ length: 8 }, () =>
+        migrateV1Wallet(deps(BEFORE), v1, { iss: app.oidc.issuer, sub: 'alice' }, { encryption_context: 'secret-context', access_key: wallet.access_key }),
+      ),
     );
     const stored = await getWallet(table, wallet.wallet_id);
     expect(stored?.version).toBe(2);
@@ -99,14 +109,21 @@ describe('v1 wallets', () => {
     const straggler = new Date(BEFORE.getTime() + 29_000);
     expect(await withWalletKey(deps(straggler), app, { ...auth, op_jwt: await opJwt('carol', straggler) }, () => 'signed')).toBe('signed');
     const later = new Date(BEFORE.getTime() + 31_000);
-    await expect(withWalletKey(deps(later), app, { ...auth, op_jwt: await opJwt('carol', later) }, () => 'signed')).rejects.toMatchObject({ code: 'ENCRYPTION_CONTEXT_NOT_ACCEPTED', status: 400 });
-    expect(await withWalletKey(deps(later), app, { ...auth, encryption_context: undefined, op_jwt: await opJwt('carol', later) }, () => 'signed')).toBe('signed');
+    await expect(withWalletKey(deps(later), app, { ...auth, op_jwt: await opJwt('carol', later) }, () => 'signed')).rejects.toMatchObject({
+      code: 'ENCRYPTION_CONTEXT_NOT_ACCEPTED',
+      status: 400,
+    });
+    expect(await withWalletKey(deps(later), app, { ...auth, encryption_context: undefined, op_jwt: await opJwt('carol', later) }, () => 'signed')).toBe(
+      'signed',
+    );
   });
 
   it('a migration with a wrong access key is refused and leaves the wallet v1', async () => {
     const wallet = await newV1(BEFORE);
     const v1 = (await getWallet(table, wallet.wallet_id)) as V1WalletRecord;
-    await expect(migrateV1Wallet(deps(BEFORE), v1, { iss: 'i', sub: 's' }, { encryption_context: 'secret-context', access_key: 'wrong' })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(
+      migrateV1Wallet(deps(BEFORE), v1, { iss: 'i', sub: 's' }, { encryption_context: 'secret-context', access_key: 'wrong' }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
     expect((await getWallet(table, wallet.wallet_id))?.version).toBe(1);
   });
 });

@@ -47,8 +47,12 @@ describe('parseInput never echoes the input', () => {
   });
 
   it('names an unknown field of a strict object only when it looks like a field name', () => {
-    expect(refusal(SignTransactionRequest, { ...auth, transaction: { ...transaction, gasLimit: '1' } }).message).toBe('body.transaction.gasLimit: is not allowed');
-    expect(refusal(SignTransactionRequest, { ...auth, transaction: { ...transaction, [`${SECRET}.x`]: 1 } }).message).toBe('body.transaction.(unknown field): is not allowed');
+    expect(refusal(SignTransactionRequest, { ...auth, transaction: { ...transaction, gasLimit: '1' } }).message).toBe(
+      'body.transaction.gasLimit: is not allowed',
+    );
+    expect(refusal(SignTransactionRequest, { ...auth, transaction: { ...transaction, [`${SECRET}.x`]: 1 } }).message).toBe(
+      'body.transaction.(unknown field): is not allowed',
+    );
   });
 
   it('says which fields are missing', () => {

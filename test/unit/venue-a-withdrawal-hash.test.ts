@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { starkPublicKey } from '../../shared/venues/stark.ts';
 import { saltFromKey } from '../../shared/venues/venue-a/driver.ts';
-import { EXTENDED_MAINNET_STARKNET_DOMAIN, signWithdrawal, starknetDomainHash, verifyWithdrawal, withdrawalMessageHash } from '../../shared/venues/venue-a/withdrawal.ts';
+import {
+  EXTENDED_MAINNET_STARKNET_DOMAIN,
+  signWithdrawal,
+  starknetDomainHash,
+  verifyWithdrawal,
+  withdrawalMessageHash,
+} from '../../shared/venues/venue-a/withdrawal.ts';
 
 /**
  * venue_a's Stark-signed withdrawal hash against the vectors of Extended's own Rust library

@@ -44,9 +44,23 @@ const cases: [string, UserSignedAction, Record<string, readonly { name: string; 
   ],
   [
     'withdraw3',
-    { type: 'withdraw3', hyperliquidChain: 'Mainnet', signatureChainId: '0xa4b1', destination: wallet.address.toLowerCase(), amount: '12.3', time: 1_763_800_000_003 },
+    {
+      type: 'withdraw3',
+      hyperliquidChain: 'Mainnet',
+      signatureChainId: '0xa4b1',
+      destination: wallet.address.toLowerCase(),
+      amount: '12.3',
+      time: 1_763_800_000_003,
+    },
     Withdraw3Types,
-    { type: 'withdraw3', hyperliquidChain: 'Mainnet', signatureChainId: '0xa4b1', destination: wallet.address.toLowerCase(), amount: '12.3', time: 1_763_800_000_003 },
+    {
+      type: 'withdraw3',
+      hyperliquidChain: 'Mainnet',
+      signatureChainId: '0xa4b1',
+      destination: wallet.address.toLowerCase(),
+      amount: '12.3',
+      time: 1_763_800_000_003,
+    },
   ],
 ];
 
@@ -69,7 +83,13 @@ describe('venue_b typed data equals @nktkas/hyperliquid', () => {
   it('a different action, chain id or network gives a different digest (each field is signed)', () => {
     const [, base] = cases[3]!;
     const digest = hashTypedData(userSignedTypedData(base));
-    const changes: Partial<Record<string, unknown>>[] = [{ amount: '12.4' }, { destination: AGENT }, { time: 1_763_800_000_004 }, { signatureChainId: '0x66eee' }, { hyperliquidChain: 'Testnet' }];
+    const changes: Partial<Record<string, unknown>>[] = [
+      { amount: '12.4' },
+      { destination: AGENT },
+      { time: 1_763_800_000_004 },
+      { signatureChainId: '0x66eee' },
+      { hyperliquidChain: 'Testnet' },
+    ];
     for (const change of changes) {
       expect(hashTypedData(userSignedTypedData({ ...base, ...change } as UserSignedAction)), JSON.stringify(change)).not.toBe(digest);
     }

@@ -50,7 +50,7 @@ function rules(venue: VenueId, chain: VenueRules['chain'], token: string): Venue
 const rulesOnly = (r: VenueRules) => () => ({ id: r.venue, rules: r }) as unknown as VenueDriver;
 
 describe('check-perp-dex-requirements against the sandbox chains', () => {
-  it('reads the venue token on every chain carrying it, the native coin and the gas price of the venue\'s chain', async () => {
+  it("reads the venue token on every chain carrying it, the native coin and the gas price of the venue's chain", async () => {
     const chains = new Chains({ ...sandbox.chains, SOL: { family: 'sol', native: 'SOL', tokens: {} }, sandbox: true });
     const reader = chainReader(chains);
     expect(reader.chainsCarrying('USDC.E')).toEqual(['ARB', 'POL']);
@@ -76,7 +76,12 @@ describe('check-perp-dex-requirements against the sandbox chains', () => {
     const deps = { table, venues, chains: reader };
 
     const empty = await checkPerpDexRequirements(deps, user, 'venue_b');
-    expect(empty).toMatchObject({ requirements_met: false, usdc_available: '0', eth_available: '0', chain_balances: { ETH: '0', ARB: '0', POL: '0', INK: '0' } });
+    expect(empty).toMatchObject({
+      requirements_met: false,
+      usdc_available: '0',
+      eth_available: '0',
+      chain_balances: { ETH: '0', ARB: '0', POL: '0', INK: '0' },
+    });
 
     await sandbox.faucet('ARB', owner, 'USDC', 7n * USDC + 1n);
     await sandbox.faucet('INK', owner, 'USDC', 3n * USDC);
@@ -102,7 +107,15 @@ describe('check-perp-dex-requirements against the sandbox chains', () => {
     // venue_e: USDC.E on POL, gas in POL; the wallet's ARB USDC does not count.
     await sandbox.faucet('POL', owner, 'USDC.E', 2n * USDC);
     const e = await checkPerpDexRequirements(deps, user, 'venue_e');
-    expect(e).toMatchObject({ requirements_met: false, usdc_available: '2', chain_balances: { ARB: '0', POL: '2' }, eth_available: '0', gas_token: 'POL', chain: 'POL', token: 'USDC.E' });
+    expect(e).toMatchObject({
+      requirements_met: false,
+      usdc_available: '2',
+      chain_balances: { ARB: '0', POL: '2' },
+      eth_available: '0',
+      gas_token: 'POL',
+      chain: 'POL',
+      token: 'USDC.E',
+    });
     expect(e.message).toMatch(/at least 5 USDC\.E on POL for the first deposit \(the wallet holds 2\)/);
     expect(e.message).toMatch(/POL on POL for gas \(the wallet holds 0\)/);
   }, 60_000);

@@ -29,12 +29,14 @@ describe('VENUE_URLS', () => {
 });
 
 describe('VenueRegistry', () => {
-  const driverFor = (id: VenueId, built: string[]) => ({ baseUrl }: { baseUrl: string }) => {
-    built.push(`${id} ${baseUrl}`);
-    return { id } as unknown as VenueDriver;
-  };
+  const driverFor =
+    (id: VenueId, built: string[]) =>
+    ({ baseUrl }: { baseUrl: string }) => {
+      built.push(`${id} ${baseUrl}`);
+      return { id } as unknown as VenueDriver;
+    };
 
-  it('builds a configured venue\'s driver once, with its base URL', () => {
+  it("builds a configured venue's driver once, with its base URL", () => {
     const built: string[] = [];
     const registry = new VenueRegistry({ venue_b: 'https://b.example.com' }, { venue_b: driverFor('venue_b', built) });
     expect(registry.isConfigured('venue_b')).toBe(true);
@@ -60,7 +62,7 @@ describe('VenueRegistry', () => {
     expect(built).toEqual([]);
   });
 
-  it('refuses a factory that builds another venue\'s driver', () => {
+  it("refuses a factory that builds another venue's driver", () => {
     const registry = new VenueRegistry({ venue_c: 'https://c.example.com' }, { venue_c: driverFor('venue_d', []) });
     expect(() => registry.driver('venue_c')).toThrow(/venue_c factory built a driver for venue_d/);
   });

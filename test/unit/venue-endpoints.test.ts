@@ -127,7 +127,12 @@ class CountingVenueDriver implements VenueDriver {
 function onboardingTypedData(address: Address) {
   return {
     domain: { name: 'UnitVenue', version: '1', chainId: 42161 },
-    types: { Onboarding: [{ name: 'owner', type: 'address' }, { name: 'action', type: 'string' }] },
+    types: {
+      Onboarding: [
+        { name: 'owner', type: 'address' },
+        { name: 'action', type: 'string' },
+      ],
+    },
     primaryType: 'Onboarding' as const,
     message: { owner: address, action: 'onboard' },
   };
@@ -193,7 +198,14 @@ function event(init: { method?: string; path: string; headers: Record<string, st
     multiValueQueryStringParameters: null,
     pathParameters: null,
     stageVariables: null,
-    requestContext: { httpMethod: method, path: init.path, resourcePath: init.path, stage: 'prod', requestId: 'req-1', identity: { sourceIp: '127.0.0.1', userAgent: 'unit' } },
+    requestContext: {
+      httpMethod: method,
+      path: init.path,
+      resourcePath: init.path,
+      stage: 'prod',
+      requestId: 'req-1',
+      identity: { sourceIp: '127.0.0.1', userAgent: 'unit' },
+    },
     body: init.body !== undefined ? JSON.stringify(init.body) : null,
     isBase64Encoded: false,
   } as unknown as APIGatewayProxyEvent;
@@ -206,7 +218,13 @@ async function invoke(adapter: (event: any, context: Context) => Promise<HttpRes
 
 async function userJwt(sub: string): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! }).setIssuer('https://idp.unit').setSubject(sub).setIssuedAt(now).setExpirationTime(now + 300).sign(await importJWK(issuerKey, 'ES256'));
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
+    .setIssuer('https://idp.unit')
+    .setSubject(sub)
+    .setIssuedAt(now)
+    .setExpirationTime(now + 300)
+    .sign(await importJWK(issuerKey, 'ES256'));
 }
 
 async function createAccount(sub: string) {
@@ -245,11 +263,13 @@ function world(options: { configured?: readonly VenueId[] } = {}) {
     },
     check: (headers: Record<string, string>, body: unknown) =>
       invoke(makeCheckPerpDexRequirements(deps), event({ method: 'POST', path: '/account/check-perp-dex-requirements', headers, body }), true),
-    init: (headers: Record<string, string>, body: unknown) => invoke(makeInitPerpDex(deps), event({ method: 'POST', path: '/account/init-perp-dex', headers, body }), true),
+    init: (headers: Record<string, string>, body: unknown) =>
+      invoke(makeInitPerpDex(deps), event({ method: 'POST', path: '/account/init-perp-dex', headers, body }), true),
     initTrading: (headers: Record<string, string>, body: unknown) =>
       invoke(makeInitPerpDexTrading(deps), event({ method: 'POST', path: '/account/init-perp-dex-trading', headers, body }), true),
     perp: (headers: Record<string, string>, query?: Record<string, string>) => invoke(makeGetPerp(deps), event({ path: '/account/perp', headers, query })),
-    credentials: (headers: Record<string, string>, query?: Record<string, string>) => invoke(makeGetPerpCredentials(deps), event({ path: '/account/perp-credentials', headers, query })),
+    credentials: (headers: Record<string, string>, query?: Record<string, string>) =>
+      invoke(makeGetPerpCredentials(deps), event({ path: '/account/perp-credentials', headers, query })),
   };
 }
 
@@ -285,7 +305,9 @@ beforeAll(async () => {
     OP_JWT_SIGNER: 'local',
     DATA_DIR: dataDir,
     TEE_URL: 'http://127.0.0.1:1',
-    CHAINS_CONFIG: JSON.stringify(JSON.parse((await import('node:fs')).readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
+    CHAINS_CONFIG: JSON.stringify(
+      JSON.parse((await import('node:fs')).readFileSync(new URL('../../infra/config/chains.mainnet.json', import.meta.url), 'utf8')),
+    ),
     RPC_URLS_SECRET: 'unit/rpc-urls',
     VENUE_URLS: '{"venue_b":"https://venue-b.example.com"}',
   });
@@ -356,14 +378,17 @@ describe('venue endpoints: dex, authentication, account', () => {
 
   it('answers 503 VENUE_NOT_CONFIGURED for a venue without a base URL (requirements, init), and `error` on GET /account/perp', async () => {
     const headers = await nextUser();
-    expect(await w.check(headers, { dex: 'venue_e' })).toMatchObject({ status: 503, body: { error: { code: 'VENUE_NOT_CONFIGURED', message: 'venue_e is not configured on this deployment' } } });
+    expect(await w.check(headers, { dex: 'venue_e' })).toMatchObject({
+      status: 503,
+      body: { error: { code: 'VENUE_NOT_CONFIGURED', message: 'venue_e is not configured on this deployment' } },
+    });
     expect(await w.init(headers, { dex: 'venue_e' })).toMatchObject({ status: 503, body: { error: { code: 'VENUE_NOT_CONFIGURED' } } });
     expect(w.drivers.venue_e.initAccountCalls).toBe(0);
   });
 });
 
 describe('POST /account/check-perp-dex-requirements', () => {
-  it('reports what is missing: the first-deposit minimum on the venue\'s chain and the gas, as decimal strings', async () => {
+  it("reports what is missing: the first-deposit minimum on the venue's chain and the gas, as decimal strings", async () => {
     const w = world();
     const headers = await nextUser();
     w.fund('ETH', 'USDC', 40n * USDC); // on the wrong chain for venue_b
@@ -394,7 +419,7 @@ describe('POST /account/check-perp-dex-requirements', () => {
     expect(answer.body.message).toMatch(/ETH on ARB for gas/);
   });
 
-  it('leaves a chain that does not answer out of chain_balances, but fails (502) when the venue\'s own chain does not', async () => {
+  it("leaves a chain that does not answer out of chain_balances, but fails (502) when the venue's own chain does not", async () => {
     const w = world();
     const headers = await nextUser();
     fundForVenueB(w);
@@ -412,12 +437,18 @@ describe('POST /account/check-perp-dex-requirements', () => {
     const headers = await nextUser();
     fundForVenueB(w);
     const b = await w.check(headers, { dex: 'venue_b' });
-    expect(b.body).toMatchObject({ requirements_met: true, requirements: { usdc_available: '12.5', usdc_sufficient: true, eth_available: '0.01', eth_sufficient: true } });
+    expect(b.body).toMatchObject({
+      requirements_met: true,
+      requirements: { usdc_available: '12.5', usdc_sufficient: true, eth_available: '0.01', eth_sufficient: true },
+    });
     expect(b.body.message).toMatch(/^Requirements met for venue_b/);
 
     w.fund('POL', 'USDC.E', 5n * USDC); // exactly the minimum
     const e = await w.check(headers, { dex: 'venue_e' });
-    expect(e.body).toMatchObject({ requirements_met: false, requirements: { chain: 'POL', token: 'USDC.E', gas_token: 'POL', usdc_sufficient: true, eth_sufficient: false, chain_balances: { ARB: '0', POL: '5' } } });
+    expect(e.body).toMatchObject({
+      requirements_met: false,
+      requirements: { chain: 'POL', token: 'USDC.E', gas_token: 'POL', usdc_sufficient: true, eth_sufficient: false, chain_balances: { ARB: '0', POL: '5' } },
+    });
     expect(e.body.message).toMatch(/POL on POL for gas/);
     expect(e.body.message).not.toMatch(/USDC\.E on POL for the first deposit/);
   });
@@ -436,7 +467,7 @@ describe('POST /account/init-perp-dex', () => {
     expect(await getAccount(table, 'venue-app', `user-${subject}`)).toEqual(before);
   });
 
-  it('creates the venue account with the wallet\'s signature, stores its fields; again: the stored status, no venue call; force_reinit: redone', async () => {
+  it("creates the venue account with the wallet's signature, stores its fields; again: the stored status, no venue call; force_reinit: redone", async () => {
     const w = world();
     const headers = await nextUser();
     const sub = `user-${subject}`;
@@ -485,7 +516,10 @@ describe('POST /account/init-perp-dex', () => {
     expect(await w.init(headers, { dex: 'venue_b' })).toMatchObject({ status: 422, body: { error: { code: 'BELOW_VENUE_MINIMUM' } } });
     w.drivers.venue_b.failInit = new Error('connect ECONNREFUSED 10.0.0.7:8443 https://internal.venue/path?key=abc');
     const failed = await w.init(headers, { dex: 'venue_b' });
-    expect(failed).toMatchObject({ status: 502, body: { error: { code: 'VENUE_UNAVAILABLE', message: 'venue_b did not answer as expected; try again later' } } });
+    expect(failed).toMatchObject({
+      status: 502,
+      body: { error: { code: 'VENUE_UNAVAILABLE', message: 'venue_b did not answer as expected; try again later' } },
+    });
     expect(failed.raw).not.toMatch(/ECONNREFUSED|10\.0\.0\.7|internal\.venue/);
     expect((await getAccount(table, 'venue-app', `user-${subject}`))!.perp_dex_status.venue_b.initialized).toBe(false);
   });
@@ -529,7 +563,9 @@ describe('POST /account/init-perp-dex-trading', () => {
         max_builder_fee_rate: '0.05%',
       },
     });
-    expect(w.drivers.venue_b.initTradingCalls).toEqual([{ replace: false, metadata: { agent_name: 'bot 1', builder_address: getAddress(builder), max_builder_fee_rate: '0.05%' } }]);
+    expect(w.drivers.venue_b.initTradingCalls).toEqual([
+      { replace: false, metadata: { agent_name: 'bot 1', builder_address: getAddress(builder), max_builder_fee_rate: '0.05%' } },
+    ]);
     expect(logs.length).toBeGreaterThan(0); // the request was logged, just not the key
     const keyBody = key.slice(2);
     expect(JSON.stringify(logs)).not.toContain(keyBody);
@@ -566,7 +602,7 @@ describe('POST /account/init-perp-dex-trading', () => {
     expect((await w.credentials(headers, { dex: 'venue_b' })).body.agent_address).toBe(privateKeyToAccount(newKey).address);
   });
 
-  it('validates each venue\'s metadata: venue_b fields and formats, venue_c/venue_d `name`, none for venue_a/venue_e', async () => {
+  it("validates each venue's metadata: venue_b fields and formats, venue_c/venue_d `name`, none for venue_a/venue_e", async () => {
     const w = world();
     const headers = await nextUser();
     const refused = async (dex: VenueId, metadata: unknown, field: RegExp) => {
@@ -574,9 +610,21 @@ describe('POST /account/init-perp-dex-trading', () => {
       expect(answer.status, JSON.stringify(metadata)).toBe(400);
       expect(answer.body.error.message).toMatch(field);
     };
-    await refused('venue_b', { builder_address: '0x1234', max_builder_fee_rate: '0.01%' }, /^body\.metadata\.builder_address: must be a 0x-prefixed 20-byte hex address/);
-    await refused('venue_b', { builder_address: `0x${'ab'.repeat(20)}`, max_builder_fee_rate: '0.2%' }, /^body\.metadata\.max_builder_fee_rate: must be at most 0\.1%/);
-    await refused('venue_b', { builder_address: `0x${'ab'.repeat(20)}`, max_builder_fee_rate: '0.01' }, /^body\.metadata\.max_builder_fee_rate: must be a percent string/);
+    await refused(
+      'venue_b',
+      { builder_address: '0x1234', max_builder_fee_rate: '0.01%' },
+      /^body\.metadata\.builder_address: must be a 0x-prefixed 20-byte hex address/,
+    );
+    await refused(
+      'venue_b',
+      { builder_address: `0x${'ab'.repeat(20)}`, max_builder_fee_rate: '0.2%' },
+      /^body\.metadata\.max_builder_fee_rate: must be at most 0\.1%/,
+    );
+    await refused(
+      'venue_b',
+      { builder_address: `0x${'ab'.repeat(20)}`, max_builder_fee_rate: '0.01' },
+      /^body\.metadata\.max_builder_fee_rate: must be a percent string/,
+    );
     await refused('venue_b', { builder_address: `0x${'ab'.repeat(20)}` }, /^body\.metadata: builder_address and max_builder_fee_rate go together/);
     await refused('venue_b', { agent_name: 'x'.repeat(17) }, /^body\.metadata\.agent_name: must be 1-16 characters/);
     await refused('venue_b', { agent_name: '' }, /^body\.metadata\.agent_name: /);
@@ -589,7 +637,10 @@ describe('POST /account/init-perp-dex-trading', () => {
     await refused('venue_b', { agent_name: 'ok', referrer: 'x' }, /^body\.metadata\.referrer: is not allowed/);
     await refused('venue_c', { name: 5 }, /^body\.metadata\.name: must be of type string/);
     // Well-formed metadata passes validation and reaches the state check.
-    expect(await w.initTrading(headers, { dex: 'venue_d', metadata: { name: 'default' } })).toMatchObject({ status: 409, body: { error: { code: 'DEX_NOT_INITIALIZED' } } });
+    expect(await w.initTrading(headers, { dex: 'venue_d', metadata: { name: 'default' } })).toMatchObject({
+      status: 409,
+      body: { error: { code: 'DEX_NOT_INITIALIZED' } },
+    });
   });
 });
 
@@ -599,7 +650,9 @@ describe('GET /account/perp and /account/perp-credentials', () => {
     const headers = await nextUser();
     w.drivers.venue_b.failBalances = new Error('must not be called');
     for (const dex of VENUE_IDS) {
-      expect(await w.perp(headers, { dex })).toEqual(expect.objectContaining({ status: 200, body: { dex, initialized: false, assets: null, transfer_rules: null, error: null } }));
+      expect(await w.perp(headers, { dex })).toEqual(
+        expect.objectContaining({ status: 200, body: { dex, initialized: false, assets: null, transfer_rules: null, error: null } }),
+      );
     }
     expect((await w.credentials(headers, { dex: 'venue_b' })).body).toEqual({
       dex: 'venue_b',
@@ -631,8 +684,18 @@ describe('GET /account/perp and /account/perp-credentials', () => {
           transfer_rules: {
             chain: 'ARB',
             token: 'USDC',
-            deposit: { supported: true, minimum_amount: '5', fee: { amount: '0', token: 'USDC', fee_type: 'none', note: null }, note: 'below the minimum is lost' },
-            withdrawal: { supported: true, minimum_amount: '2', fee: { amount: '1', token: 'USDC', fee_type: 'fixed', note: 'charged by the venue' }, note: null },
+            deposit: {
+              supported: true,
+              minimum_amount: '5',
+              fee: { amount: '0', token: 'USDC', fee_type: 'none', note: null },
+              note: 'below the minimum is lost',
+            },
+            withdrawal: {
+              supported: true,
+              minimum_amount: '2',
+              fee: { amount: '1', token: 'USDC', fee_type: 'fixed', note: 'charged by the venue' },
+              note: null,
+            },
           },
           error: null,
         },
@@ -666,7 +729,10 @@ describe('GET /account/perp and /account/perp-credentials', () => {
     await configuredW.init(headers, { dex: 'venue_b' });
     const unconfigured = world({ configured: [] });
     expect(await unconfigured.perp(headers, { dex: 'venue_b' })).toEqual(
-      expect.objectContaining({ status: 200, body: { dex: 'venue_b', initialized: true, assets: null, transfer_rules: null, error: 'venue_b is not configured on this deployment' } }),
+      expect.objectContaining({
+        status: 200,
+        body: { dex: 'venue_b', initialized: true, assets: null, transfer_rules: null, error: 'venue_b is not configured on this deployment' },
+      }),
     );
     // Credentials come from the account alone.
     expect((await unconfigured.credentials(headers, { dex: 'venue_b' })).body).toMatchObject({ initialized: true, trade_initialized: false, error: null });
@@ -674,7 +740,7 @@ describe('GET /account/perp and /account/perp-credentials', () => {
 });
 
 describe('the venue wallet (signatures through the enclave path)', () => {
-  it('signs EIP-712 typed data and EIP-191 messages that verify for the account\'s address, opening the access key only when signing', async () => {
+  it("signs EIP-712 typed data and EIP-191 messages that verify for the account's address, opening the access key only when signing", async () => {
     const { venueWallet } = await import('../../shared/venues/venue-wallet.ts');
     await nextUser();
     const account = (await getAccount(table, 'venue-app', `user-${subject}`))!;

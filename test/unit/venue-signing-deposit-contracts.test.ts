@@ -99,7 +99,10 @@ async function fundedUser(code: EvmChainCode, usdc: bigint) {
 }
 
 /** Sends one contract call and waits for its successful receipt (the call's types are checked by viem at run time). */
-async function send(clients: ReturnType<typeof chainClients>, request: { address: Address; abi: Abi; functionName: string; args: readonly unknown[]; value?: bigint }) {
+async function send(
+  clients: ReturnType<typeof chainClients>,
+  request: { address: Address; abi: Abi; functionName: string; args: readonly unknown[]; value?: bigint },
+) {
   const hash = await clients.wallet.writeContract(request as never);
   const receipt = await clients.public.waitForTransactionReceipt({ hash });
   expect(receipt.status).toBe('success');
@@ -122,12 +125,19 @@ async function revertName(promise: Promise<unknown>): Promise<string | undefined
   return (reverted as ContractFunctionRevertedError).data?.errorName;
 }
 
-describe('the ABIs drivers and sandbox venues use (shared/venues) are the compiled contracts\' own', () => {
+describe("the ABIs drivers and sandbox venues use (shared/venues) are the compiled contracts' own", () => {
   const shape = (item: Abi[number]) =>
     JSON.stringify({
       type: item.type,
       name: 'name' in item ? item.name : undefined,
-      inputs: 'inputs' in item ? item.inputs.map((input) => [input.type, input.name, item.type === 'event' && 'indexed' in input ? Boolean(input.indexed) : item.type === 'event' ? false : undefined]) : undefined,
+      inputs:
+        'inputs' in item
+          ? item.inputs.map((input) => [
+              input.type,
+              input.name,
+              item.type === 'event' && 'indexed' in input ? Boolean(input.indexed) : item.type === 'event' ? false : undefined,
+            ])
+          : undefined,
       outputs: 'outputs' in item ? item.outputs.map((output) => output.type) : undefined,
       stateMutability: 'stateMutability' in item ? item.stateMutability : undefined,
     });
@@ -160,16 +170,28 @@ describe('venue_a: SandboxRhinoBridge on ARB (depositWithId)', { timeout: 60_000
     expect(await balance(user.clients, RHINO_BRIDGE)).toBe(amount);
 
     // The operator pays out; nobody else can.
-    expect(await revertName(user.clients.wallet.writeContract({ address: RHINO_BRIDGE, abi, functionName: 'withdrawV2', args: [user.clients.usdc, user.address, 1n] }))).toBe('NotOperator');
+    expect(
+      await revertName(
+        user.clients.wallet.writeContract({ address: RHINO_BRIDGE, abi, functionName: 'withdrawV2', args: [user.clients.usdc, user.address, 1n] }),
+      ),
+    ).toBe('NotOperator');
     const payout = await send(operator, { address: RHINO_BRIDGE, abi, functionName: 'withdrawV2', args: [operator.usdc, user.address, 345_678n] });
-    expect(parseEventLogs({ abi, logs: payout.logs, eventName: 'BridgedWithdrawal' })[0]?.args).toEqual({ user: user.address, token: operator.usdc, amount: 345_678n, withdrawalId: '' });
+    expect(parseEventLogs({ abi, logs: payout.logs, eventName: 'BridgedWithdrawal' })[0]?.args).toEqual({
+      user: user.address,
+      token: operator.usdc,
+      amount: 345_678n,
+      withdrawalId: '',
+    });
     expect(await balance(user.clients, user.address)).toBe(20n * USDC - amount + 345_678n);
-    expect(await revertName(operator.wallet.writeContract({ address: RHINO_BRIDGE, abi, functionName: 'initialize', args: [user.address] }))).toBe('AlreadyInitialized');
+    expect(await revertName(operator.wallet.writeContract({ address: RHINO_BRIDGE, abi, functionName: 'initialize', args: [user.address] }))).toBe(
+      'AlreadyInitialized',
+    );
   });
 
   it('reverts when transferFrom fails (no allowance, short balance, not a token) and moves nothing', async () => {
     const user = await fundedUser('ARB', 5n * USDC);
-    const deposit = (token: Address, amount: bigint) => user.clients.wallet.writeContract({ address: RHINO_BRIDGE, abi, functionName: 'depositWithId', args: [token, amount, 1n] });
+    const deposit = (token: Address, amount: bigint) =>
+      user.clients.wallet.writeContract({ address: RHINO_BRIDGE, abi, functionName: 'depositWithId', args: [token, amount, 1n] });
     expect(await revertName(deposit(user.clients.usdc, USDC))).toBe('ERC20InsufficientAllowance');
     await send(user.clients, { address: user.clients.usdc, abi: erc20Abi, functionName: 'approve', args: [RHINO_BRIDGE, 10n * USDC] });
     expect(await revertName(deposit(user.clients.usdc, 6n * USDC))).toBe('ERC20InsufficientBalance');
@@ -190,9 +212,24 @@ describe('venue_c: SandboxStarkgateBridge on ETH (deposit with the message fee)'
     expect(fee).toBe(20_000n * 5_000_000_000n);
     await send(user.clients, { address: user.clients.usdc, abi: erc20Abi, functionName: 'approve', args: [STARKGATE_BRIDGE, 2n ** 256n - 1n] });
 
-    const first = await send(user.clients, { address: STARKGATE_BRIDGE, abi, functionName: 'deposit', args: [user.clients.usdc, 10n * USDC, l2Recipient], value: fee });
-    const second = await send(user.clients, { address: STARKGATE_BRIDGE, abi, functionName: 'deposit', args: [user.clients.usdc, 1n, l2Recipient], value: fee + 1n });
-    const events = [...parseEventLogs({ abi: STARKGATE_BRIDGE_ABI, logs: first.logs, eventName: 'Deposit' }), ...parseEventLogs({ abi: STARKGATE_BRIDGE_ABI, logs: second.logs, eventName: 'Deposit' })];
+    const first = await send(user.clients, {
+      address: STARKGATE_BRIDGE,
+      abi,
+      functionName: 'deposit',
+      args: [user.clients.usdc, 10n * USDC, l2Recipient],
+      value: fee,
+    });
+    const second = await send(user.clients, {
+      address: STARKGATE_BRIDGE,
+      abi,
+      functionName: 'deposit',
+      args: [user.clients.usdc, 1n, l2Recipient],
+      value: fee + 1n,
+    });
+    const events = [
+      ...parseEventLogs({ abi: STARKGATE_BRIDGE_ABI, logs: first.logs, eventName: 'Deposit' }),
+      ...parseEventLogs({ abi: STARKGATE_BRIDGE_ABI, logs: second.logs, eventName: 'Deposit' }),
+    ];
     expect(events.map((event) => event.args)).toEqual([
       { sender: user.address, token: user.clients.usdc, amount: 10n * USDC, l2Recipient, nonce: 0n, fee },
       { sender: user.address, token: user.clients.usdc, amount: 1n, l2Recipient, nonce: 1n, fee: fee + 1n },
@@ -202,12 +239,20 @@ describe('venue_c: SandboxStarkgateBridge on ETH (deposit with the message fee)'
     expect(await user.clients.public.getBalance({ address: STARKGATE_BRIDGE })).toBe(2n * fee + 1n);
 
     const payout = await send(operator, { address: STARKGATE_BRIDGE, abi, functionName: 'withdraw', args: [operator.usdc, 4n * USDC, user.address] });
-    expect(parseEventLogs({ abi, logs: payout.logs, eventName: 'Withdrawal' })[0]?.args).toEqual({ recipient: user.address, token: operator.usdc, amount: 4n * USDC });
+    expect(parseEventLogs({ abi, logs: payout.logs, eventName: 'Withdrawal' })[0]?.args).toEqual({
+      recipient: user.address,
+      token: operator.usdc,
+      amount: 4n * USDC,
+    });
     expect(await balance(user.clients, user.address)).toBe(44n * USDC - 1n);
-    expect(await revertName(user.clients.wallet.writeContract({ address: STARKGATE_BRIDGE, abi, functionName: 'withdraw', args: [user.clients.usdc, 1n, user.address] }))).toBe('NotOperator');
+    expect(
+      await revertName(
+        user.clients.wallet.writeContract({ address: STARKGATE_BRIDGE, abi, functionName: 'withdraw', args: [user.clients.usdc, 1n, user.address] }),
+      ),
+    ).toBe('NotOperator');
   });
 
-  it('refuses a fee outside StarkGate\'s bounds, an invalid L2 address, and a failed transferFrom, moving nothing', async () => {
+  it("refuses a fee outside StarkGate's bounds, an invalid L2 address, and a failed transferFrom, moving nothing", async () => {
     const user = await fundedUser('ETH', 5n * USDC);
     const fee = 10n ** 14n;
     const deposit = (amount: bigint, recipient: bigint, value: bigint) =>
@@ -227,13 +272,18 @@ describe('venue_d: SandboxNadoEndpoint on INK at the real Endpoint address (depo
   const abi = [...sandboxNadoEndpointArtifact.abi, ...TOKEN_ERRORS];
   const endpoint = NADO_INK_MAINNET.endpoint;
 
-  it('pulls the quote token and emits DepositCollateral with the subaccount\'s bytes32 sender and the exact amount', async () => {
+  it("pulls the quote token and emits DepositCollateral with the subaccount's bytes32 sender and the exact amount", async () => {
     const operator = operators.INK;
     expect(await operator.public.readContract({ address: endpoint, abi, functionName: 'quote' })).toBe(operator.usdc);
     const user = await fundedUser('INK', 9n * USDC);
     await send(user.clients, { address: user.clients.usdc, abi: erc20Abi, functionName: 'approve', args: [endpoint, 9n * USDC] });
 
-    const primary = await send(user.clients, { address: endpoint, abi, functionName: 'depositCollateral', args: [subaccountNameToBytes12('default'), 0, 5n * USDC] });
+    const primary = await send(user.clients, {
+      address: endpoint,
+      abi,
+      functionName: 'depositCollateral',
+      args: [subaccountNameToBytes12('default'), 0, 5n * USDC],
+    });
     const other = await send(user.clients, { address: endpoint, abi, functionName: 'depositCollateral', args: [subaccountNameToBytes12('trading'), 0, 1n] });
     expect(parseEventLogs({ abi: NADO_ENDPOINT_ABI, logs: primary.logs, eventName: 'DepositCollateral' }).map((event) => event.args)).toEqual([
       { sender: subaccountSender(user.address, 'default'), productId: 0, amount: 5n * USDC },
@@ -244,15 +294,27 @@ describe('venue_d: SandboxNadoEndpoint on INK at the real Endpoint address (depo
 
     const sender = subaccountSender(user.address);
     const payout = await send(operator, { address: endpoint, abi, functionName: 'withdrawCollateral', args: [sender, 0, 2n * USDC, user.address] });
-    expect(parseEventLogs({ abi, logs: payout.logs, eventName: 'WithdrawCollateral' })[0]?.args).toEqual({ sender, productId: 0, amount: 2n * USDC, to: user.address });
+    expect(parseEventLogs({ abi, logs: payout.logs, eventName: 'WithdrawCollateral' })[0]?.args).toEqual({
+      sender,
+      productId: 0,
+      amount: 2n * USDC,
+      to: user.address,
+    });
     expect(await balance(user.clients, user.address)).toBe(6n * USDC - 1n);
-    expect(await revertName(user.clients.wallet.writeContract({ address: endpoint, abi, functionName: 'withdrawCollateral', args: [sender, 0, 1n, user.address] }))).toBe('NotOperator');
+    expect(
+      await revertName(user.clients.wallet.writeContract({ address: endpoint, abi, functionName: 'withdrawCollateral', args: [sender, 0, 1n, user.address] })),
+    ).toBe('NotOperator');
   });
 
   it('refuses another product and a failed transferFrom, moving nothing', async () => {
     const user = await fundedUser('INK', 5n * USDC);
     const deposit = (productId: number, amount: bigint) =>
-      user.clients.wallet.writeContract({ address: endpoint, abi, functionName: 'depositCollateral', args: [subaccountNameToBytes12('default'), productId, amount] });
+      user.clients.wallet.writeContract({
+        address: endpoint,
+        abi,
+        functionName: 'depositCollateral',
+        args: [subaccountNameToBytes12('default'), productId, amount],
+      });
     expect(await revertName(deposit(0, USDC))).toBe('ERC20InsufficientAllowance');
     await send(user.clients, { address: user.clients.usdc, abi: erc20Abi, functionName: 'approve', args: [endpoint, 10n * USDC] });
     expect(await revertName(deposit(0, 5n * USDC + 1n))).toBe('ERC20InsufficientBalance');

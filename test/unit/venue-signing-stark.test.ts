@@ -43,7 +43,7 @@ function randomSignature(firstByte?: number): Hex {
 }
 
 describe('grinding a Stark key out of an Ethereum signature', () => {
-  it('reproduces Extended\'s published key for its test signature (r as an integer)', () => {
+  it("reproduces Extended's published key for its test signature (r as an integer)", () => {
     expect(starkKeyPairFromEthSignature(EXTENDED_VECTOR.signature, 'minimal').privateKey).toBe(EXTENDED_VECTOR.privateKey);
   });
 
@@ -55,7 +55,7 @@ describe('grinding a Stark key out of an Ethereum signature', () => {
     }
   });
 
-  it('minimal: drops r\'s leading zero bytes, where it differs from fixed (starkware grindKey over the minimal hex)', () => {
+  it("minimal: drops r's leading zero bytes, where it differs from fixed (starkware grindKey over the minimal hex)", () => {
     const signature = randomSignature(0);
     const rMinimal = BigInt(signature.slice(0, 66)).toString(16);
     const evenHex = rMinimal.length % 2 === 0 ? rMinimal : `0${rMinimal}`;
@@ -83,13 +83,13 @@ describe('Stark keys and signatures', () => {
     }
   });
 
-  it('signs deterministically as Extended\'s Rust library (same r for its vector)', () => {
+  it("signs deterministically as Extended's Rust library (same r for its vector)", () => {
     const signature = starkSign(EXTENDED_VECTOR.signedHash, EXTENDED_VECTOR.privateKey);
     expect(signature.r).toBe(EXTENDED_VECTOR.r);
     expect(starkSign(EXTENDED_VECTOR.signedHash, EXTENDED_VECTOR.privateKey)).toEqual(signature);
   });
 
-  it('produces signatures StarkWare\'s verifier accepts; verifies theirs; refuses wrong key, message or tampering', () => {
+  it("produces signatures StarkWare's verifier accepts; verifies theirs; refuses wrong key, message or tampering", () => {
     const privateKey = randomStarkPrivateKey();
     const publicKey = starkPublicKey(privateKey);
     const message = pedersen(123n, 456n);
@@ -124,7 +124,9 @@ describe('hashes, short strings and contract addresses', () => {
     const classHash = 0x3530cc4759d78042f1b543bf797f5f3d647cde0388c33734cf91b7f7b9314a9n;
     const salt = starkPublicKey(randomStarkPrivateKey());
     const calldata = [0x41cb0280ebadaa75f996d8d92c6f265f6d040bb3ba442e5f86a554f1765244en, starknetKeccak('initialize'), 2n, salt, 0n];
-    expect(computeContractAddress({ classHash, salt, constructorCalldata: calldata })).toBe(BigInt(starknetHash.calculateContractAddressFromHash(salt, classHash, calldata, 0)));
+    expect(computeContractAddress({ classHash, salt, constructorCalldata: calldata })).toBe(
+      BigInt(starknetHash.calculateContractAddressFromHash(salt, classHash, calldata, 0)),
+    );
     expect(computeContractAddress({ classHash, salt, constructorCalldata: calldata, deployer: 0x1234n })).toBe(
       BigInt(starknetHash.calculateContractAddressFromHash(salt, classHash, calldata, 0x1234)),
     );
@@ -152,6 +154,8 @@ describe('hashes, short strings and contract addresses', () => {
     };
     const account = 0x3ab795501073e1fc9fb78321a57626e3569111c7eb766db9ccec1c54db227cn;
     expect(starknetTypedDataHash(typedData, account)).toBe(BigInt(starknetTypedData.getMessageHash(typedData, account)));
-    expect(starknetTypedDataHash({ ...typedData, message: { ...typedData.message, timestamp: 1 } }, account)).not.toBe(BigInt(starknetTypedData.getMessageHash(typedData, account)));
+    expect(starknetTypedDataHash({ ...typedData, message: { ...typedData.message, timestamp: 1 } }, account)).not.toBe(
+      BigInt(starknetTypedData.getMessageHash(typedData, account)),
+    );
   });
 });

@@ -41,7 +41,9 @@ function testWallet() {
 
 /** EIP-712 by hand: the domain is EIP712Domain(string name); strings hash, int8/bool/address encode as words. */
 function domainSeparator(name: string) {
-  return keccak256(encodeAbiParameters([{ type: 'bytes32' }, { type: 'bytes32' }], [keccak256(stringToHex('EIP712Domain(string name)')), keccak256(stringToHex(name))]));
+  return keccak256(
+    encodeAbiParameters([{ type: 'bytes32' }, { type: 'bytes32' }], [keccak256(stringToHex('EIP712Domain(string name)')), keccak256(stringToHex(name))]),
+  );
 }
 
 function digest(name: string, structHash: `0x${string}`) {
@@ -49,7 +51,7 @@ function digest(name: string, structHash: `0x${string}`) {
 }
 
 describe('venue_a typed data (x10/signing/onboarding.py)', () => {
-  it('AccountCreation hashes as EIP-712 of the SDK\'s type list under domain {name}', () => {
+  it("AccountCreation hashes as EIP-712 of the SDK's type list under domain {name}", () => {
     const wallet: Address = '0x1111111111111111111111111111111111111111';
     const structHash = keccak256(
       encodeAbiParameters(
@@ -60,9 +62,16 @@ describe('venue_a typed data (x10/signing/onboarding.py)', () => {
     expect(hashTypedData(accountCreationTypedData('extended.exchange', wallet, 3))).toBe(digest('extended.exchange', structHash));
   });
 
-  it('AccountRegistration hashes as EIP-712 of the SDK\'s type list (time, action, host as strings)', () => {
+  it("AccountRegistration hashes as EIP-712 of the SDK's type list (time, action, host as strings)", () => {
     const wallet: Address = '0x2222222222222222222222222222222222222222';
-    const registration = { accountIndex: 0, wallet, tosAccepted: true, time: '2026-11-22T11:30:15Z', action: 'REGISTER', host: 'https://api.starknet.extended.exchange' };
+    const registration = {
+      accountIndex: 0,
+      wallet,
+      tosAccepted: true,
+      time: '2026-11-22T11:30:15Z',
+      action: 'REGISTER',
+      host: 'https://api.starknet.extended.exchange',
+    };
     const structHash = keccak256(
       encodeAbiParameters(
         [{ type: 'bytes32' }, { type: 'int8' }, { type: 'address' }, { type: 'bool' }, { type: 'bytes32' }, { type: 'bytes32' }, { type: 'bytes32' }],
@@ -107,10 +116,19 @@ describe('venue_a key derivation and onboarding', () => {
     const keyPair = await deriveExtendedKeyPairWithWallet(wallet, SANDBOX);
     expect(l2KeyProofHash(wallet.address, keyPair.publicKey)).toBe(BigInt(starknetHash.computePedersenHash(BigInt(wallet.address), keyPair.publicKey)));
     const payload = await buildOnboardingPayload(wallet, SANDBOX, keyPair, { now: NOW });
-    expect(starkVerify({ r: BigInt(payload.l2Signature.r), s: BigInt(payload.l2Signature.s) }, l2KeyProofHash(wallet.address, keyPair.publicKey), keyPair.publicKey)).toBe(true);
+    expect(
+      starkVerify({ r: BigInt(payload.l2Signature.r), s: BigInt(payload.l2Signature.s) }, l2KeyProofHash(wallet.address, keyPair.publicKey), keyPair.publicKey),
+    ).toBe(true);
     expect(payload).toMatchObject({
       l2Key: feltToHex(keyPair.publicKey),
-      accountCreation: { accountIndex: 0, wallet: wallet.address, tosAccepted: true, time: '2026-11-22T11:30:15Z', action: 'REGISTER', host: SANDBOX.onboardingHost },
+      accountCreation: {
+        accountIndex: 0,
+        wallet: wallet.address,
+        tosAccepted: true,
+        time: '2026-11-22T11:30:15Z',
+        action: 'REGISTER',
+        host: SANDBOX.onboardingHost,
+      },
       referralCode: null,
     });
   });
@@ -120,7 +138,11 @@ describe('venue_a key derivation and onboarding', () => {
     const keyPair = deriveExtendedKeyPair(await wallet.signTypedData(accountCreationTypedData(SANDBOX.signingDomain, wallet.address, 0)));
     const payload = await buildOnboardingPayload(wallet, SANDBOX, keyPair, { now: NOW });
     const options = { now: new Date(NOW.getTime() + 60_000), maxSkewSeconds: 300 };
-    expect(await verifyOnboardingPayload(JSON.parse(JSON.stringify(payload)), SANDBOX, options)).toEqual({ ok: true, wallet: wallet.address, starkPublicKey: keyPair.publicKey });
+    expect(await verifyOnboardingPayload(JSON.parse(JSON.stringify(payload)), SANDBOX, options)).toEqual({
+      ok: true,
+      wallet: wallet.address,
+      starkPublicKey: keyPair.publicKey,
+    });
     // The Python SDK sends the L1 signature without 0x (HexBytes.hex()).
     expect(await verifyOnboardingPayload({ ...payload, l1Signature: payload.l1Signature.slice(2) }, SANDBOX, options)).toMatchObject({ ok: true });
 

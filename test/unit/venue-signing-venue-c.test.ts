@@ -88,7 +88,8 @@ describe('venue_c account derivation', () => {
       config: sdkConfig,
       signer: {
         // The SDK passes the chain id as the config's string; viem wants a number.
-        signTypedData: (typedData: { domain: { chainId: string } }) => wallet.signTypedData({ ...typedData, domain: { ...typedData.domain, chainId: Number(typedData.domain.chainId) } } as never),
+        signTypedData: (typedData: { domain: { chainId: string } }) =>
+          wallet.signTypedData({ ...typedData, domain: { ...typedData.domain, chainId: Number(typedData.domain.chainId) } } as never),
       } as never,
     });
 
@@ -108,13 +109,19 @@ describe('venue_c account derivation', () => {
 });
 
 describe('venue_c onboarding and auth signatures', () => {
-  it('onboarding hash equals starknet.js over paradex-py\'s message; its signature verifies with starknet.js', async () => {
+  it("onboarding hash equals starknet.js over paradex-py's message; its signature verifies with starknet.js", async () => {
     const keyPair = deriveParadexKeyPair(await testWallet().signTypedData(starkKeyTypedData(1)));
     const account = paradexAccountAddress(keyPair.publicKey, CONFIG);
     const oracleHash = BigInt(starknetTypedData.getMessageHash(paradexPyOnboardingMessage(CONFIG.starknet_chain_id), account));
     const signature = signParadexTypedData(onboardingTypedData(CONFIG.starknet_chain_id), account, keyPair.privateKey);
 
-    expect(starknetEc.starkCurve.verify(new starknetEc.starkCurve.Signature(signature.r, signature.s), feltToHex(oracleHash), starknetEc.starkCurve.getPublicKey(feltToHex(keyPair.privateKey)))).toBe(true);
+    expect(
+      starknetEc.starkCurve.verify(
+        new starknetEc.starkCurve.Signature(signature.r, signature.s),
+        feltToHex(oracleHash),
+        starknetEc.starkCurve.getPublicKey(feltToHex(keyPair.privateKey)),
+      ),
+    ).toBe(true);
     expect(verifyParadexTypedData(onboardingTypedData(CONFIG.starknet_chain_id), account, keyPair.publicKey, signature)).toBe(true);
     expect(verifyParadexTypedData(onboardingTypedData('PRIVATE_SN_PARACLEAR_MAINNET'), account, keyPair.publicKey, signature)).toBe(false);
     expect(verifyParadexTypedData(onboardingTypedData(CONFIG.starknet_chain_id), account + 1n, keyPair.publicKey, signature)).toBe(false);
@@ -146,8 +153,16 @@ describe('venue_c onboarding and auth signatures', () => {
     const signature = parseParadexSignature(headers['PARADEX-STARKNET-SIGNATURE'] ?? '');
     expect(signature).toBeDefined();
     const oracleHash = feltToHex(BigInt(starknetTypedData.getMessageHash(paradexPy, account)));
-    expect(starknetEc.starkCurve.verify(new starknetEc.starkCurve.Signature(signature!.r, signature!.s), oracleHash, starknetEc.starkCurve.getPublicKey(feltToHex(privateKey)))).toBe(true);
-    expect(verifyParadexTypedData(authTypedData('PRIVATE_SN_PARACLEAR_MAINNET', 1_780_000_000, 1_780_086_400), account, starkPublicKey(privateKey), signature!)).toBe(true);
+    expect(
+      starknetEc.starkCurve.verify(
+        new starknetEc.starkCurve.Signature(signature!.r, signature!.s),
+        oracleHash,
+        starknetEc.starkCurve.getPublicKey(feltToHex(privateKey)),
+      ),
+    ).toBe(true);
+    expect(
+      verifyParadexTypedData(authTypedData('PRIVATE_SN_PARACLEAR_MAINNET', 1_780_000_000, 1_780_086_400), account, starkPublicKey(privateKey), signature!),
+    ).toBe(true);
     expect(headers['PARADEX-TIMESTAMP']).toBe('1780000000');
   });
 
@@ -158,13 +173,24 @@ describe('venue_c onboarding and auth signatures', () => {
     const headers = onboardingHeaders({ ethereumAccount: wallet.address, account, keyPair, starknetChainId: CONFIG.starknet_chain_id });
     const publicKey = feltToHex(keyPair.publicKey);
 
-    expect(verifyOnboarding({ headers, publicKey, config: CONFIG })).toEqual({ ok: true, account, publicKey: keyPair.publicKey, ethereumAccount: wallet.address });
+    expect(verifyOnboarding({ headers, publicKey, config: CONFIG })).toEqual({
+      ok: true,
+      account,
+      publicKey: keyPair.publicKey,
+      ethereumAccount: wallet.address,
+    });
 
     const stranger = generateSubkey();
-    expect(verifyOnboarding({ headers, publicKey: feltToHex(stranger.publicKey), config: CONFIG })).toMatchObject({ ok: false, reason: expect.stringMatching(/address of this public key/) });
+    expect(verifyOnboarding({ headers, publicKey: feltToHex(stranger.publicKey), config: CONFIG })).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/address of this public key/),
+    });
     const strangerAccount = paradexAccountAddress(stranger.publicKey, CONFIG);
     const forged = { ...headers, 'PARADEX-STARKNET-ACCOUNT': feltToHex(strangerAccount) };
-    expect(verifyOnboarding({ headers: forged, publicKey: feltToHex(stranger.publicKey), config: CONFIG })).toMatchObject({ ok: false, reason: 'invalid onboarding signature' });
+    expect(verifyOnboarding({ headers: forged, publicKey: feltToHex(stranger.publicKey), config: CONFIG })).toMatchObject({
+      ok: false,
+      reason: 'invalid onboarding signature',
+    });
     expect(verifyOnboarding({ headers: { ...headers, 'PARADEX-STARKNET-SIGNATURE': '["1"]' }, publicKey, config: CONFIG })).toMatchObject({ ok: false });
     expect(verifyOnboarding({ headers: { ...headers, 'PARADEX-STARKNET-SIGNATURE': undefined }, publicKey, config: CONFIG })).toMatchObject({ ok: false });
   });
@@ -185,15 +211,28 @@ describe('venue_c trading subkeys', () => {
     expect(first.publicKey).toBe(starkPublicKey(first.privateKey));
   });
 
-  it('the registration hash is hash_on_elements(account, subkey, timestamp, expiry) as starknet.js; the main key\'s signature verifies', () => {
+  it("the registration hash is hash_on_elements(account, subkey, timestamp, expiry) as starknet.js; the main key's signature verifies", () => {
     const main = generateSubkey();
     const subkey = generateSubkey();
     const account = paradexAccountAddress(main.publicKey, CONFIG);
     expect(subkeyRegistrationHash(account, subkey.publicKey, 1_780_000_000, 1_780_000_300)).toBe(
       BigInt(starknetHash.computeHashOnElements([account, subkey.publicKey, 1_780_000_000, 1_780_000_300])),
     );
-    const request = subkeyRegistrationRequest({ name: 'trading', account, mainPrivateKey: main.privateKey, subkeyPublicKey: subkey.publicKey, timestamp: 1_780_000_000, expiry: 1_780_000_300 });
-    expect(request).toMatchObject({ name: 'trading', public_key: feltToHex(subkey.publicKey), state: 'active', signature_timestamp: 1_780_000_000, signature_expiry: 1_780_000_300 });
+    const request = subkeyRegistrationRequest({
+      name: 'trading',
+      account,
+      mainPrivateKey: main.privateKey,
+      subkeyPublicKey: subkey.publicKey,
+      timestamp: 1_780_000_000,
+      expiry: 1_780_000_300,
+    });
+    expect(request).toMatchObject({
+      name: 'trading',
+      public_key: feltToHex(subkey.publicKey),
+      state: 'active',
+      signature_timestamp: 1_780_000_000,
+      signature_expiry: 1_780_000_300,
+    });
     const signature = { r: BigInt(request.signature[0]), s: BigInt(request.signature[1]) };
     const check = { account, mainPublicKey: main.publicKey, subkeyPublicKey: subkey.publicKey, timestamp: 1_780_000_000, expiry: 1_780_000_300, signature };
     expect(verifySubkeyRegistration(check)).toBe(true);

@@ -1,4 +1,10 @@
-import { getNadoEIP712Values, getSignedTransactionRequest, subaccountFromHex, subaccountNameToBytes12 as sdkNameToBytes12, subaccountToHex } from '@nadohq/shared';
+import {
+  getNadoEIP712Values,
+  getSignedTransactionRequest,
+  subaccountFromHex,
+  subaccountNameToBytes12 as sdkNameToBytes12,
+  subaccountToHex,
+} from '@nadohq/shared';
 import { type Address, type Hex, bytesToHex, createWalletClient, defineChain, hashTypedData, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
@@ -25,7 +31,12 @@ import {
 const CONFIG: NadoDomainConfig = { chainId: NADO_INK_MAINNET.chainId, endpoint: NADO_INK_MAINNET.endpoint };
 
 function sdkWalletClient(privateKey: Hex) {
-  const chain = defineChain({ id: CONFIG.chainId, name: 'ink', nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: ['http://127.0.0.1:1'] } } });
+  const chain = defineChain({
+    id: CONFIG.chainId,
+    name: 'ink',
+    nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: ['http://127.0.0.1:1'] } },
+  });
   return createWalletClient({ account: privateKeyToAccount(privateKey), chain, transport: http() });
 }
 
@@ -55,7 +66,7 @@ describe('venue_d subaccount sender (owner ‖ 12-byte name)', () => {
 });
 
 describe('venue_d EIP-712 (domain Nado / 0.0.1 / 57073 / Endpoint)', () => {
-  it('LinkSigner: the owner\'s signature is byte-identical to the SDK\'s; the venue recovers the owner', async () => {
+  it("LinkSigner: the owner's signature is byte-identical to the SDK's; the venue recovers the owner", async () => {
     const privateKey = generatePrivateKey();
     const owner = privateKeyToAccount(privateKey);
     const linked = privateKeyToAccount(generatePrivateKey()).address;
@@ -72,11 +83,13 @@ describe('venue_d EIP-712 (domain Nado / 0.0.1 / 57073 / Endpoint)', () => {
     expect(ours).toBe(sdk);
     expect(await recoverNadoSigner(linkSignerTypedData(CONFIG, tx), ours)).toBe(owner.address);
     expect(await recoverNadoSigner(linkSignerTypedData(CONFIG, { ...tx, nonce: 8n }), ours)).not.toBe(owner.address);
-    expect(await recoverNadoSigner(linkSignerTypedData({ ...CONFIG, endpoint: '0x0000000000000000000000000000000000000001' }, tx), ours)).not.toBe(owner.address);
+    expect(await recoverNadoSigner(linkSignerTypedData({ ...CONFIG, endpoint: '0x0000000000000000000000000000000000000001' }, tx), ours)).not.toBe(
+      owner.address,
+    );
     expect(await recoverNadoSigner(linkSignerTypedData(CONFIG, tx), '0x1234')).toBeUndefined();
   });
 
-  it('WithdrawCollateral: byte-identical to the SDK\'s; a different amount or signer does not recover the owner', async () => {
+  it("WithdrawCollateral: byte-identical to the SDK's; a different amount or signer does not recover the owner", async () => {
     const privateKey = generatePrivateKey();
     const owner = privateKeyToAccount(privateKey);
     const tx = { sender: subaccountSender(owner.address), productId: 0, amount: 5_000_000n, nonce: 3n };
@@ -99,7 +112,7 @@ describe('venue_d EIP-712 (domain Nado / 0.0.1 / 57073 / Endpoint)', () => {
 });
 
 describe('venue_d execute bodies', () => {
-  it('carry the tx as the SDK\'s getNadoEIP712Values (integers as strings) under the request type', () => {
+  it("carry the tx as the SDK's getNadoEIP712Values (integers as strings) under the request type", () => {
     const owner = privateKeyToAccount(generatePrivateKey()).address;
     const signer = linkedSignerBytes32(privateKeyToAccount(generatePrivateKey()).address);
     const link = linkSignerExecuteBody({ sender: subaccountSender(owner), signer, nonce: 9n }, '0xabcd');

@@ -42,7 +42,7 @@ function testSigner() {
 }
 
 describe('venue_e wallet derivation (CREATE2)', () => {
-  it('the Proxy init-code hash is keccak of FactoryLib\'s clone creation code for the factory\'s implementation', () => {
+  it("the Proxy init-code hash is keccak of FactoryLib's clone creation code for the factory's implementation", () => {
     const implementation = '0x44e999d5c2F66Ef0861317f9A4805AC2e90aEB4f';
     const cloneConstructor = encodeFunctionData({ abi: parseAbi(['function cloneConstructor(bytes)']), functionName: 'cloneConstructor', args: ['0x'] });
     const creationCode = concat([
@@ -58,7 +58,11 @@ describe('venue_e wallet derivation (CREATE2)', () => {
 
   it('the Proxy wallet is CREATE2(factory, keccak256(encodePacked(eoa)), init code) whatever the address case', () => {
     const eoa = privateKeyToAccount(generatePrivateKey()).address;
-    const expected = getCreate2Address({ from: PROXY_WALLET_FACTORY, salt: keccak256(eoa.toLowerCase() as `0x${string}`), bytecodeHash: PROXY_WALLET_INIT_CODE_HASH });
+    const expected = getCreate2Address({
+      from: PROXY_WALLET_FACTORY,
+      salt: keccak256(eoa.toLowerCase() as `0x${string}`),
+      bytecodeHash: PROXY_WALLET_INIT_CODE_HASH,
+    });
     expect(proxyWalletAddress(eoa)).toBe(expected);
     expect(proxyWalletAddress(eoa.toLowerCase() as `0x${string}`)).toBe(expected);
     expect(proxyWalletAddress(privateKeyToAccount(generatePrivateKey()).address)).not.toBe(expected);
@@ -109,7 +113,9 @@ describe('venue_e CLOB L1 authentication (ClobAuth EIP-712)', () => {
 describe('venue_e CLOB L2 authentication (HMAC)', () => {
   it('signatures equal clob-client buildPolyHmacSignature, with and without a body', async () => {
     const { secret } = generateClobApiCredentials();
-    expect(polyHmacSignature(secret, NOW_SECONDS, 'GET', '/balance-allowance')).toBe(await buildPolyHmacSignature(secret, NOW_SECONDS, 'GET', '/balance-allowance'));
+    expect(polyHmacSignature(secret, NOW_SECONDS, 'GET', '/balance-allowance')).toBe(
+      await buildPolyHmacSignature(secret, NOW_SECONDS, 'GET', '/balance-allowance'),
+    );
     const body = JSON.stringify({ order: { salt: 1, maker: '0xabc' }, owner: 'key' });
     expect(polyHmacSignature(secret, NOW_SECONDS, 'POST', '/order', body)).toBe(await buildPolyHmacSignature(secret, NOW_SECONDS, 'POST', '/order', body));
     // A standard-base64 secret decodes the same way as its URL-safe form.
@@ -123,7 +129,9 @@ describe('venue_e CLOB L2 authentication (HMAC)', () => {
     expect(credentials.secret).toMatch(/^[A-Za-z0-9_-]{43}=$/);
     const request = { timestamp: NOW_SECONDS, method: 'POST', requestPath: '/order', body: '{"a":1}' };
     const headers = createL2Headers(wallet.address, credentials, request);
-    expect(headers).toEqual(await sdkCreateL2Headers(sdkSigner, { key: credentials.apiKey, secret: credentials.secret, passphrase: credentials.passphrase }, request, NOW_SECONDS));
+    expect(headers).toEqual(
+      await sdkCreateL2Headers(sdkSigner, { key: credentials.apiKey, secret: credentials.secret, passphrase: credentials.passphrase }, request, NOW_SECONDS),
+    );
 
     const check = { method: 'POST', requestPath: '/order', body: '{"a":1}', now: NOW, maxSkewSeconds: 300 };
     expect(verifyL2Headers(headers, credentials, check)).toBe(true);

@@ -142,8 +142,6 @@ describe('deriveWalletId', () => {
   });
 
   it('does not confuse parts whose concatenation is the same', () => {
-    expect(deriveWalletId('app-1', { iss: 'a', sub: 'bc' }, 'default', 'evm')).not.toBe(
-      deriveWalletId('app-1', { iss: 'ab', sub: 'c' }, 'default', 'evm'),
-    );
+    expect(deriveWalletId('app-1', { iss: 'a', sub: 'bc' }, 'default', 'evm')).not.toBe(deriveWalletId('app-1', { iss: 'ab', sub: 'c' }, 'default', 'evm'));
   });
 });

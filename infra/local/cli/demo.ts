@@ -16,8 +16,8 @@ const SPEC = {
   usage: 'npm run demo -- [--sub <user>] [--account-url <url>] [--token <jwt> --secret-key <key>]',
   help: [
     '  --sub <user>          the user to act as (default: a fresh demo-<random>, so every run starts clean)',
-    '  --account-url <url>   the sandbox\'s account service (default: ACCOUNT_URL, else http://127.0.0.1:${ACCOUNT_PORT:-3000})',
-    '  --token, --secret-key a user JWT and the app\'s secret key (or TOKEN and SECRET_KEY), for a sandbox started with',
+    "  --account-url <url>   the sandbox's account service (default: ACCOUNT_URL, else http://127.0.0.1:${ACCOUNT_PORT:-3000})",
+    "  --token, --secret-key a user JWT and the app's secret key (or TOKEN and SECRET_KEY), for a sandbox started with",
     '                        APPS_FILE; without them the dev app of the running sandbox is used (npm start without APPS_FILE)',
   ].join('\n'),
   options: {
@@ -43,7 +43,8 @@ function mask(secret: string): string {
 }
 
 /** Body fields that hold a credential (`token` alone is a coin, e.g. USDC). */
-const SECRET_FIELD = /^(access_key|secret_key|api_key|private_key|secret|passphrase|service_token|[a-z_]*_jwt|[a-z_]*_secret|[a-z_]*_private_key|[a-z_]*_passphrase)$/i;
+const SECRET_FIELD =
+  /^(access_key|secret_key|api_key|private_key|secret|passphrase|service_token|[a-z_]*_jwt|[a-z_]*_secret|[a-z_]*_private_key|[a-z_]*_passphrase)$/i;
 
 /** A request body as one line, any credential-like field masked. */
 function bodyLine(text: string): string {
@@ -142,7 +143,8 @@ async function watchTask(quiet: AccountClient, taskId: string, resumeFlags: stri
     if (task.status === 'failed' || task.status === 'cancelled') {
       unexpected(`${failureLine(task)}; resume and follow it: npm run task:watch -- ${taskId} --resume${resumeFlags}`);
     }
-    if (performance.now() - started > TASK_TIMEOUT_MS) unexpected(`task ${taskId} still ${task.status} after ${TASK_TIMEOUT_MS / 1000} s; follow it: npm run task:watch -- ${taskId}${resumeFlags}`);
+    if (performance.now() - started > TASK_TIMEOUT_MS)
+      unexpected(`task ${taskId} still ${task.status} after ${TASK_TIMEOUT_MS / 1000} s; follow it: npm run task:watch -- ${taskId}${resumeFlags}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }
@@ -162,7 +164,7 @@ async function main(): Promise<void> {
   const { values } = parseCli(SPEC);
   const token = values.token || process.env.TOKEN || undefined;
   const secretKey = values['secret-key'] || process.env.SECRET_KEY || undefined;
-  if (values.sub && token) usageError(SPEC, '--sub names the user of a dev token the demo mints; with --token (or TOKEN) the token\'s sub is the user');
+  if (values.sub && token) usageError(SPEC, "--sub names the user of a dev token the demo mints; with --token (or TOKEN) the token's sub is the user");
   if (Boolean(token) !== Boolean(secretKey)) usageError(SPEC, '--token and --secret-key (or TOKEN and SECRET_KEY) go together');
   const sub = values.sub || `demo-${crypto.randomUUID().slice(0, 8)}`;
 
@@ -180,18 +182,24 @@ async function main(): Promise<void> {
 
   out(`npm run demo: the whole product in one run, against the sandbox at ${credentials.accountUrl}`);
   if (info) out(`  sandbox data in ${info.data_dir}; applications: ${info.applications === 'dev' ? 'the dev app' : 'APPS_FILE'}`);
-  out(`  acting as user "${user}"${token ? ' (the token\'s sub)' : values.sub ? '' : ' (fresh for this run; --sub <user> picks one)'}`);
+  out(`  acting as user "${user}"${token ? " (the token's sub)" : values.sub ? '' : ' (fresh for this run; --sub <user> picks one)'}`);
   out(`  every account-service call carries Authorization: Bearer ${mask(credentials.token)}`);
   out(`  and X-SERVICE-SECRET-KEY: ${mask(credentials.secretKey)} (the app's secret key; keep it on your server)`);
 
-  section('Create an account', 'One account per user of your app: an EVM wallet (the same address on ETH, ARB, POL, INK) and a Solana wallet; their keys stay in the wallet enclave.');
+  section(
+    'Create an account',
+    'One account per user of your app: an EVM wallet (the same address on ETH, ARB, POL, INK) and a Solana wallet; their keys stay in the wallet enclave.',
+  );
   const account = await expectOk(api.POST('/account'));
   const evm: Address = getAddress(account.public_address.ETH);
   show('user_id', account.user_id);
   show('EVM address', evm);
   show('Solana address', account.public_address.SOL);
 
-  section('Sign a message', 'The account signs keccak256(message) with the EVM wallet (no EIP-191 prefix): for venue logins and typed data your backend prepares.');
+  section(
+    'Sign a message',
+    'The account signs keccak256(message) with the EVM wallet (no EIP-191 prefix): for venue logins and typed data your backend prepares.',
+  );
   const message = `perp-wallet demo ${new Date().toISOString()}`;
   const signed = await expectOk(api.POST('/wallet/sign', { body: { message } }));
   show('signature', `${signed.signature.slice(0, 20)}…${signed.signature.slice(-8)}`);
@@ -201,15 +209,22 @@ async function main(): Promise<void> {
   if (signer !== evm) unexpected(`the signature recovers to ${signer}, not the account's ${evm}`);
   ok(`recovers to the account's EVM address (checked here with viem)`);
 
-  section('Get test money from the faucet', 'Sandbox only: POST /sandbox/faucet credits an address on a sandbox chain (real chain ids, USDC at its real address). 50 USDC and a little ETH for gas on Arbitrum.');
+  section(
+    'Get test money from the faucet',
+    'Sandbox only: POST /sandbox/faucet credits an address on a sandbox chain (real chain ids, USDC at its real address). 50 USDC and a little ETH for gas on Arbitrum.',
+  );
   await expectOk(api.POST('/sandbox/faucet', { body: { chain: 'ARB', address: evm, token: 'USDC', amount: '50' } }));
   await expectOk(api.POST('/sandbox/faucet', { body: { chain: 'ARB', address: evm, token: 'ETH', amount: '0.01' } }));
   const funded = await expectOk(api.GET('/demo/wallet/balance', { params: { query: { chain: 'ARB' } } }));
   show('ARB USDC', funded.assets.USDC ?? '(none)');
   show('ARB ETH', funded.assets.ETH ?? '(none)');
-  if (USDC(funded.assets.USDC ?? '0') < USDC('50')) unexpected(`the wallet holds ${funded.assets.USDC} USDC on ARB after the faucet, less than the 50 credited`);
+  if (USDC(funded.assets.USDC ?? '0') < USDC('50'))
+    unexpected(`the wallet holds ${funded.assets.USDC} USDC on ARB after the faucet, less than the 50 credited`);
 
-  section('Withdraw to an external address', 'POST /withdraw sends from the user\'s wallet and answers once the transaction is included. Idempotency-Key makes it exactly once: the same request again returns the first result. gas_sponsored: the platform pays the gas (EIP-7702).');
+  section(
+    'Withdraw to an external address',
+    "POST /withdraw sends from the user's wallet and answers once the transaction is included. Idempotency-Key makes it exactly once: the same request again returns the first result. gas_sponsored: the platform pays the gas (EIP-7702).",
+  );
   const withdrawal = { to_address: EXTERNAL_ADDRESS, amount: '5', chain: 'ARB', token: 'USDC', gas_sponsored: true } as const;
   const withdrawKey = crypto.randomUUID();
   const sent = await expectOk(api.POST('/withdraw', { body: withdrawal, headers: { 'Idempotency-Key': withdrawKey } }));
@@ -221,7 +236,10 @@ async function main(): Promise<void> {
   if (replay.tx_hash !== sent.tx_hash) unexpected(`the retry sent another transaction (${replay.tx_hash})`);
   ok('same tx_hash: nothing was sent twice');
 
-  section(`Onboard a venue (${VENUE})`, `${VENUE} is the sandbox's Hyperliquid: check what it needs (a 5 USDC first deposit and gas on ARB), then create the user's account there (signed by the user's wallet through the enclave).`);
+  section(
+    `Onboard a venue (${VENUE})`,
+    `${VENUE} is the sandbox's Hyperliquid: check what it needs (a 5 USDC first deposit and gas on ARB), then create the user's account there (signed by the user's wallet through the enclave).`,
+  );
   const check = await expectOk(api.POST('/account/check-perp-dex-requirements', { body: { dex: VENUE } }));
   show('requirements_met', check.requirements_met);
   show('USDC required / held', `${check.requirements.usdc_required} / ${check.requirements.usdc_available} on ${check.requirements.chain}`);
@@ -235,24 +253,33 @@ async function main(): Promise<void> {
   // What the venue held before (a re-run with --sub may find money there), to check what arrives.
   const venueBefore = await expectOk(quiet.GET('/account/perp', { params: { query: { dex: VENUE } } }));
   const deposit = { source: 'self', destination: VENUE, amount: '20', chain: 'ARB', token: 'USDC' } as const;
-  section('Estimate a transfer to the venue', 'POST /transfer/estimate-transfer-cost plans the route and prices every step: gas, bridge, venue and platform fees, all computed, and charged exactly as estimated.');
+  section(
+    'Estimate a transfer to the venue',
+    'POST /transfer/estimate-transfer-cost plans the route and prices every step: gas, bridge, venue and platform fees, all computed, and charged exactly as estimated.',
+  );
   const estimate = await expectOk(api.POST('/transfer/estimate-transfer-cost', { body: deposit }));
   show('route', estimate.route.route_id);
   show('steps', estimate.steps.map((step) => `${step.action} (${step.dex}) ${step.cost_usdc} USDC`).join(', '));
   show('total cost', `${estimate.total_cost_usdc} USDC (gas ${estimate.total_cost_eth} ETH)`);
   show('amount received', `${estimate.route.amount_received} USDC at ${VENUE}`);
 
-  section('Transfer to the venue', 'POST /transfer answers 202 at once with a task id; the steps run in a Step Functions execution (locally: the same state machine, run in the sandbox).');
+  section(
+    'Transfer to the venue',
+    'POST /transfer answers 202 at once with a task id; the steps run in a Step Functions execution (locally: the same state machine, run in the sandbox).',
+  );
   const created = await expectOk(api.POST('/transfer', { body: deposit, headers: { 'Idempotency-Key': crypto.randomUUID() } }));
   show('task_id', created.task_id);
   show('message', created.message);
   show('follow it', watchCommand(created.task_id));
 
-  section('Watch the task', `GET /task/{task_id} shows the status (pending → in_progress → completed) and each step with its transaction hashes; here it is polled until it settles (the "follow it" command above does the same in another terminal: a task is seen only by its own user, hence ${token ? '--token' : '--sub'}).`);
+  section(
+    'Watch the task',
+    `GET /task/{task_id} shows the status (pending → in_progress → completed) and each step with its transaction hashes; here it is polled until it settles (the "follow it" command above does the same in another terminal: a task is seen only by its own user, hence ${token ? '--token' : '--sub'}).`,
+  );
   const inbound = await watchTask(quiet, created.task_id, resumeFlags);
   ok(`completed: ${inbound.progress.total_steps} step(s)`);
 
-  section(`Read the balance at ${VENUE}`, 'GET /account/perp reads the user\'s balance from the venue itself, with the venue\'s transfer rules.');
+  section(`Read the balance at ${VENUE}`, "GET /account/perp reads the user's balance from the venue itself, with the venue's transfer rules.");
   const atVenue = await expectOk(api.GET('/account/perp', { params: { query: { dex: VENUE } } }));
   if (!atVenue.assets) unexpected(`the venue could not be read: ${atVenue.error}`);
   show('balance', `${atVenue.assets.balance} USDC`);
@@ -264,9 +291,17 @@ async function main(): Promise<void> {
   }
   ok('exactly the amount the estimate said would arrive');
 
-  section(`Transfer back from ${VENUE}`, 'The same endpoint the other way: the venue pays out to the user\'s wallet (less its withdrawal fee and the platform fee).');
+  section(
+    `Transfer back from ${VENUE}`,
+    "The same endpoint the other way: the venue pays out to the user's wallet (less its withdrawal fee and the platform fee).",
+  );
   const walletBefore = await expectOk(quiet.GET('/demo/wallet/balance', { params: { query: { chain: 'ARB' } } }));
-  const back = await expectOk(api.POST('/transfer', { body: { source: VENUE, destination: 'self', amount: '10', chain: 'ARB', token: 'USDC' }, headers: { 'Idempotency-Key': crypto.randomUUID() } }));
+  const back = await expectOk(
+    api.POST('/transfer', {
+      body: { source: VENUE, destination: 'self', amount: '10', chain: 'ARB', token: 'USDC' },
+      headers: { 'Idempotency-Key': crypto.randomUUID() },
+    }),
+  );
   show('task_id', back.task_id);
   show('follow it', watchCommand(back.task_id));
   const outbound = await watchTask(quiet, back.task_id, resumeFlags);
@@ -294,7 +329,9 @@ await runCli('demo', async () => {
   } catch (error) {
     // The sandbox stopped mid-walk, or the URL is wrong: one line, not a stack trace.
     if (error instanceof TypeError && /fetch failed/.test(error.message)) {
-      throw new CliError(`section ${sectionNumber} (${sectionTitle || 'start'}): the account service did not answer (${(error.cause as Error | undefined)?.message ?? error.message}); is the sandbox running (npm start)?`);
+      throw new CliError(
+        `section ${sectionNumber} (${sectionTitle || 'start'}): the account service did not answer (${(error.cause as Error | undefined)?.message ?? error.message}); is the sandbox running (npm start)?`,
+      );
     }
     throw error;
   }

@@ -56,7 +56,9 @@ export async function discoverSandbox(options: { accountUrl?: string; timeoutMs?
   }
   const parsed = v.safeParse(SandboxInfo, json);
   if (response.status !== 200 || !parsed.success) {
-    throw new CliError(`${accountUrl} answers, but not as a local sandbox (GET /sandbox/info: HTTP ${response.status}); point --account-url (or ACCOUNT_URL) at the sandbox started by npm start`);
+    throw new CliError(
+      `${accountUrl} answers, but not as a local sandbox (GET /sandbox/info: HTTP ${response.status}); point --account-url (or ACCOUNT_URL) at the sandbox started by npm start`,
+    );
   }
   return parsed.output;
 }
@@ -120,7 +122,8 @@ export async function loadDevCredentials(dataDir: string): Promise<DevCredential
  */
 export async function mintDevToken(dataDir: string, options: { sub: string; ttlSeconds: number }): Promise<string> {
   if (!options.sub) throw new CliError('the token needs a subject (--sub <user id>)', 2);
-  if (!Number.isSafeInteger(options.ttlSeconds) || options.ttlSeconds <= 0) throw new CliError(`the lifetime must be a positive whole number of seconds, not ${options.ttlSeconds}`, 2);
+  if (!Number.isSafeInteger(options.ttlSeconds) || options.ttlSeconds <= 0)
+    throw new CliError(`the lifetime must be a positive whole number of seconds, not ${options.ttlSeconds}`, 2);
   const app = await loadDevCredentials(dataDir);
   let jwk: JWK;
   try {
@@ -273,7 +276,8 @@ function describeParseError(error: unknown): string {
   const message = (error as Error).message ?? String(error);
   const quoted = /'([^']+)'/.exec(message)?.[1];
   if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown flag ${quoted ?? message}`;
-  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return `flag ${(quoted ?? message).replace(/ <value>$/, '')} ${/argument missing/.test(message) ? 'needs a value' : 'takes no value'}`;
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE')
+    return `flag ${(quoted ?? message).replace(/ <value>$/, '')} ${/argument missing/.test(message) ? 'needs a value' : 'takes no value'}`;
   if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return `unexpected argument ${quoted ?? message}`;
   return message.split('\n')[0]!;
 }
@@ -359,9 +363,9 @@ export const USER_OPTIONS = {
 export const USER_USAGE = '[--sub <user id>] [--account-url <url>] [--token <jwt> --secret-key <key>]';
 
 export const USER_HELP = [
-  '  --sub <user id>      whose tasks (default alice); a dev token is minted for them from the running sandbox\'s dev app',
+  "  --sub <user id>      whose tasks (default alice); a dev token is minted for them from the running sandbox's dev app",
   '  --account-url <url>  the account service (default ACCOUNT_URL, else http://127.0.0.1:${ACCOUNT_PORT:-3000})',
-  '  --token <jwt>        the user\'s JWT instead of a dev token (env TOKEN); needed with an APPS_FILE sandbox',
-  '  --secret-key <key>   the app\'s X-SERVICE-SECRET-KEY (env SECRET_KEY); needed with --token unless the sandbox runs the dev app',
-  '  --data-dir <dir>     must be the running sandbox\'s DATA_DIR when given (default DATA_DIR)',
+  "  --token <jwt>        the user's JWT instead of a dev token (env TOKEN); needed with an APPS_FILE sandbox",
+  "  --secret-key <key>   the app's X-SERVICE-SECRET-KEY (env SECRET_KEY); needed with --token unless the sandbox runs the dev app",
+  "  --data-dir <dir>     must be the running sandbox's DATA_DIR when given (default DATA_DIR)",
 ].join('\n');

@@ -39,7 +39,8 @@ export function changes(previous: Task | undefined, next: Task): string[] {
       if (!before?.tx_hashes.includes(hash)) lines.push(`${label}: tx ${hash}`);
     }
   });
-  if (previous?.status !== next.status) lines.push(`task ${next.status}${next.status === 'in_progress' || next.status === 'pending' ? ` (step ${stepNumber(next)} of ${total})` : ''}`);
+  if (previous?.status !== next.status)
+    lines.push(`task ${next.status}${next.status === 'in_progress' || next.status === 'pending' ? ` (step ${stepNumber(next)} of ${total})` : ''}`);
   return lines;
 }
 

@@ -83,16 +83,26 @@ await runCli(spec.name, async () => {
   if (positionals.length !== 1) usageError(spec, positionals.length === 0 ? 'the task id is missing' : `one task id, not ${positionals.length} arguments`);
   const taskId = positionals[0]!;
   const interval = wholeNumber(spec, 'interval', values.interval);
-  const credentials = await userCredentials({ accountUrl: values['account-url'], sub: values.sub, token: values.token, secretKey: values['secret-key'], dataDir: values['data-dir'] });
+  const credentials = await userCredentials({
+    accountUrl: values['account-url'],
+    sub: values.sub,
+    token: values.token,
+    secretKey: values['secret-key'],
+    dataDir: values['data-dir'],
+  });
   const api = new TaskApi(credentials);
   const out = new Output(process.stdout.isTTY === true);
 
   const byToken = Boolean(values.token || process.env.TOKEN);
   const refused = (error: ApiError, call: string) => {
     // A task is visible to its own user only: the usual cause is the wrong user (npm run demo acts as a fresh demo-… user).
-    if (error.status === 404 && byToken) return new CliError(`no task ${taskId} for the user of this token (${call}: 404 ${error.code}): it is another user's, or none`, 2);
+    if (error.status === 404 && byToken)
+      return new CliError(`no task ${taskId} for the user of this token (${call}: 404 ${error.code}): it is another user's, or none`, 2);
     if (error.status === 404) {
-      return new CliError(`no task ${taskId} for user ${values.sub} (${call}: 404 ${error.code}): a task is seen only by its own user: pass --sub <user> (npm run demo prints its user and the whole command)`, 2);
+      return new CliError(
+        `no task ${taskId} for user ${values.sub} (${call}: 404 ${error.code}): a task is seen only by its own user: pass --sub <user> (npm run demo prints its user and the whole command)`,
+        2,
+      );
     }
     if (error.status === 400) return new CliError(`"${taskId}" is not a task id (${call}: 400 ${error.code}: ${error.detail})`, 2);
     return new CliError(`${call} answered ${error.status} ${error.code}: ${error.detail}`);
@@ -156,7 +166,12 @@ await runCli(spec.name, async () => {
   }
   out.line(failureLine(task));
   out.line(`resume it: ${resumeCommand(taskId, values)}`);
-  const bearer = values.token || process.env.TOKEN ? '$TOKEN' : `$(npm run -s token -- --sub ${shellWord(values.sub)}${values['account-url'] ? ` --account-url ${shellWord(values['account-url'])}` : ''})`;
-  out.line(`     or:    curl -X POST ${credentials.accountUrl}/task/${taskId}/resume -H "Authorization: Bearer ${bearer}" -H "X-SERVICE-SECRET-KEY: $SK"   (SK: the app's secret key), then watch it again`);
+  const bearer =
+    values.token || process.env.TOKEN
+      ? '$TOKEN'
+      : `$(npm run -s token -- --sub ${shellWord(values.sub)}${values['account-url'] ? ` --account-url ${shellWord(values['account-url'])}` : ''})`;
+  out.line(
+    `     or:    curl -X POST ${credentials.accountUrl}/task/${taskId}/resume -H "Authorization: Bearer ${bearer}" -H "X-SERVICE-SECRET-KEY: $SK"   (SK: the app's secret key), then watch it again`,
+  );
   return 1;
 });

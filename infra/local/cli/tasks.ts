@@ -6,7 +6,9 @@ import { taskTable } from './task-view.ts';
 const spec = {
   name: 'tasks',
   usage: `npm run tasks -- ${USER_USAGE} [--limit <1-50>]`,
-  help: ['Lists the user\'s most recent transfer tasks (GET /tasks), newest first.', '  --limit <n>          how many (default 10, at most 50)', USER_HELP].join('\n'),
+  help: ["Lists the user's most recent transfer tasks (GET /tasks), newest first.", '  --limit <n>          how many (default 10, at most 50)', USER_HELP].join(
+    '\n',
+  ),
   options: { ...USER_OPTIONS, limit: { type: 'string', default: '10' } },
 } as const;
 
@@ -18,13 +20,22 @@ await runCli(spec.name, async () => {
   // Tasks are per user, and --sub defaults to alice: a newcomer's tasks are often another user's (npm run demo's demo-…).
   const otherUser = `tasks are per user: pass --sub <user> for another user's (npm run demo prints its user)`;
   const api = new TaskApi(
-    await userCredentials({ accountUrl: values['account-url'], sub: values.sub, token: values.token, secretKey: values['secret-key'], dataDir: values['data-dir'] }),
+    await userCredentials({
+      accountUrl: values['account-url'],
+      sub: values.sub,
+      token: values.token,
+      secretKey: values['secret-key'],
+      dataDir: values['data-dir'],
+    }),
   );
   let listing;
   try {
     listing = await api.listTasks(limit);
   } catch (error) {
-    if (error instanceof ApiError) throw new CliError(`GET /tasks answered ${error.status} ${error.code}: ${error.detail}${error.status === 404 && !byToken ? ` (user ${values.sub}; ${otherUser})` : ''}`);
+    if (error instanceof ApiError)
+      throw new CliError(
+        `GET /tasks answered ${error.status} ${error.code}: ${error.detail}${error.status === 404 && !byToken ? ` (user ${values.sub}; ${otherUser})` : ''}`,
+      );
     throw error;
   }
   if (listing.tasks.length === 0) {

@@ -34,7 +34,13 @@ function parsedData(account: AccountState, mintDecimals: MintDecimals) {
     }
     const mint = readMint(account);
     if (mint) {
-      const info = { decimals: mint.decimals, freezeAuthority: mint.freezeAuthority, isInitialized: mint.isInitialized, mintAuthority: mint.mintAuthority, supply: mint.supply.toString() };
+      const info = {
+        decimals: mint.decimals,
+        freezeAuthority: mint.freezeAuthority,
+        isInitialized: mint.isInitialized,
+        mintAuthority: mint.mintAuthority,
+        supply: mint.supply.toString(),
+      };
       return { program, parsed: { info, type: 'mint' }, space: account.data.length };
     }
   }
@@ -72,12 +78,21 @@ export function transactionJson(record: TransactionRecord, encoding: string) {
   const lookups = compiled.version === 0 ? (compiled.addressTableLookups ?? []) : undefined;
   const signatures = tx.signatures.map((signature) => bs58.encode(signature));
   const recentBlockhash = tx.message.lifetimeToken;
-  const tableLookups = lookups?.map((lookup) => ({ accountKey: lookup.lookupTableAddress, writableIndexes: lookup.writableIndexes, readonlyIndexes: lookup.readonlyIndexes }));
+  const tableLookups = lookups?.map((lookup) => ({
+    accountKey: lookup.lookupTableAddress,
+    writableIndexes: lookup.writableIndexes,
+    readonlyIndexes: lookup.readonlyIndexes,
+  }));
   if (encoding === 'jsonParsed') {
     const { writable, readonly } = record.loadedAddresses;
     const allKeys = [...compiled.staticAccounts, ...writable, ...readonly];
     const accountKeys = [
-      ...compiled.staticAccounts.map((pubkey, index) => ({ pubkey, signer: index < compiled.header.numSignerAccounts, source: 'transaction', writable: isWritableStatic(compiled, index) })),
+      ...compiled.staticAccounts.map((pubkey, index) => ({
+        pubkey,
+        signer: index < compiled.header.numSignerAccounts,
+        source: 'transaction',
+        writable: isWritableStatic(compiled, index),
+      })),
       ...writable.map((pubkey) => ({ pubkey, signer: false, source: 'lookupTable', writable: true })),
       ...readonly.map((pubkey) => ({ pubkey, signer: false, source: 'lookupTable', writable: false })),
     ];
@@ -89,9 +104,21 @@ export function transactionJson(record: TransactionRecord, encoding: string) {
     }));
     return { message: { accountKeys, instructions, recentBlockhash, ...(tableLookups ? { addressTableLookups: tableLookups } : {}) }, signatures };
   }
-  const header = { numReadonlySignedAccounts: compiled.header.numReadonlySignerAccounts, numReadonlyUnsignedAccounts: compiled.header.numReadonlyNonSignerAccounts, numRequiredSignatures: compiled.header.numSignerAccounts };
-  const instructions = compiled.instructions.map((ix: CompiledInstruction) => ({ accounts: ix.accountIndices ?? [], data: bs58.encode(Uint8Array.from(ix.data ?? [])), programIdIndex: ix.programAddressIndex, stackHeight: null }));
-  return { message: { accountKeys: compiled.staticAccounts, header, instructions, recentBlockhash, ...(tableLookups ? { addressTableLookups: tableLookups } : {}) }, signatures };
+  const header = {
+    numReadonlySignedAccounts: compiled.header.numReadonlySignerAccounts,
+    numReadonlyUnsignedAccounts: compiled.header.numReadonlyNonSignerAccounts,
+    numRequiredSignatures: compiled.header.numSignerAccounts,
+  };
+  const instructions = compiled.instructions.map((ix: CompiledInstruction) => ({
+    accounts: ix.accountIndices ?? [],
+    data: bs58.encode(Uint8Array.from(ix.data ?? [])),
+    programIdIndex: ix.programAddressIndex,
+    stackHeight: null,
+  }));
+  return {
+    message: { accountKeys: compiled.staticAccounts, header, instructions, recentBlockhash, ...(tableLookups ? { addressTableLookups: tableLookups } : {}) },
+    signatures,
+  };
 }
 
 export function innerInstructionsJson(record: TransactionRecord, parsed: boolean) {
@@ -100,6 +127,11 @@ export function innerInstructionsJson(record: TransactionRecord, parsed: boolean
   const keys = [...tx.message.staticKeys, ...record.loadedAddresses.writable, ...record.loadedAddresses.readonly];
   return record.innerInstructions.map(({ index, instructions }) => ({
     index,
-    instructions: instructions.map((ix) => ({ accounts: ix.accounts.map((i) => keys[i]), data: ix.data, programId: keys[ix.programIdIndex], stackHeight: ix.stackHeight })),
+    instructions: instructions.map((ix) => ({
+      accounts: ix.accounts.map((i) => keys[i]),
+      data: ix.data,
+      programId: keys[ix.programIdIndex],
+      stackHeight: ix.stackHeight,
+    })),
   }));
 }

@@ -147,7 +147,8 @@ export function describeFailure(err: EngineTxError): TxFailure {
           : instructionFailure('BorshIoError');
     return { json: { InstructionError: [err.index, json] }, text: `Error processing Instruction ${err.index}: ${text}` };
   }
-  if ('index' in err) return { json: { DuplicateInstruction: err.index }, text: `Transaction contains a duplicate instruction (${err.index}) that is not allowed` };
+  if ('index' in err)
+    return { json: { DuplicateInstruction: err.index }, text: `Transaction contains a duplicate instruction (${err.index}) that is not allowed` };
   if ('accountIndex' in err) {
     // InsufficientFundsForRent and ProgramExecutionTemporarilyRestricted declare the same field:
     // only the name litesvm gives their classes tells them apart.
@@ -157,7 +158,10 @@ export function describeFailure(err: EngineTxError): TxFailure {
         text: `Execution of the program referenced by account at index ${err.accountIndex} is temporarily restricted.`,
       };
     }
-    return { json: { InsufficientFundsForRent: { account_index: err.accountIndex } }, text: `Transaction results in an account (${err.accountIndex}) with insufficient funds for rent` };
+    return {
+      json: { InsufficientFundsForRent: { account_index: err.accountIndex } },
+      text: `Transaction results in an account (${err.accountIndex}) with insufficient funds for rent`,
+    };
   }
   return simpleFailure(String(err));
 }

@@ -3,7 +3,11 @@ import type { ParsedMessage } from './wire.ts';
 
 /** What a message costs: Agave's signature fee and priority fee. */
 
-const SIGNATURE_PRECOMPILES = new Set(['Ed25519SigVerify111111111111111111111111111', 'KeccakSecp256k11111111111111111111111111111', 'Secp256r1SigVerify1111111111111111111111111']);
+const SIGNATURE_PRECOMPILES = new Set([
+  'Ed25519SigVerify111111111111111111111111111',
+  'KeccakSecp256k11111111111111111111111111111',
+  'Secp256r1SigVerify1111111111111111111111111',
+]);
 /** Programs whose instructions reserve 3,000 compute units by default (Agave's builtin cost table), all others 200,000. */
 const BUILTIN_PROGRAMS = new Set([
   SYSTEM_PROGRAM,

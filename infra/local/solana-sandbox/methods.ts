@@ -82,7 +82,10 @@ export function rpcMethods(chain: SandboxChain): Map<string, RpcMethod> {
       if (params[0].length > 100) throw invalidParams('Too many inputs provided; max 100');
       const keys = params[0].map(pubkeyParam);
       const config = configAt(params, 1);
-      return withContext(config, keys.map((key) => accountFor(key, config)));
+      return withContext(
+        config,
+        keys.map((key) => accountFor(key, config)),
+      );
     },
     getMinimumBalanceForRentExemption: (params) => {
       const length = integerParam(params[0] ?? 0, 'data length');
@@ -124,7 +127,15 @@ export function rpcMethods(chain: SandboxChain): Map<string, RpcMethod> {
       const slice = dataSlice(config);
       const value = chain.svm
         .getProgramAccounts(program as Address)
-        .map((found) => ({ pubkey: found.address as string, account: { lamports: found.lamports as bigint, owner: found.programAddress as string, data: new Uint8Array(found.data), executable: found.executable } }))
+        .map((found) => ({
+          pubkey: found.address as string,
+          account: {
+            lamports: found.lamports as bigint,
+            owner: found.programAddress as string,
+            data: new Uint8Array(found.data),
+            executable: found.executable,
+          },
+        }))
         .filter(({ account }) => {
           const token = readTokenAccount(account);
           return token !== null && token.owner === owner && (mintKey === undefined || token.mint === mintKey);
@@ -223,23 +234,31 @@ export function rpcMethods(chain: SandboxChain): Map<string, RpcMethod> {
       const simulated = chain.svm.simulateTransaction(tx.kit);
       if (simulated instanceof FailedTransactionMetadata) {
         const meta = simulated.meta();
-        return withContext(config, { ...base, err: describeFailure(simulated.err()).json, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()) });
+        return withContext(config, {
+          ...base,
+          err: describeFailure(simulated.err()).json,
+          logs: meta.logs(),
+          unitsConsumed: Number(meta.computeUnitsConsumed()),
+        });
       }
       const meta = simulated.meta();
       const post = new Map(simulated.postAccounts().map((found) => [found.address as string, found]));
       const stateAfter = (key: string): AccountState | null => {
         const found = post.get(key);
         if (!found) return chain.account(key);
-        return found.lamports === 0n && found.data.length === 0 ? null : { lamports: found.lamports, owner: found.programAddress, data: new Uint8Array(found.data), executable: found.executable };
+        return found.lamports === 0n && found.data.length === 0
+          ? null
+          : { lamports: found.lamports, owner: found.programAddress, data: new Uint8Array(found.data), executable: found.executable };
       };
       const keys = chain.accountKeys(tx.message)?.keys ?? [...tx.message.staticKeys];
       const returnData = meta.returnData();
       return withContext(config, {
         ...base,
-        accounts: addresses?.map((key) => {
-          const account = stateAfter(key);
-          return account ? encodeAccount(account, encoding, mintDecimals) : null;
-        }) ?? null,
+        accounts:
+          addresses?.map((key) => {
+            const account = stateAfter(key);
+            return account ? encodeAccount(account, encoding, mintDecimals) : null;
+          }) ?? null,
         innerInstructions:
           config.innerInstructions === true
             ? meta
@@ -248,13 +267,20 @@ export function rpcMethods(chain: SandboxChain): Map<string, RpcMethod> {
                   index,
                   instructions: inner.map((ix) => {
                     const compiled = ix.instruction();
-                    return { accounts: [...compiled.accounts()].map((i) => keys[i]), data: bs58.encode(compiled.data()), programId: keys[compiled.programIdIndex()], stackHeight: ix.stackHeight() };
+                    return {
+                      accounts: [...compiled.accounts()].map((i) => keys[i]),
+                      data: bs58.encode(compiled.data()),
+                      programId: keys[compiled.programIdIndex()],
+                      stackHeight: ix.stackHeight(),
+                    };
                   }),
                 }))
                 .filter((entry) => entry.instructions.length > 0)
             : null,
         logs: meta.logs(),
-        returnData: returnData.data().length ? { data: [Buffer.from(returnData.data()).toString('base64'), 'base64'], programId: bs58.encode(returnData.programId()) } : null,
+        returnData: returnData.data().length
+          ? { data: [Buffer.from(returnData.data()).toString('base64'), 'base64'], programId: bs58.encode(returnData.programId()) }
+          : null,
         unitsConsumed: Number(meta.computeUnitsConsumed()),
       });
     },

@@ -20,7 +20,14 @@ const ENGINE = `litesvm@${LITESVM_VERSION}`;
 
 const SYSVAR_OWNER = 'Sysvar1111111111111111111111111111111111111';
 /** Owners of accounts the engine provides itself: never copied into SOL.json. */
-const ENGINE_OWNERS = new Set([SYSVAR_OWNER, 'NativeLoader1111111111111111111111111111111', 'BPFLoader1111111111111111111111111111111111', 'BPFLoader2111111111111111111111111111111111', 'BPFLoaderUpgradeab1e11111111111111111111111', 'LoaderV411111111111111111111111111111111111']);
+const ENGINE_OWNERS = new Set([
+  SYSVAR_OWNER,
+  'NativeLoader1111111111111111111111111111111',
+  'BPFLoader1111111111111111111111111111111111',
+  'BPFLoader2111111111111111111111111111111111',
+  'BPFLoaderUpgradeab1e11111111111111111111111',
+  'LoaderV411111111111111111111111111111111111',
+]);
 
 export interface PersistedAccount {
   readonly lamports: string;
@@ -74,7 +81,9 @@ export function writeChainFiles(dir: string, snapshot: Uint8Array, state: ChainS
 /** The copy of an account SOL.json keeps; null when there is nothing to keep (no account, a program, an engine-provided account). */
 export function portableCopy(account: AccountState | null): PersistedAccount | null {
   const keep = account && !account.executable && !ENGINE_OWNERS.has(account.owner);
-  return keep ? { lamports: account.lamports.toString(), owner: account.owner, executable: account.executable, data: Buffer.from(account.data).toString('base64') } : null;
+  return keep
+    ? { lamports: account.lamports.toString(), owner: account.owner, executable: account.executable, data: Buffer.from(account.data).toString('base64') }
+    : null;
 }
 
 /** Replaces `dir/name` atomically and durably: temporary file written and fsynced, renamed, directory fsynced. */

@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { lamports as toLamports, type Address } from '@solana/kit';
-import { createAssociatedTokenAccountIdempotentInstruction, createMintToCheckedInstruction, getAssociatedTokenAddressSync, MINT_SIZE, MintLayout } from '@solana/spl-token';
+import {
+  createAssociatedTokenAccountIdempotentInstruction,
+  createMintToCheckedInstruction,
+  getAssociatedTokenAddressSync,
+  MINT_SIZE,
+  MintLayout,
+} from '@solana/spl-token';
 import { Keypair, PublicKey, Transaction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from 'litesvm';
@@ -77,7 +83,14 @@ export class SandboxChain {
     if (state && !restoredFromSnapshot) {
       for (const [key, account] of Object.entries(state.accounts)) {
         const data = new Uint8Array(Buffer.from(account.data, 'base64'));
-        svm.setAccount({ address: key as Address, lamports: toLamports(BigInt(account.lamports)), programAddress: account.owner as Address, executable: account.executable, data, space: BigInt(data.length) });
+        svm.setAccount({
+          address: key as Address,
+          lamports: toLamports(BigInt(account.lamports)),
+          programAddress: account.owner as Address,
+          executable: account.executable,
+          data,
+          space: BigInt(data.length),
+        });
       }
     }
     const chain = new SandboxChain(dir, svm, state);
@@ -193,7 +206,14 @@ export class SandboxChain {
       const token = account && readTokenAccount(account);
       const mintAccount = token && this.account(token.mint);
       const mint = mintAccount && readMint(mintAccount);
-      if (account && token && mint) balances.push({ accountIndex, mint: token.mint, owner: token.owner, programId: account.owner, uiTokenAmount: uiTokenAmount(token.amount, mint.decimals) });
+      if (account && token && mint)
+        balances.push({
+          accountIndex,
+          mint: token.mint,
+          owner: token.owner,
+          programId: account.owner,
+          uiTokenAmount: uiTokenAmount(token.amount, mint.decimals),
+        });
     });
     return balances;
   }
@@ -214,7 +234,8 @@ export class SandboxChain {
       return tx.id;
     }
     const execution = this.execute(tx);
-    if (!execution.landed && !skipPreflight) throw preflightError(execution.failure ?? simpleFailure('AccountNotFound'), execution.logs, execution.unitsConsumed);
+    if (!execution.landed && !skipPreflight)
+      throw preflightError(execution.failure ?? simpleFailure('AccountNotFound'), execution.logs, execution.unitsConsumed);
     return tx.id;
   }
 
@@ -269,7 +290,12 @@ export class SandboxChain {
           index,
           instructions: inner.map((ix) => {
             const compiledInner = ix.instruction();
-            return { programIdIndex: compiledInner.programIdIndex(), accounts: [...compiledInner.accounts()], data: bs58.encode(compiledInner.data()), stackHeight: ix.stackHeight() };
+            return {
+              programIdIndex: compiledInner.programIdIndex(),
+              accounts: [...compiledInner.accounts()],
+              data: bs58.encode(compiledInner.data()),
+              stackHeight: ix.stackHeight(),
+            };
           }),
         }))
         .filter((entry) => entry.instructions.length > 0),
@@ -306,7 +332,10 @@ export class SandboxChain {
     // Only a wallet (a system account, or none yet) is credited: not a program, sysvar or token account.
     const existing = this.account(ownerKey.toBase58());
     if (ownerKey.equals(PublicKey.default) || (existing && (existing.executable || existing.owner !== SYSTEM_PROGRAM))) {
-      throw new FaucetRefusedError('INVALID_ADDRESS', 'body.address: must be a wallet (a system account), not the zero key, a program or a program-owned account');
+      throw new FaucetRefusedError(
+        'INVALID_ADDRESS',
+        'body.address: must be a wallet (a system account), not the zero key, a program or a program-owned account',
+      );
     }
     if (token === 'SOL') {
       if ((existing?.lamports ?? 0n) + amount > U64_MAX) throw tooLarge('the balance', 'sol');
@@ -322,7 +351,15 @@ export class SandboxChain {
   private airdrop(key: string, amount: bigint): void {
     const found = this.svm.getAccount(key as Address);
     if (found.exists) this.svm.setAccount({ ...found, lamports: toLamports(found.lamports + amount) });
-    else this.svm.setAccount({ address: key as Address, lamports: toLamports(amount), programAddress: SYSTEM_PROGRAM as Address, executable: false, data: new Uint8Array(), space: 0n });
+    else
+      this.svm.setAccount({
+        address: key as Address,
+        lamports: toLamports(amount),
+        programAddress: SYSTEM_PROGRAM as Address,
+        executable: false,
+        data: new Uint8Array(),
+        space: 0n,
+      });
     this.dirty.add(key);
     this.advance();
     this.saveNow();
@@ -350,11 +387,26 @@ export class SandboxChain {
     if (this.account(USDC_MINT)) return;
     const data = Buffer.alloc(MINT_SIZE);
     MintLayout.encode(
-      { mintAuthorityOption: 1, mintAuthority: this.authority.publicKey, supply: 0n, decimals: USDC_DECIMALS, isInitialized: true, freezeAuthorityOption: 0, freezeAuthority: PublicKey.default },
+      {
+        mintAuthorityOption: 1,
+        mintAuthority: this.authority.publicKey,
+        supply: 0n,
+        decimals: USDC_DECIMALS,
+        isInitialized: true,
+        freezeAuthorityOption: 0,
+        freezeAuthority: PublicKey.default,
+      },
       data,
     );
     const rent = this.svm.minimumBalanceForRentExemption(BigInt(MINT_SIZE));
-    this.svm.setAccount({ address: USDC_MINT as Address, lamports: toLamports(rent), programAddress: TOKEN_PROGRAM as Address, executable: false, data: new Uint8Array(data), space: BigInt(MINT_SIZE) });
+    this.svm.setAccount({
+      address: USDC_MINT as Address,
+      lamports: toLamports(rent),
+      programAddress: TOKEN_PROGRAM as Address,
+      executable: false,
+      data: new Uint8Array(data),
+      space: BigInt(MINT_SIZE),
+    });
     this.dirty.add(USDC_MINT);
   }
 
@@ -395,4 +447,3 @@ export class SandboxChain {
 function nextPowerOfTwo(value: number): number {
   return 2 ** Math.ceil(Math.log2(value));
 }
-

@@ -96,12 +96,19 @@ function answerOne(request: unknown, methods: Map<string, RpcMethod>): object | 
       reply = { jsonrpc: '2.0', result: handler((params as Params | undefined) ?? []), id: replyId };
     } catch (error) {
       if (error instanceof PersistenceError) throw error;
-      reply = errorResponse(replyId, error instanceof JsonRpcError ? error : new JsonRpcError(-32603, 'Internal error', error instanceof Error ? error.message : String(error)));
+      reply = errorResponse(
+        replyId,
+        error instanceof JsonRpcError ? error : new JsonRpcError(-32603, 'Internal error', error instanceof Error ? error.message : String(error)),
+      );
     }
   }
   return hasId ? reply : undefined;
 }
 
 function errorResponse(id: string | number | null, error: JsonRpcError) {
-  return { jsonrpc: '2.0', error: error.data === undefined ? { code: error.code, message: error.message } : { code: error.code, message: error.message, data: error.data }, id };
+  return {
+    jsonrpc: '2.0',
+    error: error.data === undefined ? { code: error.code, message: error.message } : { code: error.code, message: error.message, data: error.data },
+    id,
+  };
 }

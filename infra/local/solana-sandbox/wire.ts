@@ -45,7 +45,8 @@ export function decodeWireParam(value: unknown, encoding: unknown): Uint8Array {
   const chosen = encoding ?? 'base58';
   const type = 'solana_transaction::versioned::VersionedTransaction';
   if (chosen === 'base58') {
-    if (value.length > MAX_BASE58_TX_SIZE) throw invalidParams(`base58 encoded ${type} too large: ${value.length} bytes (max: encoded/raw ${MAX_BASE58_TX_SIZE}/${PACKET_DATA_SIZE})`);
+    if (value.length > MAX_BASE58_TX_SIZE)
+      throw invalidParams(`base58 encoded ${type} too large: ${value.length} bytes (max: encoded/raw ${MAX_BASE58_TX_SIZE}/${PACKET_DATA_SIZE})`);
     try {
       return bs58.decode(value);
     } catch (error) {
@@ -53,7 +54,8 @@ export function decodeWireParam(value: unknown, encoding: unknown): Uint8Array {
     }
   }
   if (chosen === 'base64') {
-    if (value.length > MAX_BASE64_TX_SIZE) throw invalidParams(`base64 encoded ${type} too large: ${value.length} bytes (max: encoded/raw ${MAX_BASE64_TX_SIZE}/${PACKET_DATA_SIZE})`);
+    if (value.length > MAX_BASE64_TX_SIZE)
+      throw invalidParams(`base64 encoded ${type} too large: ${value.length} bytes (max: encoded/raw ${MAX_BASE64_TX_SIZE}/${PACKET_DATA_SIZE})`);
     if (!/^[A-Za-z0-9+/]*={0,2}$/.test(value) || value.length % 4 !== 0) throw new JsonRpcError(-32602, 'invalid base64 encoding: InvalidByte');
     return new Uint8Array(Buffer.from(value, 'base64'));
   }
@@ -62,7 +64,8 @@ export function decodeWireParam(value: unknown, encoding: unknown): Uint8Array {
 
 /** Decodes with @solana/kit and applies the sanitize rules a validator checks before anything else. */
 export function parseWireTransaction(bytes: Uint8Array): WireTransaction {
-  if (bytes.length > PACKET_DATA_SIZE) throw invalidParams(`decoded solana_transaction::versioned::VersionedTransaction too large: ${bytes.length} bytes (max: ${PACKET_DATA_SIZE} bytes)`);
+  if (bytes.length > PACKET_DATA_SIZE)
+    throw invalidParams(`decoded solana_transaction::versioned::VersionedTransaction too large: ${bytes.length} bytes (max: ${PACKET_DATA_SIZE} bytes)`);
   let kit: KitTransaction;
   const signatures: Uint8Array[] = [];
   try {
@@ -70,7 +73,10 @@ export function parseWireTransaction(bytes: Uint8Array): WireTransaction {
     const [count, offset] = readShortVec(bytes, 0);
     for (let i = 0; i < count; i++) signatures.push(bytes.slice(offset + i * 64, offset + (i + 1) * 64));
   } catch (error) {
-    throw new JsonRpcError(-32602, `failed to deserialize solana_transaction::versioned::VersionedTransaction: ${error instanceof Error ? error.message : String(error)}`);
+    throw new JsonRpcError(
+      -32602,
+      `failed to deserialize solana_transaction::versioned::VersionedTransaction: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   const message = parseMessage(new Uint8Array(kit.messageBytes));
   if (signatures.length === 0 || signatures.length !== message.compiled.header.numSignerAccounts) throw sanitizeFailure();
@@ -82,7 +88,10 @@ export function parseMessage(bytes: Uint8Array): ParsedMessage {
   try {
     decoded = messageDecoder.decode(bytes);
   } catch (error) {
-    throw new JsonRpcError(-32602, `failed to deserialize solana_message::versioned::VersionedMessage: ${error instanceof Error ? error.message : String(error)}`);
+    throw new JsonRpcError(
+      -32602,
+      `failed to deserialize solana_message::versioned::VersionedMessage: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   if (decoded.version !== 'legacy' && decoded.version !== 0) throw new JsonRpcError(-32602, 'invalid transaction: Transaction version is unsupported');
   const compiled = decoded as CompiledMessage & { lifetimeToken: string };
@@ -97,7 +106,9 @@ export function parseMessage(bytes: Uint8Array): ParsedMessage {
     keyCount <= 256 &&
     new Set(staticAccounts).size === staticAccounts.length &&
     lookups.every((lookup) => lookup.writableIndexes.length + lookup.readonlyIndexes.length > 0) &&
-    instructions.every((ix) => ix.programAddressIndex > 0 && ix.programAddressIndex < staticAccounts.length && (ix.accountIndices ?? []).every((i) => i < keyCount));
+    instructions.every(
+      (ix) => ix.programAddressIndex > 0 && ix.programAddressIndex < staticAccounts.length && (ix.accountIndices ?? []).every((i) => i < keyCount),
+    );
   if (!valid) throw sanitizeFailure();
   return { bytes, compiled, version: compiled.version, staticKeys: staticAccounts, lifetimeToken: compiled.lifetimeToken };
 }

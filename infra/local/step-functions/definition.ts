@@ -21,9 +21,11 @@ type States = Record<string, Record<string, Json>>;
 /** Validates `definition` (asl-validator, as the interpreter does) and refuses what runs differently locally. */
 export function loadLocalDefinition(definition: unknown): StateMachineDefinition {
   const problems: string[] = [];
-  if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) throw new UnsupportedDefinitionError('the definition is not a JSON object');
+  if (typeof definition !== 'object' || definition === null || Array.isArray(definition))
+    throw new UnsupportedDefinitionError('the definition is not a JSON object');
   const top = definition as Record<string, Json>;
-  if ('QueryLanguage' in top && top.QueryLanguage !== 'JSONPath') problems.push(`QueryLanguage ${JSON.stringify(top.QueryLanguage)}: only JSONPath runs locally`);
+  if ('QueryLanguage' in top && top.QueryLanguage !== 'JSONPath')
+    problems.push(`QueryLanguage ${JSON.stringify(top.QueryLanguage)}: only JSONPath runs locally`);
   if (typeof top.TimeoutSeconds !== 'number') problems.push('the machine has no TimeoutSeconds');
   visit(top.States as States | undefined, '', problems);
   if (problems.length) throw new UnsupportedDefinitionError(`The state machine cannot run locally as it would on AWS: ${problems.join('; ')}`);
@@ -36,18 +38,22 @@ export function loadLocalDefinition(definition: unknown): StateMachineDefinition
 function visit(states: States | undefined, prefix: string, problems: string[]) {
   for (const [name, state] of Object.entries(states ?? {})) {
     const where = `${prefix}${name}`;
-    if ('QueryLanguage' in state && state.QueryLanguage !== 'JSONPath') problems.push(`${where}: QueryLanguage ${JSON.stringify(state.QueryLanguage)}: only JSONPath runs locally`);
+    if ('QueryLanguage' in state && state.QueryLanguage !== 'JSONPath')
+      problems.push(`${where}: QueryLanguage ${JSON.stringify(state.QueryLanguage)}: only JSONPath runs locally`);
     for (const field of JSONATA_FIELDS) if (field in state) problems.push(`${where}: ${field} is JSONata`);
     if (JSON.stringify(state).includes('{%')) problems.push(`${where}: a {% %} JSONata expression`);
     if (state.Type === 'Task') {
-      if (typeof state.Resource === 'string' && state.Resource.endsWith('.waitForTaskToken')) problems.push(`${where}: .waitForTaskToken has no local task token`);
+      if (typeof state.Resource === 'string' && state.Resource.endsWith('.waitForTaskToken'))
+        problems.push(`${where}: .waitForTaskToken has no local task token`);
       if (typeof state.TimeoutSeconds !== 'number') problems.push(`${where}: a Task without TimeoutSeconds (cut at 60 s locally, unlimited on AWS)`);
       else if (state.Resource !== LAMBDA_INVOKE) problems.push(`${where}: only ${LAMBDA_INVOKE} Tasks run locally (through the in-process Lambda adapter)`);
     }
     for (const nested of [state.ItemProcessor, state.Iterator] as Json[]) {
       if (nested && typeof nested === 'object' && !Array.isArray(nested)) visit(nested.States as States, `${where}/`, problems);
     }
-    if (Array.isArray(state.Branches)) for (const branch of state.Branches) if (branch && typeof branch === 'object' && !Array.isArray(branch)) visit(branch.States as States, `${where}/`, problems);
+    if (Array.isArray(state.Branches))
+      for (const branch of state.Branches)
+        if (branch && typeof branch === 'object' && !Array.isArray(branch)) visit(branch.States as States, `${where}/`, problems);
   }
 }
 

@@ -124,7 +124,8 @@ export function runLocalExecution(options: RunOptions): LocalRun {
       throw functionError(error);
     }
     const payload = result === undefined ? null : JSON.parse(JSON.stringify(result));
-    if (position !== undefined && position >= 0) checkWaits(step?.phase === 'poll' ? payload : undefined, (steps as { first_wait_seconds?: unknown }[])[position]?.first_wait_seconds);
+    if (position !== undefined && position >= 0)
+      checkWaits(step?.phase === 'poll' ? payload : undefined, (steps as { first_wait_seconds?: unknown }[])[position]?.first_wait_seconds);
     if (position !== undefined && position >= 0 && step?.phase === 'poll' && payload?.settled === true) settled.add(position);
     return { ExecutedVersion: '$LATEST', StatusCode: 200, Payload: payload };
   };
@@ -133,7 +134,10 @@ export function runLocalExecution(options: RunOptions): LocalRun {
   const retryNames = stateNames(definition, (state) => Array.isArray(state.Retry));
   const waitNames = stateNames(definition, (state) => state.Type === 'Wait');
   const timeoutSeconds = options.timeoutSeconds ?? definition.TimeoutSeconds;
-  const machine = new StateMachine({ ...definition, ...(timeoutSeconds === undefined ? {} : { TimeoutSeconds: timeoutSeconds }) }, { validationOptions: { noValidate: true } });
+  const machine = new StateMachine(
+    { ...definition, ...(timeoutSeconds === undefined ? {} : { TimeoutSeconds: timeoutSeconds }) },
+    { validationOptions: { noValidate: true } },
+  );
   const execution = machine.run(options.input as never, {
     noThrowOnAbort: true,
     context: { Execution: { Name: options.name, Id: options.executionArn } },
@@ -157,7 +161,8 @@ export function runLocalExecution(options: RunOptions): LocalRun {
       if (aborted) return { status: 'ABORTED' };
       return { status: 'SUCCEEDED', output: JSON.stringify(output) };
     } catch (error) {
-      if (error instanceof ExecutionTimeoutError) return { status: 'TIMED_OUT', error: 'States.Timeout', cause: 'The execution ran longer than the machine\'s TimeoutSeconds' };
+      if (error instanceof ExecutionTimeoutError)
+        return { status: 'TIMED_OUT', error: 'States.Timeout', cause: "The execution ran longer than the machine's TimeoutSeconds" };
       if (error instanceof ExecutionError && error.cause instanceof Error) return { status: 'FAILED', error: error.cause.name, cause: error.cause.message };
       return { status: 'FAILED', error: 'States.Runtime', cause: error instanceof Error ? error.message : String(error) };
     } finally {
@@ -196,7 +201,8 @@ const isWaitSeconds = (value: unknown) => Number.isSafeInteger(value) && (value 
  * machine reads; a submit's result is discarded), so a bad value fails the sandbox run too.
  */
 function checkWaits(poll: { settled?: unknown; wait_seconds?: unknown } | null | undefined, firstWaitSeconds: unknown) {
-  if (!isWaitSeconds(firstWaitSeconds)) throw named('States.Runtime', `first_wait_seconds ${JSON.stringify(firstWaitSeconds)} is not an integer >= 0 (the Wait's SecondsPath)`);
+  if (!isWaitSeconds(firstWaitSeconds))
+    throw named('States.Runtime', `first_wait_seconds ${JSON.stringify(firstWaitSeconds)} is not an integer >= 0 (the Wait's SecondsPath)`);
   if (poll !== undefined && (typeof poll?.settled !== 'boolean' || !isWaitSeconds(poll.wait_seconds))) {
     throw named('States.Runtime', `a poll returned ${JSON.stringify(poll)}: a StepResult needs settled (boolean) and wait_seconds (integer >= 0)`);
   }

@@ -122,7 +122,10 @@ async function install(host: Host): Promise<void> {
   if (!code || code === '0x') await host.rpc('anvil_setCode', [VENUE_A_SANDBOX_BRIDGE, sandboxRhinoBridgeArtifact.deployedBytecode]);
   const initialized = await host.client.readContract({ address: VENUE_A_SANDBOX_BRIDGE, abi: sandboxRhinoBridgeArtifact.abi, functionName: 'initialized' });
   if (!initialized) {
-    await host.sendFromVault({ to: VENUE_A_SANDBOX_BRIDGE, data: encodeFunctionData({ abi: sandboxRhinoBridgeArtifact.abi, functionName: 'initialize', args: [host.vaultAddress] }) });
+    await host.sendFromVault({
+      to: VENUE_A_SANDBOX_BRIDGE,
+      data: encodeFunctionData({ abi: sandboxRhinoBridgeArtifact.abi, functionName: 'initialize', args: [host.vaultAddress] }),
+    });
   }
 }
 
@@ -152,7 +155,15 @@ function credit(draft: Draft, deposit: { key: string; txHash: Hex; depositor: Ad
   account.balance = (BigInt(account.balance) + deposit.amount - fee).toString();
   quote.usedBy = deposit.key;
   const id = String(state.nextId++);
-  state.operations[id] = { id, type: 'DEPOSIT', accountId: account.id, amount: deposit.amount.toString(), fee: quote.fee, time: Date.now(), txHash: deposit.txHash };
+  state.operations[id] = {
+    id,
+    type: 'DEPOSIT',
+    accountId: account.id,
+    amount: deposit.amount.toString(),
+    fee: quote.fee,
+    time: Date.now(),
+    txHash: deposit.txHash,
+  };
   return true;
 }
 
@@ -205,7 +216,15 @@ async function onboard(body: unknown, host: Host): Promise<VenueResponse> {
     const id = ACCOUNT_ID_BASE + sequence;
     const l2Key = feltToHex(check.starkPublicKey);
     // Sandbox choice: the account's Starknet bridge address is derived, not deployed.
-    const account: AccountRecord = { id, wallet, l2Key, l2Vault: VAULT_BASE + sequence, bridgeStarknetAddress: feltToHex(pedersen(check.starkPublicKey, BigInt(id))), balance: '0', apiKeys: [] };
+    const account: AccountRecord = {
+      id,
+      wallet,
+      l2Key,
+      l2Vault: VAULT_BASE + sequence,
+      bridgeStarknetAddress: feltToHex(pedersen(check.starkPublicKey, BigInt(id))),
+      balance: '0',
+      apiKeys: [],
+    };
     state.accounts[String(id)] = account;
     state.byWallet[wallet.toLowerCase()] = id;
     return ok({ l1Address: wallet.toLowerCase(), defaultAccount: accountView(account) });
@@ -213,7 +232,12 @@ async function onboard(body: unknown, host: Host): Promise<VenueResponse> {
 }
 
 /** L1-signed account endpoints: the signer is whoever `L1_SIGNATURE` over "{path}@{time}" recovers to. */
-async function withL1(request: VenueRequest, host: Host, needsActive: boolean, then: (account: AccountRecord | undefined) => Promise<VenueResponse> | VenueResponse): Promise<VenueResponse> {
+async function withL1(
+  request: VenueRequest,
+  host: Host,
+  needsActive: boolean,
+  then: (account: AccountRecord | undefined) => Promise<VenueResponse> | VenueResponse,
+): Promise<VenueResponse> {
   const signature = request.headers.l1_signature;
   const time = request.headers.l1_message_time;
   if (!signature || !time) return fail(401, 'L1_SIGNATURE and L1_MESSAGE_TIME are required');
@@ -243,7 +267,8 @@ function accountView(account: AccountRecord) {
 
 function issueApiKey(account: AccountRecord, body: unknown, host: Host): Promise<VenueResponse> {
   const description = (body as { description?: unknown } | undefined)?.description;
-  if (typeof description !== 'string' || description.length === 0 || description.length > 100) return Promise.resolve(fail(400, 'description: a string of 1 to 100 characters'));
+  if (typeof description !== 'string' || description.length === 0 || description.length > 100)
+    return Promise.resolve(fail(400, 'description: a string of 1 to 100 characters'));
   const key = randomBytes(16).toString('hex');
   return host.transact((draft) => {
     draft.venue.accounts[String(account.id)]!.apiKeys.push(key);
@@ -289,7 +314,17 @@ function createQuote(account: AccountRecord, query: Readonly<Record<string, stri
   const fee = rule.fee.amount;
   const id = randomBytes(16).toString('hex');
   return host.transact((draft) => {
-    draft.venue.quotes[id] = { id, accountId: account.id, chainIn, chainOut, amount: amount.toString(), fee: fee.toString(), createdAt: Date.now(), expiresAt: null, usedBy: null };
+    draft.venue.quotes[id] = {
+      id,
+      accountId: account.id,
+      chainIn,
+      chainOut,
+      amount: amount.toString(),
+      fee: fee.toString(),
+      createdAt: Date.now(),
+      expiresAt: null,
+      usedBy: null,
+    };
     return ok({ id, fee: toDecimal(fee) });
   });
 }
@@ -338,7 +373,8 @@ function withdraw(account: AccountRecord, body: unknown, host: Host): Promise<Ve
   const amount = fromDecimal(request.amount);
   if (amount === undefined || amount <= 0n) return fail(400, 'amount: a positive decimal with at most 6 decimals');
   if (BigInt(settlement.amount) !== amount) return fail(400, 'settlement.amount does not match amount');
-  if (parseFelt(settlement.recipient) !== parseFelt(account.bridgeStarknetAddress)) return fail(400, 'A bridged withdrawal must go to the account’s bridgeStarknetAddress');
+  if (parseFelt(settlement.recipient) !== parseFelt(account.bridgeStarknetAddress))
+    return fail(400, 'A bridged withdrawal must go to the account’s bridgeStarknetAddress');
   if (settlement.positionId !== account.l2Vault) return fail(400, 'settlement.positionId is not the account’s vault');
   if (parseFelt(settlement.collateralId) !== EXTENDED_COLLATERAL_ID) return fail(400, 'settlement.collateralId is not the collateral asset');
   if (settlement.expiration.seconds * 1000 <= Date.now()) return fail(400, 'The settlement expired');
@@ -365,7 +401,8 @@ function withdraw(account: AccountRecord, body: unknown, host: Host): Promise<Ve
     const existing = Object.values(state.operations).find((op) => op.accountId === account.id && op.type === 'SLOW_WITHDRAWAL' && op.salt === salt);
     if (existing) return existing.amount === amount.toString() ? ok(Number(existing.id)) : fail(409, 'This settlement salt was used for another withdrawal');
     const quote = request.quoteId ? state.quotes[request.quoteId] : undefined;
-    if (!quote || quote.accountId !== account.id || quote.chainIn !== STARKNET_CHAIN || quote.chainOut !== ARB_CHAIN) return fail(400, 'A withdrawal to ARB needs a committed STRK → ARB quote of this account');
+    if (!quote || quote.accountId !== account.id || quote.chainIn !== STARKNET_CHAIN || quote.chainOut !== ARB_CHAIN)
+      return fail(400, 'A withdrawal to ARB needs a committed STRK → ARB quote of this account');
     if (quote.expiresAt === null) return fail(400, 'The quote was not committed');
     if (Date.now() > quote.expiresAt) return fail(409, 'The quote expired');
     if (quote.usedBy !== null) return fail(409, 'The quote was used already');
@@ -399,7 +436,15 @@ function assetOperations(account: AccountRecord, query: Readonly<Record<string, 
     .map((op) => {
       const payout = op.payout ? state.payouts[op.payout] : undefined;
       const status =
-        op.type === 'DEPOSIT' ? 'COMPLETED' : op.refused ? 'REJECTED' : payout?.state === 'completed' ? 'COMPLETED' : payout?.state === 'failed' ? 'REJECTED' : 'IN_PROGRESS';
+        op.type === 'DEPOSIT'
+          ? 'COMPLETED'
+          : op.refused
+            ? 'REJECTED'
+            : payout?.state === 'completed'
+              ? 'COMPLETED'
+              : payout?.state === 'failed'
+                ? 'REJECTED'
+                : 'IN_PROGRESS';
       const transactionHash = op.type === 'DEPOSIT' ? op.txHash : status === 'COMPLETED' ? payout?.txHash : undefined;
       return {
         id: op.id,

@@ -76,8 +76,15 @@ export interface VenueBState {
 type Host = VenueHost<VenueBState>;
 type Draft = VenueState<VenueBState>;
 
-const HexString = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]*$/), v.transform((s) => s as Hex));
-const Addr = v.pipe(v.string(), v.check((s) => isAddress(s, { strict: false }), 'not an address'));
+const HexString = v.pipe(
+  v.string(),
+  v.regex(/^0x[0-9a-fA-F]*$/),
+  v.transform((s) => s as Hex),
+);
+const Addr = v.pipe(
+  v.string(),
+  v.check((s) => isAddress(s, { strict: false }), 'not an address'),
+);
 const Nonce = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
 const Base = { hyperliquidChain: v.picklist(['Mainnet', 'Testnet']), signatureChainId: HexString };
 
@@ -151,7 +158,14 @@ function info(request: v.InferOutput<typeof InfoRequest>, state: Draft): unknown
     case 'clearinghouseState': {
       const value = usdc(BigInt(user?.balance ?? '0'));
       const summary = { accountValue: value, totalNtlPos: '0.0', totalRawUsd: value, totalMarginUsed: '0.0' };
-      return { marginSummary: summary, crossMarginSummary: summary, crossMaintenanceMarginUsed: '0.0', withdrawable: value, assetPositions: [], time: Date.now() };
+      return {
+        marginSummary: summary,
+        crossMarginSummary: summary,
+        crossMaintenanceMarginUsed: '0.0',
+        withdrawable: value,
+        assetPositions: [],
+        time: Date.now(),
+      };
     }
     case 'extraAgents':
       return Object.entries(user?.agents ?? {})
@@ -164,7 +178,12 @@ function info(request: v.InferOutput<typeof InfoRequest>, state: Draft): unknown
       const end = request.endTime ?? Number.MAX_SAFE_INTEGER;
       return (user?.ledger ?? [])
         .filter((entry) => entry.time >= start && entry.time <= end)
-        .map((entry) => ({ time: entry.time, hash: entry.hash, delta: entry.delta, ...(entry.delta.type === 'withdraw' ? { sandbox_payout: payoutView(state, entry) } : {}) }));
+        .map((entry) => ({
+          time: entry.time,
+          hash: entry.hash,
+          delta: entry.delta,
+          ...(entry.delta.type === 'withdraw' ? { sandbox_payout: payoutView(state, entry) } : {}),
+        }));
     }
   }
 }
@@ -234,7 +253,8 @@ function approveAgent(draft: Draft, user: UserRecord, signer: Address, action: E
   const name = match ? raw.slice(0, match.index) : raw;
   const validUntil = match ? Number(match[1]) : null;
   if (name.length > 16) return err('Invalid agent name: at most 16 characters');
-  if (validUntil !== null && (validUntil <= now || validUntil > now + MAX_AGENT_VALIDITY_MS)) return err('Invalid valid_until: must lie within the next 180 days');
+  if (validUntil !== null && (validUntil <= now || validUntil > now + MAX_AGENT_VALIDITY_MS))
+    return err('Invalid valid_until: must lie within the next 180 days');
   if (agent.toLowerCase() === signer.toLowerCase()) return err('An account cannot approve itself as an agent');
   const otherOwner = draft.venue.agentOwners[agent.toLowerCase()];
   if (otherOwner || draft.venue.users[agent.toLowerCase()]) return err(`Agent address ${agent.toLowerCase()} is already in use`);
@@ -261,7 +281,8 @@ function approveBuilderFee(draft: Draft, user: UserRecord, action: Extract<UserS
   }
   const builderValue = BigInt(draft.venue.users[builder]?.balance ?? '0');
   if (builderValue < BUILDER_MINIMUM_VALUE) return err('Builder has insufficient balance to be approved: needs at least 100 USDC account value');
-  if (!user.builderFees[builder] && Object.keys(user.builderFees).length >= MAX_BUILDER_APPROVALS) return err(`Too many builder approvals: at most ${MAX_BUILDER_APPROVALS}`);
+  if (!user.builderFees[builder] && Object.keys(user.builderFees).length >= MAX_BUILDER_APPROVALS)
+    return err(`Too many builder approvals: at most ${MAX_BUILDER_APPROVALS}`);
   user.builderFees[builder] = tenths;
   return ok;
 }
@@ -289,7 +310,13 @@ function withdraw(draft: Draft, user: UserRecord, signer: Address, action: Extra
   }
   user.balance = (balance - amount).toString();
   const payout = `withdraw:${signer.toLowerCase()}:${action.time}`;
-  host.pay(draft, { id: payout, to: getAddress(action.destination), token: ARBITRUM_USDC, amount: amount - fee, heldBy: fault?.mode === 'stall' ? fault.scope : undefined });
+  host.pay(draft, {
+    id: payout,
+    to: getAddress(action.destination),
+    token: ARBITRUM_USDC,
+    amount: amount - fee,
+    heldBy: fault?.mode === 'stall' ? fault.scope : undefined,
+  });
   user.ledger.push({ time: now, hash, delta, payout });
   return ok;
 }

@@ -188,7 +188,10 @@ async function install(host: Host): Promise<void> {
   if (!code || code === '0x') await host.rpc('anvil_setCode', [VENUE_C_BRIDGE, sandboxStarkgateBridgeArtifact.deployedBytecode]);
   const initialized = await host.client.readContract({ address: VENUE_C_BRIDGE, abi: sandboxStarkgateBridgeArtifact.abi, functionName: 'initialized' });
   if (!initialized) {
-    await host.sendFromVault({ to: VENUE_C_BRIDGE, data: encodeFunctionData({ abi: sandboxStarkgateBridgeArtifact.abi, functionName: 'initialize', args: [host.vaultAddress] }) });
+    await host.sendFromVault({
+      to: VENUE_C_BRIDGE,
+      data: encodeFunctionData({ abi: sandboxStarkgateBridgeArtifact.abi, functionName: 'initialize', args: [host.vaultAddress] }),
+    });
   }
 }
 
@@ -244,7 +247,8 @@ async function handle(request: VenueRequest, host: Host): Promise<VenueResponse>
   const known =
     (method === 'GET' && ['/v1/balance', '/v1/account', '/v1/transfers'].includes(path)) ||
     (method === 'POST' && path === '/v1/withdrawals') ||
-    (isSubkeys && (method === 'GET' || (method === 'POST' && path === '/v1/account/keys/subkeys') || (method === 'DELETE' && path !== '/v1/account/keys/subkeys')));
+    (isSubkeys &&
+      (method === 'GET' || (method === 'POST' && path === '/v1/account/keys/subkeys') || (method === 'DELETE' && path !== '/v1/account/keys/subkeys')));
   if (!known) return error(404, 'NOT_FOUND', `${method} ${path} not found`);
 
   const session = authenticate(request, host.read().venue);
@@ -293,7 +297,8 @@ async function onboarding(request: VenueRequest, host: Host): Promise<VenueRespo
   return host.transact((draft) => {
     const state = draft.venue;
     const linked = state.ethereumAccounts[ethereum];
-    if (linked && linked !== account) return error(400, 'ETHEREUM_ADDRESS_ALREADY_ONBOARDED', `Ethereum account ${check.ethereumAccount} is already linked to another Paradex account`);
+    if (linked && linked !== account)
+      return error(400, 'ETHEREUM_ADDRESS_ALREADY_ONBOARDED', `Ethereum account ${check.ethereumAccount} is already linked to another Paradex account`);
     const existing = state.accounts[account];
     if (existing && existing.ethereumAccount.toLowerCase() !== ethereum) {
       return error(400, 'PARENT_ADDRESS_ALREADY_ONBOARDED', `Account ${account} is already onboarded with another Ethereum account`);
@@ -312,7 +317,8 @@ async function auth(request: VenueRequest, host: Host): Promise<VenueResponse> {
   const signatureHeader = headers['paradex-starknet-signature'];
   const timestampHeader = headers['paradex-timestamp'];
   const expirationHeader = headers['paradex-signature-expiration'];
-  if (!accountHeader || !signatureHeader || !timestampHeader) return error(400, 'VALIDATION_ERROR', 'PARADEX-STARKNET-ACCOUNT, PARADEX-STARKNET-SIGNATURE and PARADEX-TIMESTAMP are required');
+  if (!accountHeader || !signatureHeader || !timestampHeader)
+    return error(400, 'VALIDATION_ERROR', 'PARADEX-STARKNET-ACCOUNT, PARADEX-STARKNET-SIGNATURE and PARADEX-TIMESTAMP are required');
   let account: string;
   try {
     account = feltToHex(parseFelt(accountHeader));
@@ -323,10 +329,12 @@ async function auth(request: VenueRequest, host: Host): Promise<VenueResponse> {
   const now = Math.floor(Date.now() / 1000);
   // [O] P2: expiration defaults to 30 minutes, at most one week.
   const expiration = expirationHeader === undefined ? timestamp + 30 * 60 : Number(expirationHeader);
-  if (!Number.isSafeInteger(timestamp) || !Number.isSafeInteger(expiration)) return error(400, 'INVALID_TIMESTAMP', 'PARADEX-TIMESTAMP and PARADEX-SIGNATURE-EXPIRATION are unix seconds');
+  if (!Number.isSafeInteger(timestamp) || !Number.isSafeInteger(expiration))
+    return error(400, 'INVALID_TIMESTAMP', 'PARADEX-TIMESTAMP and PARADEX-SIGNATURE-EXPIRATION are unix seconds');
   if (timestamp > now + CLOCK_SKEW_SECONDS) return error(400, 'INVALID_TIMESTAMP', 'PARADEX-TIMESTAMP lies in the future');
   if (expiration <= now) return error(400, 'INVALID_TIMESTAMP', 'the signature has expired');
-  if (expiration - timestamp > MAX_SIGNATURE_SECONDS) return error(400, 'INVALID_TIMESTAMP', 'PARADEX-SIGNATURE-EXPIRATION is at most one week after PARADEX-TIMESTAMP');
+  if (expiration - timestamp > MAX_SIGNATURE_SECONDS)
+    return error(400, 'INVALID_TIMESTAMP', 'PARADEX-SIGNATURE-EXPIRATION is at most one week after PARADEX-TIMESTAMP');
   const signature = parseParadexSignature(signatureHeader);
   if (!signature) return error(400, 'INVALID_STARKNET_SIGNATURE', 'PARADEX-STARKNET-SIGNATURE must be ["<r>","<s>"]');
 
@@ -388,7 +396,8 @@ function authenticate(request: VenueRequest, state: VenueCState): Session | Venu
   const record = claims.sub ? state.accounts[claims.sub] : undefined;
   if (!record || typeof claims.key !== 'string') return error(401, 'UNAUTHORIZED_ERROR', 'unknown account');
   // A revoked subkey's JWT stops working at once.
-  if (!claims.main && record.subkeys[claims.key.toLowerCase()]?.state !== 'active') return error(401, 'UNAUTHORIZED_ERROR', 'the subkey of this JWT is revoked');
+  if (!claims.main && record.subkeys[claims.key.toLowerCase()]?.state !== 'active')
+    return error(401, 'UNAUTHORIZED_ERROR', 'the subkey of this JWT is revoked');
   return { account: claims.sub!, key: claims.key, main: claims.main === true };
 }
 
@@ -399,7 +408,11 @@ function balance(account: string, state: VenueCState): VenueResponse {
   const updated = lastUpdate(account, state);
   return {
     status: 200,
-    body: { results: [{ token: 'USDC', size: decimal(size), cost: '0', cost_usd: '0', average_entry_price: '1', average_entry_price_usd: '1', last_updated_at: updated }] },
+    body: {
+      results: [
+        { token: 'USDC', size: decimal(size), cost: '0', cost_usd: '0', average_entry_price: '1', average_entry_price_usd: '1', last_updated_at: updated },
+      ],
+    },
   };
 }
 
@@ -437,7 +450,12 @@ function transfers(request: VenueRequest, account: string, state: Draft): VenueR
   const results = state.venue.transfers
     .filter((transfer) => transfer.account === account)
     .map((transfer) => transferView(transfer, state))
-    .filter((transfer) => (status === undefined || transfer.status === status) && (startAt === undefined || transfer.created_at >= Number(startAt)) && (endAt === undefined || transfer.created_at <= Number(endAt)))
+    .filter(
+      (transfer) =>
+        (status === undefined || transfer.status === status) &&
+        (startAt === undefined || transfer.created_at >= Number(startAt)) &&
+        (endAt === undefined || transfer.created_at <= Number(endAt)),
+    )
     .sort((a, b) => b.created_at - a.created_at || Number(b.id) - Number(a.id))
     .slice(0, size);
   return { status: 200, body: { next: null, prev: null, results } };
@@ -504,10 +522,18 @@ async function createSubkey(request: VenueRequest, account: string, host: Host):
   if (publicKey === 0n || publicKey >= FELT_LIMIT) return error(400, 'PUBLIC_KEY_INVALID', 'public_key is out of range');
   // Sandbox choice: the registration signature flag is on ([O] P2 describes it; research §6.3: unknown whether mainnet enforces it).
   if (!body.signature || body.signature_timestamp === undefined || body.signature_expiry === undefined) {
-    return error(400, 'INVALID_SUBKEY', 'signature, signature_timestamp and signature_expiry are required: the main key signs pedersen_array(account, public_key, timestamp, expiry)');
+    return error(
+      400,
+      'INVALID_SUBKEY',
+      'signature, signature_timestamp and signature_expiry are required: the main key signs pedersen_array(account, public_key, timestamp, expiry)',
+    );
   }
   const now = Math.floor(Date.now() / 1000);
-  if (body.signature_expiry <= now || body.signature_timestamp > now + CLOCK_SKEW_SECONDS || body.signature_expiry - body.signature_timestamp > MAX_SIGNATURE_SECONDS) {
+  if (
+    body.signature_expiry <= now ||
+    body.signature_timestamp > now + CLOCK_SKEW_SECONDS ||
+    body.signature_expiry - body.signature_timestamp > MAX_SIGNATURE_SECONDS
+  ) {
     return error(400, 'INVALID_TIMESTAMP', 'signature_timestamp / signature_expiry outside the accepted window');
   }
   let signature: StarkSignature;
@@ -517,15 +543,24 @@ async function createSubkey(request: VenueRequest, account: string, host: Host):
     return error(400, 'INVALID_STARKNET_SIGNATURE', 'signature must be two felts');
   }
   const record = host.read().venue.accounts[account]!;
-  const valid = verifySubkeyRegistration({ account: BigInt(account), mainPublicKey: BigInt(record.publicKey), subkeyPublicKey: publicKey, timestamp: body.signature_timestamp, expiry: body.signature_expiry, signature });
+  const valid = verifySubkeyRegistration({
+    account: BigInt(account),
+    mainPublicKey: BigInt(record.publicKey),
+    subkeyPublicKey: publicKey,
+    timestamp: body.signature_timestamp,
+    expiry: body.signature_expiry,
+    signature,
+  });
   if (!valid) return error(400, 'STARKNET_SIGNATURE_VERIFICATION_FAILED', 'the registration signature does not verify under the main account key');
 
   const key = feltToHex(publicKey);
   return host.transact((draft) => {
     const state = draft.venue;
     const owner = state.accounts[account]!;
-    if (key === owner.publicKey || Object.values(state.accounts).some((other) => other.publicKey === key || other.subkeys[key])) return error(400, 'NOT_UNIQUE', 'this public key is already registered');
-    if (Object.values(owner.subkeys).filter((subkey) => subkey.state === 'active').length >= MAX_ACTIVE_SUBKEYS) return error(400, 'VALIDATION_ERROR', `at most ${MAX_ACTIVE_SUBKEYS} active subkeys`);
+    if (key === owner.publicKey || Object.values(state.accounts).some((other) => other.publicKey === key || other.subkeys[key]))
+      return error(400, 'NOT_UNIQUE', 'this public key is already registered');
+    if (Object.values(owner.subkeys).filter((subkey) => subkey.state === 'active').length >= MAX_ACTIVE_SUBKEYS)
+      return error(400, 'VALIDATION_ERROR', `at most ${MAX_ACTIVE_SUBKEYS} active subkeys`);
     const nanos = Date.now() * 1_000_000;
     owner.subkeys[key] = { id: state.nextSubkeyId++, name: body.name, public_key: key, state: 'active', created_at: nanos, updated_at: nanos, revoked_at: 0 };
     return { status: 201, body: {} };
@@ -575,7 +610,10 @@ async function revokeSubkey(raw: string, account: string, host: Host): Promise<V
 const WithdrawalBody = v.object({
   token: v.literal('USDC'),
   amount: v.pipe(v.string(), v.regex(/^[0-9]+(\.[0-9]{1,6})?$/)),
-  recipient: v.pipe(v.string(), v.check((s) => isAddress(s, { strict: false }), 'not an Ethereum address')),
+  recipient: v.pipe(
+    v.string(),
+    v.check((s) => isAddress(s, { strict: false }), 'not an Ethereum address'),
+  ),
   nonce: v.pipe(v.string(), v.regex(/^[0-9]{1,20}$/)),
   expiration: v.pipe(v.number(), v.safeInteger()),
   signature: v.tuple([v.string(), v.string()]),
@@ -615,7 +653,8 @@ async function withdraw(request: VenueRequest, account: string, host: Host): Pro
     if (previous) {
       // The same withdrawal again (a retry): its record, nothing paid twice.
       const transfer = state.transfers.find((t) => t.id === previous)!;
-      if (transfer.amount !== decimal(amount) || transfer.external_account !== recipient) return error(400, 'DUPLICATED_CLIENT_ID', 'this nonce belongs to another withdrawal');
+      if (transfer.amount !== decimal(amount) || transfer.external_account !== recipient)
+        return error(400, 'DUPLICATED_CLIENT_ID', 'this nonce belongs to another withdrawal');
       return { status: 200, body: transferView(transfer, draft) };
     }
     const available = BigInt(state.balances[account] ?? '0');
@@ -625,7 +664,17 @@ async function withdraw(request: VenueRequest, account: string, host: Host): Pro
     if (fault?.mode === 'fail') return error(400, 'REQUEST_NOT_ALLOWED', 'Withdrawal failed (sandbox fault)');
     const now = Date.now();
     const id = String(state.nextTransferId++);
-    const base = { id, account, kind: 'WITHDRAWAL', amount: decimal(amount), external_account: recipient, external_txn_hash: null, created_at: now, last_updated_at: now, nonce: body.nonce } as const;
+    const base = {
+      id,
+      account,
+      kind: 'WITHDRAWAL',
+      amount: decimal(amount),
+      external_account: recipient,
+      external_txn_hash: null,
+      created_at: now,
+      last_updated_at: now,
+      nonce: body.nonce,
+    } as const;
     let transfer: TransferRecord;
     if (fault?.mode === 'refund') {
       // Accepted, then rejected on L2: the balance stays, the transfer is FAILED.

@@ -103,11 +103,27 @@ export interface VenueDState {
 type Host = VenueHost<VenueDState>;
 type Draft = VenueState<VenueDState>;
 
-const Bytes32 = v.pipe(v.string(), v.check((s) => isHex(s) && size(s as Hex) === 32, 'must be 32 bytes of hex'), v.transform((s) => s.toLowerCase() as Hex));
-const Signature = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]*$/, 'must be hex'), v.transform((s) => s as Hex));
+const Bytes32 = v.pipe(
+  v.string(),
+  v.check((s) => isHex(s) && size(s as Hex) === 32, 'must be 32 bytes of hex'),
+  v.transform((s) => s.toLowerCase() as Hex),
+);
+const Signature = v.pipe(
+  v.string(),
+  v.regex(/^0x[0-9a-fA-F]*$/, 'must be hex'),
+  v.transform((s) => s as Hex),
+);
 /** Integers travel as decimal strings (getNadoEIP712Values). */
-const Uint = v.pipe(v.string(), v.regex(/^[0-9]{1,39}$/, 'must be an unsigned integer as a decimal string'), v.transform((s): bigint => BigInt(s)));
-const AddressString = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, 'must be an address'), v.transform((s) => getAddress(s)));
+const Uint = v.pipe(
+  v.string(),
+  v.regex(/^[0-9]{1,39}$/, 'must be an unsigned integer as a decimal string'),
+  v.transform((s): bigint => BigInt(s)),
+);
+const AddressString = v.pipe(
+  v.string(),
+  v.regex(/^0x[0-9a-fA-F]{40}$/, 'must be an address'),
+  v.transform((s) => getAddress(s)),
+);
 
 const LinkSignerExecute = v.object({ tx: v.object({ sender: Bytes32, signer: Bytes32, nonce: Uint }), signature: Signature });
 const WithdrawExecute = v.object({
@@ -168,7 +184,10 @@ async function install(host: Host): Promise<void> {
   if (code === '0x' || code === '0x0') await host.rpc('anvil_setCode', [endpoint, sandboxNadoEndpointArtifact.deployedBytecode]);
   const initialized = await host.client.readContract({ address: endpoint, abi: sandboxNadoEndpointArtifact.abi, functionName: 'initialized' });
   if (!initialized) {
-    await host.sendFromVault({ to: endpoint, data: encodeFunctionData({ abi: sandboxNadoEndpointArtifact.abi, functionName: 'initialize', args: [quoteToken(host), host.vaultAddress] }) });
+    await host.sendFromVault({
+      to: endpoint,
+      data: encodeFunctionData({ abi: sandboxNadoEndpointArtifact.abi, functionName: 'initialize', args: [quoteToken(host), host.vaultAddress] }),
+    });
   }
 }
 
@@ -196,7 +215,13 @@ async function handle(request: VenueRequest, host: Host): Promise<VenueResponse>
 // --- queries -----------------------------------------------------------------------------------
 
 const success = (requestType: string, data: unknown) => ({ status: 'success', data, request_type: requestType });
-const failure = (requestType: string, error: string, code: number, signature: string | null = null) => ({ status: 'failure', signature, error, error_code: code, request_type: requestType });
+const failure = (requestType: string, error: string, code: number, signature: string | null = null) => ({
+  status: 'failure',
+  signature,
+  error,
+  error_code: code,
+  request_type: requestType,
+});
 
 function query(input: unknown, host: Host): unknown {
   const type = typeof (input as { type?: unknown })?.type === 'string' ? (input as { type: string }).type : 'unknown';
@@ -211,7 +236,10 @@ function query(input: unknown, host: Host): unknown {
       // tx_nonce "increments by one each time a successful execute goes through"; order_nonce is
       // "the current timestamp in milliseconds plus 100000 multiplied by 2**20" (docs.nado.xyz, Nonces).
       // Both as decimal strings, as @nadohq/engine-client types them (the docs' example shows numbers).
-      return success('query_nonces', { tx_nonce: state.txNonces[q.address.toLowerCase()] ?? '0', order_nonce: ((BigInt(Date.now()) + 100_000n) << 20n).toString() });
+      return success('query_nonces', {
+        tx_nonce: state.txNonces[q.address.toLowerCase()] ?? '0',
+        order_nonce: ((BigInt(Date.now()) + 100_000n) << 20n).toString(),
+      });
     case 'subaccount_info':
       return success('query_subaccount_info', subaccountInfo(q.subaccount, state.subaccounts[q.subaccount], quoteToken(host)));
     case 'linked_signer':
@@ -252,9 +280,27 @@ function subaccountInfo(sender: Hex, account: SubaccountRecord | undefined, toke
       {
         product_id: QUOTE_PRODUCT_ID,
         oracle_price_x18: one,
-        risk: { long_weight_initial_x18: one, short_weight_initial_x18: one, long_weight_maintenance_x18: one, short_weight_maintenance_x18: one, large_position_penalty_x18: '0' },
-        config: { token: token.toLowerCase(), interest_inflection_util_x18: '0', interest_floor_x18: '0', interest_small_cap_x18: '0', interest_large_cap_x18: '0', min_deposit_rate_x18: '0' },
-        state: { cumulative_deposits_multiplier_x18: one, cumulative_borrows_multiplier_x18: one, total_deposits_normalized: '0', total_borrows_normalized: '0' },
+        risk: {
+          long_weight_initial_x18: one,
+          short_weight_initial_x18: one,
+          long_weight_maintenance_x18: one,
+          short_weight_maintenance_x18: one,
+          large_position_penalty_x18: '0',
+        },
+        config: {
+          token: token.toLowerCase(),
+          interest_inflection_util_x18: '0',
+          interest_floor_x18: '0',
+          interest_small_cap_x18: '0',
+          interest_large_cap_x18: '0',
+          min_deposit_rate_x18: '0',
+        },
+        state: {
+          cumulative_deposits_multiplier_x18: one,
+          cumulative_borrows_multiplier_x18: one,
+          total_deposits_normalized: '0',
+          total_borrows_normalized: '0',
+        },
         book_info: { size_increment: '0', price_increment_x18: '0', min_size: '0', collected_fees: '0' },
       },
     ],
@@ -280,12 +326,19 @@ async function execute(input: unknown, host: Host): Promise<unknown> {
   const signatureOf = (b: unknown) => (typeof (b as { signature?: unknown })?.signature === 'string' ? (b as { signature: string }).signature : null);
   if (type === 'link_signer') {
     const parsed = v.safeParse(LinkSignerExecute, body);
-    if (!parsed.success) return failure('execute_link_signer', `Invalid link_signer: ${parsed.issues[0].message}`, VENUE_D_ERROR.invalidExecuteMessage, signatureOf(body));
+    if (!parsed.success)
+      return failure('execute_link_signer', `Invalid link_signer: ${parsed.issues[0].message}`, VENUE_D_ERROR.invalidExecuteMessage, signatureOf(body));
     return linkSigner(parsed.output, host);
   }
   if (type === 'withdraw_collateral') {
     const parsed = v.safeParse(WithdrawExecute, body);
-    if (!parsed.success) return failure('execute_withdraw_collateral', `Invalid withdraw_collateral: ${parsed.issues[0].message}`, VENUE_D_ERROR.invalidExecuteMessage, signatureOf(body));
+    if (!parsed.success)
+      return failure(
+        'execute_withdraw_collateral',
+        `Invalid withdraw_collateral: ${parsed.issues[0].message}`,
+        VENUE_D_ERROR.invalidExecuteMessage,
+        signatureOf(body),
+      );
     return withdrawCollateral(parsed.output, host);
   }
   return failure(`execute_${type}`, `The sandbox does not support ${type}`, VENUE_D_ERROR.notImplemented, signatureOf(body));
@@ -309,16 +362,25 @@ async function linkSigner(request: v.InferOutput<typeof LinkSignerExecute>, host
   const { owner } = parseSubaccountSender(tx.sender);
   // Only the owner links ([O] N8: a linked signer cannot re-link; docs.nado.xyz says a linked
   // signer "can perform any execute": the research's narrower official source is followed).
-  if (!signer || signer !== owner) return failure(type, 'Invalid signer: link_signer must be signed by the subaccount owner', VENUE_D_ERROR.invalidSigner, signature);
+  if (!signer || signer !== owner)
+    return failure(type, 'Invalid signer: link_signer must be signed by the subaccount owner', VENUE_D_ERROR.invalidSigner, signature);
   const now = Date.now();
   return host.transact((draft) => {
     const account = draft.venue.subaccounts[tx.sender];
-    if (!account) return failure(type, 'The provided address has no previous deposits: deposit at least 5 to open the subaccount', VENUE_D_ERROR.noPriorDeposit, signature);
-    if (BigInt(account.balance) < LINK_MINIMUM_VALUE) return failure(type, 'Your account must hold a minimum value of 5 to enable single signature sessions', VENUE_D_ERROR.singleSignatureInsufficientAccountValue, signature);
+    if (!account)
+      return failure(type, 'The provided address has no previous deposits: deposit at least 5 to open the subaccount', VENUE_D_ERROR.noPriorDeposit, signature);
+    if (BigInt(account.balance) < LINK_MINIMUM_VALUE)
+      return failure(
+        type,
+        'Your account must hold a minimum value of 5 to enable single signature sessions',
+        VENUE_D_ERROR.singleSignatureInsufficientAccountValue,
+        signature,
+      );
     const nonceError = checkNonce(draft, owner, tx.nonce);
     if (nonceError) return failure(type, nonceError, VENUE_D_ERROR.invalidNonce, signature);
     const recent = account.links.filter((time) => time > now - WEEK_MS);
-    if (recent.length >= LINKS_PER_WEEK) return failure(type, `Too many link_signer requests: at most ${LINKS_PER_WEEK} in 7 days`, VENUE_D_ERROR.linkedSignerUpdateLimitExceeded, signature);
+    if (recent.length >= LINKS_PER_WEEK)
+      return failure(type, `Too many link_signer requests: at most ${LINKS_PER_WEEK} in 7 days`, VENUE_D_ERROR.linkedSignerUpdateLimitExceeded, signature);
     // The signer is the first 20 bytes; the rest is ignored; the zero address unlinks.
     const linked = getAddress(slice(tx.signer, 0, 20));
     account.linkedSigner = linked === zeroAddress ? null : linked;
@@ -332,8 +394,12 @@ async function withdrawCollateral(request: v.InferOutput<typeof WithdrawExecute>
   const type = 'execute_withdraw_collateral';
   const { tx, signature } = request;
   if (size(signature) !== 65) return failure(type, 'The provided signature does not meet the required length', VENUE_D_ERROR.signatureLength, signature);
-  if (tx.productId !== QUOTE_PRODUCT_ID) return failure(type, `Unknown product ${tx.productId}: the sandbox has only product 0`, VENUE_D_ERROR.invalidProductId, signature);
-  const signer = await recoverNadoSigner(withdrawCollateralTypedData(domain(host), { sender: tx.sender, productId: tx.productId, amount: tx.amount, nonce: tx.nonce }), signature);
+  if (tx.productId !== QUOTE_PRODUCT_ID)
+    return failure(type, `Unknown product ${tx.productId}: the sandbox has only product 0`, VENUE_D_ERROR.invalidProductId, signature);
+  const signer = await recoverNadoSigner(
+    withdrawCollateralTypedData(domain(host), { sender: tx.sender, productId: tx.productId, amount: tx.amount, nonce: tx.nonce }),
+    signature,
+  );
   const { owner } = parseSubaccountSender(tx.sender);
   const now = Date.now();
   return host.transact((draft) => {
@@ -352,8 +418,18 @@ async function withdrawCollateral(request: v.InferOutput<typeof WithdrawExecute>
     // spot leverage) and leave the subaccount unhealthy (refused with it).
     if (tx.amount + fee > balance) {
       return request.spot_leverage === false
-        ? failure(type, 'Executing this action could result in exceeding your borrowing limit as your spot leverage is set to false', VENUE_D_ERROR.spotExecuteExceedsBorrowLimit, signature)
-        : failure(type, 'Subaccount health insufficient: the amount plus the withdrawal fee exceeds the balance', VENUE_D_ERROR.subaccountHealthTooLow, signature);
+        ? failure(
+            type,
+            'Executing this action could result in exceeding your borrowing limit as your spot leverage is set to false',
+            VENUE_D_ERROR.spotExecuteExceedsBorrowLimit,
+            signature,
+          )
+        : failure(
+            type,
+            'Subaccount health insufficient: the amount plus the withdrawal fee exceeds the balance',
+            VENUE_D_ERROR.subaccountHealthTooLow,
+            signature,
+          );
     }
     const fault = host.takeFault(draft, 'withdrawal', [owner]);
     // Refused as a whole: the nonce stays unused, so the same signed request can succeed later.

@@ -52,7 +52,8 @@ export async function hasDeployer(chain: EvmChain): Promise<boolean> {
 export async function deploymentCost(chain: EvmChain, sponsor: Address) {
   const [gas, fees, balance] = await Promise.all([
     chain.estimateGas(sponsor, delegateDeploymentCall()).catch((error: unknown) => {
-      if (error instanceof CallWouldFailError) throw new DelegateDeploymentError(`deploying the SponsoredExecutor would fail on ${chain.code}: ${error.message}`);
+      if (error instanceof CallWouldFailError)
+        throw new DelegateDeploymentError(`deploying the SponsoredExecutor would fail on ${chain.code}: ${error.message}`);
       throw error;
     }),
     chain.fees(),
@@ -194,7 +195,14 @@ class DeploymentJournal {
   async discard(recorded: Broadcast | undefined): Promise<void> {
     if (!recorded) return;
     await this.#table.doc
-      .send(new DeleteCommand({ TableName: this.#table.name, Key: this.#key, ConditionExpression: 'tx_hash = :hash', ExpressionAttributeValues: { ':hash': recorded.tx_hash } }))
+      .send(
+        new DeleteCommand({
+          TableName: this.#table.name,
+          Key: this.#key,
+          ConditionExpression: 'tx_hash = :hash',
+          ExpressionAttributeValues: { ':hash': recorded.tx_hash },
+        }),
+      )
       .catch((error: unknown) => {
         if (!isConditionalCheckFailed(error)) throw error;
       });

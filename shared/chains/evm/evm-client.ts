@@ -14,7 +14,15 @@ import {
 /** The public actions our EVM code calls, and no others. */
 type UsedActions = Pick<
   PublicActions,
-  'getBalance' | 'readContract' | 'estimateFeesPerGas' | 'estimateGas' | 'getTransactionCount' | 'sendRawTransaction' | 'waitForTransactionReceipt' | 'getStorageAt' | 'getCode'
+  | 'getBalance'
+  | 'readContract'
+  | 'estimateFeesPerGas'
+  | 'estimateGas'
+  | 'getTransactionCount'
+  | 'sendRawTransaction'
+  | 'waitForTransactionReceipt'
+  | 'getStorageAt'
+  | 'getCode'
 >;
 
 export type EvmClient = Client & UsedActions;
@@ -34,7 +42,8 @@ export function createEvmClient(rpcUrl: string): EvmClient {
     estimateGas: ((args: Parameters<typeof estimateGas>[1]) => estimateGas(client, args)) as UsedActions['estimateGas'],
     getTransactionCount: (args: Parameters<typeof getTransactionCount>[1]) => getTransactionCount(client, args),
     sendRawTransaction: (args: Parameters<typeof sendRawTransaction>[1]) => sendRawTransaction(client, args),
-    waitForTransactionReceipt: ((args: Parameters<typeof waitForTransactionReceipt>[1]) => waitForTransactionReceipt(client, args)) as UsedActions['waitForTransactionReceipt'],
+    waitForTransactionReceipt: ((args: Parameters<typeof waitForTransactionReceipt>[1]) =>
+      waitForTransactionReceipt(client, args)) as UsedActions['waitForTransactionReceipt'],
     getStorageAt: (args: Parameters<typeof getStorageAt>[1]) => getStorageAt(client, args),
     getCode: (args: Parameters<typeof getCode>[1]) => getCode(client, args),
   } satisfies Record<keyof UsedActions, unknown>;

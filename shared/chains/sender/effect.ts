@@ -39,11 +39,17 @@ export function evmEffectHeld(chain: EvmChain, receipt: EvmEffectInput, effect: 
   if (effect.executor_nonce !== undefined) return true;
   if (!receipt.raw) return false;
   const signed = parseTransaction(receipt.raw);
-  return signed.value === amount && (effect.to === undefined || (signed.to !== undefined && signed.to !== null && isAddressEqual(signed.to, getAddress(effect.to))));
+  return (
+    signed.value === amount && (effect.to === undefined || (signed.to !== undefined && signed.to !== null && isAddressEqual(signed.to, getAddress(effect.to))))
+  );
 }
 
 function erc20Moved(logs: Log[], token: Address, from: Address, amount: bigint, to: string | undefined): boolean {
   return parseEventLogs({ abi: TRANSFER_EVENT, logs }).some(
-    (log) => isAddressEqual(log.address, token) && isAddressEqual(log.args.from, from) && log.args.value === amount && (to === undefined || isAddressEqual(log.args.to, getAddress(to))),
+    (log) =>
+      isAddressEqual(log.address, token) &&
+      isAddressEqual(log.args.from, from) &&
+      log.args.value === amount &&
+      (to === undefined || isAddressEqual(log.args.to, getAddress(to))),
   );
 }

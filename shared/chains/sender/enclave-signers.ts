@@ -37,7 +37,8 @@ export function wireTransaction(transaction: EvmTransactionRequest): Record<stri
 export function enclaveEvmSigner(wallet: () => Promise<EnclaveSigning>): EvmSigner {
   const open = once(wallet);
   return {
-    signTransaction: async (transaction) => (await (await open()).sign('sign_transaction', { transaction: wireTransaction(transaction) })).signed_transaction as Hex,
+    signTransaction: async (transaction) =>
+      (await (await open()).sign('sign_transaction', { transaction: wireTransaction(transaction) })).signed_transaction as Hex,
     signAuthorization: async ({ chainId, contractAddress, nonce }) =>
       (await (await open()).sign('sign_authorization', { chain_id: chainId, contract_address: contractAddress, nonce })).authorization as SignedAuthorization,
     signDigest: async (digest) => (await (await open()).sign('sign_data', { raw_data_hash: digest })).signature as Hex,
@@ -47,6 +48,7 @@ export function enclaveEvmSigner(wallet: () => Promise<EnclaveSigning>): EvmSign
 export function enclaveSolanaSigner(wallet: () => Promise<EnclaveSigning>): SolanaSigner {
   const open = once(wallet);
   return {
-    signMessage: async (messageBytes) => (await (await open()).sign('sign_transaction', { transaction: Buffer.from(messageBytes).toString('base64') })).signature as string,
+    signMessage: async (messageBytes) =>
+      (await (await open()).sign('sign_transaction', { transaction: Buffer.from(messageBytes).toString('base64') })).signature as string,
   };
 }

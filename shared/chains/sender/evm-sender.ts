@@ -2,7 +2,14 @@ import { type Address, type Hex, keccak256 } from 'viem';
 import type { Table } from '../../db/client.ts';
 import { UnprocessableError } from '../../errors.ts';
 import { logger } from '../../logger.ts';
-import { BroadcastRejectedError, CallWouldFailError, describeChainError, InclusionTimeoutError, TransactionNoEffectError, TransactionRevertedError } from '../errors.ts';
+import {
+  BroadcastRejectedError,
+  CallWouldFailError,
+  describeChainError,
+  InclusionTimeoutError,
+  TransactionNoEffectError,
+  TransactionRevertedError,
+} from '../errors.ts';
 import type { EvmCall, EvmChain } from '../evm-chain.ts';
 import { evmEffectHeld } from './effect.ts';
 import { insufficient } from './funds.ts';
@@ -102,7 +109,8 @@ export class EvmSender {
     }
     const fees = await chain.fees();
     const gas = await chain.estimateGas(from, call).catch((error: unknown) => {
-      if (error instanceof CallWouldFailError) throw new UnprocessableError('TRANSACTION_WOULD_FAIL', `The transfer would fail on ${chain.code}: ${error.message}`);
+      if (error instanceof CallWouldFailError)
+        throw new UnprocessableError('TRANSACTION_WOULD_FAIL', `The transfer would fail on ${chain.code}: ${error.message}`);
       throw error;
     });
     const needed = gas * fees.maxFeePerGas + call.value;
@@ -112,7 +120,12 @@ export class EvmSender {
 }
 
 /** Journal first (a crash after it re-sends this very transaction), then the broadcast. */
-export async function recordThenBroadcast(chain: EvmChain, broadcast: Broadcast, journal: SendJournal | undefined, timings: SendTimings | undefined): Promise<Hex> {
+export async function recordThenBroadcast(
+  chain: EvmChain,
+  broadcast: Broadcast,
+  journal: SendJournal | undefined,
+  timings: SendTimings | undefined,
+): Promise<Hex> {
   await journal?.record(broadcast);
   return timed(timings, 'broadcast', () => chain.broadcast(broadcast.raw as Hex));
 }
@@ -135,7 +148,10 @@ export async function rebroadcastEvm(chain: EvmChain, raw: Hex): Promise<void> {
   } catch (error) {
     // Already known or already mined: exactly what a resumed send wants. Anything else shows in
     // the receipt wait that follows.
-    logger.info('re-broadcast not accepted (already known or mined)', { chain: chain.code, reason: error instanceof BroadcastRejectedError ? error.message : describeChainError(error) });
+    logger.info('re-broadcast not accepted (already known or mined)', {
+      chain: chain.code,
+      reason: error instanceof BroadcastRejectedError ? error.message : describeChainError(error),
+    });
   }
 }
 

@@ -56,7 +56,11 @@ export class SolanaSender {
       }
       const neededLamports = built.fee + built.rent + (request.token === 'SOL' ? request.amount : 0n);
       if (lamports < neededLamports) {
-        const what = built.createsTokenAccount ? 'SOL for the fee and the recipient token account' : request.token === 'SOL' ? 'SOL for the amount and the fee' : 'SOL for the fee';
+        const what = built.createsTokenAccount
+          ? 'SOL for the fee and the recipient token account'
+          : request.token === 'SOL'
+            ? 'SOL for the amount and the fee'
+            : 'SOL for the fee';
         throw insufficient(what, neededLamports, lamports, 9);
       }
       signature = await timed(timings, 'sign', () => request.signer.signMessage(built.messageBytes));

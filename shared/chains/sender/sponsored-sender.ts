@@ -89,7 +89,11 @@ export class SponsoredEvmSender {
         const { raw, nonce } = await this.#signAsSponsor(request, sponsor, execute, sponsorLease.state?.next_nonce);
         // Both leases still ours after the sponsor's signature: only then record and broadcast.
         await Promise.all([sponsorLease.renew(), renewAccountLease()]);
-        const broadcast: Broadcast = { tx_hash: keccak256(raw), raw, effect: expectedEffect(account, request.spends, { executor_nonce: execute.executorNonce.toString() }) };
+        const broadcast: Broadcast = {
+          tx_hash: keccak256(raw),
+          raw,
+          effect: expectedEffect(account, request.spends, { executor_nonce: execute.executorNonce.toString() }),
+        };
         await recordThenBroadcast(chain, broadcast, journal, timings);
         return { result: broadcast, nonce };
       });
@@ -113,7 +117,9 @@ export class SponsoredEvmSender {
     if (!(await chain.isDelegatedTo(account, delegate))) {
       authorizationNonce = Math.max(await this.#settledNonce(chain, account, lease), lease.state?.next_nonce ?? 0);
       const nonce = authorizationNonce;
-      authorizationList.push(await timed(timings, 'sign', () => signer.signAuthorization({ chainId: chain.config.chain_id, contractAddress: delegate, nonce })));
+      authorizationList.push(
+        await timed(timings, 'sign', () => signer.signAuthorization({ chainId: chain.config.chain_id, contractAddress: delegate, nonce })),
+      );
     }
     const executorNonce = await chain.executorNonce(account);
     const deadline = BigInt(Math.floor(this.#now() / 1000)) + EXECUTE_DEADLINE_SECONDS;
@@ -138,10 +144,18 @@ export class SponsoredEvmSender {
   }
 
   /** Under the sponsor's lease: gas, the sponsor's funds and nonce, and the sponsor's signature. */
-  async #signAsSponsor({ chain, account, timings }: SponsoredSend, sponsor: Address, execute: { readonly authorizationList: SignedAuthorization[]; readonly data: Hex }, storedNonce: number | undefined) {
+  async #signAsSponsor(
+    { chain, account, timings }: SponsoredSend,
+    sponsor: Address,
+    execute: { readonly authorizationList: SignedAuthorization[]; readonly data: Hex },
+    storedNonce: number | undefined,
+  ) {
     const { authorizationList, data } = execute;
     const fees = await chain.fees();
-    const gas = authorizationList.length > 0 ? FIRST_SPONSORED_SEND_GAS : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => FIRST_SPONSORED_SEND_GAS);
+    const gas =
+      authorizationList.length > 0
+        ? FIRST_SPONSORED_SEND_GAS
+        : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => FIRST_SPONSORED_SEND_GAS);
     const sponsorBalance = await chain.balance(sponsor, chain.config.native);
     if (sponsorBalance < gas * fees.maxFeePerGas) {
       logger.error('gas sponsor is out of funds', { chain: chain.code, sponsor });

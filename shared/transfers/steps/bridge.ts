@@ -86,7 +86,10 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps, 'bridge'>): Promise<Outcome> 
     if (!status.refund) return { done: false, waitSeconds };
     await writeOwnStep(ctx, { step: { result_tx_hashes: { refund: status.refund.tx_hash } } });
     const code = status.status === 'FAILED' ? 'BRIDGE_FAILED' : 'BRIDGE_REFUNDED';
-    throw new StepFailure(code, `The bridge did not fill (${status.substatus ?? status.status}); ${status.refund.amount} base units were refunded to your wallet on ${from.chain}`);
+    throw new StepFailure(
+      code,
+      `The bridge did not fill (${status.substatus ?? status.status}); ${status.refund.amount} base units were refunded to your wallet on ${from.chain}`,
+    );
   }
   return { done: false, waitSeconds };
 }

@@ -15,7 +15,17 @@ import type { ChainCode } from '../../wallets/networks.ts';
 import { platformFee } from '../estimate.ts';
 import { type PlatformFeeSettings, platformFeeFor } from '../platform-fee.ts';
 import { TRANSFER_DECIMALS } from '../planner.ts';
-import { type RecordedSend, type SettleInvocation, STEP_FAILED_ERROR, type StepAction, type StepInvocation, type StepOf, type StepRecord, type StepResult, type TaskRecord } from '../task.ts';
+import {
+  type RecordedSend,
+  type SettleInvocation,
+  STEP_FAILED_ERROR,
+  type StepAction,
+  type StepInvocation,
+  type StepOf,
+  type StepRecord,
+  type StepResult,
+  type TaskRecord,
+} from '../task.ts';
 import { isStepOf } from '../task-record.ts';
 import { StepFailure, stepFailedError, stepRetryableError, StepTransient } from './outcomes.ts';
 import { loadTask, recordFailure, type StepWrite, writeStep } from './store.ts';
@@ -90,7 +100,9 @@ export interface Ctx<D extends StepCoreDeps = StepCoreDeps, A extends StepAction
  * `late`: the failure to record instead of STEP_TIMED_OUT when the step is still unsettled past its
  * deadline (e.g. a deposit that landed and the venue has not credited: DEPOSIT_NOT_CREDITED).
  */
-export type Outcome = { readonly done: false; readonly waitSeconds?: number; readonly late?: StepFailure } | { readonly done: true; readonly amountOut: bigint; readonly results?: Record<string, string> };
+export type Outcome =
+  | { readonly done: false; readonly waitSeconds?: number; readonly late?: StepFailure }
+  | { readonly done: true; readonly amountOut: bigint; readonly results?: Record<string, string> };
 
 /** Solana sends, for the kind whose money can sit on Solana (the bridge). */
 export interface SolanaSends<D extends StepCoreDeps = StepCoreDeps> {
@@ -168,15 +180,33 @@ async function runKind<D extends StepCoreDeps, A extends StepAction>(
       outcome = await kind.run(ctx);
     }
     if (!outcome.done) {
-      if (inv.phase === 'poll' && timedOut(deps, ctx.step)) throw outcome.late ?? new StepFailure('STEP_TIMED_OUT', `The ${step.action} did not settle within ${deps.deadlineSeconds ?? DEFAULT_STEP_DEADLINE_SECONDS} s; a resume adopts it if it still lands`);
+      if (inv.phase === 'poll' && timedOut(deps, ctx.step))
+        throw (
+          outcome.late ??
+          new StepFailure(
+            'STEP_TIMED_OUT',
+            `The ${step.action} did not settle within ${deps.deadlineSeconds ?? DEFAULT_STEP_DEADLINE_SECONDS} s; a resume adopts it if it still lands`,
+          )
+        );
       return { settled: false, wait_seconds: outcome.waitSeconds ?? wait };
     }
     await complete(ctx, outcome.amountOut, outcome.results);
     return { settled: true, wait_seconds: 0 };
   } catch (error) {
-    const failure = asFailure(kind, error) ?? (inv.phase === 'poll' && !isStepFailed(error) && timedOut(deps, step) ? new StepFailure('STEP_TIMED_OUT', `The ${step.action} met only trouble past its deadline; a resume adopts it if it still lands`) : undefined);
+    const failure =
+      asFailure(kind, error) ??
+      (inv.phase === 'poll' && !isStepFailed(error) && timedOut(deps, step)
+        ? new StepFailure('STEP_TIMED_OUT', `The ${step.action} met only trouble past its deadline; a resume adopts it if it still lands`)
+        : undefined);
     if (failure) {
-      const recorded = await recordFailure(deps.table, inv.task, inv.attempt, { step: inv.index, code: failure.code, message: failure.message }, deps.now().toISOString(), step.try);
+      const recorded = await recordFailure(
+        deps.table,
+        inv.task,
+        inv.attempt,
+        { step: inv.index, code: failure.code, message: failure.message },
+        deps.now().toISOString(),
+        step.try,
+      );
       await releaseVenueLock(deps.table, inv.task, step);
       // A concurrent duplicate of this step may have completed it meanwhile: then nothing failed.
       if (!recorded && (await loadTask(deps.table, inv.task))?.steps[inv.index]?.status === 'completed') return { settled: true, wait_seconds: 0 };
@@ -257,7 +287,13 @@ function platformFeeOf<D extends StepCoreDeps, A extends StepAction>(deps: D, ki
   return platformFee(config, base < 0n ? 0n : base);
 }
 
-async function start<D extends StepCoreDeps, A extends StepAction>(deps: D, kind: StepKind<D, A>, inv: StepInvocation, task: TaskRecord, step: StepOf<A>): Promise<void> {
+async function start<D extends StepCoreDeps, A extends StepAction>(
+  deps: D,
+  kind: StepKind<D, A>,
+  inv: StepInvocation,
+  task: TaskRecord,
+  step: StepOf<A>,
+): Promise<void> {
   const amount = amountIn(task, inv.index);
   const fee = platformFeeOf(deps, kind, step, amount);
   const now = deps.now().toISOString();
@@ -420,7 +456,11 @@ export function requireFunded(what: string, needed: bigint, available: bigint): 
 }
 
 /** A write to this invocation's own step: its task, attempt, index and try as read, stamped now. */
-export function writeOwnStep(ctx: Pick<Ctx, 'deps' | 'inv' | 'step'>, write: Omit<StepWrite, 'ref' | 'attempt' | 'index' | 'tryNumber' | 'now'>, now = ctx.deps.now().toISOString()): Promise<boolean> {
+export function writeOwnStep(
+  ctx: Pick<Ctx, 'deps' | 'inv' | 'step'>,
+  write: Omit<StepWrite, 'ref' | 'attempt' | 'index' | 'tryNumber' | 'now'>,
+  now = ctx.deps.now().toISOString(),
+): Promise<boolean> {
   return writeStep(ctx.deps.table, { ref: ctx.inv.task, attempt: ctx.inv.attempt, index: ctx.inv.index, tryNumber: ctx.step.try, ...write, now });
 }
 

@@ -2,7 +2,21 @@ import { type Address, erc20Abi, getAddress, type Hex, parseEventLogs } from 'vi
 import { getLogs, getTransactionReceipt } from 'viem/actions';
 import { type EvmChainCode, isEvmChain } from '../../chains/chain-config.ts';
 import type { DepositStep, RecordedSend } from '../task.ts';
-import { amountInOf, type Ctx, NO_ADDRESS, type Outcome, platformFeeOwed, recordIntent, refresh, requireFunded, sendEvm, sendOutcome, type StepKind, takePlatformFee, writeOwnStep } from './core.ts';
+import {
+  amountInOf,
+  type Ctx,
+  NO_ADDRESS,
+  type Outcome,
+  platformFeeOwed,
+  recordIntent,
+  refresh,
+  requireFunded,
+  sendEvm,
+  sendOutcome,
+  type StepKind,
+  takePlatformFee,
+  writeOwnStep,
+} from './core.ts';
 import { StepFailure, StepTransient } from './outcomes.ts';
 import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
 import { takeVenueLock } from './venue-lock.ts';
@@ -28,7 +42,8 @@ async function depositStep(ctx: Ctx<VenueStepDeps, 'deposit'>): Promise<Outcome>
   // The user's balance lock at this venue (venue-lock.ts), from before the baseline until the credit shows; busy: wait (poll).
   const lock = await takeVenueLock(ctx.deps.table, ctx.inv.task, ctx.step, ctx.step.baseline !== undefined);
   if (lock === 'busy') return { done: false };
-  if (lock === 'taken-over') throw new StepFailure('VENUE_LOCK_LOST', `The ${ctx.step.venue} balance lock of this deposit expired and another transfer took it: resume the task`);
+  if (lock === 'taken-over')
+    throw new StepFailure('VENUE_LOCK_LOST', `The ${ctx.step.venue} balance lock of this deposit expired and another transfer took it: resume the task`);
   if (ctx.step.baseline === undefined) await adoptDeposit(ctx);
   if (ctx.step.baseline === undefined) {
     // Prepared first: an amount the venue refuses (below its minimum) fails the step with nothing sent.
@@ -66,15 +81,22 @@ async function depositStep(ctx: Ctx<VenueStepDeps, 'deposit'>): Promise<Outcome>
       const step = { result_tx_hashes: { ...results, [label]: refund } };
       await writeOwnStep(ctx, { stepStatusIn: ['submitted'], step });
     }
-    throw new StepFailure('DEPOSIT_REFUNDED', `${ctx.step.venue} returned the deposit to the wallet (transaction ${refund}); the money is back in the wallet, resume the task to deposit again`);
+    throw new StepFailure(
+      'DEPOSIT_REFUNDED',
+      `${ctx.step.venue} returned the deposit to the wallet (transaction ${refund}); the money is back in the wallet, resume the task to deposit again`,
+    );
   }
-  const late = new StepFailure('DEPOSIT_NOT_CREDITED', `The deposit transaction to ${ctx.step.venue} landed but the venue has not credited it; resume the task to keep waiting for the same deposit (it is never sent twice), or contact the venue`);
+  const late = new StepFailure(
+    'DEPOSIT_NOT_CREDITED',
+    `The deposit transaction to ${ctx.step.venue} landed but the venue has not credited it; resume the task to keep waiting for the same deposit (it is never sent twice), or contact the venue`,
+  );
   return { done: false, late };
 }
 
 /** The chain of the deposit: every venue is on an EVM chain (the planner bridges a self source elsewhere first). */
 function venueChain(step: DepositStep): EvmChainCode {
-  if (!isEvmChain(step.holding.chain)) throw new StepFailure('UNSUPPORTED_CHAIN', `A deposit into ${step.venue} is sent on an EVM chain, not ${step.holding.chain}`);
+  if (!isEvmChain(step.holding.chain))
+    throw new StepFailure('UNSUPPORTED_CHAIN', `A deposit into ${step.venue} is sent on an EVM chain, not ${step.holding.chain}`);
   return step.holding.chain;
 }
 
@@ -106,13 +128,22 @@ async function findRefund(ctx: Ctx<VenueStepDeps, 'deposit'>, sends: Record<stri
   for (const [, send] of deposits) {
     const receipt = await getTransactionReceipt(evm.client, { hash: send.tx_hash as Hex }).catch(() => null);
     if (!receipt || receipt.status !== 'success') continue;
-    const outs = parseEventLogs({ abi: [TRANSFER_EVENT], logs: receipt.logs }).filter((log) => getAddress(log.address) === getAddress(token) && getAddress(log.args.from) === wallet);
+    const outs = parseEventLogs({ abi: [TRANSFER_EVENT], logs: receipt.logs }).filter(
+      (log) => getAddress(log.address) === getAddress(token) && getAddress(log.args.from) === wallet,
+    );
     for (const log of outs) after = { block: log.blockNumber, logIndex: log.logIndex };
   }
   if (!after) return undefined;
   const fee = feeOf(ctx);
   const amounts = new Set([amount, ...(fee > 0n && fee < amount ? [amount - fee] : [])]);
-  const logs = await getLogs(evm.client, { address: token as Address, event: TRANSFER_EVENT, args: { to: wallet }, fromBlock: after.block, toBlock: 'latest', strict: true });
+  const logs = await getLogs(evm.client, {
+    address: token as Address,
+    event: TRANSFER_EVENT,
+    args: { to: wallet },
+    fromBlock: after.block,
+    toBlock: 'latest',
+    strict: true,
+  });
   const refund = logs.find(
     (log) => (log.blockNumber > after.block || log.logIndex > after.logIndex) && getAddress(log.args.from) !== wallet && amounts.has(log.args.value),
   );

@@ -40,8 +40,20 @@ export interface StepWrite {
 }
 
 export async function writeStep(table: Table, write: StepWrite): Promise<boolean> {
-  const names: Record<string, string> = { '#steps': 'steps', '#attempt': 'attempt', '#status': 'status', '#updated': 'updated_at', '#current': 'current_step', '#try': 'try' };
-  const values: Record<string, unknown> = { ':attempt': write.attempt, ':now': write.now, ':current': write.task?.current_step ?? write.index, ':try': write.tryNumber };
+  const names: Record<string, string> = {
+    '#steps': 'steps',
+    '#attempt': 'attempt',
+    '#status': 'status',
+    '#updated': 'updated_at',
+    '#current': 'current_step',
+    '#try': 'try',
+  };
+  const values: Record<string, unknown> = {
+    ':attempt': write.attempt,
+    ':now': write.now,
+    ':current': write.task?.current_step ?? write.index,
+    ':try': write.tryNumber,
+  };
   const at = `#steps[${write.index}]`;
   const sets = ['#updated = :now', '#current = :current'];
   const conditions = ['#attempt = :attempt', `${at}.#try = :try`];
@@ -126,8 +138,21 @@ export async function recordFailure(
   now: string,
   stepTry?: number,
 ): Promise<boolean> {
-  const names: Record<string, string> = { '#attempt': 'attempt', '#status': 'status', '#failure': 'failure', '#updated': 'updated_at', '#current': 'current_step' };
-  const values: Record<string, unknown> = { ':attempt': attempt, ':completed': 'completed', ':failed': 'failed', ':failure': failure, ':now': now, ':current': failure.step };
+  const names: Record<string, string> = {
+    '#attempt': 'attempt',
+    '#status': 'status',
+    '#failure': 'failure',
+    '#updated': 'updated_at',
+    '#current': 'current_step',
+  };
+  const values: Record<string, unknown> = {
+    ':attempt': attempt,
+    ':completed': 'completed',
+    ':failed': 'failed',
+    ':failure': failure,
+    ':now': now,
+    ':current': failure.step,
+  };
   const sets = ['#status = :failed', '#failure = :failure', '#updated = :now', '#current = :current'];
   // Once per attempt: a failure already recorded on a failed task stays (settle is idempotent);
   // a resumed attempt's first step clears the previous one (writeStep `starting`).

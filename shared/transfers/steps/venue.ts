@@ -15,11 +15,15 @@ export type VenueAction = 'withdrawal' | 'deposit';
 export function venueDriver(ctx: Ctx<VenueStepDeps, VenueAction>): { driver: VenueDriver; fields: VenueFields } {
   const venue = ctx.step.venue;
   const status = ctx.account.perp_dex_status[venue];
-  if (!status?.initialized) throw new StepFailure('DEX_NOT_INITIALIZED', `${venue} is not initialized for this account: call POST /account/init-perp-dex first`);
+  if (!status?.initialized)
+    throw new StepFailure('DEX_NOT_INITIALIZED', `${venue} is not initialized for this account: call POST /account/init-perp-dex first`);
   if (!ctx.deps.venues) throw new StepFailure('VENUE_NOT_CONFIGURED', `${venue} is not configured on this deployment`);
-  const fields = Object.fromEntries(Object.entries(status).filter(([, value]) => value === null || ['string', 'number', 'boolean'].includes(typeof value))) as VenueFields;
+  const fields = Object.fromEntries(
+    Object.entries(status).filter(([, value]) => value === null || ['string', 'number', 'boolean'].includes(typeof value)),
+  ) as VenueFields;
   return { driver: ctx.deps.venues.driver(venue), fields };
 }
 
 /** A venue's rule refusal (below its minimum, …) ends the step. */
-export const venueFailure = (error: unknown): StepFailure | undefined => (error instanceof VenueRuleError ? new StepFailure(error.code, error.message) : undefined);
+export const venueFailure = (error: unknown): StepFailure | undefined =>
+  error instanceof VenueRuleError ? new StepFailure(error.code, error.message) : undefined;

@@ -24,19 +24,30 @@ async function withdrawal(ctx: Ctx<VenueStepDeps, 'withdrawal'>): Promise<Outcom
     const lock = await takeVenueLock(ctx.deps.table, ctx.inv.task, ctx.step, ctx.step.idempotency_key !== undefined);
     if (lock === 'busy') return { done: false };
     // Taken over after an expiry: another step may have moved the balance, so venue_d's debit check below cannot be trusted.
-    if (lock === 'taken-over' && driver.id === 'venue_d') throw new StepFailure('VENUE_LOCK_LOST', 'The venue_d balance lock of this withdrawal expired and another transfer took it; its request cannot be reconciled');
+    if (lock === 'taken-over' && driver.id === 'venue_d')
+      throw new StepFailure(
+        'VENUE_LOCK_LOST',
+        'The venue_d balance lock of this withdrawal expired and another transfer took it; its request cannot be reconciled',
+      );
   }
   if (!ctx.step.idempotency_key) {
     const adopted = await adoptWithdrawal(ctx, driver, fields);
     // An adopted request keeps its own baseline: the venue_d check below must compare with the balance before IT.
     const baseline = adopted?.baseline ?? (await driver.balances(wallet, fields)).balance.toString();
-    await recordIntent(ctx, { idempotency_key: adopted?.key ?? uuidv7(), baseline, ...(adopted?.reference ? { reference: adopted.reference } : {}) }, 'idempotency_key');
+    await recordIntent(
+      ctx,
+      { idempotency_key: adopted?.key ?? uuidv7(), baseline, ...(adopted?.reference ? { reference: adopted.reference } : {}) },
+      'idempotency_key',
+    );
   }
   if (!ctx.step.reference) {
     if (driver.id === 'venue_d' && ctx.step.baseline !== undefined) {
       const balance = (await driver.balances(wallet, fields)).balance;
       if (balance <= BigInt(ctx.step.baseline) - amount) {
-        throw new StepFailure('WITHDRAWAL_UNRECONCILED', 'venue_d shows this withdrawal debited but its reference was not recorded; the payout goes to your own wallet');
+        throw new StepFailure(
+          'WITHDRAWAL_UNRECONCILED',
+          'venue_d shows this withdrawal debited but its reference was not recorded; the payout goes to your own wallet',
+        );
       }
     }
     const key = ctx.step.idempotency_key;
@@ -57,7 +68,11 @@ async function withdrawal(ctx: Ctx<VenueStepDeps, 'withdrawal'>): Promise<Outcom
 }
 
 /** A previous try's withdrawal that is not finally failed is adopted (same key and reference), never requested again. */
-async function adoptWithdrawal(ctx: Ctx<VenueStepDeps, 'withdrawal'>, driver: VenueDriver, fields: VenueFields): Promise<{ key: string; reference?: string; baseline?: string } | undefined> {
+async function adoptWithdrawal(
+  ctx: Ctx<VenueStepDeps, 'withdrawal'>,
+  driver: VenueDriver,
+  fields: VenueFields,
+): Promise<{ key: string; reference?: string; baseline?: string } | undefined> {
   for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
     if (!previous.idempotency_key) continue;
     const baseline = previous.baseline !== undefined ? { baseline: previous.baseline } : {};

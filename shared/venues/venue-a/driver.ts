@@ -17,7 +17,14 @@ import {
   toDecimal,
   venueARequest,
 } from './api.ts';
-import { EXTENDED_MAINNET_SIGNING, type ExtendedSigningConfig, RHINO_BRIDGE_ABI, buildOnboardingPayload, deriveExtendedKeyPairWithWallet, signApiRequest } from './signing.ts';
+import {
+  EXTENDED_MAINNET_SIGNING,
+  type ExtendedSigningConfig,
+  RHINO_BRIDGE_ABI,
+  buildOnboardingPayload,
+  deriveExtendedKeyPairWithWallet,
+  signApiRequest,
+} from './signing.ts';
 import { EXTENDED_COLLATERAL_ID, EXTENDED_MAINNET_STARKNET_DOMAIN, type StarknetDomain, signWithdrawal } from './withdrawal.ts';
 
 /**
@@ -107,7 +114,8 @@ export class VenueADriver implements VenueDriver {
   async initTrading(wallet: VenueWallet, fields: VenueFields, _metadata: Readonly<Record<string, unknown>>, replace: boolean): Promise<TradingSetup> {
     const keyPair = await this.starkKey(wallet);
     const account = await this.mainAccount(wallet);
-    if (account.id !== Number(fields.account_id)) throw new VenueRuleError('ACCOUNT_MISMATCH', `venue_a's account for this wallet is ${account.id}, not the stored ${String(fields.account_id)}`);
+    if (account.id !== Number(fields.account_id))
+      throw new VenueRuleError('ACCOUNT_MISMATCH', `venue_a's account for this wallet is ${account.id}, not the stored ${String(fields.account_id)}`);
     if (parseFelt(account.l2Key) !== keyPair.publicKey) {
       throw new VenueRuleError('STARK_KEY_MISMATCH', 'venue_a does not recognise the Stark key this wallet derives for its account');
     }
@@ -127,10 +135,15 @@ export class VenueADriver implements VenueDriver {
 
   async prepareDeposit(_wallet: VenueWallet, fields: VenueFields, amount: bigint): Promise<DepositPlan> {
     if (amount < RULES.deposit.minimum) {
-      throw new VenueRuleError('BELOW_MINIMUM_DEPOSIT', `venue_a deposits start at ${toDecimal(RULES.deposit.minimum)} USDC; ${toDecimal(amount)} USDC is below`);
+      throw new VenueRuleError(
+        'BELOW_MINIMUM_DEPOSIT',
+        `venue_a deposits start at ${toDecimal(RULES.deposit.minimum)} USDC; ${toDecimal(amount)} USDC is below`,
+      );
     }
     const headers = this.apiKeyHeader(fields);
-    const config = (await this.call({ method: 'GET', path: '/api/v1/user/bridge/config', headers })) as { chains?: { chain?: string; contractAddress?: string }[] };
+    const config = (await this.call({ method: 'GET', path: '/api/v1/user/bridge/config', headers })) as {
+      chains?: { chain?: string; contractAddress?: string }[];
+    };
     const bridge = config?.chains?.find((entry) => entry.chain === ARB_CHAIN)?.contractAddress;
     if (!bridge || !isAddress(bridge, { strict: false })) throw new VenueAUnavailableError('venue_a names no bridge contract for ARB');
     const quote = await this.quote(headers, ARB_CHAIN, STARKNET_CHAIN, amount);
@@ -140,7 +153,11 @@ export class VenueADriver implements VenueDriver {
     return {
       chain: RULES.chain,
       calls: [
-        { to: this.options.usdc, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [to, amount] }), label: 'approve USDC to the venue_a bridge' },
+        {
+          to: this.options.usdc,
+          data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [to, amount] }),
+          label: 'approve USDC to the venue_a bridge',
+        },
         {
           to,
           data: encodeFunctionData({ abi: RHINO_BRIDGE_ABI, functionName: 'depositWithId', args: [this.options.usdc, amount, commitmentIdOf(quote.id)] }),
@@ -199,7 +216,12 @@ export class VenueADriver implements VenueDriver {
   }
 
   async withdrawalStatus(_wallet: VenueWallet, fields: VenueFields, reference: string): Promise<WithdrawalStatus> {
-    const operations = (await this.call({ method: 'GET', path: '/api/v1/user/assetOperations', query: { id: reference }, headers: this.apiKeyHeader(fields) })) as {
+    const operations = (await this.call({
+      method: 'GET',
+      path: '/api/v1/user/assetOperations',
+      query: { id: reference },
+      headers: this.apiKeyHeader(fields),
+    })) as {
       id?: unknown;
       status?: string;
       transactionHash?: string | null;
@@ -230,25 +252,39 @@ export class VenueADriver implements VenueDriver {
 
   private async issueApiKey(wallet: VenueWallet, accountId: number): Promise<string> {
     const path = '/api/v1/user/account/api-key';
-    const created = (await this.call({ method: 'POST', path, headers: await this.l1Headers(wallet, path, accountId), body: { description: API_KEY_DESCRIPTION } })) as { key?: unknown };
+    const created = (await this.call({
+      method: 'POST',
+      path,
+      headers: await this.l1Headers(wallet, path, accountId),
+      body: { description: API_KEY_DESCRIPTION },
+    })) as { key?: unknown };
     if (typeof created?.key !== 'string' || created.key.length === 0) throw new VenueAUnavailableError('venue_a answered the API key request without a key');
     return created.key;
   }
 
   private async quote(headers: Record<string, string>, chainIn: string, chainOut: string, amount: bigint): Promise<{ id: string; fee: bigint }> {
-    const quote = (await this.call({ method: 'GET', path: '/api/v1/user/bridge/quote', query: { chainIn, chainOut, amount: toDecimal(amount) }, headers })) as { id?: unknown; fee?: unknown };
+    const quote = (await this.call({ method: 'GET', path: '/api/v1/user/bridge/quote', query: { chainIn, chainOut, amount: toDecimal(amount) }, headers })) as {
+      id?: unknown;
+      fee?: unknown;
+    };
     const fee = fromDecimal(quote?.fee);
-    if (typeof quote?.id !== 'string' || fee === undefined || fee < 0n) throw new VenueAUnavailableError('venue_a answered the bridge quote without an id and a fee');
+    if (typeof quote?.id !== 'string' || fee === undefined || fee < 0n)
+      throw new VenueAUnavailableError('venue_a answered the bridge quote without an id and a fee');
     return { id: quote.id, fee };
   }
 
   private async l1Headers(wallet: VenueWallet, path: string, accountId?: number): Promise<Record<string, string>> {
     const signed = await signApiRequest(wallet, path, this.options.now());
-    return { L1_SIGNATURE: signed.L1_SIGNATURE, L1_MESSAGE_TIME: signed.L1_MESSAGE_TIME, ...(accountId === undefined ? {} : { 'X-X10-ACTIVE-ACCOUNT': String(accountId) }) };
+    return {
+      L1_SIGNATURE: signed.L1_SIGNATURE,
+      L1_MESSAGE_TIME: signed.L1_MESSAGE_TIME,
+      ...(accountId === undefined ? {} : { 'X-X10-ACTIVE-ACCOUNT': String(accountId) }),
+    };
   }
 
   private apiKeyHeader(fields: VenueFields): Record<string, string> {
-    if (typeof fields.api_key !== 'string' || fields.api_key.length === 0) throw new VenueRuleError('VENUE_ACCOUNT_MISSING', 'venue_a has no API key stored; initialise the account first');
+    if (typeof fields.api_key !== 'string' || fields.api_key.length === 0)
+      throw new VenueRuleError('VENUE_ACCOUNT_MISSING', 'venue_a has no API key stored; initialise the account first');
     return { 'X-Api-Key': fields.api_key };
   }
 

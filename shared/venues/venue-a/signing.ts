@@ -152,14 +152,20 @@ export async function buildOnboardingPayload(
   };
 }
 
-export type OnboardingCheck = { readonly ok: true; readonly wallet: Address; readonly starkPublicKey: bigint } | { readonly ok: false; readonly reason: string };
+export type OnboardingCheck =
+  | { readonly ok: true; readonly wallet: Address; readonly starkPublicKey: bigint }
+  | { readonly ok: false; readonly reason: string };
 
 /**
  * The venue's check of `POST /auth/onboard`: the registration is for this venue (domain, host,
  * REGISTER, account 0, terms accepted) and recent, the wallet signed it, and the Stark key signed
  * the L2 proof for that wallet.
  */
-export async function verifyOnboardingPayload(body: unknown, config: ExtendedSigningConfig, options: { readonly now: Date; readonly maxSkewSeconds: number }): Promise<OnboardingCheck> {
+export async function verifyOnboardingPayload(
+  body: unknown,
+  config: ExtendedSigningConfig,
+  options: { readonly now: Date; readonly maxSkewSeconds: number },
+): Promise<OnboardingCheck> {
   if (typeof body !== 'object' || body === null) return { ok: false, reason: 'the body must be an object' };
   const payload = body as Partial<Record<keyof OnboardingPayload, unknown>>;
   const creation = payload.accountCreation as Partial<Record<keyof AccountRegistration, unknown>> | undefined;
@@ -179,18 +185,29 @@ export async function verifyOnboardingPayload(body: unknown, config: ExtendedSig
   ) {
     return { ok: false, reason: 'malformed onboarding payload' };
   }
-  if (creation.accountIndex !== 0 || creation.action !== REGISTER_ACTION || creation.tosAccepted !== true) return { ok: false, reason: 'expected accountIndex 0, action REGISTER, tosAccepted true' };
-  if (creation.host !== config.onboardingHost) return { ok: false, reason: `the registration is for host ${String(creation.host)}, not ${config.onboardingHost}` };
+  if (creation.accountIndex !== 0 || creation.action !== REGISTER_ACTION || creation.tosAccepted !== true)
+    return { ok: false, reason: 'expected accountIndex 0, action REGISTER, tosAccepted true' };
+  if (creation.host !== config.onboardingHost)
+    return { ok: false, reason: `the registration is for host ${String(creation.host)}, not ${config.onboardingHost}` };
   const time = parseExtendedTime(creation.time);
   if (!time) return { ok: false, reason: 'time must be %Y-%m-%dT%H:%M:%SZ' };
-  if (Math.abs(options.now.getTime() - time.getTime()) > options.maxSkewSeconds * 1000) return { ok: false, reason: 'the registration time is too far from now' };
+  if (Math.abs(options.now.getTime() - time.getTime()) > options.maxSkewSeconds * 1000)
+    return { ok: false, reason: 'the registration time is too far from now' };
 
   // The Python SDK sends HexBytes.hex(), which has no 0x.
   const l1Signature = (payload.l1Signature.startsWith('0x') ? payload.l1Signature : `0x${payload.l1Signature}`) as Hex;
   if (!isHex(l1Signature)) return { ok: false, reason: 'malformed l1Signature' };
   const wallet = getAddress(creation.wallet);
-  const registration: AccountRegistration = { accountIndex: 0, wallet, tosAccepted: true, time: creation.time, action: REGISTER_ACTION, host: config.onboardingHost };
-  if (!(await typedDataSignedBy(accountRegistrationTypedData(config.signingDomain, registration), l1Signature, wallet))) return { ok: false, reason: 'the wallet did not sign this AccountRegistration' };
+  const registration: AccountRegistration = {
+    accountIndex: 0,
+    wallet,
+    tosAccepted: true,
+    time: creation.time,
+    action: REGISTER_ACTION,
+    host: config.onboardingHost,
+  };
+  if (!(await typedDataSignedBy(accountRegistrationTypedData(config.signingDomain, registration), l1Signature, wallet)))
+    return { ok: false, reason: 'the wallet did not sign this AccountRegistration' };
 
   let starkPublicKey: bigint;
   let r: bigint;
@@ -222,7 +239,13 @@ export async function signApiRequest(wallet: VenueWallet, requestPath: string, n
  * the signature of `"{path}@{time}"` recovers to an address (returned: the venue looks the
  * account up by it). The SDK sends the signature hex without `0x` (HexBytes.hex()); both forms pass.
  */
-export async function recoverApiRequestSigner(input: { requestPath: string; signature: string; time: string; now: Date; maxSkewSeconds: number }): Promise<Address | undefined> {
+export async function recoverApiRequestSigner(input: {
+  requestPath: string;
+  signature: string;
+  time: string;
+  now: Date;
+  maxSkewSeconds: number;
+}): Promise<Address | undefined> {
   const time = parseExtendedTime(input.time);
   if (!time || Math.abs(input.now.getTime() - time.getTime()) > input.maxSkewSeconds * 1000) return undefined;
   const signature = (input.signature.startsWith('0x') ? input.signature : `0x${input.signature}`) as Hex;
@@ -243,5 +266,6 @@ async function typedDataSignedBy(typedData: TypedDataDefinition, signature: Hex,
 }
 
 function assertAccountIndex(accountIndex: number): void {
-  if (!Number.isInteger(accountIndex) || accountIndex < 0 || accountIndex > 127) throw new Error(`accountIndex must be an int8 in [0, 127], got ${accountIndex}`);
+  if (!Number.isInteger(accountIndex) || accountIndex < 0 || accountIndex > 127)
+    throw new Error(`accountIndex must be an int8 in [0, 127], got ${accountIndex}`);
 }

@@ -47,7 +47,13 @@ export interface WithdrawalArgs {
 }
 
 export function starknetDomainHash(domain: StarknetDomain): bigint {
-  return poseidon([DOMAIN_SELECTOR, encodeShortString(domain.name), encodeShortString(domain.version), encodeShortString(domain.chainId), BigInt(domain.revision)]);
+  return poseidon([
+    DOMAIN_SELECTOR,
+    encodeShortString(domain.name),
+    encodeShortString(domain.version),
+    encodeShortString(domain.chainId),
+    BigInt(domain.revision),
+  ]);
 }
 
 export function withdrawalArgsHash(args: WithdrawalArgs): bigint {

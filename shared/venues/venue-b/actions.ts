@@ -102,7 +102,12 @@ export function userSignedTypedData(action: UserSignedAction): TypedDataDefiniti
         domain,
         types: APPROVE_AGENT_TYPES,
         primaryType: 'HyperliquidTransaction:ApproveAgent',
-        message: { hyperliquidChain: action.hyperliquidChain, agentAddress: action.agentAddress, agentName: action.agentName ?? '', nonce: BigInt(action.nonce) },
+        message: {
+          hyperliquidChain: action.hyperliquidChain,
+          agentAddress: action.agentAddress,
+          agentName: action.agentName ?? '',
+          nonce: BigInt(action.nonce),
+        },
       };
     case 'approveBuilderFee':
       return {

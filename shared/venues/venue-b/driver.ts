@@ -99,15 +99,21 @@ export class VenueBDriver implements VenueDriver {
    */
   async initTrading(wallet: VenueWallet, fields: VenueFields, metadata: Readonly<Record<string, unknown>>, replace: boolean): Promise<TradingSetup> {
     const agentName = optionalString(metadata.agent_name, 'agent_name');
-    if (agentName !== undefined && (agentName.length === 0 || agentName.length > 16)) throw new VenueRuleError('INVALID_METADATA', 'metadata.agent_name: 1 to 16 characters');
+    if (agentName !== undefined && (agentName.length === 0 || agentName.length > 16))
+      throw new VenueRuleError('INVALID_METADATA', 'metadata.agent_name: 1 to 16 characters');
     const builderRaw = optionalString(metadata.builder_address, 'builder_address');
-    if (builderRaw !== undefined && !isAddress(builderRaw, { strict: false })) throw new VenueRuleError('INVALID_METADATA', 'metadata.builder_address: must be an EVM address');
+    if (builderRaw !== undefined && !isAddress(builderRaw, { strict: false }))
+      throw new VenueRuleError('INVALID_METADATA', 'metadata.builder_address: must be an EVM address');
     const builder = builderRaw === undefined ? undefined : getAddress(builderRaw);
     const rate = optionalString(metadata.max_builder_fee_rate, 'max_builder_fee_rate');
     if (rate !== undefined && builder === undefined) throw new VenueRuleError('INVALID_METADATA', 'metadata.max_builder_fee_rate: needs builder_address');
-    if (builder !== undefined && rate === undefined) throw new VenueRuleError('INVALID_METADATA', 'metadata.max_builder_fee_rate: required with builder_address (a percent string such as "0.05%")');
+    if (builder !== undefined && rate === undefined)
+      throw new VenueRuleError('INVALID_METADATA', 'metadata.max_builder_fee_rate: required with builder_address (a percent string such as "0.05%")');
     if (rate !== undefined && (!PERCENT.test(rate) || parseUnits(rate.slice(0, -1), 3) > 100n)) {
-      throw new VenueRuleError('INVALID_METADATA', 'metadata.max_builder_fee_rate: a percent string of at most "0.1%" with at most 3 decimals, such as "0.05%"');
+      throw new VenueRuleError(
+        'INVALID_METADATA',
+        'metadata.max_builder_fee_rate: a percent string of at most "0.1%" with at most 3 decimals, such as "0.05%"',
+      );
     }
 
     const user = accountOf(wallet, fields);
@@ -140,7 +146,13 @@ export class VenueBDriver implements VenueDriver {
       });
     }
     return {
-      stored: { trade_initialized: true, agent_name: agentName ?? null, agent_address: agentAddress, builder_address: builder ?? null, max_builder_fee_rate: rate ?? null },
+      stored: {
+        trade_initialized: true,
+        agent_name: agentName ?? null,
+        agent_address: agentAddress,
+        builder_address: builder ?? null,
+        max_builder_fee_rate: rate ?? null,
+      },
       oneTime: { agent_private_key: agentKey },
     };
   }
@@ -155,14 +167,23 @@ export class VenueBDriver implements VenueDriver {
     }
     return {
       chain: RULES.chain,
-      calls: [{ to: this.options.usdc, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [this.options.bridge, amount] }), label: 'USDC transfer to the venue_b bridge' }],
+      calls: [
+        {
+          to: this.options.usdc,
+          data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [this.options.bridge, amount] }),
+          label: 'USDC transfer to the venue_b bridge',
+        },
+      ],
       expectedCredit: amount,
     };
   }
 
   async withdraw(wallet: VenueWallet, fields: VenueFields, amount: bigint, idempotencyKey: string): Promise<{ readonly reference: string }> {
     if (amount < RULES.withdrawal.minimum) {
-      throw new VenueRuleError('BELOW_MINIMUM_WITHDRAWAL', `venue_b withdrawals must exceed the ${formatUnits(RULES.withdrawal.fee.amount, RULES.decimals)} USDC fee`);
+      throw new VenueRuleError(
+        'BELOW_MINIMUM_WITHDRAWAL',
+        `venue_b withdrawals must exceed the ${formatUnits(RULES.withdrawal.fee.amount, RULES.decimals)} USDC fee`,
+      );
     }
     const time = nonceFromKey(idempotencyKey);
     const reference = String(time);
@@ -199,7 +220,12 @@ export class VenueBDriver implements VenueDriver {
 
   private async findWithdrawal(user: Address, nonce: number) {
     // Accepted nonces lie in (T − 2 days, T + 1 day), so the entry's time is within (nonce − 1 day, nonce + 2 days).
-    const entries = (await this.info({ type: 'userNonFundingLedgerUpdates', user, startTime: Math.max(0, nonce - DAY_MS), endTime: nonce + 2 * DAY_MS })) as LedgerEntry[];
+    const entries = (await this.info({
+      type: 'userNonFundingLedgerUpdates',
+      user,
+      startTime: Math.max(0, nonce - DAY_MS),
+      endTime: nonce + 2 * DAY_MS,
+    })) as LedgerEntry[];
     if (!Array.isArray(entries)) throw new VenueBUnavailableError('venue_b answered userNonFundingLedgerUpdates with something other than a list');
     return entries.find((entry) => entry.delta?.type === 'withdraw' && entry.delta.nonce === nonce);
   }
@@ -269,7 +295,8 @@ function optionalString(value: unknown, name: string): string | undefined {
 
 /** A venue decimal string as USDC base units; digits past the sixth are cut (the venue's own precision). */
 function units(value: string | undefined, field: string): bigint {
-  if (typeof value !== 'string' || !/^-?[0-9]+(\.[0-9]+)?$/.test(value)) throw new VenueBUnavailableError(`venue_b answered clearinghouseState without a decimal ${field}`);
+  if (typeof value !== 'string' || !/^-?[0-9]+(\.[0-9]+)?$/.test(value))
+    throw new VenueBUnavailableError(`venue_b answered clearinghouseState without a decimal ${field}`);
   const [whole, fraction = ''] = value.split('.');
   return parseUnits(`${whole}.${fraction.slice(0, VENUE_B_DECIMALS) || '0'}`, VENUE_B_DECIMALS);
 }

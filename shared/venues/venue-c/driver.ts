@@ -66,7 +66,13 @@ const SCALE = 10n ** BigInt(PARACLEAR_DECIMALS - RULES.decimals);
 const DEFAULT_SUBKEY_NAME = 'trading';
 
 interface SystemConfig extends ParadexSystemConfig {
-  readonly bridged_tokens: readonly { readonly symbol: string; readonly decimals: number; readonly l1_token_address: string; readonly l1_bridge_address: string; readonly l2_token_address: string }[];
+  readonly bridged_tokens: readonly {
+    readonly symbol: string;
+    readonly decimals: number;
+    readonly l1_token_address: string;
+    readonly l1_bridge_address: string;
+    readonly l2_token_address: string;
+  }[];
 }
 
 interface Signer {
@@ -100,7 +106,12 @@ export class VenueCDriver implements VenueDriver {
   /** Derives the L2 key from the wallet's STARK Key signature and onboards the account (idempotent at the venue). */
   async initAccount(wallet: VenueWallet): Promise<VenueFields> {
     const signer = await this.signer(wallet);
-    const headers = onboardingHeaders({ ethereumAccount: getAddress(wallet.address), account: signer.account, keyPair: signer.keyPair, starknetChainId: signer.config.starknet_chain_id });
+    const headers = onboardingHeaders({
+      ethereumAccount: getAddress(wallet.address),
+      account: signer.account,
+      keyPair: signer.keyPair,
+      starknetChainId: signer.config.starknet_chain_id,
+    });
     await this.request('POST', '/v1/onboarding', { headers, body: { public_key: feltToHex(signer.keyPair.publicKey) } });
     return { l2_address: feltToHex(signer.account), l2_public_key: feltToHex(signer.keyPair.publicKey) };
   }
@@ -137,7 +148,8 @@ export class VenueCDriver implements VenueDriver {
     if (!Array.isArray(listed?.results)) throw new VenueCUnavailableError('venue_c answered the subkey list without results');
     const active = listed.results.filter((subkey) => subkey.state === 'active' && typeof subkey.public_key === 'string');
     const sameName = active.filter((subkey) => subkey.name === name);
-    if (sameName.length > 0 && !replace) throw new VenueRuleError('SUBKEY_EXISTS', `venue_c already has a subkey named "${name}" for this account; reinitialise to replace it`);
+    if (sameName.length > 0 && !replace)
+      throw new VenueRuleError('SUBKEY_EXISTS', `venue_c already has a subkey named "${name}" for this account; reinitialise to replace it`);
     if (replace) {
       const stored = typeof fields.subkey_public_key === 'string' ? fields.subkey_public_key : undefined;
       const revoke = active.filter((subkey) => subkey.name === name || (stored !== undefined && sameFelt(subkey.public_key!, stored)));
@@ -146,7 +158,14 @@ export class VenueCDriver implements VenueDriver {
 
     const subkey = generateSubkey();
     const timestamp = Math.floor(this.options.now() / 1000);
-    const body = subkeyRegistrationRequest({ name, account: signer.account, mainPrivateKey: signer.keyPair.privateKey, subkeyPublicKey: subkey.publicKey, timestamp, expiry: timestamp + this.options.signatureSeconds });
+    const body = subkeyRegistrationRequest({
+      name,
+      account: signer.account,
+      mainPrivateKey: signer.keyPair.privateKey,
+      subkeyPublicKey: subkey.publicKey,
+      timestamp,
+      expiry: timestamp + this.options.signatureSeconds,
+    });
     await this.request('POST', '/v1/account/keys/subkeys', { jwt, body });
     return {
       stored: { trade_initialized: true, subkey_name: name, subkey_public_key: feltToHex(subkey.publicKey) },
@@ -157,17 +176,27 @@ export class VenueCDriver implements VenueDriver {
   /** approve USDC to the venue's L1 bridge, then `deposit(token, amount, l2Recipient)` with the message fee. */
   async prepareDeposit(_wallet: VenueWallet, fields: VenueFields, amount: bigint): Promise<DepositPlan> {
     if (amount < RULES.deposit.minimum) {
-      throw new VenueRuleError('BELOW_MINIMUM_DEPOSIT', `venue_c deposits are at least ${formatUnits(RULES.deposit.minimum, RULES.decimals)} USDC; got ${formatUnits(amount, RULES.decimals)}`);
+      throw new VenueRuleError(
+        'BELOW_MINIMUM_DEPOSIT',
+        `venue_c deposits are at least ${formatUnits(RULES.deposit.minimum, RULES.decimals)} USDC; got ${formatUnits(amount, RULES.decimals)}`,
+      );
     }
     if (amount > VENUE_C_DEPOSIT_MAXIMUM) {
-      throw new VenueRuleError('ABOVE_MAXIMUM_DEPOSIT', `venue_c takes at most ${formatUnits(VENUE_C_DEPOSIT_MAXIMUM, RULES.decimals)} USDC per deposit transaction`);
+      throw new VenueRuleError(
+        'ABOVE_MAXIMUM_DEPOSIT',
+        `venue_c takes at most ${formatUnits(VENUE_C_DEPOSIT_MAXIMUM, RULES.decimals)} USDC per deposit transaction`,
+      );
     }
     const recipient = l2Address(fields);
     const token = await this.usdc();
     return {
       chain: RULES.chain,
       calls: [
-        { to: token.l1Token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [token.l1Bridge, amount] }), label: 'approve USDC to the venue_c bridge' },
+        {
+          to: token.l1Token,
+          data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [token.l1Bridge, amount] }),
+          label: 'approve USDC to the venue_c bridge',
+        },
         {
           to: token.l1Bridge,
           data: encodeFunctionData({ abi: STARKGATE_BRIDGE_ABI, functionName: 'deposit', args: [token.l1Token, amount, recipient] }),
@@ -191,7 +220,14 @@ export class VenueCDriver implements VenueDriver {
     const recipient = getAddress(wallet.address);
     const typedData = withdrawalTypedData(signer.config.starknet_chain_id, { token: token.l2Token, amount: amount * SCALE, recipient, nonce, expiration });
     const signature = starkSign(starknetTypedDataHash(typedData, signer.account), signer.keyPair.privateKey);
-    const body: WithdrawalRequestBody = { token: 'USDC', amount: formatUnits(amount, RULES.decimals), recipient, nonce: nonce.toString(), expiration, signature: formatWithdrawalSignature(signature) };
+    const body: WithdrawalRequestBody = {
+      token: 'USDC',
+      amount: formatUnits(amount, RULES.decimals),
+      recipient,
+      nonce: nonce.toString(),
+      expiration,
+      signature: formatWithdrawalSignature(signature),
+    };
     const transfer = (await this.request('POST', '/v1/withdrawals', { jwt, body })) as { id?: unknown };
     if (typeof transfer?.id !== 'string') throw new VenueCUnavailableError('venue_c answered the withdrawal without a transfer id');
     return { reference: transfer.id };
@@ -233,7 +269,12 @@ export class VenueCDriver implements VenueDriver {
 
   private async usdc(): Promise<{ l1Token: Address; l1Bridge: Address; l2Token: bigint }> {
     const token = (await this.config()).bridged_tokens.find((entry) => entry.symbol === 'USDC');
-    if (!token || !isAddress(token.l1_token_address, { strict: false }) || !isAddress(token.l1_bridge_address, { strict: false }) || token.decimals !== RULES.decimals) {
+    if (
+      !token ||
+      !isAddress(token.l1_token_address, { strict: false }) ||
+      !isAddress(token.l1_bridge_address, { strict: false }) ||
+      token.decimals !== RULES.decimals
+    ) {
       throw new VenueCUnavailableError('venue_c publishes no USDC bridge with 6 decimals in /v1/system/config');
     }
     return { l1Token: getAddress(token.l1_token_address), l1Bridge: getAddress(token.l1_bridge_address), l2Token: parseFelt(token.l2_token_address) };
@@ -254,7 +295,13 @@ export class VenueCDriver implements VenueDriver {
 
   private async jwt(signer: Signer): Promise<string> {
     const timestamp = Math.floor(this.options.now() / 1000);
-    const headers = authHeaders({ account: signer.account, privateKey: signer.keyPair.privateKey, starknetChainId: signer.config.starknet_chain_id, timestamp, expiration: timestamp + this.options.signatureSeconds });
+    const headers = authHeaders({
+      account: signer.account,
+      privateKey: signer.keyPair.privateKey,
+      starknetChainId: signer.config.starknet_chain_id,
+      timestamp,
+      expiration: timestamp + this.options.signatureSeconds,
+    });
     const answer = (await this.request('POST', '/v1/auth', { headers })) as { jwt_token?: unknown };
     if (typeof answer?.jwt_token !== 'string') throw new VenueCUnavailableError('venue_c answered /v1/auth without jwt_token');
     return answer.jwt_token;
@@ -283,7 +330,10 @@ export class VenueCDriver implements VenueDriver {
       } catch {
         parsed = undefined;
       }
-      throw new VenueCRefusedError(typeof parsed?.error === 'string' ? parsed.error : `HTTP ${response.status}`, typeof parsed?.message === 'string' ? parsed.message : text.slice(0, 300));
+      throw new VenueCRefusedError(
+        typeof parsed?.error === 'string' ? parsed.error : `HTTP ${response.status}`,
+        typeof parsed?.message === 'string' ? parsed.message : text.slice(0, 300),
+      );
     }
     if (!response.ok) throw new VenueCUnavailableError(`venue_c answered HTTP ${response.status}`);
     if (text === '') return {};

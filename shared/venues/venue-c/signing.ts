@@ -152,7 +152,12 @@ export function parseParadexSignature(header: string): StarkSignature | undefine
 }
 
 /** Headers of `POST /v1/onboarding` (body `{ public_key }`), as paradex-py `onboarding_headers`. */
-export function onboardingHeaders(input: { ethereumAccount: Address; account: bigint; keyPair: StarkKeyPair; starknetChainId: string }): Record<string, string> {
+export function onboardingHeaders(input: {
+  ethereumAccount: Address;
+  account: bigint;
+  keyPair: StarkKeyPair;
+  starknetChainId: string;
+}): Record<string, string> {
   const signature = signParadexTypedData(onboardingTypedData(input.starknetChainId), input.account, input.keyPair.privateKey);
   return {
     'PARADEX-ETHEREUM-ACCOUNT': input.ethereumAccount,
@@ -162,7 +167,13 @@ export function onboardingHeaders(input: { ethereumAccount: Address; account: bi
 }
 
 /** Headers of `POST /v1/auth` (JWT), as paradex-py `auth_headers`. */
-export function authHeaders(input: { account: bigint; privateKey: bigint; starknetChainId: string; timestamp: number; expiration: number }): Record<string, string> {
+export function authHeaders(input: {
+  account: bigint;
+  privateKey: bigint;
+  starknetChainId: string;
+  timestamp: number;
+  expiration: number;
+}): Record<string, string> {
   const signature = signParadexTypedData(authTypedData(input.starknetChainId, input.timestamp, input.expiration), input.account, input.privateKey);
   return {
     'PARADEX-STARKNET-ACCOUNT': feltToHex(input.account),
@@ -172,17 +183,24 @@ export function authHeaders(input: { account: bigint; privateKey: bigint; starkn
   };
 }
 
-export type OnboardingCheck = { readonly ok: true; readonly account: bigint; readonly publicKey: bigint; readonly ethereumAccount: Address } | { readonly ok: false; readonly reason: string };
+export type OnboardingCheck =
+  | { readonly ok: true; readonly account: bigint; readonly publicKey: bigint; readonly ethereumAccount: Address }
+  | { readonly ok: false; readonly reason: string };
 
 /**
  * The venue's check of `POST /v1/onboarding`: the claimed account is the address the public key
  * derives to, and the onboarding signature verifies under that key.
  */
-export function verifyOnboarding(input: { headers: Readonly<Record<string, string | undefined>>; publicKey: string; config: ParadexSystemConfig }): OnboardingCheck {
+export function verifyOnboarding(input: {
+  headers: Readonly<Record<string, string | undefined>>;
+  publicKey: string;
+  config: ParadexSystemConfig;
+}): OnboardingCheck {
   const ethereumHeader = input.headers['PARADEX-ETHEREUM-ACCOUNT'];
   const accountHeader = input.headers['PARADEX-STARKNET-ACCOUNT'];
   const signatureHeader = input.headers['PARADEX-STARKNET-SIGNATURE'];
-  if (!ethereumHeader || !accountHeader || !signatureHeader) return { ok: false, reason: 'missing PARADEX-ETHEREUM-ACCOUNT, PARADEX-STARKNET-ACCOUNT or PARADEX-STARKNET-SIGNATURE' };
+  if (!ethereumHeader || !accountHeader || !signatureHeader)
+    return { ok: false, reason: 'missing PARADEX-ETHEREUM-ACCOUNT, PARADEX-STARKNET-ACCOUNT or PARADEX-STARKNET-SIGNATURE' };
   let ethereumAccount: Address;
   let account: bigint;
   let publicKey: bigint;
@@ -196,7 +214,8 @@ export function verifyOnboarding(input: { headers: Readonly<Record<string, strin
   if (paradexAccountAddress(publicKey, input.config) !== account) return { ok: false, reason: 'the account is not the address of this public key' };
   const signature = parseParadexSignature(signatureHeader);
   if (!signature) return { ok: false, reason: 'malformed PARADEX-STARKNET-SIGNATURE' };
-  if (!verifyParadexTypedData(onboardingTypedData(input.config.starknet_chain_id), account, publicKey, signature)) return { ok: false, reason: 'invalid onboarding signature' };
+  if (!verifyParadexTypedData(onboardingTypedData(input.config.starknet_chain_id), account, publicKey, signature))
+    return { ok: false, reason: 'invalid onboarding signature' };
   return { ok: true, account, publicKey, ethereumAccount };
 }
 
@@ -216,7 +235,14 @@ export function subkeyRegistrationHash(account: bigint, subkeyPublicKey: bigint,
 }
 
 /** `POST /v1/account/keys/subkeys` body, with the main key's registration signature (hex felts). */
-export function subkeyRegistrationRequest(input: { name: string; account: bigint; mainPrivateKey: bigint; subkeyPublicKey: bigint; timestamp: number; expiry: number }) {
+export function subkeyRegistrationRequest(input: {
+  name: string;
+  account: bigint;
+  mainPrivateKey: bigint;
+  subkeyPublicKey: bigint;
+  timestamp: number;
+  expiry: number;
+}) {
   const signature = starkSign(subkeyRegistrationHash(input.account, input.subkeyPublicKey, input.timestamp, input.expiry), input.mainPrivateKey);
   return {
     name: input.name,
@@ -228,7 +254,14 @@ export function subkeyRegistrationRequest(input: { name: string; account: bigint
   };
 }
 
-export function verifySubkeyRegistration(input: { account: bigint; mainPublicKey: bigint; subkeyPublicKey: bigint; timestamp: number; expiry: number; signature: StarkSignature }): boolean {
+export function verifySubkeyRegistration(input: {
+  account: bigint;
+  mainPublicKey: bigint;
+  subkeyPublicKey: bigint;
+  timestamp: number;
+  expiry: number;
+  signature: StarkSignature;
+}): boolean {
   return starkVerify(input.signature, subkeyRegistrationHash(input.account, input.subkeyPublicKey, input.timestamp, input.expiry), input.mainPublicKey);
 }
 

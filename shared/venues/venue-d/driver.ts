@@ -130,10 +130,12 @@ export class VenueDDriver implements VenueDriver {
     }
     const sender = senderOf(wallet, fields);
     const info = await this.subaccountInfo(sender);
-    if (!info.exists) throw new VenueRuleError('VENUE_ACCOUNT_NOT_FUNDED', 'venue_d opens the subaccount on its first deposit of at least 5; deposit before the trading setup');
+    if (!info.exists)
+      throw new VenueRuleError('VENUE_ACCOUNT_NOT_FUNDED', 'venue_d opens the subaccount on its first deposit of at least 5; deposit before the trading setup');
     if (!replace) {
       const current = await this.linkedSigner(sender);
-      if (current !== zeroAddress) throw new VenueRuleError('LINKED_SIGNER_EXISTS', `venue_d already has a linked signer ${current} for this subaccount; reinitialise to replace it`);
+      if (current !== zeroAddress)
+        throw new VenueRuleError('LINKED_SIGNER_EXISTS', `venue_d already has a linked signer ${current} for this subaccount; reinitialise to replace it`);
     }
     const key = generatePrivateKey();
     const signer = privateKeyToAddress(key);
@@ -157,16 +159,27 @@ export class VenueDDriver implements VenueDriver {
     const minimum = info.exists ? RULES.deposit.minimum : RULES.firstDepositMinimum;
     if (amount < minimum) {
       const what = info.exists ? 'a deposit' : 'the first deposit, which opens the subaccount,';
-      throw new VenueRuleError('BELOW_MINIMUM_DEPOSIT', `venue_d needs ${what} to be at least ${formatUnits(minimum, RULES.decimals)}; got ${formatUnits(amount, RULES.decimals)}`);
+      throw new VenueRuleError(
+        'BELOW_MINIMUM_DEPOSIT',
+        `venue_d needs ${what} to be at least ${formatUnits(minimum, RULES.decimals)}; got ${formatUnits(amount, RULES.decimals)}`,
+      );
     }
     const name = parseSubaccountSender(sender).name;
     return {
       chain: RULES.chain,
       calls: [
-        { to: this.options.collateral, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [this.domain.endpoint, amount] }), label: 'approve the venue_d Endpoint' },
+        {
+          to: this.options.collateral,
+          data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [this.domain.endpoint, amount] }),
+          label: 'approve the venue_d Endpoint',
+        },
         {
           to: this.domain.endpoint,
-          data: encodeFunctionData({ abi: NADO_ENDPOINT_ABI, functionName: 'depositCollateral', args: [subaccountNameToBytes12(name), QUOTE_PRODUCT_ID, amount] }),
+          data: encodeFunctionData({
+            abi: NADO_ENDPOINT_ABI,
+            functionName: 'depositCollateral',
+            args: [subaccountNameToBytes12(name), QUOTE_PRODUCT_ID, amount],
+          }),
           label: 'venue_d Endpoint.depositCollateral',
         },
       ],
@@ -182,7 +195,10 @@ export class VenueDDriver implements VenueDriver {
   async withdraw(wallet: VenueWallet, fields: VenueFields, amount: bigint, idempotencyKey: string): Promise<{ readonly reference: string }> {
     if (idempotencyKey.length === 0) throw new VenueRuleError('INVALID_IDEMPOTENCY_KEY', 'venue_d withdrawals need an idempotency key');
     if (amount < RULES.withdrawal.minimum) {
-      throw new VenueRuleError('BELOW_MINIMUM_WITHDRAWAL', `venue_d withdrawals must exceed the ${formatUnits(RULES.withdrawal.fee.amount, RULES.decimals)} withdrawal fee`);
+      throw new VenueRuleError(
+        'BELOW_MINIMUM_WITHDRAWAL',
+        `venue_d withdrawals must exceed the ${formatUnits(RULES.withdrawal.fee.amount, RULES.decimals)} withdrawal fee`,
+      );
     }
     const sender = senderOf(wallet, fields);
     const remembered = this.withdrawals.get(idempotencyKey);
@@ -196,7 +212,8 @@ export class VenueDDriver implements VenueDriver {
       return { reference: remembered.reference };
     }
     const fee = await this.withdrawalFee(sender);
-    if (amount <= fee) throw new VenueRuleError('BELOW_MINIMUM_WITHDRAWAL', `venue_d withdrawals must exceed its ${formatUnits(fee, RULES.decimals)} withdrawal fee`);
+    if (amount <= fee)
+      throw new VenueRuleError('BELOW_MINIMUM_WITHDRAWAL', `venue_d withdrawals must exceed its ${formatUnits(fee, RULES.decimals)} withdrawal fee`);
     const tx = { sender, productId: QUOTE_PRODUCT_ID, amount: amount - fee, nonce: await this.txNonce(wallet.address) };
     const body = withdrawCollateralExecuteBody(tx, await wallet.signTypedData(withdrawCollateralTypedData(this.domain, tx)));
     const reference = tx.nonce.toString();
@@ -234,7 +251,8 @@ export class VenueDDriver implements VenueDriver {
 
   private async linkedSigner(sender: Hex): Promise<Address> {
     const data = (await this.query({ type: 'linked_signer', subaccount: sender })) as { linked_signer?: string };
-    if (typeof data?.linked_signer !== 'string' || !isHex(data.linked_signer)) throw new VenueDUnavailableError('venue_d answered linked_signer without an address');
+    if (typeof data?.linked_signer !== 'string' || !isHex(data.linked_signer))
+      throw new VenueDUnavailableError('venue_d answered linked_signer without an address');
     // An address, or a bytes32 whose first 20 bytes are the address.
     return getAddress(size(data.linked_signer as Hex) === 32 ? data.linked_signer.slice(0, 42) : data.linked_signer);
   }
@@ -287,20 +305,26 @@ export class VenueDDriver implements VenueDriver {
     } catch {
       throw new VenueDUnavailableError('venue_d answered something that is not JSON');
     }
-    if (!json || typeof json !== 'object' || typeof (json as { status?: unknown }).status !== 'string') throw new VenueDUnavailableError('venue_d answered without a status');
+    if (!json || typeof json !== 'object' || typeof (json as { status?: unknown }).status !== 'string')
+      throw new VenueDUnavailableError('venue_d answered without a status');
     return json as { status: string };
   }
 }
 
 function refusal(answer: { error?: unknown; error_code?: unknown }): VenueDRefusedError {
-  return new VenueDRefusedError(typeof answer.error === 'string' ? answer.error : JSON.stringify(answer).slice(0, 300), typeof answer.error_code === 'number' ? answer.error_code : null);
+  return new VenueDRefusedError(
+    typeof answer.error === 'string' ? answer.error : JSON.stringify(answer).slice(0, 300),
+    typeof answer.error_code === 'number' ? answer.error_code : null,
+  );
 }
 
 /** The stored bytes32 sender, which must belong to this wallet (its first 20 bytes are the owner). */
 function senderOf(wallet: VenueWallet, fields: VenueFields): Hex {
   const stored = fields.account_address;
-  if (typeof stored !== 'string' || !isHex(stored) || size(stored) !== 32) throw new VenueRuleError('INVALID_ACCOUNT', 'venue_d account_address must be the 32-byte subaccount sender');
-  if (parseSubaccountSender(stored).owner !== getAddress(wallet.address)) throw new VenueRuleError('INVALID_ACCOUNT', "venue_d account_address does not belong to this wallet");
+  if (typeof stored !== 'string' || !isHex(stored) || size(stored) !== 32)
+    throw new VenueRuleError('INVALID_ACCOUNT', 'venue_d account_address must be the 32-byte subaccount sender');
+  if (parseSubaccountSender(stored).owner !== getAddress(wallet.address))
+    throw new VenueRuleError('INVALID_ACCOUNT', 'venue_d account_address does not belong to this wallet');
   return stored.toLowerCase() as Hex;
 }
 

@@ -1,4 +1,20 @@
-import { type Address, type Hex, type TypedDataDefinition, bytesToString, concat, getAddress, hexToBytes, isHex, pad, parseAbi, recoverTypedDataAddress, size, slice, stringToHex, trim } from 'viem';
+import {
+  type Address,
+  type Hex,
+  type TypedDataDefinition,
+  bytesToString,
+  concat,
+  getAddress,
+  hexToBytes,
+  isHex,
+  pad,
+  parseAbi,
+  recoverTypedDataAddress,
+  size,
+  slice,
+  stringToHex,
+  trim,
+} from 'viem';
 
 /**
  * venue_d (modelled on Nado, on Ink), from @nadohq/shared (research §4.2–4.3):
@@ -116,7 +132,11 @@ export function linkSignerExecuteBody(tx: { sender: Hex; signer: Hex; nonce: big
   return { link_signer: { tx: { sender: tx.sender, signer: tx.signer, nonce: tx.nonce.toString() }, signature } };
 }
 
-export function withdrawCollateralExecuteBody(tx: { sender: Hex; productId: number; amount: bigint; nonce: bigint }, signature: Hex, spotLeverage: boolean | null = null) {
+export function withdrawCollateralExecuteBody(
+  tx: { sender: Hex; productId: number; amount: bigint; nonce: bigint },
+  signature: Hex,
+  spotLeverage: boolean | null = null,
+) {
   return {
     withdraw_collateral: {
       signature,

@@ -84,11 +84,20 @@ export class VenueEDriver implements VenueDriver {
     const nonce = nonceOf(fields);
     if (typeof fields.clob_api_key === 'string' && nonce !== undefined) {
       const credentials = await this.derive(wallet, nonce);
-      const answer = (await this.l2(wallet, credentials, 'GET', '/balance-allowance', { asset_type: 'COLLATERAL', signature_type: String(POLY_PROXY_SIGNATURE_TYPE) })) as { balance?: unknown };
-      if (typeof answer?.balance !== 'string' || !/^\d+$/.test(answer.balance)) throw new VenueEUnavailableError('venue_e answered /balance-allowance without a base-unit balance');
+      const answer = (await this.l2(wallet, credentials, 'GET', '/balance-allowance', {
+        asset_type: 'COLLATERAL',
+        signature_type: String(POLY_PROXY_SIGNATURE_TYPE),
+      })) as { balance?: unknown };
+      if (typeof answer?.balance !== 'string' || !/^\d+$/.test(answer.balance))
+        throw new VenueEUnavailableError('venue_e answered /balance-allowance without a base-unit balance');
       collateral = BigInt(answer.balance);
     }
-    return { balance: collateral, account_value: collateral, available_for_withdrawal: collateral, extra: { proxy_wallet_usdc_e: usdcE, proxy_wallet_pusd: pusd } };
+    return {
+      balance: collateral,
+      account_value: collateral,
+      available_for_withdrawal: collateral,
+      extra: { proxy_wallet_usdc_e: usdcE, proxy_wallet_pusd: pusd },
+    };
   }
 
   async initTrading(wallet: VenueWallet, fields: VenueFields, _metadata: Readonly<Record<string, unknown>>, replace: boolean): Promise<TradingSetup> {
@@ -122,31 +131,52 @@ export class VenueEDriver implements VenueDriver {
     const proxy = proxyOf(wallet, fields);
     return {
       chain: RULES.chain,
-      calls: [{ to: this.options.usdcE, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [proxy, amount] }), label: 'USDC.e transfer to the venue_e proxy wallet' }],
+      calls: [
+        {
+          to: this.options.usdcE,
+          data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [proxy, amount] }),
+          label: 'USDC.e transfer to the venue_e proxy wallet',
+        },
+      ],
       expectedCredit: amount,
     };
   }
 
   async withdraw(wallet: VenueWallet, fields: VenueFields, amount: bigint, idempotencyKey: string): Promise<{ readonly reference: string }> {
     if (amount < RULES.withdrawal.minimum) {
-      throw new VenueRuleError('BELOW_MINIMUM_WITHDRAWAL', `venue_e withdrawals must be at least ${formatUnits(RULES.withdrawal.minimum, RULES.decimals)} USDC.e`);
+      throw new VenueRuleError(
+        'BELOW_MINIMUM_WITHDRAWAL',
+        `venue_e withdrawals must be at least ${formatUnits(RULES.withdrawal.minimum, RULES.decimals)} USDC.e`,
+      );
     }
     if (idempotencyKey.length === 0) throw new VenueRuleError('INVALID_IDEMPOTENCY_KEY', 'venue_e withdrawals need an idempotency key');
     const proxy = proxyOf(wallet, fields);
     const recipient = getAddress(wallet.address);
     const withdrawalId = withdrawalIdOf(idempotencyKey);
     const toChainId = BigInt(POLYGON_CHAIN_ID);
-    const signature = await wallet.signTypedData(withdrawTypedData({ proxyWallet: proxy, recipientAddr: recipient, toChainId, toTokenAddress: this.options.usdcE, amount, withdrawalId }));
+    const signature = await wallet.signTypedData(
+      withdrawTypedData({ proxyWallet: proxy, recipientAddr: recipient, toChainId, toTokenAddress: this.options.usdcE, amount, withdrawalId }),
+    );
     const answer = (await this.request(this.options.bridgeUrl, 'POST', '/withdraw', {
-      body: { address: proxy, toChainId: toChainId.toString(), toTokenAddress: this.options.usdcE, recipientAddr: recipient, amount: amount.toString(), withdrawalId, signature },
+      body: {
+        address: proxy,
+        toChainId: toChainId.toString(),
+        toTokenAddress: this.options.usdcE,
+        recipientAddr: recipient,
+        amount: amount.toString(),
+        withdrawalId,
+        signature,
+      },
     })) as { address?: { evm?: unknown } };
     const reference = answer?.address?.evm;
-    if (typeof reference !== 'string' || !isAddress(reference, { strict: false })) throw new VenueEUnavailableError('venue_e answered /withdraw without an EVM address');
+    if (typeof reference !== 'string' || !isAddress(reference, { strict: false }))
+      throw new VenueEUnavailableError('venue_e answered /withdraw without an EVM address');
     return { reference: getAddress(reference) };
   }
 
   async withdrawalStatus(_wallet: VenueWallet, _fields: VenueFields, reference: string): Promise<WithdrawalStatus> {
-    if (!isAddress(reference, { strict: false })) throw new VenueRuleError('INVALID_REFERENCE', `venue_e withdrawal references are bridge addresses, got "${reference}"`);
+    if (!isAddress(reference, { strict: false }))
+      throw new VenueRuleError('INVALID_REFERENCE', `venue_e withdrawal references are bridge addresses, got "${reference}"`);
     const answer = (await this.request(this.options.bridgeUrl, 'GET', `/status/${reference}`)) as { transactions?: { status?: string; txHash?: string }[] };
     if (!Array.isArray(answer?.transactions)) throw new VenueEUnavailableError('venue_e answered /status without transactions');
     const latest = answer.transactions[0];
@@ -188,7 +218,12 @@ export class VenueEDriver implements VenueDriver {
     }
   }
 
-  private async request(base: string, method: string, path: string, input: { headers?: Record<string, string>; query?: Record<string, string>; body?: unknown } = {}): Promise<unknown> {
+  private async request(
+    base: string,
+    method: string,
+    path: string,
+    input: { headers?: Record<string, string>; query?: Record<string, string>; body?: unknown } = {},
+  ): Promise<unknown> {
     const url = `${base}${path}${input.query ? `?${new URLSearchParams(input.query)}` : ''}`;
     let response: Response;
     try {

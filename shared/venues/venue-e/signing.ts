@@ -1,5 +1,16 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { type Address, type Hex, type TypedDataDefinition, encodeAbiParameters, getAddress, getCreate2Address, isAddress, isHex, keccak256, recoverTypedDataAddress } from 'viem';
+import {
+  type Address,
+  type Hex,
+  type TypedDataDefinition,
+  encodeAbiParameters,
+  getAddress,
+  getCreate2Address,
+  isAddress,
+  isHex,
+  keccak256,
+  recoverTypedDataAddress,
+} from 'viem';
 import type { VenueWallet } from '../driver.ts';
 
 /**
@@ -73,9 +84,20 @@ export async function createL1Headers(wallet: VenueWallet, input: { timestamp: n
 export type L1Check = { readonly ok: true; readonly address: Address; readonly nonce: bigint } | { readonly ok: false; readonly reason: string };
 
 /** The venue's check of L1 headers: well-formed, recent, and signed by POLY_ADDRESS for that timestamp and nonce. */
-export async function verifyL1Headers(headers: Readonly<Record<string, string | undefined>>, options: { now: Date; maxSkewSeconds: number; chainId?: number }): Promise<L1Check> {
+export async function verifyL1Headers(
+  headers: Readonly<Record<string, string | undefined>>,
+  options: { now: Date; maxSkewSeconds: number; chainId?: number },
+): Promise<L1Check> {
   const { POLY_ADDRESS: address, POLY_SIGNATURE: signature, POLY_TIMESTAMP: timestamp, POLY_NONCE: nonce = '0' } = headers;
-  if (!address || !isAddress(address, { strict: false }) || !signature || !isHex(signature) || !timestamp || !/^\d{1,12}$/.test(timestamp) || !/^\d{1,78}$/.test(nonce)) {
+  if (
+    !address ||
+    !isAddress(address, { strict: false }) ||
+    !signature ||
+    !isHex(signature) ||
+    !timestamp ||
+    !/^\d{1,12}$/.test(timestamp) ||
+    !/^\d{1,78}$/.test(nonce)
+  ) {
     return { ok: false, reason: 'missing or malformed POLY_ADDRESS, POLY_SIGNATURE, POLY_TIMESTAMP or POLY_NONCE' };
   }
   if (Math.abs(options.now.getTime() / 1000 - Number(timestamp)) > options.maxSkewSeconds) return { ok: false, reason: 'POLY_TIMESTAMP is too far from now' };
@@ -108,7 +130,13 @@ export function generateClobApiCredentials(): ClobApiCredentials {
  * `timestamp + method + requestPath [+ body]`, as URL-safe base64 keeping the `=` padding.
  */
 export function polyHmacSignature(secret: string, timestamp: number, method: string, requestPath: string, body?: string): string {
-  const key = Buffer.from(secret.replace(/-/g, '+').replace(/_/g, '/').replace(/[^A-Za-z0-9+/=]/g, ''), 'base64');
+  const key = Buffer.from(
+    secret
+      .replace(/-/g, '+')
+      .replace(/_/g, '/')
+      .replace(/[^A-Za-z0-9+/=]/g, ''),
+    'base64',
+  );
   const message = `${timestamp}${method}${requestPath}${body ?? ''}`;
   return createHmac('sha256', key).update(message).digest('base64').replace(/\+/g, '-').replace(/\//g, '_');
 }
@@ -122,7 +150,11 @@ export type L2Headers = {
 };
 
 /** `createL2Headers`: per-request authentication with the API credentials (POLY_ADDRESS is the EOA). */
-export function createL2Headers(address: Address, credentials: ClobApiCredentials, request: { timestamp: number; method: string; requestPath: string; body?: string }): L2Headers {
+export function createL2Headers(
+  address: Address,
+  credentials: ClobApiCredentials,
+  request: { timestamp: number; method: string; requestPath: string; body?: string },
+): L2Headers {
   return {
     POLY_ADDRESS: address,
     POLY_SIGNATURE: polyHmacSignature(credentials.secret, request.timestamp, request.method, request.requestPath, request.body),

@@ -8,7 +8,10 @@ import { call } from './client.ts';
  * is `POST /wallet/sign` with a raw 32-byte hash (EIP-712 digests, EIP-191 digests, transaction
  * signing hashes). What a transfer step will do with the enclave, a test does over HTTP.
  */
-export function accountWallet(headers: Record<string, string>, address: Address): VenueWallet & { send(chain: string, call: { to: Address; data: Hex; value?: bigint }): Promise<Hex> } {
+export function accountWallet(
+  headers: Record<string, string>,
+  address: Address,
+): VenueWallet & { send(chain: string, call: { to: Address; data: Hex; value?: bigint }): Promise<Hex> } {
   const signHash = async (hash: Hex): Promise<Hex> => {
     const response = await call('account', 'POST', '/wallet/sign', { headers, json: { raw_data_hash: hash } });
     if (response.status !== 200) throw new Error(`/wallet/sign failed: ${JSON.stringify(response.body)}`);
@@ -27,7 +30,16 @@ export function accountWallet(headers: Record<string, string>, address: Address)
         client.estimateFeesPerGas(),
         client.estimateGas({ account: address, to: tx.to, data: tx.data, value: tx.value ?? 0n }),
       ]);
-      const unsigned = { type: 'eip1559' as const, chainId: chain_id!, nonce, to: tx.to, data: tx.data, value: tx.value ?? 0n, gas: (gas * 12n) / 10n, ...fees };
+      const unsigned = {
+        type: 'eip1559' as const,
+        chainId: chain_id!,
+        nonce,
+        to: tx.to,
+        data: tx.data,
+        value: tx.value ?? 0n,
+        gas: (gas * 12n) / 10n,
+        ...fees,
+      };
       const signature = parseSignature(await signHash(keccak256(serializeTransaction(unsigned))));
       const hash = await client.sendRawTransaction({ serializedTransaction: serializeTransaction(unsigned, signature) });
       const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });

@@ -58,7 +58,8 @@ export function registerPublicHashes(value: unknown): void {
 }
 
 /** Response fields that hold a credential: the log scan at the end of the run looks for their values. */
-const SECRET_FIELD = /^(access_key|secret_key|api_key|private_key|secret|passphrase|op_jwt|service_token|[a-z_]*_secret|[a-z_]*_private_key|[a-z_]*_passphrase)$/;
+const SECRET_FIELD =
+  /^(access_key|secret_key|api_key|private_key|secret|passphrase|op_jwt|service_token|[a-z_]*_secret|[a-z_]*_private_key|[a-z_]*_passphrase)$/;
 
 /**
  * Records every credential a response handed the tests (wallet access keys, tokens, keys) in the

@@ -32,7 +32,8 @@ const MIN_KNOWN_LENGTH = 12;
 function maskAll(text: string, values: readonly KnownSecret[], publicValues: ReadonlySet<string>): string {
   let masked = text;
   for (const { value } of values) masked = masked.split(value).join(`[${value.length} chars masked]`);
-  for (const { pattern } of PATTERNS) masked = masked.replace(pattern, (match) => (publicValues.has(match.toLowerCase()) ? match : `[${match.length} chars masked]`));
+  for (const { pattern } of PATTERNS)
+    masked = masked.replace(pattern, (match) => (publicValues.has(match.toLowerCase()) ? match : `[${match.length} chars masked]`));
   return masked;
 }
 

@@ -27,4 +27,3 @@ export async function scanItems(marker: string): Promise<string[]> {
   client.destroy();
   return items.sort();
 }
-

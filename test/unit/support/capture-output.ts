@@ -18,5 +18,9 @@ export async function captureJsonLines(run: () => unknown): Promise<Record<strin
     out.mockRestore();
     err.mockRestore();
   }
-  return written.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+  return written
+    .join('')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 }

@@ -28,10 +28,14 @@ async function startDynamoDbLocalTable(name: string): Promise<{ table: Table; st
   const home = join(ROOT, 'node_modules/amplify-dynamodb-simulator/emulator');
   const workDir = await mkdtemp(join(tmpdir(), 'ddb-local-'));
   const port = await freePort();
-  const child: ChildProcess = spawn('java', [`-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`, '-jar', join(home, 'DynamoDBLocal.jar'), '-inMemory', '-port', String(port)], {
-    cwd: workDir,
-    stdio: 'ignore',
-  });
+  const child: ChildProcess = spawn(
+    'java',
+    [`-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`, '-jar', join(home, 'DynamoDBLocal.jar'), '-inMemory', '-port', String(port)],
+    {
+      cwd: workDir,
+      stdio: 'ignore',
+    },
+  );
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new DynamoDBClient({ endpoint });
   const deadline = Date.now() + 60_000;

@@ -76,7 +76,10 @@ export async function depositThroughPlan(
   const plan = await driver.prepareDeposit(user.wallet, user.fields, amount);
   for (const call of plan.calls) await user.send(call.to, call.data, call.value);
   const sent = performance.now();
-  const after = await eventually(() => driver.balances(user.wallet, user.fields), (b) => b.balance !== before);
+  const after = await eventually(
+    () => driver.balances(user.wallet, user.fields),
+    (b) => b.balance !== before,
+  );
   expect(after.balance - before).toBe(plan.expectedCredit);
   return performance.now() - sent;
 }
