@@ -2,15 +2,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { importJWK, SignJWT } from 'jose';
-import { generateEs256Jwk } from '../shared/crypto/es256-jwk.ts';
 import type { Application } from '../shared/apps/application.ts';
 import { verifyOpJwt } from '../shared/auth/jwt.ts';
+import { generateEs256Jwk } from '../shared/crypto/es256-jwk.ts';
 import { LocalKeyWrapper } from '../shared/crypto/local-key-wrapper.ts';
 import { openSecrets } from '../shared/crypto/secret-box.ts';
 import { createWallet } from '../shared/enclave/create-wallet.ts';
 import { createV1Wallet, openV1Key } from '../shared/enclave/v1-wallets.ts';
-import { getWallet, type V1WalletRecord, type WalletRecord, walletEncryptionContext } from '../shared/enclave/wallet-record.ts';
 import { signHash } from '../shared/enclave/wallet-keys.ts';
+import { getWallet, type V1WalletRecord, type WalletRecord, walletEncryptionContext } from '../shared/enclave/wallet-record.ts';
 import { startDynaliteTable } from '../test/unit/support/dynalite-table.ts';
 
 /**

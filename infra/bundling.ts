@@ -1,5 +1,5 @@
+import { type BundlingOptions, LogLevel, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
-import { LogLevel, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { BUNDLE_ALIASES, UNREACHED_IN_LAMBDA } from './bundle-trims.ts';
 
 /**

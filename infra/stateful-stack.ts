@@ -1,11 +1,11 @@
 import { CfnOutput, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, Table, type ITable } from 'aws-cdk-lib/aws-dynamodb';
-import { Key, KeySpec, KeyUsage, type IKey } from 'aws-cdk-lib/aws-kms';
+import { AttributeType, BillingMode, type ITable, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { type IKey, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
-import { keyPolicy } from './constructs/key-use.ts';
 import { RPC_URLS_PLACEHOLDER_KEY } from '../shared/chains/rpc-urls.ts';
 import { TABLE_KEY_SCHEMA, TABLE_TTL_ATTRIBUTE } from '../shared/db/table-definition.ts';
+import { keyPolicy } from './constructs/key-use.ts';
 
 /** What the stateless services need from this stack. */
 export interface StatefulResources {

@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { AppRegistry } from '../../shared/apps/app-registry.ts';
-import { type AccountDeps, getOrCreateAccount } from '../../shared/accounts/account-service.ts';
 import { toAccountResource } from '../../shared/accounts/account-record.ts';
+import { type AccountDeps, getOrCreateAccount } from '../../shared/accounts/account-service.ts';
+import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
 import { accountKeyWrapperFromEnv, enclaveClientFromEnv } from '../../shared/deps/clients.ts';
 import { appsFromEnv, systemClock } from '../../shared/deps/table.ts';

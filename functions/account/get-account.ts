@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { AppRegistry } from '../../shared/apps/app-registry.ts';
-import { requireAccount } from '../../shared/accounts/account-service.ts';
 import { toAccountResource } from '../../shared/accounts/account-record.ts';
+import { requireAccount } from '../../shared/accounts/account-service.ts';
+import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { appsFromEnv } from '../../shared/deps/table.ts';

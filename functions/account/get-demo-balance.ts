@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { DemoBalanceQuery, demoBalance } from '../../shared/accounts/demo-balance.ts';
+import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
 import type { Chains } from '../../shared/chains/chains.ts';
 import type { Table } from '../../shared/db/client.ts';

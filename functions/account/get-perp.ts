@@ -6,7 +6,7 @@ import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { DexQuery } from '../../shared/venues/schemas.ts';
-import { venueAssets, type VenueSigningDeps } from '../../shared/venues/service.ts';
+import { type VenueSigningDeps, venueAssets } from '../../shared/venues/service.ts';
 
 export type GetPerpDeps = VenueSigningDeps & { readonly apps: AppRegistry };
 

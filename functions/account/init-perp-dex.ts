@@ -6,7 +6,7 @@ import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { InitPerpDexRequest } from '../../shared/venues/schemas.ts';
-import { initPerpDex, type InitPerpDexDeps } from '../../shared/venues/service.ts';
+import { type InitPerpDexDeps, initPerpDex } from '../../shared/venues/service.ts';
 
 export type InitPerpDexRouteDeps = InitPerpDexDeps & { readonly apps: AppRegistry };
 

@@ -1,8 +1,8 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
-import { appsFromEnv } from '../../shared/deps/table.ts';
 import type { Table } from '../../shared/db/client.ts';
+import { appsFromEnv } from '../../shared/deps/table.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';

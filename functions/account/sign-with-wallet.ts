@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { type AccountDeps, signWithWallet } from '../../shared/accounts/account-service.ts';
 import { SignRequest } from '../../shared/accounts/schemas.ts';
+import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { authenticateUser } from '../../shared/auth/authenticate.ts';
 import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from '../../shared/deps/clients.ts';
 import { appsFromEnv, systemClock } from '../../shared/deps/table.ts';

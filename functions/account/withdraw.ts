@@ -7,7 +7,7 @@ import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { measureWithdrawal } from '../../shared/observability/metrics.ts';
-import { withdraw, type WithdrawDeps } from '../../shared/withdrawals/withdraw.ts';
+import { type WithdrawDeps, withdraw } from '../../shared/withdrawals/withdraw.ts';
 import { WithdrawRequest } from '../../shared/withdrawals/withdraw-rules.ts';
 
 const IdempotencyKey = v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9._:-]{8,128}$/, 'must be 8-128 characters of letters, digits, ".", "_", ":" or "-"')));

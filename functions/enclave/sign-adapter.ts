@@ -3,7 +3,7 @@ import type * as v from 'valibot';
 import { authenticateEnclaveCaller } from '../../shared/auth/authenticate.ts';
 import type { V1Deps, V2Deps } from '../../shared/enclave/deps.ts';
 import type { SigningWallet } from '../../shared/enclave/sign-operations.ts';
-import { withV1WalletKey, withWalletKey, type WalletAuthorization } from '../../shared/enclave/use-wallet.ts';
+import { type WalletAuthorization, withV1WalletKey, withWalletKey } from '../../shared/enclave/use-wallet.ts';
 import { assertV1Open } from '../../shared/enclave/v1-wallets.ts';
 import { routeOf } from '../../shared/http/event.ts';
 import { jsonResponse } from '../../shared/http/response.ts';

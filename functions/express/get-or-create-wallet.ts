@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { expressDepsFromEnv, type ExpressRouteDeps } from '../../shared/deps/express.ts';
+import { type ExpressRouteDeps, expressDepsFromEnv } from '../../shared/deps/express.ts';
 import { authenticateExpressCaller } from '../../shared/express/express-caller.ts';
 import { getOrCreateExpressWallet } from '../../shared/express/express-wallets.ts';
 import { httpHandler } from '../../shared/http/handler.ts';

@@ -1,6 +1,6 @@
 import { depositStepDepsFromEnv } from '../../shared/deps/transfer-venue-steps.ts';
-import { DEPOSIT_KIND } from '../../shared/transfers/steps/deposit.ts';
 import { runStep } from '../../shared/transfers/steps/core.ts';
+import { DEPOSIT_KIND } from '../../shared/transfers/steps/deposit.ts';
 import { stepHandler } from '../../shared/transfers/steps/lambda.ts';
 import type { StepInvocation } from '../../shared/transfers/task.ts';
 

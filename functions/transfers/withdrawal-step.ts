@@ -1,7 +1,7 @@
 import { withdrawalStepDepsFromEnv } from '../../shared/deps/transfer-venue-steps.ts';
-import { WITHDRAWAL_KIND } from '../../shared/transfers/steps/withdrawal.ts';
 import { runStep } from '../../shared/transfers/steps/core.ts';
 import { stepHandler } from '../../shared/transfers/steps/lambda.ts';
+import { WITHDRAWAL_KIND } from '../../shared/transfers/steps/withdrawal.ts';
 import type { StepInvocation } from '../../shared/transfers/task.ts';
 
 /**

@@ -6,8 +6,8 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import type { TransferStepFunction, TransferStepKind } from '../../functions/transfer-steps.ts';
-import { type NeedsResources, REPO_ROOT, ServiceFunction, STAR_RESOURCE_REASON } from './service-function.ts';
 import { TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS, TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS } from '../transfer-machine.ts';
+import { type NeedsResources, REPO_ROOT, ServiceFunction, STAR_RESOURCE_REASON } from './service-function.ts';
 
 /** The transfer state machine's definition (JSONPath), the same file the local interpreter runs. */
 export const TRANSFER_ASL_FILE = 'statemachines/transfer.asl.json';

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JWK } from 'jose';
-import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import * as v from 'valibot';
-import { APP_ID_PATTERN, type Application, DEFAULT_WALLET_GROUP_ID, MAX_TOKEN_AGE_BOUNDS } from '../../shared/apps/application.ts';
 import { hashSecret } from '../../shared/apps/app-registry.ts';
+import { APP_ID_PATTERN, type Application, DEFAULT_WALLET_GROUP_ID, MAX_TOKEN_AGE_BOUNDS } from '../../shared/apps/application.ts';
+import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
 import { LocalRuntimeError } from './local-runtime-error.ts';
 

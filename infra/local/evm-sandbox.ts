@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, open, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
-import { type Address, type Hex, createPublicClient, createTestClient, createWalletClient, defineChain, http, isAddress } from 'viem';
+import { type Address, createPublicClient, createTestClient, createWalletClient, defineChain, type Hex, http, isAddress } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { EvmChainCode, EvmChainConfig } from '../../shared/chains/chain-config.ts';
 import { sponsoredExecutorArtifact } from '../../shared/chains/evm/contracts/sponsored-executor.artifact.ts';

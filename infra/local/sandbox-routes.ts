@@ -1,20 +1,20 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
+import { ValidationError } from '../../shared/errors.ts';
 import { toErrorResponse } from '../../shared/http/error-handler.ts';
-import { jsonResponse, type HttpResult } from '../../shared/http/response.ts';
+import { type HttpResult, jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { formatAmount, parseAmount } from '../../shared/money.ts';
-import { ValidationError } from '../../shared/errors.ts';
-import { CHAIN_CODES } from '../../shared/wallets/networks.ts';
-import { normaliseRecipient } from '../../shared/withdrawals/withdraw-rules.ts';
 import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
 import { FaultRequest } from '../../shared/sandbox/fault-request.ts';
+import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
+import { CHAIN_CODES } from '../../shared/wallets/networks.ts';
+import { normaliseRecipient } from '../../shared/withdrawals/withdraw-rules.ts';
+import type { SandboxBridge } from './bridge/server.ts';
 import type { EvmSandbox } from './evm-sandbox.ts';
 import { FaucetRefusedError, MAX_UNITS } from './faucet-refused.ts';
 import type { SolanaSandbox } from './solana-sandbox/index.ts';
 import { type SandboxVenues, VenueNotRunningError } from './venues/framework.ts';
-import type { SandboxBridge } from './bridge/server.ts';
-import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 
 /**
  * Sandbox-only endpoints of the account service (never deployed to AWS; marked so in the

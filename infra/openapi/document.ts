@@ -3,8 +3,8 @@ import type * as v from 'valibot';
 import { ROUTES, type ServiceName } from '../../functions/routes.ts';
 import { VALID_REQUEST_ID } from '../../shared/http/request-id.ts';
 import { ErrorResponse } from '../../shared/http/schemas.ts';
-import { FaultRequest } from '../../shared/sandbox/fault-request.ts';
 import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
+import { FaultRequest } from '../../shared/sandbox/fault-request.ts';
 import { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 import { OPERATIONS, type OperationDoc } from './operations.ts';
 

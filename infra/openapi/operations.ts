@@ -1,7 +1,29 @@
 import * as v from 'valibot';
-import { CreateAccountResponse, Account, SignRequest, SignResponse } from '../../shared/accounts/schemas.ts';
 import { DemoBalanceQuery } from '../../shared/accounts/demo-balance.ts';
-import { WithdrawRequest } from '../../shared/withdrawals/withdraw-rules.ts';
+import { Account, CreateAccountResponse, SignRequest, SignResponse } from '../../shared/accounts/schemas.ts';
+import {
+  CreateWalletRequest,
+  CreateWalletResponse,
+  SignAuthorizationRequest,
+  SignAuthorizationResponse,
+  SignatureResponse,
+  SignDataRequest,
+  SignMessageRequest,
+  SignTransactionRequest,
+  SignTransactionResponse,
+  V1CreateWalletRequest,
+  V1CreateWalletResponse,
+  V1SignDataRequest,
+  V1SignMessageRequest,
+  V1SignTransactionRequest,
+} from '../../shared/enclave/schemas.ts';
+import {
+  ExpressSignDataRequest,
+  ExpressSignMessageRequest,
+  ExpressSignResponse,
+  ExpressSignTransactionRequest,
+  ExpressWalletResponse,
+} from '../../shared/express/schemas.ts';
 import { TransferCostEstimateResponse, TransferRequest } from '../../shared/transfers/schemas.ts';
 import { TaskAccepted, TaskResource, TasksQuery, TasksResponse } from '../../shared/transfers/task-schemas.ts';
 import {
@@ -15,29 +37,7 @@ import {
   VenueAssetsResponse,
   VenueCredentialsResponse,
 } from '../../shared/venues/schemas.ts';
-import {
-  ExpressSignDataRequest,
-  ExpressSignMessageRequest,
-  ExpressSignResponse,
-  ExpressSignTransactionRequest,
-  ExpressWalletResponse,
-} from '../../shared/express/schemas.ts';
-import {
-  SignAuthorizationRequest,
-  SignAuthorizationResponse,
-  V1CreateWalletRequest,
-  V1CreateWalletResponse,
-  V1SignDataRequest,
-  V1SignMessageRequest,
-  V1SignTransactionRequest,
-  CreateWalletRequest,
-  CreateWalletResponse,
-  SignatureResponse,
-  SignDataRequest,
-  SignMessageRequest,
-  SignTransactionRequest,
-  SignTransactionResponse,
-} from '../../shared/enclave/schemas.ts';
+import { WithdrawRequest } from '../../shared/withdrawals/withdraw-rules.ts';
 
 /**
  * What the OpenAPI document says of each route id in functions/routes.ts. The request schemas

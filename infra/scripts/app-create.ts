@@ -4,10 +4,10 @@ import { KMSClient } from '@aws-sdk/client-kms';
 import type { JSONWebKeySet } from 'jose';
 import { MAX_TOKEN_AGE_BOUNDS } from '../../shared/apps/application.ts';
 import { registerApplication } from '../../shared/apps/register-application.ts';
-import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
 import { KmsOpJwtSigner } from '../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../shared/db/client.ts';
 import { ConflictError } from '../../shared/errors.ts';
+import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
 import { ensurePlatformApplication, platformGasSponsor, scriptOpJwtSigner, scriptTable } from './platform-app.ts';
 
 /**

@@ -6,7 +6,6 @@ import { type Address, formatUnits } from 'viem';
 import { getChainId } from 'viem/actions';
 import { ChainsConfigSchema, type EvmChainCode, type EvmChainConfig } from '../../shared/chains/chain-config.ts';
 import { describeChainError, InclusionTimeoutError } from '../../shared/chains/errors.ts';
-import { EvmChain } from '../../shared/chains/evm-chain.ts';
 import {
   CREATE2_DEPLOYER,
   delegateAddress,
@@ -15,6 +14,7 @@ import {
   hasDeployer,
   SponsorUnderfundedError,
 } from '../../shared/chains/evm/delegate-deployment.ts';
+import { EvmChain } from '../../shared/chains/evm-chain.ts';
 import { FIRST_SPONSORED_SEND_GAS } from '../../shared/chains/sender/sponsored-sender.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { setChainDelegate } from './chains-config-file.ts';

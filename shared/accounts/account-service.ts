@@ -7,8 +7,8 @@ import { sealSecrets } from '../crypto/secret-box.ts';
 import type { Table } from '../db/client.ts';
 import { NotFoundError, ValidationError } from '../errors.ts';
 import { defaultPerpDexStatus } from '../venues/default-status.ts';
-import { type AccountRecord, accountEncryptionContext, getAccount, putAccountIfAbsent } from './account-record.ts';
 import type { WalletEnclave } from '../wallets/enclave-client.ts';
+import { type AccountRecord, accountEncryptionContext, getAccount, putAccountIfAbsent } from './account-record.ts';
 import { walletSigner } from './wallet-signer.ts';
 
 export interface AccountDeps {

@@ -3,7 +3,7 @@ import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import type { Chains } from '../chains/chains.ts';
 import { formatAmount } from '../money.ts';
 import { CHAIN_CODES } from '../wallets/networks.ts';
-import { requireAccount, type AccountDeps } from './account-service.ts';
+import { type AccountDeps, requireAccount } from './account-service.ts';
 
 export const DemoBalanceQuery = v.object({
   chain: v.picklist(CHAIN_CODES, `must be one of ${CHAIN_CODES.join(', ')}`),

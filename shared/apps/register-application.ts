@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { JWK } from 'jose';
-import { ConflictError } from '../errors.ts';
 import type { Table } from '../db/client.ts';
-import { type Application, DEFAULT_WALLET_GROUP_ID, type OidcProvider } from './application.ts';
-import { getApplication, hashSecret, putApplication } from './app-registry.ts';
+import { ConflictError } from '../errors.ts';
 import { PLATFORM_APP_ID, PLATFORM_ISSUER_FOR_WALLETS } from '../withdrawals/gas-sponsor.ts';
+import { getApplication, hashSecret, putApplication } from './app-registry.ts';
+import { type Application, DEFAULT_WALLET_GROUP_ID, type OidcProvider } from './application.ts';
 
 export interface NewApplication {
   readonly app_id: string;

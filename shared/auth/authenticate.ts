@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { Application } from '../apps/application.ts';
 import type { AppRegistry } from '../apps/app-registry.ts';
+import type { Application } from '../apps/application.ts';
 import { UnauthorizedError } from '../errors.ts';
 import { type Identity, verifyUserJwt } from './jwt.ts';
 import { SERVICE_TOKEN_HEADER, verifyServiceToken } from './service-token.ts';

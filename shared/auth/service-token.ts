@@ -1,6 +1,6 @@
-import { decodeJwt, jwtVerify, createLocalJWKSet } from 'jose';
-import type { Application } from '../apps/application.ts';
+import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import type { AppRegistry } from '../apps/app-registry.ts';
+import type { Application } from '../apps/application.ts';
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { UnauthorizedError } from '../errors.ts';
 import { ACCEPTED_ALGORITHMS, MAX_OP_JWT_LIFETIME_SECONDS } from './jwt.ts';

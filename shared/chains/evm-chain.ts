@@ -1,6 +1,5 @@
 import {
   type Address,
-  BaseError as ViemError,
   encodeFunctionData,
   erc20Abi,
   type Hex,
@@ -9,12 +8,13 @@ import {
   RpcRequestError,
   TimeoutError,
   TransactionReceiptNotFoundError,
+  BaseError as ViemError,
   WaitForTransactionReceiptTimeoutError,
 } from 'viem';
 import { getTransactionReceipt } from 'viem/actions';
 import type { EvmChainCode, EvmChainConfig } from './chain-config.ts';
-import { createEvmClient, type EvmClient } from './evm/evm-client.ts';
 import { BroadcastRejectedError, CallWouldFailError, ChainUnavailableError, describeChainError } from './errors.ts';
+import { createEvmClient, type EvmClient } from './evm/evm-client.ts';
 import { isDelegatedTo, readExecutorNonce } from './evm/sponsored-executor.ts';
 
 /**

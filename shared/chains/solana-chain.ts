@@ -1,12 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import {
-  findAssociatedTokenPda,
-  getCreateAssociatedTokenIdempotentInstruction,
-  getTransferCheckedInstruction,
-  TOKEN_PROGRAM_ADDRESS,
-} from '@solana-program/token';
-import { getTransferSolInstruction } from '@solana-program/system';
-import {
   type Address,
   address,
   appendTransactionMessageInstructions,
@@ -24,17 +17,24 @@ import {
   pipe,
   type ReadonlyUint8Array,
   type Rpc,
-  setTransactionMessageFeePayer,
-  setTransactionMessageLifetimeUsingBlockhash,
   type Signature,
   type SignatureBytes,
   SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
   SOLANA_ERROR__MALFORMED_JSON_RPC_ERROR,
   type SolanaRpcApi,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
   type Transaction,
   type TransactionMessageBytes,
   type TransactionMessageBytesBase64,
 } from '@solana/kit';
+import { getTransferSolInstruction } from '@solana-program/system';
+import {
+  findAssociatedTokenPda,
+  getCreateAssociatedTokenIdempotentInstruction,
+  getTransferCheckedInstruction,
+  TOKEN_PROGRAM_ADDRESS,
+} from '@solana-program/token';
 import type { SolanaChainConfig } from './chain-config.ts';
 import { BroadcastRejectedError } from './errors.ts';
 

@@ -3,6 +3,7 @@ import type { paths as AccountPaths } from './generated/account.ts';
 import type { paths as EnclavePaths } from './generated/enclave.ts';
 import type { paths as ExpressPaths } from './generated/express.ts';
 
+export type { Middleware } from 'openapi-fetch';
 /**
  * Typed clients of the three services: openapi-fetch over the types openapi-typescript generates
  * from docs/openapi/ (`npm run openapi` writes both), so a path, a body field or a response field
@@ -10,7 +11,6 @@ import type { paths as ExpressPaths } from './generated/express.ts';
  * every request; a header given on the call itself wins. Usage: shared/client/README.md.
  */
 export type { AccountPaths, EnclavePaths, ExpressPaths };
-export type { Middleware } from 'openapi-fetch';
 export type AccountClient = Client<AccountPaths>;
 export type EnclaveClient = Client<EnclavePaths>;
 export type ExpressClient = Client<ExpressPaths>;

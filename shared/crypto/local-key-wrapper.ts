@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createKeyFileOnce } from './key-file.ts';
 import { open, seal } from './aead.ts';
+import { createKeyFileOnce } from './key-file.ts';
 import { canonicalContext, type DataKey, type EncryptionContext, type KeyWrapper } from './key-wrapper.ts';
 
 /**

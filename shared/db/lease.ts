@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { type Table, isConditionalCheckFailed } from './client.ts';
+import { isConditionalCheckFailed, type Table } from './client.ts';
 
 /**
  * A lease on one item: a mutual-exclusion lock with an expiry, so a crashed holder cannot block

@@ -1,5 +1,5 @@
 import { KMSClient } from '@aws-sdk/client-kms';
-import { loadKeyProviderConfig, loadOpJwtSignerConfig, loadTeeUrl, type KeyProviderConfig, type OpJwtSignerConfig } from '../config.ts';
+import { type KeyProviderConfig, loadKeyProviderConfig, loadOpJwtSignerConfig, loadTeeUrl, type OpJwtSignerConfig } from '../config.ts';
 import type { KeyWrapper } from '../crypto/key-wrapper.ts';
 import { KmsKeyWrapper } from '../crypto/kms-key-wrapper.ts';
 import { KmsOpJwtSigner } from '../crypto/kms-op-jwt-signer.ts';

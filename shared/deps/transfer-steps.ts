@@ -1,6 +1,6 @@
 import type { AppRegistry } from '../apps/app-registry.ts';
-import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { ConfigError, loadInclusionTimeoutMs } from '../config.ts';
+import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { loadPlatformFee } from '../transfers/platform-fee.ts';
 import { DEFAULT_STEP_DEADLINE_SECONDS, type StepCoreDeps } from '../transfers/steps/core.ts';
 import { enclaveStepWallets } from '../transfers/steps/wallets.ts';

@@ -1,19 +1,19 @@
+import { type Address, erc20Abi } from 'viem';
+import type { AppRegistry } from '../apps/app-registry.ts';
+import type { EvmChains } from '../chains/evm-chains.ts';
 import { loadVenueNetwork, loadVenueUrls } from '../config.ts';
+import type { Table } from '../db/client.ts';
+import type { VenueId } from '../venues/default-status.ts';
+import { type VenueDriverFactory, VenueRegistry } from '../venues/registry.ts';
+import { chainReader, type InitPerpDexDeps, type RequirementsDeps, type VenueSigningDeps } from '../venues/service.ts';
 import { VENUE_A_SANDBOX_PROFILE } from '../venues/venue-a/api.ts';
 import { VenueADriver } from '../venues/venue-a/driver.ts';
 import { VenueBDriver } from '../venues/venue-b/driver.ts';
 import { VenueCDriver } from '../venues/venue-c/driver.ts';
 import { VenueDDriver } from '../venues/venue-d/driver.ts';
-import { type Address, erc20Abi } from 'viem';
 import { VenueEDriver } from '../venues/venue-e/driver.ts';
-import type { EvmChains } from '../chains/evm-chains.ts';
-import type { VenueId } from '../venues/default-status.ts';
-import { type VenueDriverFactory, VenueRegistry } from '../venues/registry.ts';
-import { chainReader, type InitPerpDexDeps, type RequirementsDeps, type VenueSigningDeps } from '../venues/service.ts';
-import type { AppRegistry } from '../apps/app-registry.ts';
-import type { Table } from '../db/client.ts';
-import { evmChainsFromEnv } from './evm-chains.ts';
 import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
+import { evmChainsFromEnv } from './evm-chains.ts';
 import { appsFromEnv } from './table.ts';
 
 /**

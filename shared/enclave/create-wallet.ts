@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import type { Application } from '../apps/application.ts';
 import { hashSecret } from '../apps/app-registry.ts';
+import type { Application } from '../apps/application.ts';
 import type { Identity } from '../auth/jwt.ts';
 import type { KeyWrapper } from '../crypto/key-wrapper.ts';
 import { openSecrets, sealSecrets } from '../crypto/secret-box.ts';
 import type { Table } from '../db/client.ts';
 import { familyOf } from '../wallets/networks.ts';
-import { type AnyWalletRecord, deriveWalletId, getWallet, putWalletIfAbsent, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
 import { addressOf, generateSecret } from './wallet-keys.ts';
+import { type AnyWalletRecord, deriveWalletId, getWallet, putWalletIfAbsent, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
 
 export interface EnclaveDeps {
   readonly table: Table;

@@ -1,8 +1,7 @@
 import type { Hex } from 'viem';
-import { ValidationError } from '../errors.ts';
+import { ForbiddenError, ValidationError } from '../errors.ts';
 import type { KeyFamily } from '../wallets/networks.ts';
 import { signEvmAuthorization, signHash, signMessageBytes } from './wallet-keys.ts';
-import { ForbiddenError } from '../errors.ts';
 
 /**
  * The signing operations, shared by the v1 and v2 endpoints (and so by every door that reaches

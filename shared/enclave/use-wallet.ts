@@ -1,5 +1,5 @@
-import type { Application } from '../apps/application.ts';
 import { digestsEqual, hashSecret } from '../apps/app-registry.ts';
+import type { Application } from '../apps/application.ts';
 import { verifyOpJwt } from '../auth/jwt.ts';
 import { openSecrets } from '../crypto/secret-box.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';

@@ -1,13 +1,13 @@
 import { hkdf, randomBytes, scrypt } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
-import type { Application } from '../apps/application.ts';
 import { digestsEqual, hashSecret } from '../apps/app-registry.ts';
+import type { Application } from '../apps/application.ts';
 import type { Identity } from '../auth/jwt.ts';
 import { DecryptionError, open, seal } from '../crypto/aead.ts';
 import { sealSecrets } from '../crypto/secret-box.ts';
 import { ForbiddenError, GoneError } from '../errors.ts';
-import type { EnclaveDeps } from './create-wallet.ts';
 import { familyOf } from '../wallets/networks.ts';
+import type { EnclaveDeps } from './create-wallet.ts';
 import { addressOf, generateSecret } from './wallet-keys.ts';
 import { getWallet, putWalletIfAbsent, replaceV1Wallet, type V1WalletRecord, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import bs58 from 'bs58';
-import { ed25519PublicKey, ed25519Sign } from '../crypto/ed25519.ts';
 import { bytesToHex, type Hex, keccak256, type TransactionSerializable } from 'viem';
 import { generatePrivateKey, privateKeyToAddress, sign, signAuthorization, signMessage, signTransaction } from 'viem/accounts';
+import { ed25519PublicKey, ed25519Sign } from '../crypto/ed25519.ts';
 import type { KeyFamily } from '../wallets/networks.ts';
 
 /**

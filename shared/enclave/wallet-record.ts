@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { SealedSecrets } from '../crypto/secret-box.ts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { SealedSecrets } from '../crypto/secret-box.ts';
 import { getItem, isConditionalCheckFailed, putIfAbsent, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
 import type { KeyFamily } from '../wallets/networks.ts';

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { Application } from '../apps/application.ts';
 import type { AppRegistry } from '../apps/app-registry.ts';
+import type { Application } from '../apps/application.ts';
 import { bearerToken, header } from '../auth/authenticate.ts';
 import { type Identity, verifyUserJwt } from '../auth/jwt.ts';
 import { ForbiddenError, UnauthorizedError, ValidationError } from '../errors.ts';

@@ -1,5 +1,5 @@
-import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { ServiceTokenCache } from '../auth/service-token.ts';
+import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { ForbiddenError } from '../errors.ts';
 import type { EnclaveCredentials, EnclaveWallet, SignOperation, WalletEnclave } from '../wallets/enclave-client.ts';
 import type { ExpressCaller } from './express-caller.ts';

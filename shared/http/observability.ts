@@ -3,9 +3,9 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { serviceLogger } from '../logger.ts';
-import { routeOf } from './event.ts';
 import { serviceMetrics } from '../observability/metrics.ts';
 import { currentServiceName } from '../observability/service-name.ts';
+import { routeOf } from './event.ts';
 import { REQUEST_ID_HEADER, REQUEST_ID_KEY, requestIdOf } from './request-id.ts';
 
 type Request = middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult | undefined, unknown, Context>;

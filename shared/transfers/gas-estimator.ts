@@ -12,8 +12,8 @@ import {
 } from 'viem';
 import type { Chains } from '../chains/chains.ts';
 import { ChainUnavailableError } from '../chains/errors.ts';
-import type { EvmChainCode } from '../venues/driver.ts';
 import type { VenueId } from '../venues/default-status.ts';
+import type { EvmChainCode } from '../venues/driver.ts';
 import { VENUE_B_BRIDGE } from '../venues/venue-b/actions.ts';
 import { proxyWalletAddress } from '../venues/venue-e/signing.ts';
 import type { ChainCode } from '../wallets/networks.ts';

@@ -1,21 +1,21 @@
 import { v7 as uuidv7 } from 'uuid';
 import { type Address, parseUnits } from 'viem';
-import { requireAccount } from '../accounts/account-service.ts';
 import type { AccountRecord } from '../accounts/account-record.ts';
+import { requireAccount } from '../accounts/account-service.ts';
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
+import { insufficient } from '../chains/sender/funds.ts';
 import type { Table } from '../db/client.ts';
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../errors.ts';
-import { insufficient } from '../chains/sender/funds.ts';
 import { logger } from '../logger.ts';
 import type { VenueId } from '../venues/default-status.ts';
-import { claimIdempotencyKey, type IdempotencyRecord, requestHash, type StoredResponse } from '../withdrawals/idempotency.ts';
 import type { ChainCode } from '../wallets/networks.ts';
+import { claimIdempotencyKey, type IdempotencyRecord, requestHash, type StoredResponse } from '../withdrawals/idempotency.ts';
 import { type EstimateDeps, estimateTransferCost, type TransferCostEstimate } from './estimate.ts';
-import { executionInput, type ExecutionStatus, type TransferExecutor } from './executor.ts';
+import { type ExecutionStatus, executionInput, type TransferExecutor } from './executor.ts';
 import { type PlannedStep, planToJson, planTransfer, TRANSFER_DECIMALS, type TransferPlan } from './planner.ts';
 import type { TransferInput } from './schemas.ts';
-import { type ClosedOutcome, claimRekick, completeFinishedTask, getTask, listTasks, markStarted, putTask, resumeTask, settleClosed } from './task-store.ts';
 import { executionName, type StepRecord, type TaskRecord, toTaskResource } from './task.ts';
+import { type ClosedOutcome, claimRekick, completeFinishedTask, getTask, listTasks, markStarted, putTask, resumeTask, settleClosed } from './task-store.ts';
 
 /**
  * The transfer and task routes (issue 11 §1, §4; spec Endpoints: estimate, create, list, get,

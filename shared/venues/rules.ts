@@ -1,6 +1,6 @@
 import { formatAmount } from '../money.ts';
-import type { DirectionRule, VenueRules } from './driver.ts';
 import type { VenueId } from './default-status.ts';
+import type { DirectionRule, VenueRules } from './driver.ts';
 import { VENUE_RULE_SOURCES } from './rule-sources.ts';
 
 /**

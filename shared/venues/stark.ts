@@ -1,4 +1,4 @@
-import { Point, Signature, keccak as starknetKeccakBytes, pedersen as scurePedersen, sign as scureSign, verify as scureVerify } from '@scure/starknet';
+import { Point, Signature, pedersen as scurePedersen, sign as scureSign, verify as scureVerify, keccak as starknetKeccakBytes } from '@scure/starknet';
 import { type Hex, hexToBytes, sha256 } from 'viem';
 
 /**

@@ -1,6 +1,6 @@
 import { type Address, getAddress, type Hex, hashMessage, hashTypedData, type TypedDataDefinition } from 'viem';
 import type { AccountRecord } from '../accounts/account-record.ts';
-import { type SigningIdentity, walletSigner, type WalletSigner, type WalletSignerDeps } from '../accounts/wallet-signer.ts';
+import { type SigningIdentity, type WalletSigner, type WalletSignerDeps, walletSigner } from '../accounts/wallet-signer.ts';
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import { UpstreamError } from '../errors.ts';
 import type { VenueWallet } from './driver.ts';

@@ -1,6 +1,6 @@
+import { SERVICE_TOKEN_HEADER } from '../auth/service-token.ts';
 import { DomainError, UpstreamError } from '../errors.ts';
 import { logger } from '../logger.ts';
-import { SERVICE_TOKEN_HEADER } from '../auth/service-token.ts';
 
 /**
  * The wallet enclave as the account and express services see it: its v2 HTTP API at TEE_URL,

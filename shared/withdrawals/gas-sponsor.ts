@@ -1,8 +1,8 @@
 import type { Address, Hex } from 'viem';
-import { wireTransaction } from '../chains/sender/enclave-signers.ts';
-import type { EvmTransactionRequest, GasPayer } from '../chains/sender/ports.ts';
 import type { AppRegistry } from '../apps/app-registry.ts';
 import { mintServiceToken } from '../auth/service-token.ts';
+import { wireTransaction } from '../chains/sender/enclave-signers.ts';
+import type { EvmTransactionRequest, GasPayer } from '../chains/sender/ports.ts';
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { UnprocessableError } from '../errors.ts';
 import type { WalletEnclave } from '../wallets/enclave-client.ts';

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Broadcast, SendJournal } from '../chains/sender/ports.ts';
 import { classifySendFailure } from '../chains/sender/outcome.ts';
+import type { Broadcast, SendJournal } from '../chains/sender/ports.ts';
 import { DEFAULT_LEASE_TIMING } from '../chains/sender/sender-lease.ts';
 import { isConditionalCheckFailed, putIfAbsent, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';

@@ -1,6 +1,6 @@
 import { isAddress as isSolanaAddress } from '@solana/kit';
-import { getAddress, isAddress } from 'viem';
 import * as v from 'valibot';
+import { getAddress, isAddress } from 'viem';
 import { ValidationError } from '../errors.ts';
 
 /** Spec, Endpoints: "Supported token per chain for withdrawal". */

@@ -1,14 +1,14 @@
 import type { Address } from 'viem';
+import type { AccountRecord } from '../accounts/account-record.ts';
 import type { AccountDeps } from '../accounts/account-service.ts';
 import { requireAccount } from '../accounts/account-service.ts';
-import type { AccountRecord } from '../accounts/account-record.ts';
 import { walletSigner } from '../accounts/wallet-signer.ts';
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import type { Chains } from '../chains/chains.ts';
 import { enclaveEvmSigner, enclaveSolanaSigner } from '../chains/sender/enclave-signers.ts';
 import type { SendJournal, SendTimings } from '../chains/sender/ports.ts';
-import { newTimings } from '../chains/sender/timings.ts';
 import type { Senders } from '../chains/sender/senders.ts';
+import { newTimings } from '../chains/sender/timings.ts';
 import { formatAmount, MAX_EVM_UNITS, MAX_SOLANA_UNITS, parseAmount } from '../money.ts';
 import { claimIdempotencyKey, type IdempotencyRecord, requestHash, type StoredResponse } from './idempotency.ts';
 import { assertWithdrawable, normaliseRecipient, type WithdrawInput } from './withdraw-rules.ts';

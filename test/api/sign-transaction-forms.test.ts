@@ -1,4 +1,4 @@
-import { type Hex, parseGwei, parseEther, parseTransaction, recoverTransactionAddress, serializeTransaction, type TransactionSerializable, toHex } from 'viem';
+import { type Hex, parseEther, parseGwei, parseTransaction, recoverTransactionAddress, serializeTransaction, type TransactionSerializable, toHex } from 'viem';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { appOne, call, expectErrorShape, expressHeaders, mintToken, uniqueUser } from './support/client.ts';
 

@@ -1,6 +1,6 @@
 import { base64url } from 'jose';
 import { keccak256, recoverAddress, stringToBytes } from 'viem';
-import { privateKeyToAddress, generatePrivateKey } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { chainBalance, faucet, sandboxChains } from './support/chains.ts';
 import { accountHeaders, appOne, call, expectErrorShape, expressHeaders, mintToken, uniqueUser } from './support/client.ts';

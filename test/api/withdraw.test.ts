@@ -1,6 +1,6 @@
 import { Keypair } from '@solana/web3.js';
 import { type Address, getAddress, parseUnits } from 'viem';
-import { privateKeyToAddress, generatePrivateKey } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readExecutorNonce } from '../../shared/chains/evm/sponsored-executor.ts';
 import { chainBalance, chainInfo, evmClient, faucet, newAccount, sandboxChains } from './support/chains.ts';

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import solc from 'solc';
 import { describe, expect, it } from 'vitest';
 import { sandboxTokenArtifact } from '../../infra/local/contracts/sandbox-token.artifact.ts';
-import { CONTRACT_TARGETS, SOLC_VERSION, compileContracts } from '../../infra/scripts/compile-contracts.ts';
+import { CONTRACT_TARGETS, compileContracts, SOLC_VERSION } from '../../infra/scripts/compile-contracts.ts';
 import { sponsoredExecutorArtifact } from '../../shared/chains/evm/contracts/sponsored-executor.artifact.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type Address,
-  type Hex,
   BaseError,
   ContractFunctionRevertedError,
   createPublicClient,
   createWalletClient,
   defineChain,
   erc20Abi,
+  type Hex,
   http,
   parseSignature,
   serializeSignature,
@@ -17,7 +17,7 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxTokenArtifact } from '../../infra/local/contracts/sandbox-token.artifact.ts';
-import { type EvmSandbox, SANDBOX_DELEGATE, UnknownFaucetTokenError, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
+import { type EvmSandbox, SANDBOX_DELEGATE, startEvmSandbox, UnknownFaucetTokenError } from '../../infra/local/evm-sandbox.ts';
 import type { EvmChainCode, EvmChainConfig } from '../../shared/chains/chain-config.ts';
 import { sponsoredExecutorArtifact } from '../../shared/chains/evm/contracts/sponsored-executor.artifact.ts';
 import {

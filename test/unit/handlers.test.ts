@@ -5,7 +5,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import bs58 from 'bs58';
 import { importJWK, type JWK, SignJWT } from 'jose';
-import { hexToBytes, recoverAddress, type Hex } from 'viem';
+import { type Hex, hexToBytes, recoverAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { putAccountIfAbsent } from '../../shared/accounts/account-record.ts';
 import { AppRegistry } from '../../shared/apps/app-registry.ts';

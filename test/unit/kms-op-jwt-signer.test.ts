@@ -3,8 +3,8 @@ import { GetPublicKeyCommand, KMSClient, SignCommand, type SignCommandInput } fr
 import { mockClient } from 'aws-sdk-client-mock';
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, type JWK, jwtVerify } from 'jose';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { KmsOpJwtSigner } from '../../shared/crypto/kms-op-jwt-signer.ts';
 import { MAX_OP_JWT_LIFETIME_SECONDS } from '../../shared/auth/jwt.ts';
+import { KmsOpJwtSigner } from '../../shared/crypto/kms-op-jwt-signer.ts';
 
 const KEY_ID = 'alias/op-jwt-signer';
 const CLAIMS = { iss: 'https://issuer.example', sub: 'user-42', aud: 'enclave' };

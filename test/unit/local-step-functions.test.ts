@@ -14,10 +14,10 @@ import {
   StopExecutionCommand,
 } from '@aws-sdk/client-sfn';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readTransferMachine } from '../../infra/transfer-machine.ts';
 import { FunctionNotFoundError, type LocalLambda } from '../../infra/local/step-functions/runner.ts';
 import { type LocalStepFunctions, startLocalStepFunctions } from '../../infra/local/step-functions/server.ts';
 import { localStepFunctionNames, sandboxPlatformFee, transferStepResolver } from '../../infra/local/step-functions/transfer-functions.ts';
+import { readTransferMachine } from '../../infra/transfer-machine.ts';
 import { loadPlatformFee } from '../../shared/transfers/platform-fee.ts';
 import { type ExecutionInput, executionName, STEP_FAILED_ERROR, type StepInvocation } from '../../shared/transfers/task.ts';
 

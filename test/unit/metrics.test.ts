@@ -4,7 +4,7 @@ import { ValidationError } from '../../shared/errors.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { setLogLevel } from '../../shared/logger.ts';
-import { measureSigning, measureWithdrawal, METRIC_NAMES } from '../../shared/observability/metrics.ts';
+import { METRIC_NAMES, measureSigning, measureWithdrawal } from '../../shared/observability/metrics.ts';
 import { captureJsonLines } from './support/capture-output.ts';
 
 /** Metrics leave as CloudWatch EMF lines, flushed by httpHandler after each invocation. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BRIDGE_ROUTES, USDC_E_CHAINS, bridgeFee, bridgeRouteJson, findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
+import { BRIDGE_ROUTES, bridgeFee, bridgeRouteJson, findBridgeRoute, USDC_E_CHAINS } from '../../shared/transfers/bridge-routes.ts';
 
 /** The bridge's route table (shared by the sandbox bridge and the planner): coverage, sources, fee arithmetic. */
 describe('bridge routes', () => {

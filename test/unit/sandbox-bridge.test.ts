@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { getAddressDecoder } from '@solana/kit';
-import { type Address, type Hex, createPublicClient, createWalletClient, defineChain, erc20Abi, http } from 'viem';
+import { type Address, createPublicClient, createWalletClient, defineChain, erc20Abi, type Hex, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SandboxBridge, startSandboxBridge } from '../../infra/local/bridge/server.ts';
@@ -12,8 +12,8 @@ import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana
 import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';
-import { BRIDGE_ROUTES, type BridgeRoute, bridgeFee, findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
 import { type BridgeQuote, BridgeRefusedError, type BridgeStatus, HttpBridgeClient } from '../../shared/transfers/bridge.ts';
+import { BRIDGE_ROUTES, type BridgeRoute, bridgeFee, findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
 
 /**
  * The sandbox bridge on the real sandbox chains (anvil ×4, the LiteSVM Solana RPC), driven through

@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Address, type Hex, encodeFunctionData, erc20Abi } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
@@ -9,12 +9,12 @@ import { VENUE_A_SANDBOX_BRIDGE, venueAModule } from '../../infra/local/venues/v
 import { VenueRuleError } from '../../shared/venues/driver.ts';
 import { feltToHex, parseFelt, starkPublicKey } from '../../shared/venues/stark.ts';
 import { ARBITRUM_USDC, VENUE_A_SANDBOX_PROFILE, VenueARefusedError } from '../../shared/venues/venue-a/api.ts';
-import { VenueADriver, saltFromKey } from '../../shared/venues/venue-a/driver.ts';
+import { saltFromKey, VenueADriver } from '../../shared/venues/venue-a/driver.ts';
 import {
-  RHINO_BRIDGE_ABI,
   accountCreationTypedData,
   buildOnboardingPayload,
   deriveExtendedKeyPair,
+  RHINO_BRIDGE_ABI,
   signApiRequest,
 } from '../../shared/venues/venue-a/signing.ts';
 import { EXTENDED_COLLATERAL_ID, signWithdrawal } from '../../shared/venues/venue-a/withdrawal.ts';

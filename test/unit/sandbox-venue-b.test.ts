@@ -1,15 +1,15 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Address, type Hex, encodeFunctionData, erc20Abi } from 'viem';
 import { ExchangeClient, HttpTransport, InfoClient } from '@nktkas/hyperliquid';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { v7 as uuidv7 } from 'uuid';
+import { type Address, encodeFunctionData, erc20Abi, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { VenueRuleError } from '../../shared/venues/driver.ts';
-import { ARBITRUM_USDC, VENUE_B_BRIDGE, toWireSignature, userSignedTypedData } from '../../shared/venues/venue-b/actions.ts';
+import { ARBITRUM_USDC, toWireSignature, userSignedTypedData, VENUE_B_BRIDGE } from '../../shared/venues/venue-b/actions.ts';
 import { VenueBDriver, VenueBRefusedError } from '../../shared/venues/venue-b/driver.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 

@@ -3,25 +3,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deriveFromEthSigner } from '@paradex/sdk/dist/account.js';
 import { buildConfig } from '@paradex/sdk/dist/config.js';
-import { type Address, type Hex, encodeFunctionData, erc20Abi } from 'viem';
-import { generatePrivateKey } from 'viem/accounts';
 import { v7 as uuidv7 } from 'uuid';
+import { type Address, encodeFunctionData, erc20Abi, type Hex } from 'viem';
+import { generatePrivateKey } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxStarkgateBridgeArtifact } from '../../infra/local/contracts/sandbox-starkgate-bridge.artifact.ts';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { VENUE_C_BRIDGE, venueCModule } from '../../infra/local/venues/venue-c.ts';
-import { VenueRuleError, type VenueFields } from '../../shared/venues/driver.ts';
-import { feltToHex, parseFelt, starkPublicKey, starkSign, starknetTypedDataHash } from '../../shared/venues/stark.ts';
+import { type VenueFields, VenueRuleError } from '../../shared/venues/driver.ts';
+import { feltToHex, parseFelt, starknetTypedDataHash, starkPublicKey, starkSign } from '../../shared/venues/stark.ts';
+import { STARKGATE_DEPOSIT_FEE_WEI, VenueCDriver, VenueCRefusedError } from '../../shared/venues/venue-c/driver.ts';
 import {
-  STARKGATE_BRIDGE_ABI,
   authHeaders,
   deriveParadexKeyPair,
   onboardingHeaders,
   paradexAccountAddress,
+  STARKGATE_BRIDGE_ABI,
   starkKeyTypedData,
 } from '../../shared/venues/venue-c/signing.ts';
-import { STARKGATE_DEPOSIT_FEE_WEI, VenueCDriver, VenueCRefusedError } from '../../shared/venues/venue-c/driver.ts';
 import { formatWithdrawalSignature, withdrawalTypedData } from '../../shared/venues/venue-c/withdrawal.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance, keyWallet as walletOf } from './support/venue-test-wallets.ts';
 
@@ -415,7 +415,7 @@ describe('venue_c sandbox: faults', () => {
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);
 
     await venues.setFault({ target: 'venue_c', operation: 'deposit', mode: 'stall', count: 1 });
-    let last: bigint = 0n;
+    let last = 0n;
     for (const call of plan.calls) last = (await user.send(call.to, call.data, call.value)).blockNumber;
     await eventually(
       async () => BigInt(JSON.parse(await readFile(join(dataDir, 'venues', 'venue_c.json'), 'utf8')).cursor),

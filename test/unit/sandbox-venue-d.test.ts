@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EngineClient } from '@nadohq/engine-client';
 import { subaccountToHex } from '@nadohq/shared';
-import { type Address, type Hex, encodeFunctionData, erc20Abi, zeroAddress } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, type Hex, zeroAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
@@ -12,11 +12,11 @@ import { venueDModule } from '../../infra/local/venues/venue-d.ts';
 import { VenueRuleError } from '../../shared/venues/driver.ts';
 import { VenueDDriver, VenueDRefusedError } from '../../shared/venues/venue-d/driver.ts';
 import {
-  NADO_ENDPOINT_ABI,
-  NADO_INK_MAINNET,
+  linkedSignerBytes32,
   linkSignerExecuteBody,
   linkSignerTypedData,
-  linkedSignerBytes32,
+  NADO_ENDPOINT_ABI,
+  NADO_INK_MAINNET,
   subaccountNameToBytes12,
   withdrawCollateralExecuteBody,
   withdrawCollateralTypedData,

@@ -2,17 +2,17 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AssetType, ClobClient } from '@polymarket/clob-client';
-import { type Address, type Hex, createPublicClient, encodeFunctionData, erc20Abi, http } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { v7 as uuidv7 } from 'uuid';
+import { type Address, createPublicClient, encodeFunctionData, erc20Abi, type Hex, http } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { venueEModule } from '../../infra/local/venues/venue-e.ts';
-import { VenueRuleError, type VenueFields } from '../../shared/venues/driver.ts';
-import { POLYGON_USDC_E, PUSD, withdrawTypedData, withdrawalIdOf } from '../../shared/venues/venue-e/bridge.ts';
+import { type VenueFields, VenueRuleError } from '../../shared/venues/driver.ts';
+import { POLYGON_USDC_E, PUSD, withdrawalIdOf, withdrawTypedData } from '../../shared/venues/venue-e/bridge.ts';
 import { VenueEDriver, VenueERefusedError } from '../../shared/venues/venue-e/driver.ts';
-import { PROXY_WALLET_FACTORY, createL1Headers, createL2Headers, proxyWalletAddress } from '../../shared/venues/venue-e/signing.ts';
+import { createL1Headers, createL2Headers, PROXY_WALLET_FACTORY, proxyWalletAddress } from '../../shared/venues/venue-e/signing.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
 /**

@@ -2,11 +2,11 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { importJWK, type JWK, SignJWT } from 'jose';
-import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Application } from '../../shared/apps/application.ts';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
+import type { Application } from '../../shared/apps/application.ts';
 import { ENCLAVE_AUDIENCE, mintServiceToken, PLATFORM_ISSUER, verifyServiceToken } from '../../shared/auth/service-token.ts';
+import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
 import { UnauthorizedError } from '../../shared/errors.ts';
 

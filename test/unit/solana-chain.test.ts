@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { createSolanaRpc, getAddressDecoder, getBase58Decoder, getCompiledTransactionMessageDecoder, type Signature } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSolanaSandbox, type SolanaSandbox } from '../../infra/local/solana-sandbox/index.ts';
+import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox/index.ts';
 import { BroadcastRejectedError } from '../../shared/chains/errors.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
-import { ValidationError } from '../../shared/errors.ts';
 import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';
+import { ValidationError } from '../../shared/errors.ts';
 
 /**
  * The Lambda-side Solana adapter (@solana/kit) against the LiteSVM sandbox RPC, signed by the

@@ -15,16 +15,16 @@ import {
   NONCE_ACCOUNT_LENGTH,
   PublicKey,
   SendTransactionError,
+  type SignatureStatus,
   SystemProgram,
   Transaction,
+  TransactionInstruction,
   TransactionMessage,
   VersionedTransaction,
-  type SignatureStatus,
-  TransactionInstruction,
 } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSolanaSandbox, type SolanaSandbox } from '../../infra/local/solana-sandbox/index.ts';
+import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox/index.ts';
 
 /**
  * The local Solana sandbox, driven only through @solana/web3.js v1 `Connection` and

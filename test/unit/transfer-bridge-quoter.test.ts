@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   type BridgeClient,
-  type BridgeQuote as ClientQuote,
   type BridgeQuoteRequest,
   BridgeRefusedError,
   BridgeUnavailableError,
+  type BridgeQuote as ClientQuote,
 } from '../../shared/transfers/bridge.ts';
 import { BridgeClientQuoter } from '../../shared/transfers/bridge-quoter.ts';
 import { BridgeAmountRefused, BridgeQuoteError } from '../../shared/transfers/estimate.ts';

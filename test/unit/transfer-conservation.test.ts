@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { importJWK, type JWK, SignJWT } from 'jose';
-import { type Address, createPublicClient, erc20Abi, http, isAddressEqual, parseEventLogs, type PublicClient } from 'viem';
+import { type Address, createPublicClient, erc20Abi, http, isAddressEqual, type PublicClient, parseEventLogs } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devAppPaths } from '../../infra/local/applications.ts';

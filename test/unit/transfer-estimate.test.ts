@@ -5,8 +5,8 @@ import { parseInput } from '../../shared/http/validate.ts';
 import {
   AmountBelowMinimumError,
   BridgeAmountRefused,
-  BridgeQuoteError,
   type BridgeQuote,
+  BridgeQuoteError,
   type BridgeQuoter,
   type BridgeRoute,
   ConfiguredPrices,

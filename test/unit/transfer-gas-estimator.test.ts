@@ -5,10 +5,10 @@ import { type Address, concatHex, createWalletClient, defineChain, encodeFunctio
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
+import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
 import { Chains } from '../../shared/chains/chains.ts';
 import type { BridgeClient, BridgeQuote } from '../../shared/transfers/bridge.ts';
 import { BridgeUnavailableError } from '../../shared/transfers/bridge.ts';
-import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
 import type { GasLeg } from '../../shared/transfers/estimate.ts';
 import { ChainGasEstimator, PLACEHOLDER } from '../../shared/transfers/gas-estimator.ts';
 import { VENUE_B_BRIDGE } from '../../shared/venues/venue-b/actions.ts';

@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
+import { describe, expect, it } from 'vitest';
+import { loadLocalDefinition, stateNames, UnsupportedDefinitionError } from '../../infra/local/step-functions/definition.ts';
+import { type ExecutionOutcome, FunctionNotFoundError, type LocalLambda, type RunCounts, runLocalExecution } from '../../infra/local/step-functions/runner.ts';
 import {
   readTransferMachine,
   TRANSFER_MACHINE_TIMEOUT_SECONDS,
@@ -8,8 +10,6 @@ import {
   TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS,
   TRANSFER_STEP_TASK_TIMEOUT_SECONDS,
 } from '../../infra/transfer-machine.ts';
-import { loadLocalDefinition, stateNames, UnsupportedDefinitionError } from '../../infra/local/step-functions/definition.ts';
-import { type ExecutionOutcome, FunctionNotFoundError, type LocalLambda, type RunCounts, runLocalExecution } from '../../infra/local/step-functions/runner.ts';
 import { type ExecutionInput, STEP_FAILED_ERROR, STEP_RETRYABLE_ERROR, type StepInvocation } from '../../shared/transfers/task.ts';
 
 /**

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DomainError, ValidationError } from '../../shared/errors.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
-import { planToJson, planTransfer, type PlannedStep } from '../../shared/transfers/planner.ts';
+import { type PlannedStep, planToJson, planTransfer } from '../../shared/transfers/planner.ts';
 import { TransferRequest } from '../../shared/transfers/schemas.ts';
 
 /** The body as the handler sees it: through the valibot schema, then the planner. */

@@ -1,13 +1,14 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setLogLevel } from '../../shared/logger.ts';
 import { putAccountIfAbsent } from '../../shared/accounts/account-record.ts';
 import type { AuthenticatedUser } from '../../shared/auth/authenticate.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { DomainError } from '../../shared/errors.ts';
+import { setLogLevel } from '../../shared/logger.ts';
 import { type BridgeQuoter, ConfiguredPrices, type EstimateDeps, type GasEstimator } from '../../shared/transfers/estimate.ts';
 import type { ExecutionStatus, StepFunctions, TransferExecutor } from '../../shared/transfers/executor.ts';
+import type { TransferInput } from '../../shared/transfers/schemas.ts';
 import {
   createTransfer,
   estimateTransfer,
@@ -18,7 +19,6 @@ import {
   type TransferServiceDeps,
   type WalletBalances,
 } from '../../shared/transfers/service.ts';
-import type { TransferInput } from '../../shared/transfers/schemas.ts';
 import type { ExecutionInput, TaskRecord } from '../../shared/transfers/task.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
 import { DYNAMO_ENGINES, startEngineTable } from './support/dynamodb-engines.ts';

@@ -1,12 +1,12 @@
-import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { importJWK, type JWK, SignJWT } from 'jose';
+import { v7 as uuidv7 } from 'uuid';
 import { type Address, getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lambdaContext } from '../../infra/local/api-gateway.ts';
 import { devAppPaths } from '../../infra/local/applications.ts';

@@ -5,9 +5,9 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { Keypair } from '@solana/web3.js';
 import bs58 from 'bs58';
-import { type Address, type Hex, getAddress } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { v7 as uuidv7 } from 'uuid';
+import { type Address, getAddress, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SandboxBridge, startSandboxBridge } from '../../infra/local/bridge/server.ts';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
@@ -22,20 +22,18 @@ import { createSenders, type Senders } from '../../shared/chains/sender/senders.
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
+import { bridgeClientFromEnv } from '../../shared/deps/transfer-bridge-step.ts';
 import { venueDriverFactories } from '../../shared/deps/venues.ts';
 import { HttpBridgeClient } from '../../shared/transfers/bridge.ts';
 import { platformFee } from '../../shared/transfers/estimate.ts';
 import type { PlatformFeeSettings } from '../../shared/transfers/platform-fee.ts';
-import { bridgeClientFromEnv } from '../../shared/deps/transfer-bridge-step.ts';
 import { BRIDGE_KIND, type BridgeStepDeps } from '../../shared/transfers/steps/bridge.ts';
 import { runStep as runKinds, settle } from '../../shared/transfers/steps/core.ts';
 import { DEPOSIT_KIND } from '../../shared/transfers/steps/deposit.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
 import type { VenueStepDeps } from '../../shared/transfers/steps/venue.ts';
-import { WITHDRAWAL_KIND } from '../../shared/transfers/steps/withdrawal.ts';
-import { resumeTask } from '../../shared/transfers/task-store.ts';
 import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
-import { isStepOf } from '../../shared/transfers/task-record.ts';
+import { WITHDRAWAL_KIND } from '../../shared/transfers/steps/withdrawal.ts';
 import {
   type BridgeStep,
   type DepositStep,
@@ -49,9 +47,11 @@ import {
   type TaskRef,
   type WithdrawalStep,
 } from '../../shared/transfers/task.ts';
+import { isStepOf } from '../../shared/transfers/task-record.ts';
+import { resumeTask } from '../../shared/transfers/task-store.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
 import { VenueRegistry } from '../../shared/venues/registry.ts';
-import { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
+import type { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
 import { depositThroughPlan, keyWallet, tokenBalance } from './support/venue-test-wallets.ts';
 

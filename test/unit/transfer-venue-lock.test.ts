@@ -5,9 +5,9 @@ import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { Keypair } from '@solana/web3.js';
 import bs58 from 'bs58';
+import { v7 as uuidv7 } from 'uuid';
 import { type Address, encodeFunctionData, erc20Abi, getAddress, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
@@ -24,21 +24,21 @@ import { runStep as runKinds } from '../../shared/transfers/steps/core.ts';
 import { DEPOSIT_KIND } from '../../shared/transfers/steps/deposit.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
 import type { VenueStepDeps } from '../../shared/transfers/steps/venue.ts';
-import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
 import { releaseVenueLock, takeVenueLock, venueBalanceLease } from '../../shared/transfers/steps/venue-lock.ts';
+import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
 import { WITHDRAWAL_KIND } from '../../shared/transfers/steps/withdrawal.ts';
-import { isStepOf } from '../../shared/transfers/task-record.ts';
 import {
   type DepositStep,
-  type StepAction,
-  type StepInvocation,
   STEP_FAILED_ERROR,
   STEP_RETRYABLE_ERROR,
+  type StepAction,
+  type StepInvocation,
   type StepOf,
   type TaskRecord,
   type TaskRef,
   type WithdrawalStep,
 } from '../../shared/transfers/task.ts';
+import { isStepOf } from '../../shared/transfers/task-record.ts';
 import { resumeTask } from '../../shared/transfers/task-store.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
 import { VenueRegistry } from '../../shared/venues/registry.ts';

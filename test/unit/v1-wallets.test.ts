@@ -2,17 +2,17 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { importJWK, type JWK, SignJWT } from 'jose';
-import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
 import { DEFAULT_V1_RETIREMENT } from '../../shared/config.ts';
+import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
 import type { Table } from '../../shared/db/client.ts';
-import { ConflictError, ForbiddenError, GoneError } from '../../shared/errors.ts';
 import type { EnclaveDeps } from '../../shared/enclave/create-wallet.ts';
 import { withWalletKey } from '../../shared/enclave/use-wallet.ts';
 import { createV1Wallet, migrateV1Wallet } from '../../shared/enclave/v1-wallets.ts';
 import { getWallet, type V1WalletRecord } from '../../shared/enclave/wallet-record.ts';
+import { ConflictError, ForbiddenError, GoneError } from '../../shared/errors.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
 
 /** v1 rules on both sides of the retirement instant, with an injected clock. */

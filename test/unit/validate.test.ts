@@ -1,9 +1,9 @@
-import * as v from 'valibot';
+import type * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
+import { SignRequest } from '../../shared/accounts/schemas.ts';
 import { SignAuthorizationRequest, SignTransactionRequest } from '../../shared/enclave/schemas.ts';
 import { ValidationError } from '../../shared/errors.ts';
 import { parseInput } from '../../shared/http/validate.ts';
-import { SignRequest } from '../../shared/accounts/schemas.ts';
 import { WithdrawRequest } from '../../shared/withdrawals/withdraw-rules.ts';
 
 /** Issue 8: bad input is a 400 naming the field and the rule; never what the caller sent. */

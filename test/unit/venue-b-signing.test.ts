@@ -6,11 +6,11 @@ import { describe, expect, it } from 'vitest';
 import {
   APPROVE_AGENT_TYPES,
   APPROVE_BUILDER_FEE_TYPES,
-  type UserSignedAction,
-  WITHDRAW_TYPES,
   fromWireSignature,
   toWireSignature,
+  type UserSignedAction,
   userSignedTypedData,
+  WITHDRAW_TYPES,
 } from '../../shared/venues/venue-b/actions.ts';
 
 /**

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { accountEncryptionContext, getAccount, putAccountIfAbsent } from '../../shared/accounts/account-record.ts';
 import { AppRegistry, getApplication } from '../../shared/apps/app-registry.ts';
 import { registerApplication } from '../../shared/apps/register-application.ts';
+import { ChainUnavailableError } from '../../shared/chains/errors.ts';
 import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
 import { LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
@@ -29,7 +30,6 @@ import {
   type VenueRules,
   type VenueWallet,
 } from '../../shared/venues/driver.ts';
-import { ChainUnavailableError } from '../../shared/chains/errors.ts';
 import { VenueRegistry } from '../../shared/venues/registry.ts';
 import { type ChainReader, FIRST_DEPOSIT_GAS } from '../../shared/venues/service.ts';
 import type { EnclaveCredentials, SignOperation, WalletEnclave } from '../../shared/wallets/enclave-client.ts';

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import {
   type Abi,
   type Address,
-  type Hex,
   BaseError,
   ContractFunctionRevertedError,
   createPublicClient,
@@ -12,6 +11,7 @@ import {
   createWalletClient,
   defineChain,
   erc20Abi,
+  type Hex,
   http,
   parseEventLogs,
 } from 'viem';

@@ -1,23 +1,23 @@
 import { keyDerivation, ec as starkwareEc, verify as starkwareVerify } from '@starkware-industries/starkware-crypto-utils';
 import BN from 'bn.js';
-import { hash as starknetHash, shortString, typedData as starknetTypedData } from 'starknet';
-import { type Hex, bytesToHex } from 'viem';
+import { shortString, hash as starknetHash, typedData as starknetTypedData } from 'starknet';
+import { bytesToHex, type Hex } from 'viem';
 import { describe, expect, it } from 'vitest';
 import {
-  FELT_LIMIT,
-  STARK_CURVE_ORDER,
   computeContractAddress,
   encodeShortString,
+  FELT_LIMIT,
   grindKey,
   hashOnElements,
   pedersen,
   randomStarkPrivateKey,
+  STARK_CURVE_ORDER,
   starkKeyPairFromEthSignature,
+  starknetKeccak,
+  starknetTypedDataHash,
   starkPublicKey,
   starkSign,
   starkVerify,
-  starknetKeccak,
-  starknetTypedDataHash,
 } from '../../shared/venues/stark.ts';
 
 /**

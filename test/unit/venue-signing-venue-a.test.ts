@@ -1,17 +1,17 @@
 import { hash as starknetHash } from 'starknet';
-import { type Address, type TypedDataDefinition, concat, encodeAbiParameters, hashTypedData, keccak256, pad, stringToHex, toHex } from 'viem';
+import { type Address, concat, encodeAbiParameters, hashTypedData, keccak256, pad, stringToHex, type TypedDataDefinition, toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { feltToHex, starkPublicKey, starkVerify } from '../../shared/venues/stark.ts';
 import {
-  EXTENDED_MAINNET_SIGNING,
-  type ExtendedSigningConfig,
   accountCreationTypedData,
   accountRegistrationTypedData,
   apiRequestMessage,
   buildOnboardingPayload,
   deriveExtendedKeyPair,
   deriveExtendedKeyPairWithWallet,
+  EXTENDED_MAINNET_SIGNING,
+  type ExtendedSigningConfig,
   formatExtendedTime,
   l2KeyProofHash,
   parseExtendedTime,

@@ -1,13 +1,12 @@
 import { deriveFromEthSigner } from '@paradex/sdk/dist/account.js';
 import { buildConfig } from '@paradex/sdk/dist/config.js';
 import { buildEthereumStarkKeyTypedData } from '@paradex/sdk/dist/ethereum-signer.js';
-import { ec as starknetEc, hash as starknetHash, shortString, typedData as starknetTypedData } from 'starknet';
+import { shortString, ec as starknetEc, hash as starknetHash, typedData as starknetTypedData } from 'starknet';
 import type { TypedDataDefinition } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { feltToHex, starkPublicKey } from '../../shared/venues/stark.ts';
 import {
-  type ParadexSystemConfig,
   authHeaders,
   authTypedData,
   deriveParadexKeyPair,
@@ -16,6 +15,7 @@ import {
   generateSubkey,
   onboardingHeaders,
   onboardingTypedData,
+  type ParadexSystemConfig,
   paradexAccountAddress,
   parseParadexSignature,
   recoverStarkKeySigner,

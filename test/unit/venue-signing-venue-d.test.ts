@@ -1,20 +1,20 @@
 import {
   getNadoEIP712Values,
   getSignedTransactionRequest,
-  subaccountFromHex,
   subaccountNameToBytes12 as sdkNameToBytes12,
+  subaccountFromHex,
   subaccountToHex,
 } from '@nadohq/shared';
-import { type Address, type Hex, bytesToHex, createWalletClient, defineChain, hashTypedData, http } from 'viem';
+import { type Address, bytesToHex, createWalletClient, defineChain, type Hex, hashTypedData, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import {
+  linkedSignerBytes32,
+  linkSignerExecuteBody,
+  linkSignerTypedData,
   NADO_INK_MAINNET,
   type NadoDomainConfig,
   PRIMARY_SUBACCOUNT_NAME,
-  linkSignerExecuteBody,
-  linkSignerTypedData,
-  linkedSignerBytes32,
   parseSubaccountSender,
   recoverNadoSigner,
   subaccountNameToBytes12,

@@ -1,16 +1,16 @@
 import { createL1Headers as sdkCreateL1Headers, createL2Headers as sdkCreateL2Headers } from '@polymarket/clob-client/dist/headers/index.js';
 import { buildPolyHmacSignature } from '@polymarket/clob-client/dist/signing/hmac.js';
-import { type TypedDataDefinition, concat, createWalletClient, encodeFunctionData, getCreate2Address, http, keccak256, parseAbi } from 'viem';
+import { concat, createWalletClient, encodeFunctionData, getCreate2Address, http, keccak256, parseAbi, type TypedDataDefinition } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { polygon } from 'viem/chains';
 import { describe, expect, it } from 'vitest';
 import {
-  PROXY_WALLET_FACTORY,
-  PROXY_WALLET_INIT_CODE_HASH,
   clobAuthTypedData,
   createL1Headers,
   createL2Headers,
   generateClobApiCredentials,
+  PROXY_WALLET_FACTORY,
+  PROXY_WALLET_INIT_CODE_HASH,
   polyHmacSignature,
   proxyWalletAddress,
   safeWalletAddress,

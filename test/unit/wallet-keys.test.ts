@@ -5,10 +5,10 @@ import bs58 from 'bs58';
 import { validate as isUuid, version as uuidVersion } from 'uuid';
 import { bytesToHex, hexToBytes, isAddress, recoverAddress, recoverMessageAddress } from 'viem';
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../shared/errors.ts';
 import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';
 import { addressOf, generateSecret, signHash, signMessageBytes } from '../../shared/enclave/wallet-keys.ts';
 import { deriveWalletId } from '../../shared/enclave/wallet-record.ts';
+import { ValidationError } from '../../shared/errors.ts';
 
 const randomHash = () => bytesToHex(randomBytes(32));
 

@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { type Address, formatUnits, getAddress, keccak256, parseUnits, recoverAddress, stringToBytes } from 'viem';
 import { type AccountClient, ApiError, createAccountClient, type Middleware, unwrap } from '../../../shared/client/index.ts';
-import { CliError, discoverSandbox, parseCli, runCli, userCredentials, usageError } from './sandbox.ts';
+import { CliError, discoverSandbox, parseCli, runCli, usageError, userCredentials } from './sandbox.ts';
 import { changes, failureLine } from './task-view.ts';
 
 /**

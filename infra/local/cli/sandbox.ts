@@ -1,6 +1,6 @@
 import { readFile, realpath } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { importJWK, type JWK, SignJWT } from 'jose';
 import * as v from 'valibot';
 import { SandboxInfo } from '../../../shared/sandbox/sandbox-info.ts';

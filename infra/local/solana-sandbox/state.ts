@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { lamports as toLamports, type Address } from '@solana/kit';
+import { type Address, lamports as toLamports } from '@solana/kit';
 import {
   createAssociatedTokenAccountIdempotentInstruction,
   createMintToCheckedInstruction,

@@ -2,8 +2,8 @@ import { createPublicKey, verify as verifyEd25519 } from 'node:crypto';
 import {
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
-  type LegacyCompiledTransactionMessage,
   type Transaction as KitTransaction,
+  type LegacyCompiledTransactionMessage,
   type V0CompiledTransactionMessage,
 } from '@solana/kit';
 import bs58 from 'bs58';

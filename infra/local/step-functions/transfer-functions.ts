@@ -8,7 +8,7 @@ import { withServiceName } from '../../../shared/observability/service-name.ts';
 import { TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS, TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS } from '../../transfer-machine.ts';
 import { lambdaContext, runInvocation } from '../api-gateway.ts';
 import { DurableState } from '../venues/durable-state.ts';
-import { type FunctionResolver, FunctionNotFoundError, type LocalLambda } from './runner.ts';
+import { FunctionNotFoundError, type FunctionResolver, type LocalLambda } from './runner.ts';
 
 /**
  * The transfer step Lambdas of functions/transfer-steps.ts as the local Step Functions calls them:

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
-import { type Address, type Hex, encodeFunctionData, getAbiItem, getAddress } from 'viem';
+import { type Address, encodeFunctionData, getAbiItem, getAddress, type Hex } from 'viem';
 import { VENUE_RULES } from '../../../shared/venues/rules.ts';
 import { feltToHex, parseFelt, pedersen } from '../../../shared/venues/stark.ts';
-import { ARB_CHAIN, ARBITRUM_USDC, STARKNET_CHAIN, VENUE_A_SANDBOX_PROFILE, fromDecimal, toDecimal } from '../../../shared/venues/venue-a/api.ts';
+import { ARB_CHAIN, ARBITRUM_USDC, fromDecimal, STARKNET_CHAIN, toDecimal, VENUE_A_SANDBOX_PROFILE } from '../../../shared/venues/venue-a/api.ts';
 import { RHINO_BRIDGE_ABI, recoverApiRequestSigner, verifyOnboardingPayload } from '../../../shared/venues/venue-a/signing.ts';
 import { EXTENDED_COLLATERAL_ID, verifyWithdrawal } from '../../../shared/venues/venue-a/withdrawal.ts';
 import { sandboxRhinoBridgeArtifact } from '../contracts/sandbox-rhino-bridge.artifact.ts';

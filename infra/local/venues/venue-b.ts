@@ -1,14 +1,14 @@
 import * as v from 'valibot';
-import { type Address, type Hex, formatUnits, getAddress, isAddress, keccak256, parseAbiItem, parseUnits, recoverTypedDataAddress, toHex } from 'viem';
+import { type Address, formatUnits, getAddress, type Hex, isAddress, keccak256, parseAbiItem, parseUnits, recoverTypedDataAddress, toHex } from 'viem';
 import { VENUE_RULES } from '../../../shared/venues/rules.ts';
 import {
   ARBITRUM_USDC,
-  type UserSignedAction,
-  VENUE_B_BRIDGE,
-  VENUE_B_DECIMALS,
   actionNonce,
   fromWireSignature,
+  type UserSignedAction,
   userSignedTypedData,
+  VENUE_B_BRIDGE,
+  VENUE_B_DECIMALS,
 } from '../../../shared/venues/venue-b/actions.ts';
 import type { VenueHost, VenueModule, VenueRequest, VenueResponse, VenueState } from './framework.ts';
 

@@ -1,13 +1,13 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as v from 'valibot';
-import { type Address, type Hex, encodeFunctionData, formatUnits, getAddress, isAddress, parseUnits } from 'viem';
+import { type Address, encodeFunctionData, formatUnits, getAddress, type Hex, isAddress, parseUnits } from 'viem';
 import { VENUE_RULES } from '../../../shared/venues/rules.ts';
-import { FELT_LIMIT, type StarkSignature, feltToHex, parseFelt, starkVerify, starknetKeccak } from '../../../shared/venues/stark.ts';
+import { FELT_LIMIT, feltToHex, parseFelt, type StarkSignature, starknetKeccak, starkVerify } from '../../../shared/venues/stark.ts';
 import {
-  type ParadexSystemConfig,
-  STARKGATE_BRIDGE_ABI,
   authTypedData,
+  type ParadexSystemConfig,
   parseParadexSignature,
+  STARKGATE_BRIDGE_ABI,
   verifyOnboarding,
   verifyParadexTypedData,
   verifySubkeyRegistration,

@@ -1,11 +1,11 @@
 import * as v from 'valibot';
-import { type Address, type Hex, encodeFunctionData, getAddress, isHex, size, slice, zeroAddress } from 'viem';
+import { type Address, encodeFunctionData, getAddress, type Hex, isHex, size, slice, zeroAddress } from 'viem';
 import { VENUE_RULES } from '../../../shared/venues/rules.ts';
 import {
+  linkSignerTypedData,
   NADO_ENDPOINT_ABI,
   NADO_INK_MAINNET,
   type NadoDomainConfig,
-  linkSignerTypedData,
   parseSubaccountSender,
   recoverNadoSigner,
   withdrawCollateralTypedData,

@@ -1,14 +1,14 @@
 import {
   type Address,
-  type Hex,
-  type PublicClient,
-  type TypedDataDefinition,
   encodeAbiParameters,
   encodeFunctionData,
   erc20Abi,
+  type Hex,
   hexToBigInt,
   keccak256,
   numberToHex,
+  type PublicClient,
+  type TypedDataDefinition,
   toHex,
 } from 'viem';
 import { sponsoredExecutorArtifactAbi } from './contracts/sponsored-executor.artifact.ts';

@@ -14,8 +14,8 @@ import type { EvmCall, EvmChain } from '../evm-chain.ts';
 import { evmEffectHeld } from './effect.ts';
 import { insufficient } from './funds.ts';
 import type { Broadcast, EvmSigner, ExpectedEffect, SendJournal, SendReceipt, SendTimings } from './ports.ts';
-import { timed } from './timings.ts';
 import { type LeaseTiming, withSenderLease } from './sender-lease.ts';
+import { timed } from './timings.ts';
 
 /**
  * What moves out of the account besides gas: checked under the lease before anything is signed,

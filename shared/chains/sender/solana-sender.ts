@@ -1,9 +1,9 @@
+import { logger } from '../../logger.ts';
 import { InclusionTimeoutError, TransactionNoEffectError, TransactionRevertedError } from '../errors.ts';
 import { SolanaChain } from '../solana-chain.ts';
 import { insufficient } from './funds.ts';
 import type { Broadcast, ExpectedEffect, SendJournal, SendReceipt, SendTimings, SolanaSigner } from './ports.ts';
 import { timed } from './timings.ts';
-import { logger } from '../../logger.ts';
 
 /** A transfer of SOL or an SPL token from `from` (fee payer and signer) to `to`. */
 export interface SolanaSend {

@@ -8,8 +8,8 @@ import type { EvmCall, EvmChain } from '../evm-chain.ts';
 import { confirmEvm, expectedEffect, rebroadcastEvm, recordThenBroadcast, type Spend } from './evm-sender.ts';
 import { insufficient } from './funds.ts';
 import type { Broadcast, EvmSigner, GasPayer, SendJournal, SendReceipt, SendTimings, SignedAuthorization } from './ports.ts';
-import { timed } from './timings.ts';
 import { type LeaseTiming, type NonceState, senderBusy, withSenderLease } from './sender-lease.ts';
+import { timed } from './timings.ts';
 
 /** Sponsored calls must execute within this long after the account signs them. */
 const EXECUTE_DEADLINE_SECONDS = 600n;

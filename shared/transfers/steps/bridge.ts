@@ -11,11 +11,11 @@ import {
   platformFeeOwed,
   refresh,
   requireFunded,
-  sendEvm,
-  sendOnce,
   type SolanaSends,
   type StepCoreDeps,
   type StepKind,
+  sendEvm,
+  sendOnce,
   takePlatformFee,
   writeOwnStep,
 } from './core.ts';

@@ -13,8 +13,8 @@ import { logger } from '../../logger.ts';
 import { parseAmount } from '../../money.ts';
 import type { ChainCode } from '../../wallets/networks.ts';
 import { platformFee } from '../estimate.ts';
-import { type PlatformFeeSettings, platformFeeFor } from '../platform-fee.ts';
 import { TRANSFER_DECIMALS } from '../planner.ts';
+import { type PlatformFeeSettings, platformFeeFor } from '../platform-fee.ts';
 import {
   type RecordedSend,
   type SettleInvocation,
@@ -27,7 +27,7 @@ import {
   type TaskRecord,
 } from '../task.ts';
 import { isStepOf } from '../task-record.ts';
-import { StepFailure, stepFailedError, stepRetryableError, StepTransient } from './outcomes.ts';
+import { StepFailure, StepTransient, stepFailedError, stepRetryableError } from './outcomes.ts';
 import { loadTask, recordFailure, type StepWrite, writeStep } from './store.ts';
 import { releaseVenueLock } from './venue-lock.ts';
 import type { StepWallet, StepWallets } from './wallets.ts';

@@ -11,14 +11,14 @@ import {
   recordIntent,
   refresh,
   requireFunded,
+  type StepKind,
   sendEvm,
   sendOutcome,
-  type StepKind,
   takePlatformFee,
   writeOwnStep,
 } from './core.ts';
 import { StepFailure, StepTransient } from './outcomes.ts';
-import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
+import { type VenueStepDeps, venueDriver, venueFailure } from './venue.ts';
 import { takeVenueLock } from './venue-lock.ts';
 
 /**

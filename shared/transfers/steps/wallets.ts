@@ -1,6 +1,6 @@
 import { type Address, getAddress } from 'viem';
 import type { AccountRecord } from '../../accounts/account-record.ts';
-import { type SigningIdentity, walletSigner, type WalletSignerDeps } from '../../accounts/wallet-signer.ts';
+import { type SigningIdentity, type WalletSignerDeps, walletSigner } from '../../accounts/wallet-signer.ts';
 import type { AppRegistry } from '../../apps/app-registry.ts';
 import { ServiceTokenCache } from '../../auth/service-token.ts';
 import { enclaveEvmSigner, enclaveSolanaSigner } from '../../chains/sender/enclave-signers.ts';

@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { VenueDriver, VenueFields } from '../../venues/driver.ts';
 import { amountInOf, type Ctx, type Outcome, recordIntent, type StepKind, takePlatformFee } from './core.ts';
 import { StepFailure, StepTransient } from './outcomes.ts';
-import { venueDriver, venueFailure, type VenueStepDeps } from './venue.ts';
+import { type VenueStepDeps, venueDriver, venueFailure } from './venue.ts';
 import { releaseVenueLock, takeVenueLock } from './venue-lock.ts';
 
 /**

@@ -1,28 +1,28 @@
-import { type Address, type Hex, encodeFunctionData, erc20Abi, getAddress, isAddress, keccak256, toHex } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, getAddress, type Hex, isAddress, keccak256, toHex } from 'viem';
 import type { DepositPlan, TradingSetup, VenueBalances, VenueDriver, VenueFields, VenueWallet, WithdrawalStatus } from '../driver.ts';
 import { VenueRuleError } from '../driver.ts';
 import { VENUE_RULES } from '../rules.ts';
-import { type StarkKeyPair, feltToHex, parseFelt } from '../stark.ts';
+import { feltToHex, parseFelt, type StarkKeyPair } from '../stark.ts';
 import {
+  type AccountView,
   ARB_CHAIN,
   ARBITRUM_USDC,
-  type AccountView,
+  commitmentIdOf,
   EXTENDED_MAINNET_BASE_URL,
+  fromDecimal,
   STARKNET_CHAIN,
+  toDecimal,
   VenueARefusedError,
   type VenueARequest,
   VenueAUnavailableError,
-  commitmentIdOf,
-  fromDecimal,
-  toDecimal,
   venueARequest,
 } from './api.ts';
 import {
+  buildOnboardingPayload,
+  deriveExtendedKeyPairWithWallet,
   EXTENDED_MAINNET_SIGNING,
   type ExtendedSigningConfig,
   RHINO_BRIDGE_ABI,
-  buildOnboardingPayload,
-  deriveExtendedKeyPairWithWallet,
   signApiRequest,
 } from './signing.ts';
 import { EXTENDED_COLLATERAL_ID, EXTENDED_MAINNET_STARKNET_DOMAIN, type StarknetDomain, signWithdrawal } from './withdrawal.ts';

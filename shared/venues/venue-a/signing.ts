@@ -1,6 +1,6 @@
-import { type Address, type Hex, type TypedDataDefinition, getAddress, isAddress, isHex, parseAbi, recoverMessageAddress, recoverTypedDataAddress } from 'viem';
+import { type Address, getAddress, type Hex, isAddress, isHex, parseAbi, recoverMessageAddress, recoverTypedDataAddress, type TypedDataDefinition } from 'viem';
 import type { VenueWallet } from '../driver.ts';
-import { type StarkKeyPair, type StarkSignature, feltToHex, parseFelt, pedersen, starkKeyPairFromEthSignature, starkSign, starkVerify } from '../stark.ts';
+import { feltToHex, parseFelt, pedersen, type StarkKeyPair, type StarkSignature, starkKeyPairFromEthSignature, starkSign, starkVerify } from '../stark.ts';
 
 /**
  * venue_a (modelled on Extended, Starknet era), from the official Python SDK (research §2.2,

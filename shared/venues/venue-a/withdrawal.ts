@@ -1,5 +1,5 @@
 import { poseidonHashMany } from '@scure/starknet';
-import { type StarkSignature, encodeShortString, starkSign, starkVerify, starknetKeccak } from '../stark.ts';
+import { encodeShortString, type StarkSignature, starknetKeccak, starkSign, starkVerify } from '../stark.ts';
 
 /**
  * venue_a's Stark-signed withdrawal (Extended, Starknet era; research §2.1 [O] E1g): the SDK's

@@ -1,17 +1,17 @@
-import { type Address, type Hex, encodeFunctionData, erc20Abi, formatUnits, getAddress, hexToNumber, isAddress, keccak256, parseUnits, toHex } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Hex, hexToNumber, isAddress, keccak256, parseUnits, toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import type { DepositPlan, TradingSetup, VenueBalances, VenueDriver, VenueFields, VenueWallet, WithdrawalStatus } from '../driver.ts';
 import { VenueRuleError } from '../driver.ts';
 import { VENUE_RULES } from '../rules.ts';
 import {
   ARBITRUM_USDC,
+  actionNonce,
   type HyperliquidChain,
+  toWireSignature,
   type UserSignedAction,
+  userSignedTypedData,
   VENUE_B_BRIDGE,
   VENUE_B_DECIMALS,
-  actionNonce,
-  toWireSignature,
-  userSignedTypedData,
 } from './actions.ts';
 
 /**

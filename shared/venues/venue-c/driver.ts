@@ -1,19 +1,19 @@
-import { type Address, type Hex, encodeFunctionData, erc20Abi, formatUnits, getAddress, isAddress, parseUnits } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Hex, isAddress, parseUnits } from 'viem';
 import type { DepositPlan, TradingSetup, VenueBalances, VenueDriver, VenueFields, VenueWallet, WithdrawalStatus } from '../driver.ts';
 import { VenueRuleError } from '../driver.ts';
 import { VENUE_RULES } from '../rules.ts';
-import { type StarkKeyPair, feltToHex, parseFelt, starkSign, starknetTypedDataHash } from '../stark.ts';
+import { feltToHex, parseFelt, type StarkKeyPair, starknetTypedDataHash, starkSign } from '../stark.ts';
 import {
-  type ParadexSystemConfig,
-  STARKGATE_BRIDGE_ABI,
   authHeaders,
   deriveParadexKeyPairWithWallet,
   generateSubkey,
   onboardingHeaders,
+  type ParadexSystemConfig,
   paradexAccountAddress,
+  STARKGATE_BRIDGE_ABI,
   subkeyRegistrationRequest,
 } from './signing.ts';
-import { PARACLEAR_DECIMALS, type WithdrawalRequestBody, formatWithdrawalSignature, withdrawalNonceFromKey, withdrawalTypedData } from './withdrawal.ts';
+import { formatWithdrawalSignature, PARACLEAR_DECIMALS, type WithdrawalRequestBody, withdrawalNonceFromKey, withdrawalTypedData } from './withdrawal.ts';
 
 /**
  * venue_c's adapter (modelled on Paradex, research §3), speaking Paradex's REST API at

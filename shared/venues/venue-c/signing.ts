@@ -1,21 +1,21 @@
-import { type Address, type Hex, type TypedDataDefinition, getAddress, parseAbi, recoverTypedDataAddress } from 'viem';
+import { type Address, getAddress, type Hex, parseAbi, recoverTypedDataAddress, type TypedDataDefinition } from 'viem';
 import type { VenueWallet } from '../driver.ts';
 import {
-  type StarkKeyPair,
-  type StarkSignature,
-  type StarknetTypedData,
   computeContractAddress,
   encodeShortString,
   feltToHex,
   hashOnElements,
   parseFelt,
   randomStarkPrivateKey,
+  type StarkKeyPair,
+  type StarknetTypedData,
+  type StarkSignature,
   starkKeyPairFromEthSignature,
+  starknetKeccak,
+  starknetTypedDataHash,
   starkPublicKey,
   starkSign,
   starkVerify,
-  starknetKeccak,
-  starknetTypedDataHash,
 } from '../stark.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { type Address, keccak256, toHex } from 'viem';
-import { type StarkSignature, type StarknetTypedData, encodeShortString, feltToHex } from '../stark.ts';
+import { encodeShortString, feltToHex, type StarknetTypedData, type StarkSignature } from '../stark.ts';
 
 /**
  * venue_c's withdrawal request: a SANDBOX CHOICE in Paradex's style. On Paradex a withdrawal is a

@@ -1,16 +1,16 @@
-import { type Address, type Hex, encodeFunctionData, erc20Abi, formatUnits, getAddress, isHex, size, zeroAddress } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Hex, isHex, size, zeroAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import type { DepositPlan, TradingSetup, VenueBalances, VenueDriver, VenueFields, VenueWallet, WithdrawalStatus } from '../driver.ts';
 import { VenueRuleError } from '../driver.ts';
 import { VENUE_RULES } from '../rules.ts';
 import {
+  linkedSignerBytes32,
+  linkSignerExecuteBody,
+  linkSignerTypedData,
   NADO_ENDPOINT_ABI,
   NADO_INK_MAINNET,
   type NadoDomainConfig,
   PRIMARY_SUBACCOUNT_NAME,
-  linkSignerExecuteBody,
-  linkSignerTypedData,
-  linkedSignerBytes32,
   parseSubaccountSender,
   subaccountNameToBytes12,
   subaccountSender,

@@ -1,10 +1,9 @@
 import {
   type Address,
-  type Hex,
-  type TypedDataDefinition,
   bytesToString,
   concat,
   getAddress,
+  type Hex,
   hexToBytes,
   isHex,
   pad,
@@ -13,6 +12,7 @@ import {
   size,
   slice,
   stringToHex,
+  type TypedDataDefinition,
   trim,
 } from 'viem';
 

@@ -1,4 +1,4 @@
-import { type Address, type Hex, type TypedDataDefinition, keccak256, toHex } from 'viem';
+import { type Address, type Hex, keccak256, type TypedDataDefinition, toHex } from 'viem';
 import { POLYGON_CHAIN_ID } from './signing.ts';
 
 /**

@@ -1,9 +1,9 @@
-import { type Address, type Hex, encodeFunctionData, erc20Abi, formatUnits, getAddress, isAddress } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Hex, isAddress } from 'viem';
 import type { DepositPlan, TradingSetup, VenueBalances, VenueDriver, VenueFields, VenueWallet, WithdrawalStatus } from '../driver.ts';
 import { VenueRuleError } from '../driver.ts';
 import { VENUE_RULES } from '../rules.ts';
-import { BRIDGE_URL, POLYGON_USDC_E, POLY_PROXY_SIGNATURE_TYPE, PUSD, withdrawTypedData, withdrawalIdOf } from './bridge.ts';
-import { type ClobApiCredentials, POLYGON_CHAIN_ID, createL1Headers, createL2Headers, proxyWalletAddress } from './signing.ts';
+import { BRIDGE_URL, POLY_PROXY_SIGNATURE_TYPE, POLYGON_USDC_E, PUSD, withdrawalIdOf, withdrawTypedData } from './bridge.ts';
+import { type ClobApiCredentials, createL1Headers, createL2Headers, POLYGON_CHAIN_ID, proxyWalletAddress } from './signing.ts';
 
 /**
  * venue_e's adapter (modelled on Polymarket, research §5), speaking Polymarket's CLOB API at

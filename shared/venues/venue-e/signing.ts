@@ -1,15 +1,15 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import {
   type Address,
-  type Hex,
-  type TypedDataDefinition,
   encodeAbiParameters,
   getAddress,
   getCreate2Address,
+  type Hex,
   isAddress,
   isHex,
   keccak256,
   recoverTypedDataAddress,
+  type TypedDataDefinition,
 } from 'viem';
 import type { VenueWallet } from '../driver.ts';
 

@@ -5,8 +5,8 @@ import { join, resolve } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient, type Table } from '../../../shared/db/client.ts';
 import { localCreateTableInput } from '../../../shared/db/table-definition.ts';
-import { startDynaliteTable } from './dynalite-table.ts';
 import { freePort } from '../../support/free-port.ts';
+import { startDynaliteTable } from './dynalite-table.ts';
 
 /**
  * The single table on either local engine, for unit tests whose claim must hold on both:

@@ -1,9 +1,9 @@
-import { type Address, type Hex, createPublicClient, createWalletClient, defineChain, erc20Abi, http } from 'viem';
+import { type Address, createPublicClient, createWalletClient, defineChain, erc20Abi, type Hex, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { expect } from 'vitest';
+import type { EvmSandbox } from '../../../infra/local/evm-sandbox.ts';
 import type { EvmChainCode } from '../../../shared/chains/chain-config.ts';
 import type { VenueDriver, VenueFields, VenueWallet } from '../../../shared/venues/driver.ts';
-import type { EvmSandbox } from '../../../infra/local/evm-sandbox.ts';
 
 /** What the sandbox-venue tests share: test wallets on a sandbox chain, polling, a deposit through a driver's plan. */
 const ETHER = 10n ** 18n;
