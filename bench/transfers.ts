@@ -15,7 +15,7 @@ import { startLocalRuntime } from '../infra/local/runtime.ts';
  *   task read back `completed`;
  * - state transitions per step (StateEntered + StateRetried, what AWS bills; target ≤ 6) and
  *   Lambda invocations per step, from the local Step Functions' counts of each execution.
- * The local Wait lasts SANDBOX_STEP_WAIT_MS (200 ms by default), so latency includes one such
+ * The local Wait lasts one sandbox tick (SANDBOX_TICK_MS, or SANDBOX_STEP_WAIT_MS; 200 ms by default), so latency includes one such
  * Wait per step.
  */
 const { values } = parseArgs({ options: { count: { type: 'string', default: '10' } } });

@@ -5,36 +5,37 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { ROUTES, type ServiceName } from '../../functions/routes.ts';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { AppRegistry, deleteApplication, putApplication } from '../../shared/apps/app-registry.ts';
 import type { Application } from '../../shared/apps/application.ts';
-import { deleteApplication, putApplication } from '../../shared/apps/app-registry.ts';
+import { platformApplication } from '../../shared/apps/register-application.ts';
+import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
+import { EvmChain } from '../../shared/chains/evm-chain.ts';
 import { LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
 import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { localCreateTableInput } from '../../shared/db/table-definition.ts';
-import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } from './applications.ts';
-import { LocalRuntimeError } from './local-runtime-error.ts';
-import { AppRegistry } from '../../shared/apps/app-registry.ts';
-import { platformApplication } from '../../shared/apps/register-application.ts';
-import { EvmChain } from '../../shared/chains/evm-chain.ts';
+import { requestIdOf } from '../../shared/http/request-id.ts';
+import { withServiceName } from '../../shared/observability/service-name.ts';
+import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
 import { EnclaveGasSponsor } from '../../shared/withdrawals/gas-sponsor.ts';
-import { startEvmSandbox } from './evm-sandbox.ts';
-import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
-import { serveDocs } from './docs-routes.ts';
-import { requestIdOf } from '../../shared/http/request-id.ts';
-import { startSolanaSandbox } from './solana-sandbox/index.ts';
-import { type SandboxVenueListing, startSandboxVenues } from './venues/framework.ts';
+import { API_FUNCTION_TIMEOUT_SECONDS, matchResource, type ResourceTree, resourceTree } from '../api-resources.ts';
+import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
+import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } from './applications.ts';
 import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.ts';
+import { ChainHeads } from './chain-heads.ts';
+import { serveDocs } from './docs-routes.ts';
+import { startEvmSandbox } from './evm-sandbox.ts';
+import { LocalRuntimeError } from './local-runtime-error.ts';
+import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
+import { sandboxTickMs, stepWaitMs } from './sandbox-tick.ts';
+import { startSolanaSandbox } from './solana-sandbox/index.ts';
 import { type LocalStepFunctions, startLocalStepFunctions } from './step-functions/server.ts';
 import { localStepFunctionNames, sandboxPlatformFee, transferStepResolver } from './step-functions/transfer-functions.ts';
-import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
-import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
-import { withServiceName } from '../../shared/observability/service-name.ts';
-import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
-import { API_FUNCTION_TIMEOUT_SECONDS, matchResource, type ResourceTree, resourceTree } from '../api-resources.ts';
+import { type SandboxVenueListing, startSandboxVenues } from './venues/framework.ts';
 
 /**
  * The embedded local sandbox: three HTTP listeners whose requests become API Gateway events for
@@ -56,7 +57,9 @@ export interface LocalRuntimeOptions {
   readonly rpcCredential?: string;
   /** Called once per request, after the response, with its access-log record. */
   readonly onRequest?: (line: AccessLogRecord) => void;
-  /** How long each Wait of the transfer machine takes locally, ms (default: SANDBOX_STEP_WAIT_MS, else 200). */
+  /** The sandbox's tick, ms: its venues' and bridge's pollers, and each local Wait (default: SANDBOX_TICK_MS, else 200; infra/local/sandbox-tick.ts). */
+  readonly tickMs?: number;
+  /** How long each Wait of the transfer machine takes locally, ms (default: SANDBOX_STEP_WAIT_MS, else one tick). */
   readonly stepWaitMs?: number;
 }
 
@@ -94,6 +97,9 @@ const SERVICES: readonly ServiceName[] = ['account', 'enclave', 'express'];
 export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
   const dataDir = resolve(options.dataDir);
   const host = options.host ?? '127.0.0.1';
+  // Before anything starts, as a bad APPS_FILE: a bad tick is one line.
+  const tickMs = options.tickMs ?? sandboxTickMs();
+  const waitMs = options.stepWaitMs ?? stepWaitMs(tickMs);
   const tableName = options.tableName ?? 'perp-wallet';
   // Before anything starts: a bad APPS_FILE is one line, not a half-started sandbox.
   const appsFromFile = options.appsFile ? await readAppsFile(options.appsFile) : undefined;
@@ -101,7 +107,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const releaseDataDir = await lockDataDir(dataDir);
   const closers: (() => Promise<void>)[] = [releaseDataDir];
   try {
-    return await startOnLockedDataDir(options, dataDir, host, tableName, appsFromFile, closers);
+    return await startOnLockedDataDir(options, { dataDir, host, tableName, tickMs, waitMs }, appsFromFile, closers);
   } catch (error) {
     // A start that fails half-way frees what it took (the lock, the ports, the chains) before it says why.
     for (const closeOne of closers) await closeOne().catch(() => undefined);
@@ -111,9 +117,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
 
 async function startOnLockedDataDir(
   options: LocalRuntimeOptions,
-  dataDir: string,
-  host: string,
-  tableName: string,
+  { dataDir, host, tableName, tickMs, waitMs }: { dataDir: string; host: string; tableName: string; tickMs: number; waitMs: number },
   appsFromFile: readonly AppFileEntry[] | undefined,
   closers: (() => Promise<void>)[],
 ): Promise<LocalRuntime> {
@@ -125,7 +129,9 @@ async function startOnLockedDataDir(
   const urls = {} as Record<ServiceName, string>;
   const starting: RequestListener = (_req, res) => {
     res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
-    res.end(JSON.stringify({ success: false, error: { code: 'SANDBOX_STARTING', message: 'The local sandbox is starting: try again once it prints "ready"' } }));
+    res.end(
+      JSON.stringify({ success: false, error: { code: 'SANDBOX_STARTING', message: 'The local sandbox is starting: try again once it prints "ready"' } }),
+    );
   };
   for (const service of SERVICES) {
     const port = await listen(servers[service], options.ports[service], host).catch((error: unknown) => {
@@ -161,10 +167,12 @@ async function startOnLockedDataDir(
   const stopEvm = () => evm.stop();
   closers.push(stopEvm, () => sol.stop());
   // Sandbox venues: each its own server and state under DATA_DIR/venues, watching the chains.
-  const venues = await startSandboxVenues({ dataDir, host, evm });
+  // One read of each chain's head per half tick, whichever of its watchers asks.
+  const heads = new ChainHeads(tickMs / 2);
+  const venues = await startSandboxVenues({ dataDir, host, evm, pollMs: tickMs, heads });
   closers.splice(closers.indexOf(stopEvm), 0, () => venues.stop()); // before the chains: a payout may await its receipt
   // The sandbox bridge: its own server and state under DATA_DIR/bridge, vaults on every chain.
-  const bridge = await startSandboxBridge({ dataDir, host, evm, sol });
+  const bridge = await startSandboxBridge({ dataDir, host, evm, sol, pollMs: tickMs, heads });
   closers.splice(closers.indexOf(stopEvm), 0, () => bridge.stop()); // before the chains, as the venues
   const chains: SandboxChains = { config: { ...evm.chains, SOL: sol.chain, sandbox: true }, evm, sol, venues, bridge };
   const rpcGateway = await startRpcGateway(chains.config, options.rpcCredential ?? `rpc-key-${randomBytes(16).toString('hex')}`, host);
@@ -183,7 +191,7 @@ async function startOnLockedDataDir(
   // The transfer machine (statemachines/transfer.asl.json) behind a local Step Functions endpoint;
   // its step Lambdas run in this process with the handlers' environment set below. Executions a
   // killed process left RUNNING are re-driven at the end, once everything is up.
-  const stepFunctions = await startLocalStepFunctions({ dataDir, host, functions: transferStepResolver(), waitMs: options.stepWaitMs ?? stepWaitFromEnv() });
+  const stepFunctions = await startLocalStepFunctions({ dataDir, host, functions: transferStepResolver(), waitMs });
   closers.unshift(() => stepFunctions.stop());
 
   // The services listen already (above): configure the handlers' environment, then serve.
@@ -198,7 +206,13 @@ async function startOnLockedDataDir(
     VENUE_URLS: JSON.stringify(venues.urls),
     BRIDGE_URL: bridge.url,
     VENUE_NETWORK: 'sandbox',
-    ALLOWED_7702_DELEGATES: [...new Set(Object.values(evm.chains).map((chain) => chain.delegate).filter(Boolean))].join(','),
+    ALLOWED_7702_DELEGATES: [
+      ...new Set(
+        Object.values(evm.chains)
+          .map((chain) => chain.delegate)
+          .filter(Boolean),
+      ),
+    ].join(','),
     SFN_ENDPOINT: stepFunctions.endpoint,
     TRANSFER_STATE_MACHINE_ARN: stepFunctions.stateMachineArn,
     TRANSFER_STEP_FUNCTIONS: JSON.stringify(localStepFunctionNames()),
@@ -256,15 +270,13 @@ async function startOnLockedDataDir(
 function sandboxInfo(dataDir: string, urls: Record<ServiceName, string>, appsFile: string | undefined, apps: readonly AppFileEntry[]): SandboxInfo {
   if (appsFile) return { sandbox: true, data_dir: dataDir, urls, applications: 'apps_file', apps_file: resolve(appsFile) };
   const [dev] = apps;
-  return { sandbox: true, data_dir: dataDir, urls, applications: 'dev', dev_app: { app_id: dev!.app_id, provider_id: dev!.oidc.provider_id, issuer: dev!.oidc.issuer } };
-}
-
-function stepWaitFromEnv(): number {
-  const raw = process.env.SANDBOX_STEP_WAIT_MS;
-  if (raw === undefined || raw === '') return 200;
-  const ms = Number(raw);
-  if (!Number.isSafeInteger(ms) || ms < 0) throw new LocalRuntimeError(`SANDBOX_STEP_WAIT_MS must be a whole number of milliseconds, not ${JSON.stringify(raw)}`);
-  return ms;
+  return {
+    sandbox: true,
+    data_dir: dataDir,
+    urls,
+    applications: 'dev',
+    dev_app: { app_id: dev!.app_id, provider_id: dev!.oidc.provider_id, issuer: dev!.oidc.issuer },
+  };
 }
 
 type Handler = (event: unknown, context: unknown) => Promise<unknown>;
@@ -302,7 +314,17 @@ async function serve(
   }
   const { path } = requestTarget(req.url);
   // The sandbox's own pages and routes, before route matching (never Lambda routes).
-  if (await serveDocs(service, req, res, path, origin, requestIdOf({ headers: { 'x-request-id': req.headers['x-request-id'] as string | undefined } }, { awsRequestId: requestId }))) return;
+  if (
+    await serveDocs(
+      service,
+      req,
+      res,
+      path,
+      origin,
+      requestIdOf({ headers: { 'x-request-id': req.headers['x-request-id'] as string | undefined } }, { awsRequestId: requestId }),
+    )
+  )
+    return;
   if (sandbox && path.startsWith('/sandbox/')) {
     const event = toEvent(req, Buffer.concat(chunks), { resource: path, pathParameters: {} }, requestId);
     const result = await sandboxRoute(sandbox, event);
@@ -467,13 +489,17 @@ export const PORT_VARIABLES: Record<ServiceName, string> = { account: 'ACCOUNT_P
 function servicePortInUse(service: ServiceName, port: number, host: string, own: Record<string, string | undefined>): LocalRuntimeError {
   const holder = Object.entries(own).find(([, url]) => url && new URL(url).port === String(port))?.[0];
   const variable = PORT_VARIABLES[service];
-  return new LocalRuntimeError(`${variable}=${port} is in use (${host}:${port}, by ${holder ? `this sandbox's ${holder}` : 'another process'}): set ${variable} to a free port, or 0 for any`);
+  return new LocalRuntimeError(
+    `${variable}=${port} is in use (${host}:${port}, by ${holder ? `this sandbox's ${holder}` : 'another process'}): set ${variable} to a free port, or 0 for any`,
+  );
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((done, fail) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
-      fail(error.code === 'EADDRINUSE' ? new LocalRuntimeError(`port ${port} on ${host} is already in use: stop what holds it, or choose another port`) : error),
+      fail(
+        error.code === 'EADDRINUSE' ? new LocalRuntimeError(`port ${port} on ${host} is already in use: stop what holds it, or choose another port`) : error,
+      ),
     );
     server.listen(port, host, () => done((server.address() as AddressInfo).port));
   });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/free-port.ts';
 import { accountHeaders, appOne, call, mintToken, sandbox, uniqueUser } from './support/client.ts';
 import { type RuntimeProcess, startRuntimeProcess, stopProcess } from './support/global-setup.ts';
+import { POLL_TICKS, SANDBOX_TICK_MS } from './support/sandbox-clock.ts';
 
 /**
  * The sandbox CLIs as a user runs them (child processes on Node 24): `npm run token`, `npm run
@@ -15,6 +16,8 @@ import { type RuntimeProcess, startRuntimeProcess, stopProcess } from './support
  * completion; a failed one, its resume command, and --resume).
  */
 const ROOT = resolve(import.meta.dirname, '../..');
+/** How often the watchers poll here: the sandbox's pace (the CLI's default, 500 ms, is a person's). */
+const POLL_MS = String(POLL_TICKS * SANDBOX_TICK_MS);
 const SCRIPTS = { token: 'infra/local/token.ts', tasks: 'infra/local/cli/tasks.ts', 'task:watch': 'infra/local/cli/task-watch.ts' } as const;
 
 interface Run {
@@ -52,7 +55,13 @@ describe.runIf(sandbox.appsFile !== undefined)('CLIs against an APPS_FILE sandbo
 
   it('npm run token refuses: the apps trust their own identity providers, not the dev issuer', async () => {
     const run = await cli('token', ['--sub', 'alice', '--account-url', accountUrl]);
-    expectOneLine(run, 1, new RegExp(`the running sandbox uses APPS_FILE=${sandbox.appsFile!.replaceAll('.', '\\.')}: its apps trust your identity providers, not the dev issuer; mint tokens with your provider`));
+    expectOneLine(
+      run,
+      1,
+      new RegExp(
+        `the running sandbox uses APPS_FILE=${sandbox.appsFile!.replaceAll('.', '\\.')}: its apps trust your identity providers, not the dev issuer; mint tokens with your provider`,
+      ),
+    );
     expect(run.stdout).toBe('');
   });
 
@@ -66,7 +75,11 @@ describe.runIf(sandbox.appsFile !== undefined)('CLIs against an APPS_FILE sandbo
     const listed = await cli('tasks', ['--account-url', accountUrl], env);
     expect(listed, listed.stderr).toMatchObject({ code: 0, stdout: 'no tasks for the user of this token\n' });
     // A wrong secret key is the service's 401, not a crash.
-    expectOneLine(await cli('tasks', ['--account-url', accountUrl, '--token', token, '--secret-key', 'sk_wrong_0123456789abcdef']), 1, /GET \/tasks answered 401 /);
+    expectOneLine(
+      await cli('tasks', ['--account-url', accountUrl, '--token', token, '--secret-key', 'sk_wrong_0123456789abcdef']),
+      1,
+      /GET \/tasks answered 401 /,
+    );
     const unknown = await cli('task:watch', [crypto.randomUUID(), '--account-url', accountUrl, '--token', token, '--secret-key', appOne.secret_key]);
     expectOneLine(unknown, 2, /no task .* for the user of this token \(GET \/task\/.*: 404 TASK_NOT_FOUND\)/);
   });
@@ -108,16 +121,21 @@ describe('CLI arguments', () => {
   // `npm run token --sub alice` (no `--`): npm keeps --sub as its own config (npm_config_sub=true)
   // and hands the script only `alice`.
   it.each([
-    ['token', ['alice'], { npm_config_sub: 'true' }, 'npm took --sub for itself (the script\'s flags go after a lone --): run npm run token -- --sub alice'],
-    ['token', [], { npm_config_sub: 'alice' }, 'npm took --sub for itself (the script\'s flags go after a lone --): run npm run token -- --sub alice'],
+    ['token', ['alice'], { npm_config_sub: 'true' }, "npm took --sub for itself (the script's flags go after a lone --): run npm run token -- --sub alice"],
+    ['token', [], { npm_config_sub: 'alice' }, "npm took --sub for itself (the script's flags go after a lone --): run npm run token -- --sub alice"],
     ['token', ['alice'], {}, '"alice" alone is not a flag: run npm run token -- --sub alice'],
-    ['tasks', ['bob'], { npm_config_sub: 'true' }, 'npm took --sub for itself (the script\'s flags go after a lone --): run npm run tasks -- --sub bob'],
-    ['task:watch', ['0190a5c4-0000-7000-8000-000000000000'], { npm_config_resume: 'true' }, 'npm took --resume for itself (the script\'s flags go after a lone --): run npm run task:watch -- 0190a5c4-0000-7000-8000-000000000000 --resume'],
+    ['tasks', ['bob'], { npm_config_sub: 'true' }, "npm took --sub for itself (the script's flags go after a lone --): run npm run tasks -- --sub bob"],
+    [
+      'task:watch',
+      ['0190a5c4-0000-7000-8000-000000000000'],
+      { npm_config_resume: 'true' },
+      "npm took --resume for itself (the script's flags go after a lone --): run npm run task:watch -- 0190a5c4-0000-7000-8000-000000000000 --resume",
+    ],
     [
       'token',
       ['alice', '60'],
       { npm_config_sub: 'true', npm_config_ttl: 'true' },
-      'npm took --sub, --ttl for itself (the script\'s flags go after a lone --): run it as npm run token -- --sub <user id> [--ttl <seconds>] [--op] [--account-url <url>] [--data-dir <dir>]',
+      "npm took --sub, --ttl for itself (the script's flags go after a lone --): run it as npm run token -- --sub <user id> [--ttl <seconds>] [--op] [--account-url <url>] [--data-dir <dir>]",
     ],
   ] as const)('%s %j with %j (flags npm kept for itself): one line saying what to run, exit 2', async (script, args, env, problem) => {
     const run = await cli(script, [...args], env);
@@ -126,13 +144,16 @@ describe('CLI arguments', () => {
 
   it('through npm itself: npm run token --sub alice says to run npm run token -- --sub alice', async () => {
     const run = await new Promise<Run>((done) => {
-      execFile('npm', ['run', '--silent', 'token', '--sub', 'alice'], { cwd: ROOT, env: { ...process.env, DATA_DIR: '', ACCOUNT_URL: '', ACCOUNT_PORT: '' }, timeout: 60_000 }, (error, stdout, stderr) =>
-        done({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr }),
+      execFile(
+        'npm',
+        ['run', '--silent', 'token', '--sub', 'alice'],
+        { cwd: ROOT, env: { ...process.env, DATA_DIR: '', ACCOUNT_URL: '', ACCOUNT_PORT: '' }, timeout: 60_000 },
+        (error, stdout, stderr) => done({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr }),
       );
     });
     expect(run.code, run.stderr).toBe(2);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toContain('npm run token: npm took --sub for itself (the script\'s flags go after a lone --): run npm run token -- --sub alice\n');
+    expect(run.stderr).toContain("npm run token: npm took --sub for itself (the script's flags go after a lone --): run npm run token -- --sub alice\n");
   });
 
   it('token --op refuses a lifetime over 300 s (the enclave would refuse the op_jwt)', async () => {
@@ -241,15 +262,22 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('CLIs against a dev-app
     // The dev app's refusal says how to mint a valid one.
     expect(((await refused.json()) as { error: { code: string; message: string } }).error).toEqual({
       code: 'INVALID_OP_JWT',
-      message: 'op_jwt lifetime exceeds 300 seconds (exp - iat is 3600): mint one that expires at most 300 seconds after its iat; in this sandbox: npm run token -- --sub <user> --op',
+      message:
+        'op_jwt lifetime exceeds 300 seconds (exp - iat is 3600): mint one that expires at most 300 seconds after its iat; in this sandbox: npm run token -- --sub <user> --op',
     });
   });
 
-  it('npm run token refuses another data dir than the running sandbox\'s, creating nothing there', async () => {
+  it("npm run token refuses another data dir than the running sandbox's, creating nothing there", async () => {
     const other = await mkdtemp(join(tmpdir(), 'cli-other-data-'));
     try {
       const run = await cli('token', ['--sub', 'alice', '--account-url', accountUrl, '--data-dir', other]);
-      expectOneLine(run, 1, new RegExp(`the data dir ${other.replaceAll('.', '\\.')} \\(--data-dir or DATA_DIR\\) is not the running sandbox's \\(${dataDir.replaceAll('.', '\\.')}, at ${accountUrl}\\)`));
+      expectOneLine(
+        run,
+        1,
+        new RegExp(
+          `the data dir ${other.replaceAll('.', '\\.')} \\(--data-dir or DATA_DIR\\) is not the running sandbox's \\(${dataDir.replaceAll('.', '\\.')}, at ${accountUrl}\\)`,
+        ),
+      );
       const byEnv = await cli('token', ['--sub', 'alice', '--account-url', accountUrl], { DATA_DIR: other });
       expectOneLine(byEnv, 1, /is not the running sandbox's/);
       expect(await readdir(other)).toEqual([]);
@@ -262,10 +290,19 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('CLIs against a dev-app
 
   it('npm run tasks for a user without an account, or without tasks, says to pass --sub <user>', async () => {
     const sub = uniqueUser('cli-no-tasks');
-    expectOneLine(await cli('tasks', ['--sub', sub, '--account-url', accountUrl]), 1, new RegExp(`GET /tasks answered 404 ACCOUNT_NOT_FOUND: .* \\(user ${sub}; tasks are per user: pass --sub <user> for another user's \\(npm run demo prints its user\\)\\)\n$`));
+    expectOneLine(
+      await cli('tasks', ['--sub', sub, '--account-url', accountUrl]),
+      1,
+      new RegExp(
+        `GET /tasks answered 404 ACCOUNT_NOT_FOUND: .* \\(user ${sub}; tasks are per user: pass --sub <user> for another user's \\(npm run demo prints its user\\)\\)\n$`,
+      ),
+    );
     expect((await api('POST', '/account', await token(sub))).status).toBe(200);
     const empty = await cli('tasks', ['--sub', sub, '--account-url', accountUrl]);
-    expect(empty, empty.stderr).toMatchObject({ code: 0, stdout: `no tasks for user ${sub} (tasks are per user: pass --sub <user> for another user's (npm run demo prints its user))\n` });
+    expect(empty, empty.stderr).toMatchObject({
+      code: 0,
+      stdout: `no tasks for user ${sub} (tasks are per user: pass --sub <user> for another user's (npm run demo prints its user))\n`,
+    });
   });
 
   it('with no sandbox answering, --data-dir with a dev app still mints (the token works once that sandbox answers)', async () => {
@@ -278,8 +315,15 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('CLIs against a dev-app
     const bearer = await token(sub);
     const user = await api('POST', '/account', bearer);
     const address = user.body.public_address.ETH as string;
-    for (const [asset, amount] of [['USDC', '30'], ['ETH', '0.05']]) {
-      const credited = await fetch(`${accountUrl}/sandbox/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chain: 'ARB', address, token: asset, amount }) });
+    for (const [asset, amount] of [
+      ['USDC', '30'],
+      ['ETH', '0.05'],
+    ]) {
+      const credited = await fetch(`${accountUrl}/sandbox/faucet`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ chain: 'ARB', address, token: asset, amount }),
+      });
       expect(credited.status).toBe(200);
     }
     expect((await api('POST', '/account/init-perp-dex', bearer, { dex: 'venue_b' })).status).toBe(200);
@@ -287,7 +331,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('CLIs against a dev-app
     expect(created.status, JSON.stringify(created.body)).toBe(202);
     const taskId = created.body.task_id as string;
 
-    const watched = await cli('task:watch', [taskId, '--sub', sub, '--account-url', accountUrl, '--interval', '200']);
+    const watched = await cli('task:watch', [taskId, '--sub', sub, '--account-url', accountUrl, '--interval', POLL_MS]);
     expect(watched.code, watched.stdout + watched.stderr).toBe(0);
     const task = (await api('GET', `/task/${taskId}`, bearer)).body;
     expect(task.status).toBe('completed');
@@ -309,20 +353,26 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('CLIs against a dev-app
 
     // A failed venue withdrawal (this user's only: other test files share the sandbox): exit 1 with
     // the failure and the resume command; that command completes it.
-    const fault = await fetch(`${accountUrl}/sandbox/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1, address }) });
+    const fault = await fetch(`${accountUrl}/sandbox/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1, address }),
+    });
     expect(fault.status).toBe(200);
     const back = await api('POST', '/transfer', bearer, { source: 'venue_b', destination: 'self', amount: '6', chain: 'ARB' });
     expect(back.status, JSON.stringify(back.body)).toBe(202);
     const failedId = back.body.task_id as string;
-    const failed = await cli('task:watch', [failedId, '--sub', sub, '--account-url', accountUrl]);
+    const failed = await cli('task:watch', [failedId, '--sub', sub, '--account-url', accountUrl, '--interval', POLL_MS]);
     expect(failed.code, failed.stdout + failed.stderr).toBe(1);
     const failure = (await api('GET', `/task/${failedId}`, bearer)).body.metadata.failure;
     expect(failed.stdout).toContain(`task failed at step 1 of 1, withdrawal (venue_b): ${failure.code}: ${failure.message}\n`);
     const resumeCommand = `npm run task:watch -- ${failedId} --resume --sub ${sub} --account-url ${accountUrl}`;
     expect(failed.stdout).toContain(`resume it: ${resumeCommand}\n`);
-    expect(failed.stdout).toContain(`curl -X POST ${accountUrl}/task/${failedId}/resume -H "Authorization: Bearer $(npm run -s token -- --sub ${sub} --account-url ${accountUrl})"`);
+    expect(failed.stdout).toContain(
+      `curl -X POST ${accountUrl}/task/${failedId}/resume -H "Authorization: Bearer $(npm run -s token -- --sub ${sub} --account-url ${accountUrl})"`,
+    );
 
-    const resumed = await cli('task:watch', resumeCommand.split(' ').slice(4));
+    const resumed = await cli('task:watch', [...resumeCommand.split(' ').slice(4), '--interval', POLL_MS]);
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
     expect(resumed.stdout).toMatch(/^resume: Resuming from step 1 of 1 \(withdrawal\)/);
     const done = (await api('GET', `/task/${failedId}`, bearer)).body;
@@ -339,8 +389,14 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('CLIs against a dev-app
     expectOneLine(
       await cli('task:watch', [unknown, '--account-url', accountUrl]),
       2,
-      new RegExp(`no task ${unknown} for user alice \\(GET /task/${unknown}: 404 TASK_NOT_FOUND\\): a task is seen only by its own user: pass --sub <user> \\(npm run demo prints its user and the whole command\\)\n$`),
+      new RegExp(
+        `no task ${unknown} for user alice \\(GET /task/${unknown}: 404 TASK_NOT_FOUND\\): a task is seen only by its own user: pass --sub <user> \\(npm run demo prints its user and the whole command\\)\n$`,
+      ),
     );
-    expectOneLine(await cli('task:watch', ['not-a-task', '--account-url', accountUrl, '--resume']), 2, /"not-a-task" is not a task id \(POST \/task\/not-a-task\/resume: 400 /);
+    expectOneLine(
+      await cli('task:watch', ['not-a-task', '--account-url', accountUrl, '--resume']),
+      2,
+      /"not-a-task" is not a task id \(POST \/task\/not-a-task\/resume: 400 /,
+    );
   });
 });

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { chainBalance, chainInfo, evmClient, faucet, sandboxChains } from './support/chains.ts';
 import { call, expectErrorShape } from './support/client.ts';
 import { setUserFault } from './support/faults.ts';
+import { POLL_TICKS, ticks } from './support/sandbox-clock.ts';
 
 /**
  * The sandbox venues through `npm start`'s runtime: `GET /sandbox/venues` lists each running
@@ -21,7 +22,12 @@ interface VenueListing {
   chain: string;
   token: string;
   deposit_address: Address;
-  rules: { first_deposit_minimum: string; deposit: { minimum_amount: string; fee: { amount: string } }; withdrawal: { minimum_amount: string; fee: { amount: string; fee_type: string } }; sources: Record<string, string> };
+  rules: {
+    first_deposit_minimum: string;
+    deposit: { minimum_amount: string; fee: { amount: string } };
+    withdrawal: { minimum_amount: string; fee: { amount: string; fee_type: string } };
+    sources: Record<string, string>;
+  };
 }
 
 async function venueB(): Promise<VenueListing> {
@@ -46,7 +52,12 @@ async function venueBDepositor(usdc: string) {
   await faucet('ARB', account.address, 'USDC', usdc);
   const arb = await chainInfo('ARB');
   const token = arb.tokens.find((t) => t.token === 'USDC')!.address as Address;
-  const chain = defineChain({ id: arb.chain_id!, name: 'ARB', nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [arb.rpc_url] } } });
+  const chain = defineChain({
+    id: arb.chain_id!,
+    name: 'ARB',
+    nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [arb.rpc_url] } },
+  });
   const wallet = createWalletClient({ chain, account, transport: http(arb.rpc_url) });
   return {
     address: account.address,
@@ -59,7 +70,11 @@ async function venueBDepositor(usdc: string) {
 
 /** What venue_b's own API says `user` may withdraw (its credited balance), as a decimal string. */
 async function withdrawable(venue: VenueListing, user: Address): Promise<string> {
-  const response = await fetch(`${venue.url}/info`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'clearinghouseState', user }) });
+  const response = await fetch(`${venue.url}/info`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'clearinghouseState', user }),
+  });
   return ((await response.json()) as { withdrawable: string }).withdrawable;
 }
 
@@ -68,7 +83,7 @@ async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean
   const deadline = Date.now() + 10_000;
   let value = await read();
   while (!done(value) && Date.now() < deadline) {
-    await new Promise((wake) => setTimeout(wake, 50));
+    await ticks(POLL_TICKS);
     value = await read();
   }
   return value;
@@ -99,7 +114,12 @@ describe.runIf(isSandbox)('GET /sandbox/venues', () => {
     const venue = await venueB();
     const user = await venueBDepositor('12.5');
     await user.deposit(USDC('12.5'), venue.deposit_address);
-    expect(await eventually(() => withdrawable(venue, user.address), (value) => value !== '0.0')).toBe('12.5');
+    expect(
+      await eventually(
+        () => withdrawable(venue, user.address),
+        (value) => value !== '0.0',
+      ),
+    ).toBe('12.5');
   });
 });
 
@@ -107,13 +127,26 @@ describe.runIf(isSandbox)('sandbox faults scoped to an address', () => {
   it("a fault scoped to one address leaves another address's deposit alone", async () => {
     const venue = await venueB();
     const [faulted, other] = await Promise.all([venueBDepositor('10'), venueBDepositor('10')]);
-    expect(await setUserFault({ target: 'venue_b', operation: 'deposit', mode: 'refund', count: 1, address: faulted.address })).toEqual({ mode: 'refund', remaining: 1 });
+    expect(await setUserFault({ target: 'venue_b', operation: 'deposit', mode: 'refund', count: 1, address: faulted.address })).toEqual({
+      mode: 'refund',
+      remaining: 1,
+    });
     // The other address deposits first: the fault standing for `faulted` does not take it.
     await other.deposit(USDC('10'), venue.deposit_address);
     await faulted.deposit(USDC('10'), venue.deposit_address);
-    expect(await eventually(() => withdrawable(venue, other.address), (value) => value !== '0.0')).toBe('10.0');
+    expect(
+      await eventually(
+        () => withdrawable(venue, other.address),
+        (value) => value !== '0.0',
+      ),
+    ).toBe('10.0');
     // `faulted`'s own deposit took its fault: sent back on chain, never credited.
-    expect(await eventually(() => chainBalance('ARB', faulted.address, 'USDC'), (value) => value === USDC('10'))).toBe(USDC('10'));
+    expect(
+      await eventually(
+        () => chainBalance('ARB', faulted.address, 'USDC'),
+        (value) => value === USDC('10'),
+      ),
+    ).toBe(USDC('10'));
     expect(await withdrawable(venue, faulted.address)).toBe('0.0');
     // Used up: clearing it now finds nothing to end.
     expect(await setUserFault({ target: 'venue_b', operation: 'deposit', mode: 'clear', address: faulted.address })).toBeNull();
@@ -129,15 +162,30 @@ describe.runIf(isSandbox)('sandbox faults scoped to an address', () => {
     await refunded.deposit(USDC('8'), venue.deposit_address);
     await untouched.deposit(USDC('9'), venue.deposit_address);
     // The watcher reads blocks in order: once the last deposit is credited, the two before it were seen.
-    expect(await eventually(() => withdrawable(venue, untouched.address), (value) => value !== '0.0')).toBe('9.0');
-    expect(await eventually(() => chainBalance('ARB', refunded.address, 'USDC'), (value) => value === USDC('8'))).toBe(USDC('8'));
+    expect(
+      await eventually(
+        () => withdrawable(venue, untouched.address),
+        (value) => value !== '0.0',
+      ),
+    ).toBe('9.0');
+    expect(
+      await eventually(
+        () => chainBalance('ARB', refunded.address, 'USDC'),
+        (value) => value === USDC('8'),
+      ),
+    ).toBe(USDC('8'));
     expect(await withdrawable(venue, refunded.address)).toBe('0.0');
     expect(await withdrawable(venue, stalled.address)).toBe('0.0');
     // Clearing the refunded address's (used-up) fault releases nothing of the stalled one's.
     expect(await setUserFault({ target: 'venue_b', operation: 'deposit', mode: 'clear', address: refunded.address })).toBeNull();
     expect(await withdrawable(venue, stalled.address)).toBe('0.0');
     expect(await setUserFault({ target: 'venue_b', operation: 'deposit', mode: 'clear', address: stalled.address })).toBeNull();
-    expect(await eventually(() => withdrawable(venue, stalled.address), (value) => value !== '0.0')).toBe('7.0');
+    expect(
+      await eventually(
+        () => withdrawable(venue, stalled.address),
+        (value) => value !== '0.0',
+      ),
+    ).toBe('7.0');
     expect(await chainBalance('ARB', stalled.address, 'USDC')).toBe(0n);
   });
 });
@@ -156,7 +204,11 @@ describe.runIf(isSandbox)('POST /sandbox/faults', () => {
     ['bridge count missing', { target: 'bridge', operation: 'bridge', mode: 'stall' }, 'INVALID_REQUEST'],
     ['address not a string', { target: 'venue_b', operation: 'deposit', mode: 'stall', count: 1, address: 42 }, 'INVALID_REQUEST'],
     ['address not an address', { target: 'venue_b', operation: 'deposit', mode: 'stall', count: 1, address: '0x1234' }, 'INVALID_ADDRESS'],
-    ['a Solana address on a venue (EVM only)', { target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1, address: 'So11111111111111111111111111111111111111112' }, 'INVALID_ADDRESS'],
+    [
+      'a Solana address on a venue (EVM only)',
+      { target: 'venue_b', operation: 'withdrawal', mode: 'fail', count: 1, address: 'So11111111111111111111111111111111111111112' },
+      'INVALID_ADDRESS',
+    ],
     ['address not an address on the bridge', { target: 'bridge', operation: 'bridge', mode: 'stall', count: 1, address: 'nobody' }, 'INVALID_ADDRESS'],
   ])('%s is 400 %s', async (_what, json, code) => {
     const response = await faults(json);
@@ -186,7 +238,11 @@ describe.runIf(isSandbox)('the sandbox bridge', () => {
   it('GET /sandbox/bridge lists its URL, its vaults and the routes with fees, limits and sources', async () => {
     const response = await call('account', 'GET', '/sandbox/bridge');
     expect(response.status).toBe(200);
-    const bridge = response.body.bridge as { url: string; vaults: { evm: string; sol: string }; routes: { id: string; fee_fixed: string; fee_bps: string; min: string; sources: Record<string, string> }[] };
+    const bridge = response.body.bridge as {
+      url: string;
+      vaults: { evm: string; sol: string };
+      routes: { id: string; fee_fixed: string; fee_bps: string; min: string; sources: Record<string, string> }[];
+    };
     expect(bridge.url).toMatch(/^http:\/\//);
     expect(bridge.vaults.evm).toMatch(/^0x[0-9a-fA-F]{40}$/);
     const route = bridge.routes.find((r) => r.id === 'across:ARB.USDC->ETH.USDC');

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { chainBalance, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, expectErrorShape, uniqueUser } from './support/client.ts';
 import { setUserFault } from './support/faults.ts';
+import { POLL_TICKS, ticks } from './support/sandbox-clock.ts';
 
 /**
  * The transfer and task routes through the local runtime (issue 11 §1, §4): estimate shapes from
@@ -30,7 +31,12 @@ describe.runIf(isSandbox)('POST /transfer/estimate-transfer-cost', () => {
     expect(response.status, JSON.stringify(response.body)).toBe(200);
     const body = response.body;
     expect(body).toMatchObject({ success: true, source: 'self', destination: 'venue_b', amount: '25', gas_sponsored: false });
-    expect(body.route).toMatchObject({ route_id: 'self>ARB.USDC>venue_b', hops: 1, gas_policy: 'user', steps: [{ action: 'deposit', dex: 'venue_b', chain: 'ARB', token: 'USDC', gas_policy: 'user' }] });
+    expect(body.route).toMatchObject({
+      route_id: 'self>ARB.USDC>venue_b',
+      hops: 1,
+      gas_policy: 'user',
+      steps: [{ action: 'deposit', dex: 'venue_b', chain: 'ARB', token: 'USDC', gas_policy: 'user' }],
+    });
     const [step] = body.steps;
     expect(step.estimated_gas).toBeGreaterThan(21_000);
     expect(step.gas_breakdown).toMatchObject({ chain: 'ARB', native_token: 'ETH', paid_by: 'user', gas_units: String(step.estimated_gas) });
@@ -39,7 +45,7 @@ describe.runIf(isSandbox)('POST /transfer/estimate-transfer-cost', () => {
     expect(Number(body.total_cost_eth)).toBeGreaterThan(0);
   });
 
-  it('venue to venue across chains: withdrawal, bridge (the bridge quote\'s fee), deposit', async () => {
+  it("venue to venue across chains: withdrawal, bridge (the bridge quote's fee), deposit", async () => {
     const { headers } = await newAccount(appOne, uniqueUser('est-venue-venue'));
     const response = await estimate(headers, { source: 'venue_b', destination: 'venue_d', amount: '50' });
     expect(response.status, JSON.stringify(response.body)).toBe(200);
@@ -60,13 +66,35 @@ describe.runIf(isSandbox)('POST /transfer/estimate-transfer-cost', () => {
 
   it('self to self EVM to SOL, and SOL to EVM priced per signature in lamports', async () => {
     const { headers } = await newAccount(appOne, uniqueUser('est-self-self'));
-    const toSol = await estimate(headers, { source: 'self', destination: 'self', amount: '30', chain: 'ARB', token: 'USDC', destination_chain: 'SOL', destination_token: 'USDC', gas_sponsored: true });
+    const toSol = await estimate(headers, {
+      source: 'self',
+      destination: 'self',
+      amount: '30',
+      chain: 'ARB',
+      token: 'USDC',
+      destination_chain: 'SOL',
+      destination_token: 'USDC',
+      gas_sponsored: true,
+    });
     expect(toSol.status, JSON.stringify(toSol.body)).toBe(200);
-    expect(toSol.body.route).toMatchObject({ route_id: 'self>ARB.USDC>SOL.USDC>self', hops: 1, steps: [{ action: 'bridge', from_chain: 'ARB', to_chain: 'SOL', gas_policy: 'sponsored' }] });
+    expect(toSol.body.route).toMatchObject({
+      route_id: 'self>ARB.USDC>SOL.USDC>self',
+      hops: 1,
+      steps: [{ action: 'bridge', from_chain: 'ARB', to_chain: 'SOL', gas_policy: 'sponsored' }],
+    });
     expect(toSol.body.steps[0].gas_breakdown).toMatchObject({ chain: 'ARB', paid_by: 'sponsored' });
     expect(toSol.body.steps[0].breakdown.gas_cost_eth).toBe('0');
 
-    const fromSol = await estimate(headers, { source: 'self', destination: 'self', amount: '30', chain: 'SOL', token: 'USDC', destination_chain: 'ARB', destination_token: 'USDC', gas_sponsored: true });
+    const fromSol = await estimate(headers, {
+      source: 'self',
+      destination: 'self',
+      amount: '30',
+      chain: 'SOL',
+      token: 'USDC',
+      destination_chain: 'ARB',
+      destination_token: 'USDC',
+      gas_sponsored: true,
+    });
     expect(fromSol.status, JSON.stringify(fromSol.body)).toBe(200);
     // Two transactions from the Solana wallet, one signature each: the bridge deposit and the platform fee.
     expect(fromSol.body.steps[0]).toMatchObject({ estimated_gas: 2, gas_breakdown: { chain: 'SOL', native_token: 'SOL', gas_units: '2', paid_by: 'user' } });
@@ -90,7 +118,10 @@ describe.runIf(isSandbox)('POST /transfer/estimate-transfer-cost', () => {
     }
     const low = await estimate(headers, { source: 'self', destination: 'venue_b', amount: '0.5' });
     expect(low.status).toBe(422);
-    expect(expectErrorShape(low.body)).toMatchObject({ code: 'AMOUNT_BELOW_EFFECTIVE_MINIMUM', message: expect.stringMatching(/effective minimum of [0-9.]+/) });
+    expect(expectErrorShape(low.body)).toMatchObject({
+      code: 'AMOUNT_BELOW_EFFECTIVE_MINIMUM',
+      message: expect.stringMatching(/effective minimum of [0-9.]+/),
+    });
     const anonymous = await call('account', 'POST', '/transfer/estimate-transfer-cost', { json: { source: 'self', destination: 'venue_b', amount: '25' } });
     expect(anonymous.status).toBe(401);
   });
@@ -148,7 +179,11 @@ describe.runIf(isSandbox)('POST /transfer and the task routes', () => {
       chain: 'ARB',
       token: 'USDC',
       progress: { current_step: 0, total_steps: 1, steps: [{ action: 'bridge' }] },
-      metadata: { route: { route_id: 'self>ARB.USDC>SOL.USDC>self', estimate: { amount_received: expect.any(String) } }, attempt: 0, execution_name: `${taskId}-a0` },
+      metadata: {
+        route: { route_id: 'self>ARB.USDC>SOL.USDC>self', estimate: { amount_received: expect.any(String) } },
+        attempt: 0,
+        execution_name: `${taskId}-a0`,
+      },
     });
     expect(['pending', 'in_progress', 'completed', 'failed', 'cancelled']).toContain(task.body.status);
     const authorization = headers.authorization ?? headers.Authorization ?? '';
@@ -187,13 +222,16 @@ describe.runIf(isSandbox)('POST /transfer and the task routes', () => {
     expect((await call('account', 'POST', '/account/init-perp-dex', { headers, json: { dex: 'venue_b' } })).status).toBe(200);
     const low = await call('account', 'POST', '/transfer', { headers, json: { source: 'self', destination: 'venue_b', amount: '0.5' } });
     expect([low.status, expectErrorShape(low.body).code]).toEqual([422, 'AMOUNT_BELOW_EFFECTIVE_MINIMUM']);
-    const bad = await call('account', 'POST', '/transfer', { headers, json: { source: 'self', destination: 'venue_b', amount: '25', chain: 'ETH', token: 'USDC.E' } });
+    const bad = await call('account', 'POST', '/transfer', {
+      headers,
+      json: { source: 'self', destination: 'venue_b', amount: '25', chain: 'ETH', token: 'USDC.E' },
+    });
     expect(bad.status).toBe(400);
     expect(expectErrorShape(bad.body).message).toContain('body.token');
     expect((await call('account', 'GET', '/tasks', { headers })).body.tasks).toEqual([]);
   });
 
-  it('GET /task: 400 for a malformed id, 404 for an unknown one and for another user\'s task', async () => {
+  it("GET /task: 400 for a malformed id, 404 for an unknown one and for another user's task", async () => {
     const alice = await newAccount(appOne, uniqueUser('task-alice'));
     const bob = await newAccount(appOne, uniqueUser('task-bob'));
     const bad = await call('account', 'GET', '/task/not-a-uuid', { headers: alice.headers });
@@ -275,6 +313,6 @@ async function untilSettled(headers: Record<string, string>, taskId: string, tim
   for (;;) {
     const task = (await call('account', 'GET', `/task/${taskId}`, { headers })).body;
     if (['completed', 'failed', 'cancelled'].includes(task.status) || Date.now() > deadline) return task;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await ticks(POLL_TICKS);
   }
 }

@@ -7,6 +7,7 @@ import { VENUE_RULES } from '../../shared/venues/rules.ts';
 import { chainBalance, chainInfo, evmClient, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, uniqueUser } from './support/client.ts';
 import { setUserFault } from './support/faults.ts';
+import { POLL_TICKS, ticks } from './support/sandbox-clock.ts';
 
 /**
  * Transfers end to end on the sandbox: POST /transfer, the task followed through GET /task until
@@ -36,7 +37,7 @@ export async function waitForTask(headers: Headers, taskId: string, timeoutMs = 
     const task = await call('account', 'GET', `/task/${taskId}`, { headers });
     expect(task.status, JSON.stringify(task.body)).toBe(200);
     if (['completed', 'failed', 'cancelled'].includes(task.body.status) || Date.now() > deadline) return task.body;
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await ticks(POLL_TICKS);
   }
 }
 
@@ -74,7 +75,14 @@ async function transfer(headers: Headers, body: Record<string, unknown>) {
 const SANDBOX_PLATFORM_FEE = { fixed: 0n, bps: 10n };
 
 /** Sum of a checkpoint field over the task's steps (base units). */
-const checkpoints = (task: any) => task.metadata.checkpoints as { action: string; amount_in?: string; amount_out?: string; platform_fee?: string; sends: Record<string, { chain: string; tx_hash: string }> }[];
+const checkpoints = (task: any) =>
+  task.metadata.checkpoints as {
+    action: string;
+    amount_in?: string;
+    amount_out?: string;
+    platform_fee?: string;
+    sends: Record<string, { chain: string; tx_hash: string }>;
+  }[];
 const platformFeeOf = (task: any) => checkpoints(task).reduce((sum, step) => sum + BigInt(step.platform_fee ?? '0'), 0n);
 const finalAmount = (task: any) => BigInt(checkpoints(task).at(-1)!.amount_out!);
 
@@ -117,12 +125,18 @@ async function gasUsedPerStep(task: any, wallet: { evm: Address; sol: string }):
 const GAS_BAND_PERCENT = 125n;
 async function expectGasAsEstimated(label: string, estimate: any, task: any, wallet: { evm: Address; sol: string }) {
   const used = await gasUsedPerStep(task, wallet);
-  const rows = estimate.steps.map((step: any, index: number) => ({ step: `${index}:${step.action}`, estimated: step.estimated_gas === null ? 0n : BigInt(step.estimated_gas), used: used[index]! }));
+  const rows = estimate.steps.map((step: any, index: number) => ({
+    step: `${index}:${step.action}`,
+    estimated: step.estimated_gas === null ? 0n : BigInt(step.estimated_gas),
+    used: used[index]!,
+  }));
   console.info(`gas ${label}: ${rows.map((r: any) => `${r.step} estimated ${r.estimated} used ${r.used}`).join('; ')}`);
   for (const row of rows) {
     // Never lower than what the user paid, and at most 25 % above.
     expect(row.estimated, `${label} step ${row.step}: estimated ${row.estimated} < used ${row.used}`).toBeGreaterThanOrEqual(row.used);
-    expect(row.estimated * 100n, `${label} step ${row.step}: estimated ${row.estimated} > 125 % of used ${row.used}`).toBeLessThanOrEqual(row.used * GAS_BAND_PERCENT);
+    expect(row.estimated * 100n, `${label} step ${row.step}: estimated ${row.estimated} > 125 % of used ${row.used}`).toBeLessThanOrEqual(
+      row.used * GAS_BAND_PERCENT,
+    );
   }
 }
 
@@ -302,7 +316,9 @@ describe.runIf(isSandbox)('the estimate for a venue that is not initialized (iss
     const { headers } = await newAccount(appOne, uniqueUser('est-uninit-dest'));
     const body = { source: 'self', destination: 'venue_b', amount: '10' };
     const estimate = await estimateOf(headers, body);
-    expect(estimate.route.warnings).toEqual([{ code: 'DEX_NOT_INITIALIZED', side: 'destination', dex: 'venue_b', message: expect.stringContaining('body.destination: venue_b is not initialized') }]);
+    expect(estimate.route.warnings).toEqual([
+      { code: 'DEX_NOT_INITIALIZED', side: 'destination', dex: 'venue_b', message: expect.stringContaining('body.destination: venue_b is not initialized') },
+    ]);
     expect(estimate.message).toContain('409 DEX_NOT_INITIALIZED');
     expect(Number(estimate.route.amount_received)).toBeGreaterThan(0);
     const refused = await call('account', 'POST', '/transfer', { headers, json: body });
@@ -314,7 +330,9 @@ describe.runIf(isSandbox)('the estimate for a venue that is not initialized (iss
     const { headers, evm } = await userAtVenue('venue_b');
     const body = { source: 'venue_d', destination: 'venue_b', amount: '10' };
     const estimate = await estimateOf(headers, body);
-    expect(estimate.route.warnings).toEqual([{ code: 'DEX_NOT_INITIALIZED', side: 'source', dex: 'venue_d', message: expect.stringContaining('body.source: venue_d is not initialized') }]);
+    expect(estimate.route.warnings).toEqual([
+      { code: 'DEX_NOT_INITIALIZED', side: 'source', dex: 'venue_d', message: expect.stringContaining('body.source: venue_d is not initialized') },
+    ]);
     expect(estimate.message).toContain('body.source: venue_d');
     const refused = await call('account', 'POST', '/transfer', { headers, json: body });
     expect(refused.status, JSON.stringify(refused.body)).toBe(409);

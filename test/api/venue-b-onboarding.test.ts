@@ -3,6 +3,7 @@ import { privateKeyToAddress } from 'viem/accounts';
 import { describe, expect, it } from 'vitest';
 import { chainBalance, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, expectErrorShape, uniqueUser } from './support/client.ts';
+import { POLL_TICKS, ticks } from './support/sandbox-clock.ts';
 
 /**
  * venue_b (Hyperliquid's rules) from a fresh account through funded trading setup, through the
@@ -31,7 +32,7 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, tim
   for (;;) {
     const value = await read();
     if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await ticks(POLL_TICKS);
   }
 }
 
@@ -43,7 +44,12 @@ describe.runIf(isSandbox)('venue_b onboarding through the account service', () =
     // Not enough USDC yet: the requirements say so, and init-perp-dex stores nothing.
     const before = await post('/account/check-perp-dex-requirements', { dex: 'venue_b' });
     expect(before.status).toBe(200);
-    expect(before.body).toMatchObject({ success: true, dex: 'venue_b', requirements_met: false, requirements: { usdc_required: '5', usdc_available: '0', usdc_sufficient: false } });
+    expect(before.body).toMatchObject({
+      success: true,
+      dex: 'venue_b',
+      requirements_met: false,
+      requirements: { usdc_required: '5', usdc_available: '0', usdc_sufficient: false },
+    });
     const refused = await post('/account/init-perp-dex', { dex: 'venue_b' });
     expect(refused.status).toBe(422);
     expect(expectErrorShape(refused.body).code).toBe('REQUIREMENTS_NOT_MET');
@@ -83,7 +89,12 @@ describe.runIf(isSandbox)('venue_b onboarding through the account service', () =
       initialized: true,
       error: null,
       assets: { balance: '10', account_value: '10', available_for_withdrawal: '10' },
-      transfer_rules: { chain: 'ARB', token: 'USDC', deposit: { supported: true, minimum_amount: '5' }, withdrawal: { supported: true, fee: { amount: '1', token: 'USDC' } } },
+      transfer_rules: {
+        chain: 'ARB',
+        token: 'USDC',
+        deposit: { supported: true, minimum_amount: '5' },
+        withdrawal: { supported: true, fee: { amount: '1', token: 'USDC' } },
+      },
     });
 
     // Trading setup: an agent approved at the venue; its key returned once.
@@ -94,11 +105,20 @@ describe.runIf(isSandbox)('venue_b onboarding through the account service', () =
     expect(status.agent_private_key).toMatch(/^0x[0-9a-f]{64}$/);
     expect(privateKeyToAddress(status.agent_private_key as `0x${string}`)).toBe(getAddress(status.agent_address!));
     const agents = await venueInfo({ type: 'extraAgents', user: evm });
-    expect(agents.map((agent: { name: string; address: string }) => [agent.name, getAddress(agent.address)])).toEqual([['desk', getAddress(status.agent_address!)]]);
+    expect(agents.map((agent: { name: string; address: string }) => [agent.name, getAddress(agent.address)])).toEqual([
+      ['desk', getAddress(status.agent_address!)],
+    ]);
 
     // Never again: not in the credentials, the account, or a repeated call (refused without force_reinit).
     const credentials = await call('account', 'GET', '/account/perp-credentials?dex=venue_b', { headers });
-    expect(credentials.body).toMatchObject({ dex: 'venue_b', initialized: true, trade_initialized: true, error: null, agent_name: 'desk', agent_address: status.agent_address });
+    expect(credentials.body).toMatchObject({
+      dex: 'venue_b',
+      initialized: true,
+      trade_initialized: true,
+      error: null,
+      agent_name: 'desk',
+      agent_address: status.agent_address,
+    });
     const account = await call('account', 'GET', '/account', { headers });
     for (const later of [credentials.body, account.body]) expect(JSON.stringify(later)).not.toContain(status.agent_private_key!.slice(2));
     const again = await post('/account/init-perp-dex-trading', { dex: 'venue_b', metadata: { agent_name: 'desk' } });

@@ -9,6 +9,7 @@ import { VenueEDriver } from '../../shared/venues/venue-e/driver.ts';
 import { accountWallet } from './support/account-wallet.ts';
 import { chainBalance, chainInfo, evmClient, faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { appOne, call, expectErrorShape, uniqueUser } from './support/client.ts';
+import { POLL_TICKS, ticks } from './support/sandbox-clock.ts';
 import { scanItems, tableReadable } from './support/table.ts';
 
 /**
@@ -78,7 +79,11 @@ const CASES: readonly VenueCase[] = [
     // The sandbox serves the CLOB and the Bridge API on one URL.
     driver: async (baseUrl) => {
       const pol = await evmClient('POL');
-      return new VenueEDriver({ baseUrl, bridgeUrl: baseUrl, polygonBalanceOf: (token, owner) => pol.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }) });
+      return new VenueEDriver({
+        baseUrl,
+        bridgeUrl: baseUrl,
+        polygonBalanceOf: (token, owner) => pol.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }),
+      });
     },
   },
 ];
@@ -98,7 +103,12 @@ describe.runIf(isSandbox).each(CASES)('$dex onboarding through the account servi
     await faucet(venue.chain, evm, venue.token, '20');
     await faucet(venue.chain, evm, venue.gasToken ?? 'ETH', '0.05');
     const requirements = await post('/account/check-perp-dex-requirements', { dex: venue.dex });
-    expect(requirements.body, JSON.stringify(requirements.body)).toMatchObject({ success: true, dex: venue.dex, requirements_met: true, requirements: { usdc_available: '20' } });
+    expect(requirements.body, JSON.stringify(requirements.body)).toMatchObject({
+      success: true,
+      dex: venue.dex,
+      requirements_met: true,
+      requirements: { usdc_available: '20' },
+    });
 
     const init = await post('/account/init-perp-dex', { dex: venue.dex });
     expect(init.status, JSON.stringify(init.body)).toBe(200);
@@ -123,10 +133,15 @@ describe.runIf(isSandbox).each(CASES)('$dex onboarding through the account servi
     const deadline = Date.now() + 15_000;
     let perp = await call('account', 'GET', `/account/perp?dex=${venue.dex}`, { headers });
     while (perp.body.assets?.balance === '0' && Date.now() < deadline) {
-      await new Promise((done) => setTimeout(done, 150));
+      await ticks(POLL_TICKS);
       perp = await call('account', 'GET', `/account/perp?dex=${venue.dex}`, { headers });
     }
-    expect(perp.body, JSON.stringify(perp.body)).toMatchObject({ dex: venue.dex, initialized: true, error: null, transfer_rules: { chain: venue.chain, token: venue.token } });
+    expect(perp.body, JSON.stringify(perp.body)).toMatchObject({
+      dex: venue.dex,
+      initialized: true,
+      error: null,
+      transfer_rules: { chain: venue.chain, token: venue.token },
+    });
     // Credited to the base unit: the deposit minus the venue's deposit fee, as the plan said.
     expect(parseUnits(perp.body.assets.balance, 6)).toBe(plan.expectedCredit);
 

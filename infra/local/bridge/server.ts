@@ -5,8 +5,6 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { getAddressDecoder, getBase58Decoder, getBase58Encoder } from '@solana/kit';
 import {
   type Address,
-  type Hex,
-  type PublicClient,
   createPublicClient,
   createWalletClient,
   decodeEventLog,
@@ -14,9 +12,11 @@ import {
   encodeFunctionData,
   erc20Abi,
   getAddress,
+  type Hex,
   http,
   isAddress,
   keccak256,
+  type PublicClient,
   parseAbiItem,
   zeroAddress,
 } from 'viem';
@@ -33,11 +33,12 @@ import {
   bridgeRouteJson,
   findBridgeRoute,
 } from '../../../shared/transfers/bridge-routes.ts';
+import { ChainHeads } from '../chain-heads.ts';
 import type { EvmSandbox } from '../evm-sandbox.ts';
-import type { SolanaSandbox } from '../solana-sandbox/index.ts';
-import { DurableState } from '../venues/durable-state.ts';
 import { ANY_ADDRESS, type FaultTable, faultTableOf, scopeOf, takeFault } from '../fault-scopes.ts';
 import { listenPreferring } from '../listen-preferring.ts';
+import type { SolanaSandbox } from '../solana-sandbox/index.ts';
+import { DurableState } from '../venues/durable-state.ts';
 
 /**
  * The sandbox bridge (issue 11 §2): a separate component like the sandbox venues, with its own
@@ -140,10 +141,12 @@ export interface SandboxBridgeOptions {
   readonly sol: Pick<SolanaSandbox, 'chain' | 'faucet'>;
   /** Per-route overrides (tests: a fill latency, a short fill deadline or quote TTL). */
   readonly routes?: readonly BridgeRoute[];
-  /** Milliseconds between the watcher's and the filler's rounds (200 by default). */
+  /** The sandbox's tick (SANDBOX_TICK_MS under the runtime; 200 by default): milliseconds between the watcher's and the filler's rounds. */
   readonly pollMs?: number;
   /** How long the payer waits for a payout's receipt before it tries again (30 s by default). */
   readonly receiptTimeoutMs?: number;
+  /** The chains' heads, shared with the sandbox's other watchers (the venues); the bridge's own by default. */
+  readonly heads?: ChainHeads;
 }
 
 export interface SandboxBridgeListing {
@@ -189,6 +192,8 @@ class BridgeHttpError extends Error {
 export async function startSandboxBridge(options: SandboxBridgeOptions): Promise<SandboxBridge> {
   const routes = options.routes ?? BRIDGE_ROUTES;
   const pollMs = options.pollMs ?? 200;
+  const receiptPollMs = Math.min(50, pollMs);
+  const heads = options.heads ?? new ChainHeads(pollMs / 2);
   const store = await DurableState.open<BridgeState>(join(resolve(options.dataDir), 'bridge', 'bridge.json'), () => ({
     version: 1,
     port: null,
@@ -225,7 +230,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
         code,
         {
           config,
-          client: createPublicClient({ chain, transport, pollingInterval: 50 }) as PublicClient,
+          client: createPublicClient({ chain, transport, pollingInterval: receiptPollMs }) as PublicClient,
           wallet: createWalletClient({ chain, transport, account: vault }),
         },
       ];
@@ -305,8 +310,10 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
       if (!quote || !route) return refuse('NOT_PROCESSABLE_REFUND_NEEDED', 'the deposit names no quote of this bridge');
       if (quote.used_by) return refuse('NOT_PROCESSABLE_REFUND_NEEDED', `quote ${quote.id} was already used by ${quote.used_by}`);
       quote.used_by = key;
-      if (route.from.chain !== deposit.chain || route.from.token !== deposit.token) return refuse('NOT_PROCESSABLE_REFUND_NEEDED', `quote ${quote.id} is for ${route.from.chain} ${route.from.token}`);
-      if (deposit.amount !== BigInt(quote.amount)) return refuse('NOT_PROCESSABLE_REFUND_NEEDED', `deposit of ${deposit.amount} does not match the quoted ${quote.amount}`);
+      if (route.from.chain !== deposit.chain || route.from.token !== deposit.token)
+        return refuse('NOT_PROCESSABLE_REFUND_NEEDED', `quote ${quote.id} is for ${route.from.chain} ${route.from.token}`);
+      if (deposit.amount !== BigInt(quote.amount))
+        return refuse('NOT_PROCESSABLE_REFUND_NEEDED', `deposit of ${deposit.amount} does not match the quoted ${quote.amount}`);
       if (deposit.timeMs > quote.expires_ms) return refuse('EXPIRED', `the deposit landed after quote ${quote.id} expired`);
       const fault = draft.faults ? takeFault(draft.faults, [deposit.sender, quote.recipient]) : undefined;
       if (draft.faults && Object.keys(draft.faults).length === 0) delete draft.faults;
@@ -356,18 +363,30 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
       if (getAddress(decoded.args.to) !== vault.address) continue;
       // A mint (the sandbox faucet topping the vault up) is nobody's deposit.
       if (decoded.args.from === zeroAddress) continue;
-      deposits.push({ chain, tx: hash, sender: getAddress(decoded.args.from), amount: decoded.args.value, token, quoteId, timeMs: Number(block.timestamp) * 1000 });
+      deposits.push({
+        chain,
+        tx: hash,
+        sender: getAddress(decoded.args.from),
+        amount: decoded.args.value,
+        token,
+        quoteId,
+        timeMs: Number(block.timestamp) * 1000,
+      });
     }
     return deposits.length ? deposits : undefined;
   };
 
   /** Reads one Solana transaction: the vault's USDC balance change, the sender's, and the memo. */
   const readSolDeposit = async (signature: string): Promise<ChainDeposit[] | undefined> => {
-    const tx = (await solRpc(options.sol.chain.rpc_url, 'getTransaction', [signature, { encoding: 'json', commitment: 'confirmed', maxSupportedTransactionVersion: 0 }])) as SolTransactionJson | null;
+    const tx = (await solRpc(options.sol.chain.rpc_url, 'getTransaction', [
+      signature,
+      { encoding: 'json', commitment: 'confirmed', maxSupportedTransactionVersion: 0 },
+    ])) as SolTransactionJson | null;
     if (!tx || tx.meta.err !== null) return undefined;
     const mint = options.sol.chain.tokens.USDC.mint;
     const delta = (owner: string) => {
-      const sum = (list: SolTokenBalance[]) => list.filter((b) => b.owner === owner && b.mint === mint).reduce((total, b) => total + BigInt(b.uiTokenAmount.amount), 0n);
+      const sum = (list: SolTokenBalance[]) =>
+        list.filter((b) => b.owner === owner && b.mint === mint).reduce((total, b) => total + BigInt(b.uiTokenAmount.amount), 0n);
       return sum(tx.meta.postTokenBalances) - sum(tx.meta.preTokenBalances);
     };
     const received = delta(solVault);
@@ -395,8 +414,8 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
   // --- the EVM watcher -----------------------------------------------------------------------
   const watchEvm = async () => {
     for (const code of EVM_CHAINS) {
-      const { client } = evm[code];
-      const head = await client.getBlockNumber();
+      const { client, config } = evm[code];
+      const head = await heads.head(config.rpc_url, client);
       let from = BigInt(store.read().cursors[code] ?? head.toString()) + 1n;
       if (head < from - 1n) {
         await transact((draft) => {
@@ -420,6 +439,8 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
   // --- the filler: fills due, expired fills refunded, payouts settled --------------------------
   const advance = async () => {
     const now = Date.now();
+    // Most rounds find nothing to do: only a round with work writes the state (each write is fsync'd).
+    if (!hasWork(store.read(), now)) return;
     await transact((draft) => {
       for (const transfer of Object.values(draft.transfers)) {
         if (transfer.state !== 'waiting' && transfer.state !== 'held') continue;
@@ -432,7 +453,14 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
         const quote = draft.quotes[transfer.quote_id!]!;
         const route = routeById.get(quote.route_id)!;
         const id = `fill:${transfer.key}`;
-        draft.payouts[id] = { id, chain: route.to.chain, to: quote.recipient, token: route.to.token, amount: (BigInt(quote.amount) - BigInt(quote.fee)).toString(), state: 'queued' };
+        draft.payouts[id] = {
+          id,
+          chain: route.to.chain,
+          to: quote.recipient,
+          token: route.to.token,
+          amount: (BigInt(quote.amount) - BigInt(quote.fee)).toString(),
+          state: 'queued',
+        };
         transfer.fill_payout = id;
         transfer.state = 'filling';
       }
@@ -468,7 +496,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     } catch {
       // Already known or mined (a resumed payout): the receipt decides.
     }
-    const receipt = await client.waitForTransactionReceipt({ hash: hash as Hex, pollingInterval: 50, timeout: options.receiptTimeoutMs ?? 30_000 });
+    const receipt = await client.waitForTransactionReceipt({ hash: hash as Hex, pollingInterval: receiptPollMs, timeout: options.receiptTimeoutMs ?? 30_000 });
     await settle(payout.id, receipt.status === 'success', `payout transaction ${hash} reverted`);
   };
 
@@ -557,13 +585,23 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     if (!/^[1-9][0-9]{0,30}$/.test(amountText)) throw new BridgeHttpError(400, 'INVALID_AMOUNT', 'fromAmount: must be a positive integer of base units');
     const amount = BigInt(amountText);
     const fee = bridgeFee(route, amount);
-    if (amount < route.min || amount <= fee) throw new BridgeHttpError(422, 'AMOUNT_TOO_LOW', `fromAmount: the route's minimum is ${route.min} and its fee for ${amount} is ${fee}`);
+    if (amount < route.min || amount <= fee)
+      throw new BridgeHttpError(422, 'AMOUNT_TOO_LOW', `fromAmount: the route's minimum is ${route.min} and its fee for ${amount} is ${fee}`);
     if (amount > route.max) throw new BridgeHttpError(422, 'AMOUNT_TOO_HIGH', `fromAmount: the route's maximum is ${route.max}`);
     const sender = chainAddress(from.chain, query.fromAddress, 'fromAddress');
     const recipient = chainAddress(to.chain, query.toAddress, 'toAddress');
     const id = randomUUID();
     const now = Date.now();
-    const record: QuoteRecord = { id, route_id: route.id, amount: amount.toString(), fee: fee.toString(), sender, recipient, created_ms: now, expires_ms: now + route.quote_ttl_s * 1000 };
+    const record: QuoteRecord = {
+      id,
+      route_id: route.id,
+      amount: amount.toString(),
+      fee: fee.toString(),
+      sender,
+      recipient,
+      created_ms: now,
+      expires_ms: now + route.quote_ttl_s * 1000,
+    };
     const deposit =
       from.chain === 'SOL'
         ? [{ kind: 'spl_transfer', chain: 'SOL', token: 'USDC', mint: options.sol.chain.tokens.USDC.mint, to: solVault, amount: amount.toString(), memo: id }]
@@ -602,7 +640,8 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     const valid = chain === 'SOL' ? /^[1-9A-HJ-NP-Za-km-z]{64,88}$/.test(tx) : /^0x[0-9a-fA-F]{64}$/.test(tx);
     if (!valid) throw new BridgeHttpError(400, 'INVALID_TX', `txHash: must be ${chain === 'SOL' ? 'a base58 signature' : 'a 0x-prefixed 32-byte hash'}`);
     const key = `${chain}:${chain === 'SOL' ? tx : tx.toLowerCase()}`;
-    if (!(await discover(chain, chain === 'SOL' ? tx : tx.toLowerCase()))) return { status: 'NOT_FOUND', message: 'no deposit into the bridge in this transaction (yet)' };
+    if (!(await discover(chain, chain === 'SOL' ? tx : tx.toLowerCase())))
+      return { status: 'NOT_FOUND', message: 'no deposit into the bridge in this transaction (yet)' };
     const state = store.read();
     const transfer = state.transfers[key]!;
     const leg = (payoutId: string | undefined) => {
@@ -716,6 +755,17 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
   }
 }
 
+/** Whether a filler round has anything to change: a fill due, a fill deadline passed, or a fill or refund paid out. */
+function hasWork(state: BridgeState, now: number): boolean {
+  return Object.values(state.transfers).some(
+    (transfer) =>
+      ((transfer.state === 'waiting' || transfer.state === 'held') &&
+        (now > transfer.deadline_ms || (transfer.state === 'waiting' && now >= transfer.fill_at_ms))) ||
+      (transfer.state === 'filling' && state.payouts[transfer.fill_payout!]?.state === 'completed') ||
+      (transfer.state === 'refunding' && state.payouts[transfer.refund_payout!]?.state === 'completed'),
+  );
+}
+
 function chainAddress(chain: BridgeChain, value: string | undefined, field: string): string {
   if (chain === 'SOL') {
     try {
@@ -748,7 +798,11 @@ interface SolTransactionJson {
 }
 
 async function solRpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const body = (await response.json()) as { result?: unknown; error?: { message: string } };
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result;
@@ -765,4 +819,3 @@ async function drain(req: IncomingMessage): Promise<void> {
 function sleep(ms: number): Promise<void> {
   return new Promise((wake) => setTimeout(wake, ms));
 }
-

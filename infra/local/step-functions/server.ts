@@ -34,7 +34,7 @@ export interface LocalStepFunctionsOptions {
   readonly definition?: unknown;
   /** The state machine's name in its ARN (default `transfer`). */
   readonly name?: string;
-  /** How long each Wait state takes locally, ms (SANDBOX_STEP_WAIT_MS; default 200). */
+  /** How long each Wait state takes locally, ms (default 200; the runtime: SANDBOX_STEP_WAIT_MS, else its tick, infra/local/sandbox-tick.ts). */
   readonly waitMs?: number;
   /** The pause before each retry locally, ms (default 100). */
   readonly retryMs?: number;
@@ -159,7 +159,11 @@ export async function startLocalStepFunctions(options: LocalStepFunctionsOptions
     const elapsed = Math.floor((Date.now() - record.start_ms) / 1000);
     const left = definition.TimeoutSeconds === undefined ? undefined : definition.TimeoutSeconds - elapsed;
     if (left !== undefined && left <= 0) {
-      void close(record.name, { status: 'TIMED_OUT', error: 'States.Timeout', cause: "The execution ran longer than the machine's TimeoutSeconds" }, ZERO_COUNTS);
+      void close(
+        record.name,
+        { status: 'TIMED_OUT', error: 'States.Timeout', cause: "The execution ran longer than the machine's TimeoutSeconds" },
+        ZERO_COUNTS,
+      );
       return;
     }
     const run = runLocalExecution({
@@ -189,13 +193,15 @@ export async function startLocalStepFunctions(options: LocalStepFunctionsOptions
   const operations: Record<string, (body: Record<string, unknown>) => Promise<unknown>> = {
     StartExecution: async (body) => {
       if (body.stateMachineArn !== stateMachineArn) {
-        if (typeof body.stateMachineArn !== 'string' || !body.stateMachineArn.startsWith('arn:')) throw new SfnError('InvalidArn', `Invalid Arn: '${String(body.stateMachineArn)}'`);
+        if (typeof body.stateMachineArn !== 'string' || !body.stateMachineArn.startsWith('arn:'))
+          throw new SfnError('InvalidArn', `Invalid Arn: '${String(body.stateMachineArn)}'`);
         throw new SfnError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${body.stateMachineArn}'`);
       }
       const name = body.name === undefined ? randomUUID() : body.name;
       if (typeof name !== 'string' || !NAME_PATTERN.test(name)) throw new SfnError('InvalidName', `Invalid Name: '${String(name)}'`);
       const input = body.input === undefined ? '{}' : body.input;
-      if (typeof input !== 'string' || Buffer.byteLength(input) > MAX_INPUT_BYTES || !isJson(input)) throw new SfnError('InvalidExecutionInput', 'Invalid State Machine Execution Input: the input must be JSON of at most 262144 bytes');
+      if (typeof input !== 'string' || Buffer.byteLength(input) > MAX_INPUT_BYTES || !isJson(input))
+        throw new SfnError('InvalidExecutionInput', 'Invalid State Machine Execution Input: the input must be JSON of at most 262144 bytes');
       const { record, created } = await store.transact((draft) => {
         const existing = draft.executions[name];
         if (existing) return { record: existing, created: false };
@@ -204,7 +210,8 @@ export async function startLocalStepFunctions(options: LocalStepFunctionsOptions
         return { record: entry, created: true };
       });
       // Standard: idempotent only while RUNNING and with the same input.
-      if (!created && (record.status !== 'RUNNING' || record.input !== input)) throw new SfnError('ExecutionAlreadyExists', `Execution Already Exists: '${executionArn(name)}'`);
+      if (!created && (record.status !== 'RUNNING' || record.input !== input))
+        throw new SfnError('ExecutionAlreadyExists', `Execution Already Exists: '${executionArn(name)}'`);
       if (created) begin(record);
       return { executionArn: executionArn(name), startDate: record.start_ms / 1000 };
     },
@@ -248,7 +255,8 @@ export async function startLocalStepFunctions(options: LocalStepFunctionsOptions
       return { stopDate: stopped.stop_ms! / 1000 };
     },
     ListExecutions: async (body) => {
-      if (body.stateMachineArn !== stateMachineArn) throw new SfnError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${String(body.stateMachineArn)}'`);
+      if (body.stateMachineArn !== stateMachineArn)
+        throw new SfnError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${String(body.stateMachineArn)}'`);
       const all = Object.values(store.read().executions)
         .filter((record) => body.statusFilter === undefined || record.status === body.statusFilter)
         .sort((a, b) => b.start_ms - a.start_ms);

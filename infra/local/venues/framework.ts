@@ -3,26 +3,27 @@ import { join, resolve } from 'node:path';
 import {
   type AbiEvent,
   type Address,
-  type Hex,
-  type PublicClient,
   createPublicClient,
   createWalletClient,
   defineChain,
   encodeFunctionData,
   erc20Abi,
   getAddress,
+  type Hex,
   http,
   keccak256,
+  type PublicClient,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { EvmChainConfig } from '../../../shared/chains/chain-config.ts';
 import type { VenueId } from '../../../shared/venues/default-status.ts';
 import type { VenueRules } from '../../../shared/venues/driver.ts';
 import { venueRulesJson } from '../../../shared/venues/rules.ts';
+import { ChainHeads } from '../chain-heads.ts';
 import type { EvmSandbox } from '../evm-sandbox.ts';
-import { DurableState } from './durable-state.ts';
-import { ANY_ADDRESS, type FaultTable, type TakenFault, faultTableOf, scopeOf, takeFault } from '../fault-scopes.ts';
+import { ANY_ADDRESS, type FaultTable, faultTableOf, scopeOf, type TakenFault, takeFault } from '../fault-scopes.ts';
 import { listenPreferring } from '../listen-preferring.ts';
+import { DurableState } from './durable-state.ts';
 
 /**
  * The sandbox-venue framework (issue 10). Each sandbox venue is a separate component, as anvil is:
@@ -137,6 +138,8 @@ export interface VenueHost<S> {
   readonly chain: EvmChainConfig;
   readonly client: PublicClient;
   readonly vaultAddress: Address;
+  /** The sandbox's tick (SandboxVenuesOptions.pollMs): a module's own background work paces itself by it. */
+  readonly pollMs: number;
   read(): VenueState<S>;
   /** One change of the venue's state, on disk before it resolves. */
   transact<R>(change: (draft: VenueState<S>) => R): Promise<R>;
@@ -224,8 +227,13 @@ export interface SandboxVenuesOptions {
   readonly evm: Pick<EvmSandbox, 'chains' | 'faucet'>;
   /** The modules to run; every implemented venue by default. */
   readonly modules?: readonly VenueModule<any>[];
-  /** Milliseconds between the watchers' polls (200 by default). */
+  /**
+   * The sandbox's tick (SANDBOX_TICK_MS under the runtime; 200 by default): milliseconds between the
+   * watchers' polls; a payer looks again at least every five ticks, receipts are polled at most 50 ms apart.
+   */
   readonly pollMs?: number;
+  /** The chains' heads, shared with the sandbox's other watchers (the bridge); the venues' own by default. */
+  readonly heads?: ChainHeads;
 }
 
 const BODY_LIMIT = 1024 * 1024;
@@ -237,9 +245,10 @@ const VAULT_TOKEN_FUNDING = 1_000_000n * 10n ** 6n;
 
 export async function startSandboxVenues(options: SandboxVenuesOptions): Promise<SandboxVenues> {
   const modules: readonly VenueModule<any>[] = options.modules ?? (await import('./modules.ts')).implementedVenueModules();
+  const heads = options.heads ?? new ChainHeads((options.pollMs ?? 200) / 2);
   const started: RunningVenue[] = [];
   try {
-    for (const module of modules) started.push(await startVenue(module, options));
+    for (const module of modules) started.push(await startVenue(module, options, heads));
   } catch (error) {
     await Promise.all(started.map((venue) => venue.stop()));
     throw error;
@@ -268,7 +277,7 @@ interface RunningVenue {
   stop(): Promise<void>;
 }
 
-async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptions): Promise<RunningVenue> {
+async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptions, heads: ChainHeads): Promise<RunningVenue> {
   const chain = options.evm.chains[module.rules.chain];
   const tokenAddress = chain.tokens[module.rules.token as 'USDC']?.address as Address | undefined;
   if (!tokenAddress) throw new Error(`${module.id}: ${module.rules.chain} has no ${module.rules.token}`);
@@ -279,7 +288,9 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
     rpcUrls: { default: { http: [chain.rpc_url] } },
   });
   const transport = http(chain.rpc_url, { retryCount: 0 });
-  const client = createPublicClient({ chain: viemChain, transport, pollingInterval: 50 }) as PublicClient;
+  const pollMs = options.pollMs ?? 200;
+  const receiptPollMs = Math.min(50, pollMs);
+  const client = createPublicClient({ chain: viemChain, transport, pollingInterval: receiptPollMs }) as PublicClient;
 
   const store = await DurableState.open<VenueState<S>>(join(resolve(options.dataDir), 'venues', `${module.id}.json`), () => ({
     version: 1,
@@ -323,6 +334,7 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
     chain,
     client,
     vaultAddress: vault.address,
+    pollMs,
     read: () => store.read(),
     // The payer looks again after every committed change (a payout it queued is on disk by then).
     transact: async (change) => {
@@ -352,7 +364,7 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
     rpc: (method, params) => client.request({ method: method as never, params: params as never }),
     sendFromVault: async (tx) => {
       const hash = await wallet.sendTransaction({ to: tx.to, data: tx.data, value: tx.value ?? 0n, chain: viemChain, account: vault });
-      const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+      const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: receiptPollMs });
       if (receipt.status !== 'success') throw new Error(`${module.id}: vault transaction ${hash} reverted`);
       return hash;
     },
@@ -360,11 +372,10 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
   await module.install?.(host);
 
   // --- the chain watcher --------------------------------------------------------------------
-  const pollMs = options.pollMs ?? 200;
   const watcher = (async () => {
     while (!stopped) {
       try {
-        await pollDeposits(module, host, client, tokenAddress);
+        await pollDeposits(module, host, client, tokenAddress, () => heads.head(chain.rpc_url, client));
       } catch (error) {
         if (!stopped) process.stderr.write(`sandbox ${module.id}: chain watcher: ${(error as Error).message.split('\n')[0]}\n`);
       }
@@ -378,11 +389,12 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
   const payer = (async () => {
     while (!stopped) {
       try {
-        await payPending(store, client, wallet, vault.address);
+        await payPending(store, client, wallet, vault.address, receiptPollMs);
       } catch (error) {
         if (!stopped) process.stderr.write(`sandbox ${module.id}: payer: ${(error as Error).message.split('\n')[0]}\n`);
       }
-      await Promise.race([payerSignal.promise, sleep(1_000)]);
+      // Woken by every committed change; otherwise (a payout that failed to send) again in five ticks.
+      await Promise.race([payerSignal.promise, sleep(5 * pollMs)]);
       payerSignal = Promise.withResolvers<void>();
     }
   })();
@@ -417,7 +429,14 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
 
   return {
     id: module.id,
-    listing: { dex: module.id, url, chain: module.rules.chain, token: module.rules.token, deposit_address: module.depositAddress, rules: venueRulesJson(module.rules) },
+    listing: {
+      dex: module.id,
+      url,
+      chain: module.rules.chain,
+      token: module.rules.token,
+      deposit_address: module.depositAddress,
+      rules: venueRulesJson(module.rules),
+    },
     setFault: async (operation, mode, count, address) => {
       const scope = scopeOf(address);
       const setting = await store.transact((draft) => {
@@ -434,7 +453,15 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
           for (const [key, seen] of Object.entries(draft.seen)) {
             if (seen.state !== 'stalled' || (seen.stalledBy ?? ANY_ADDRESS) !== scope) continue;
             const [txHash, logIndex] = key.split(':') as [Hex, string];
-            const deposit = { key, txHash, logIndex: Number(logIndex), block: BigInt(seen.block), depositor: seen.depositor, amount: BigInt(seen.amount), reference: seen.reference };
+            const deposit = {
+              key,
+              txHash,
+              logIndex: Number(logIndex),
+              block: BigInt(seen.block),
+              depositor: seen.depositor,
+              amount: BigInt(seen.amount),
+              reference: seen.reference,
+            };
             const credited = module.credit(draft, deposit, host);
             const { stalledBy: _released, ...rest } = seen;
             draft.seen[key] = { ...rest, state: credited ? 'credited' : 'failed' };
@@ -468,7 +495,8 @@ function venueRequest(req: IncomingMessage, body: string): VenueRequest {
   const target = req.url ?? '/';
   const mark = target.indexOf('?');
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  for (const [name, value] of Object.entries(req.headers))
+    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
   return {
     method: req.method ?? 'GET',
     path: mark === -1 ? target : target.slice(0, mark),
@@ -479,8 +507,14 @@ function venueRequest(req: IncomingMessage, body: string): VenueRequest {
 }
 
 /** Reads the logs from the cursor to the head; each new one is handled and the cursor moved in one write. */
-async function pollDeposits<S>(module: VenueModule<S>, host: VenueHost<S>, client: PublicClient, token: Address): Promise<void> {
-  const head = await client.getBlockNumber();
+async function pollDeposits<S>(
+  module: VenueModule<S>,
+  host: VenueHost<S>,
+  client: PublicClient,
+  token: Address,
+  chainHead: () => Promise<bigint>,
+): Promise<void> {
+  const head = await chainHead();
   let from = BigInt(host.read().cursor) + 1n;
   if (head < from - 1n) {
     // The chain is behind the cursor (its state was reset): follow it; seen keys still prevent double credit.
@@ -491,9 +525,22 @@ async function pollDeposits<S>(module: VenueModule<S>, host: VenueHost<S>, clien
   }
   while (from <= head) {
     const to = from + LOG_RANGE - 1n < head ? from + LOG_RANGE - 1n : head;
-    const logs = await client.getLogs({ address: module.watch.address, event: module.watch.event, args: module.watch.args, fromBlock: from, toBlock: to, strict: true } as never);
+    const logs = await client.getLogs({
+      address: module.watch.address,
+      event: module.watch.event,
+      args: module.watch.args,
+      fromBlock: from,
+      toBlock: to,
+      strict: true,
+    } as never);
     await host.transact((draft) => {
-      for (const log of logs as unknown as { transactionHash: Hex; logIndex: number; blockNumber: bigint; args: Record<string, unknown>; removed?: boolean }[]) {
+      for (const log of logs as unknown as {
+        transactionHash: Hex;
+        logIndex: number;
+        blockNumber: bigint;
+        args: Record<string, unknown>;
+        removed?: boolean;
+      }[]) {
         if (log.removed) continue;
         const key = `${log.transactionHash}:${log.logIndex}`;
         if (draft.seen[key]) continue;
@@ -532,6 +579,7 @@ async function payPending<S>(
   client: PublicClient,
   wallet: ReturnType<typeof createWalletClient>,
   vault: Address,
+  receiptPollMs: number,
 ): Promise<void> {
   for (;;) {
     const payouts = Object.values(store.read().payouts).filter((p) => !p.held && (p.state === 'queued' || p.state === 'sent'));
@@ -558,7 +606,7 @@ async function payPending<S>(
     } catch {
       // Already known or already mined (a resumed payout): the receipt decides.
     }
-    const receipt = await client.waitForTransactionReceipt({ hash: txHash!, pollingInterval: 50, timeout: 30_000 });
+    const receipt = await client.waitForTransactionReceipt({ hash: txHash!, pollingInterval: receiptPollMs, timeout: 30_000 });
     await store.transact((draft) => {
       const entry = draft.payouts[payout.id]!;
       entry.state = receipt.status === 'success' ? 'completed' : 'failed';

@@ -1,11 +1,11 @@
 import * as v from 'valibot';
 import {
   type Address,
-  type Hex,
   encodeAbiParameters,
   encodeFunctionData,
   erc20Abi,
   getAddress,
+  type Hex,
   isAddress,
   keccak256,
   parseAbiItem,
@@ -15,7 +15,15 @@ import {
 } from 'viem';
 import { VENUE_RULES } from '../../../shared/venues/rules.ts';
 import { POLYGON_USDC_E, PUSD, withdrawTypedData } from '../../../shared/venues/venue-e/bridge.ts';
-import { type ClobApiCredentials, POLYGON_CHAIN_ID, PROXY_WALLET_FACTORY, generateClobApiCredentials, proxyWalletAddress, verifyL1Headers, verifyL2Headers } from '../../../shared/venues/venue-e/signing.ts';
+import {
+  type ClobApiCredentials,
+  generateClobApiCredentials,
+  POLYGON_CHAIN_ID,
+  PROXY_WALLET_FACTORY,
+  proxyWalletAddress,
+  verifyL1Headers,
+  verifyL2Headers,
+} from '../../../shared/venues/venue-e/signing.ts';
 import { sandboxTokenArtifact } from '../contracts/sandbox-token.artifact.ts';
 import type { DepositLog, VenueHost, VenueModule, VenueRequest, VenueResponse, VenueState } from './framework.ts';
 
@@ -57,7 +65,6 @@ const PUSD_RESERVE_FUNDING = 1_000_000n * 10n ** 6n;
 /** Gas for the impersonated proxy transactions (the relayer pays it live). */
 const PROXY_GAS_MINIMUM = 10n ** 16n;
 const PROXY_GAS_FUNDING = 10n ** 18n;
-const BACKGROUND_MS = 100;
 
 interface ApiKeyRecord {
   readonly owner: Address;
@@ -116,7 +123,10 @@ export interface VenueEState {
 type Host = VenueHost<VenueEState>;
 type Draft = VenueState<VenueEState>;
 
-const Addr = v.pipe(v.string(), v.check((s) => isAddress(s, { strict: false }), 'not an address'));
+const Addr = v.pipe(
+  v.string(),
+  v.check((s) => isAddress(s, { strict: false }), 'not an address'),
+);
 const WithdrawRequest = v.object({
   address: Addr,
   toChainId: v.union([v.pipe(v.string(), v.regex(/^\d{1,20}$/)), v.pipe(v.number(), v.safeInteger())]),
@@ -166,7 +176,7 @@ export function venueEModule(): VenueModule<VenueEState> {
         } catch (failure) {
           if (!signal.aborted) process.stderr.write(`sandbox venue_e: proxy moves: ${(failure as Error).message.split('\n')[0]}\n`);
         }
-        await new Promise((wake) => setTimeout(wake, BACKGROUND_MS));
+        await new Promise((wake) => setTimeout(wake, host.pollMs / 2));
       }
     },
   };
@@ -180,11 +190,17 @@ async function install(host: Host): Promise<void> {
   }
   const initialized = await host.client.readContract({ address: PUSD, abi: sandboxTokenArtifact.abi, functionName: 'initialized' });
   if (!initialized) {
-    await host.sendFromVault({ to: PUSD, data: encodeFunctionData({ abi: sandboxTokenArtifact.abi, functionName: 'initialize', args: ['Polymarket USD', 'pUSD', 6] }) });
+    await host.sendFromVault({
+      to: PUSD,
+      data: encodeFunctionData({ abi: sandboxTokenArtifact.abi, functionName: 'initialize', args: ['Polymarket USD', 'pUSD', 6] }),
+    });
   }
   const reserve = await host.client.readContract({ address: PUSD, abi: erc20Abi, functionName: 'balanceOf', args: [host.vaultAddress] });
   if (reserve < PUSD_RESERVE_MINIMUM) {
-    await host.sendFromVault({ to: PUSD, data: encodeFunctionData({ abi: sandboxTokenArtifact.abi, functionName: 'mint', args: [host.vaultAddress, PUSD_RESERVE_FUNDING] }) });
+    await host.sendFromVault({
+      to: PUSD,
+      data: encodeFunctionData({ abi: sandboxTokenArtifact.abi, functionName: 'mint', args: [host.vaultAddress, PUSD_RESERVE_FUNDING] }),
+    });
   }
 }
 
@@ -192,7 +208,18 @@ async function install(host: Host): Promise<void> {
 function credit(draft: Draft, deposit: DepositLog): boolean {
   if (deposit.amount < RULES.deposit.minimum) return false;
   const id = `wrap:${deposit.key}`;
-  draft.venue.moves[id] = { id, kind: 'wrap', proxy: null, log: deposit.key, token: POLYGON_USDC_E, amount: deposit.amount.toString(), state: 'queued', nonce: null, txHash: null, reason: null };
+  draft.venue.moves[id] = {
+    id,
+    kind: 'wrap',
+    proxy: null,
+    log: deposit.key,
+    token: POLYGON_USDC_E,
+    amount: deposit.amount.toString(),
+    state: 'queued',
+    nonce: null,
+    txHash: null,
+    reason: null,
+  };
   return true;
 }
 
@@ -205,7 +232,18 @@ async function moveFunds(host: Host, signal: AbortSignal): Promise<void> {
     await host.transact((draft) => {
       for (const [key, seen] of refunded) {
         const id = `reclaim:${key}`;
-        draft.venue.moves[id] ??= { id, kind: 'reclaim', proxy: null, log: key, token: POLYGON_USDC_E, amount: seen.amount, state: 'queued', nonce: null, txHash: null, reason: null };
+        draft.venue.moves[id] ??= {
+          id,
+          kind: 'reclaim',
+          proxy: null,
+          log: key,
+          token: POLYGON_USDC_E,
+          amount: seen.amount,
+          state: 'queued',
+          nonce: null,
+          txHash: null,
+          reason: null,
+        };
       }
     });
   }
@@ -254,7 +292,7 @@ async function advance(host: Host, id: string): Promise<void> {
   await host.transact((draft) => {
     draft.venue.moves[id]!.txHash = txHash;
   });
-  const receipt = await host.client.waitForTransactionReceipt({ hash: txHash, pollingInterval: 50, timeout: 30_000 });
+  const receipt = await host.client.waitForTransactionReceipt({ hash: txHash, pollingInterval: Math.min(50, host.pollMs), timeout: 30_000 });
   await finish(host, id, receipt.status === 'success', txHash);
 }
 
@@ -346,12 +384,25 @@ async function l2(request: VenueRequest, host: Host): Promise<VenueResponse> {
     record !== undefined &&
     !record.deleted &&
     record.owner === owner &&
-    verifyL2Headers(headers, credentialsOf(record), { method: request.method, requestPath: request.path, body: request.body || undefined, now: new Date(), maxSkewSeconds: MAX_SKEW_SECONDS });
+    verifyL2Headers(headers, credentialsOf(record), {
+      method: request.method,
+      requestPath: request.path,
+      body: request.body || undefined,
+      now: new Date(),
+      maxSkewSeconds: MAX_SKEW_SECONDS,
+    });
   if (!valid) return error(401, 'Unauthorized/Invalid api key');
   switch (request.method) {
     case 'GET':
       if (request.path === '/auth/api-keys') {
-        return { status: 200, body: { apiKeys: Object.values(host.read().venue.apiKeys).filter((r) => r.owner === record.owner && !r.deleted).map((r) => r.apiKey) } };
+        return {
+          status: 200,
+          body: {
+            apiKeys: Object.values(host.read().venue.apiKeys)
+              .filter((r) => r.owner === record.owner && !r.deleted)
+              .map((r) => r.apiKey),
+          },
+        };
       }
       return balanceAllowance(request, host, record.owner);
     default:
@@ -414,10 +465,12 @@ async function withdraw(request: VenueRequest, host: Host): Promise<VenueRespons
   const address = oneShotAddress(proxy, withdrawalId);
   const existing = host.read().venue.withdrawals[address.toLowerCase()];
   if (existing) {
-    const same = existing.recipient === recipient && existing.amount === amount.toString() && existing.toTokenAddress === toToken && existing.toChainId === toChainId;
+    const same =
+      existing.recipient === recipient && existing.amount === amount.toString() && existing.toTokenAddress === toToken && existing.toChainId === toChainId;
     return same ? { status: 200, body: withdrawAnswer(address) } : error(409, 'this withdrawalId was used for a different withdrawal');
   }
-  if (toChainId !== String(POLYGON_CHAIN_ID) || toToken !== POLYGON_USDC_E) return error(400, 'this sandbox pays withdrawals only as USDC.e on Polygon (toChainId 137)');
+  if (toChainId !== String(POLYGON_CHAIN_ID) || toToken !== POLYGON_USDC_E)
+    return error(400, 'this sandbox pays withdrawals only as USDC.e on Polygon (toChainId 137)');
   if (amount < RULES.withdrawal.minimum) return error(400, `amount below the minimum of ${RULES.withdrawal.minimum} base units`);
   const available = await collateral(host, proxy);
   let move: string | undefined;
@@ -426,7 +479,17 @@ async function withdraw(request: VenueRequest, host: Host): Promise<VenueRespons
     const fault = host.takeFault(draft, 'withdrawal', [owner, recipient]);
     if (fault?.mode === 'fail') return error(503, 'withdrawal failed (sandbox fault)');
     if (amount > available) return error(400, 'not enough balance');
-    const record = { id: withdrawalId, address, owner, proxy, recipient, toChainId, toTokenAddress: toToken, amount: amount.toString(), createdTimeMs: Date.now() };
+    const record = {
+      id: withdrawalId,
+      address,
+      owner,
+      proxy,
+      recipient,
+      toChainId,
+      toTokenAddress: toToken,
+      amount: amount.toString(),
+      createdTimeMs: Date.now(),
+    };
     if (fault?.mode === 'refund') {
       draft.venue.withdrawals[address.toLowerCase()] = { ...record, payout: null, refused: 'withdrawal refunded to the wallet (sandbox fault)' };
       return { status: 200, body: withdrawAnswer(address) };
@@ -434,7 +497,18 @@ async function withdraw(request: VenueRequest, host: Host): Promise<VenueRespons
     const id = `withdraw:${address.toLowerCase()}`;
     // No venue fee ([O] M17): the recipient gets the amount; the pUSD leaves the proxy once.
     host.pay(draft, { id, to: recipient, token: POLYGON_USDC_E, amount, heldBy: fault?.mode === 'stall' ? fault.scope : undefined });
-    draft.venue.moves[id] = { id, kind: 'unwrap', proxy, log: null, token: PUSD, amount: amount.toString(), state: 'queued', nonce: null, txHash: null, reason: null };
+    draft.venue.moves[id] = {
+      id,
+      kind: 'unwrap',
+      proxy,
+      log: null,
+      token: PUSD,
+      amount: amount.toString(),
+      state: 'queued',
+      nonce: null,
+      txHash: null,
+      reason: null,
+    };
     draft.venue.withdrawals[address.toLowerCase()] = { ...record, payout: id, refused: null };
     move = id;
     return { status: 200, body: withdrawAnswer(address) };
@@ -450,7 +524,10 @@ async function withdraw(request: VenueRequest, host: Host): Promise<VenueRespons
 }
 
 function withdrawAnswer(address: Address) {
-  return { address: { evm: address }, note: 'Sandbox: the withdrawal is authorised by the signature and paid from the proxy wallet; nothing needs to be sent to this address.' };
+  return {
+    address: { evm: address },
+    note: 'Sandbox: the withdrawal is authorised by the signature and paid from the proxy wallet; nothing needs to be sent to this address.',
+  };
 }
 
 /** A stable one-shot bridge address per wallet and withdrawal id. */
@@ -464,7 +541,14 @@ function status(raw: string, host: Host): VenueResponse {
   const record = state.venue.withdrawals[raw.toLowerCase()];
   if (!record) return { status: 200, body: { transactions: [] } };
   const payout = record.payout ? state.payouts[record.payout] : undefined;
-  const stage = record.refused || payout?.state === 'failed' ? 'FAILED' : payout?.state === 'completed' ? 'COMPLETED' : payout?.state === 'sent' ? 'SUBMITTED' : 'PROCESSING';
+  const stage =
+    record.refused || payout?.state === 'failed'
+      ? 'FAILED'
+      : payout?.state === 'completed'
+        ? 'COMPLETED'
+        : payout?.state === 'sent'
+          ? 'SUBMITTED'
+          : 'PROCESSING';
   return {
     status: 200,
     body: {

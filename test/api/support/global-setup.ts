@@ -6,14 +6,15 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
-import { type JWK } from 'jose';
-import { generateEs256Jwk } from '../../../shared/crypto/es256-jwk.ts';
+import type { JWK } from 'jose';
 import type { TestProject } from 'vitest/node';
 import { registerApplication } from '../../../shared/apps/register-application.ts';
+import { generateEs256Jwk } from '../../../shared/crypto/es256-jwk.ts';
 import { KmsOpJwtSigner } from '../../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../../shared/db/client.ts';
-import { countLogLines, type KnownSecret, scanLog } from './log-scan.ts';
 import { freePort } from '../../support/free-port.ts';
+import { countLogLines, type KnownSecret, scanLog } from './log-scan.ts';
+import { SANDBOX_TICK_MS } from './sandbox-clock.ts';
 
 /**
  * Boots the local runtime as a separate process (`node infra/local/start.ts`), exactly as
@@ -109,11 +110,15 @@ async function startDynamoDbLocal(workDir: string): Promise<{ endpoint: string; 
 
 async function spawnDynamoDbLocal(workDir: string, port: number): Promise<{ endpoint: string; process: ChildProcess } | 'port taken'> {
   const home = join(ROOT, 'node_modules/amplify-dynamodb-simulator/emulator');
-  const child = spawn('java', [`-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`, '-jar', join(home, 'DynamoDBLocal.jar'), '-inMemory', '-port', String(port)], {
-    // It writes dynamodb-local-metadata.json into its working directory: keep that out of the repo.
-    cwd: workDir,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    'java',
+    [`-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`, '-jar', join(home, 'DynamoDBLocal.jar'), '-inMemory', '-port', String(port)],
+    {
+      // It writes dynamodb-local-metadata.json into its working directory: keep that out of the repo.
+      cwd: workDir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
   const endpoint = `http://127.0.0.1:${port}`;
@@ -154,14 +159,15 @@ export interface RuntimeProcess {
 }
 
 /**
- * Starts `node infra/local/start.ts` at the default log level. With `logFile`, everything the
+ * Starts `node infra/local/start.ts` at the default log level, on the tests' sandbox clock
+ * (SANDBOX_TICK_MS, sandbox-clock.ts; `env` may set another). With `logFile`, everything the
  * process prints (functions' JSON logs, the access log) is also written there; `closed()`
  * resolves once the process has exited and the file is complete.
  */
 export function startRuntimeProcess(env: Record<string, string>, args: string[] = [], logFile?: string): Promise<RuntimeProcess> {
   const child = spawn(process.execPath, ['infra/local/start.ts', ...args], {
     cwd: ROOT,
-    env: { ...process.env, ACCOUNT_PORT: '0', ENCLAVE_PORT: '0', EXPRESS_PORT: '0', ...env },
+    env: { ...process.env, ACCOUNT_PORT: '0', ENCLAVE_PORT: '0', EXPRESS_PORT: '0', SANDBOX_TICK_MS: String(SANDBOX_TICK_MS), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let logWritten: Promise<void> = new Promise((done) => child.once('close', () => done()));
@@ -229,7 +235,9 @@ async function assertLogHoldsNoSecrets(logFile: string, known: KnownSecret[], fi
   if (problems.length) {
     throw new Error(`secrets scan of ${logFile} (${findings.length} findings, ${JSON.stringify(counts)}):\n  ${problems.join('\n  ')}`);
   }
-  process.stdout.write(`secrets scan${wholeSuite ? '' : ' (some test files only)'}: ${counts.lines} log lines (${counts.functionLines} function, ${counts.accessLines} access), ${known.length + seen.length} known secrets (${publicValues.size} public hashes allowed), none found in ${logFile}\n`);
+  process.stdout.write(
+    `secrets scan${wholeSuite ? '' : ' (some test files only)'}: ${counts.lines} log lines (${counts.functionLines} function, ${counts.accessLines} access), ${known.length + seen.length} known secrets (${publicValues.size} public hashes allowed), none found in ${logFile}\n`,
+  );
 }
 
 /** Local: an APPS_FILE for a runtime process started here (dynalite, or DynamoDB Local first). */
@@ -294,7 +302,11 @@ async function setupLocal(project: TestProject) {
  * environment, and two fresh test apps registered in its table as `npm run app:create` does.
  */
 async function setupDeployed(project: TestProject) {
-  const env = (name: string) => process.env[name] || (() => { throw new Error(`${name} is required for API_TEST_TARGET=deployed`); })();
+  const env = (name: string) =>
+    process.env[name] ||
+    (() => {
+      throw new Error(`${name} is required for API_TEST_TARGET=deployed`);
+    })();
   const urls = { account: env('ACCOUNT_URL'), enclave: env('ENCLAVE_URL'), express: env('EXPRESS_URL') };
   // A LocalStack deployment (either URL form its docs give): the table and key live in LocalStack
   // too, and without an endpoint the SDK would ask real AWS for them.
@@ -316,7 +328,11 @@ async function setupDeployed(project: TestProject) {
     });
     apps.push(testApp(appId, spec, idp, keys));
   }
-  project.provide('sandbox', { urls: { account: urls.account.replace(/\/+$/, ''), enclave: urls.enclave.replace(/\/+$/, ''), express: urls.express.replace(/\/+$/, '') }, apps, dataDir: '' });
+  project.provide('sandbox', {
+    urls: { account: urls.account.replace(/\/+$/, ''), enclave: urls.enclave.replace(/\/+$/, ''), express: urls.express.replace(/\/+$/, '') },
+    apps,
+    dataDir: '',
+  });
 }
 
 export default async function setup(project: TestProject) {
