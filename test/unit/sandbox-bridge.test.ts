@@ -15,6 +15,10 @@ import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';
 import { type BridgeQuote, BridgeRefusedError, type BridgeStatus, HttpBridgeClient } from '../../shared/transfers/bridge.ts';
 import { BRIDGE_ROUTES, type BridgeRoute, bridgeFee, findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
 
+/** The bridge's tick here (its pollMs): a wait for "nothing happens" lasts a few ticks. */
+const TICK_MS = 50;
+const ticks = (n: number) => new Promise((wake) => setTimeout(wake, n * TICK_MS));
+
 /**
  * The sandbox bridge on the real sandbox chains (anvil ×4, the LiteSVM Solana RPC), driven through
  * the account service's port (HttpBridgeClient): quotes, deposits credited from the chain, fills
@@ -38,7 +42,7 @@ let client: HttpBridgeClient;
 let solana: SolanaChain;
 
 const startBridge = async () => {
-  bridge = await startSandboxBridge({ dataDir, evm, sol, routes: ROUTES, pollMs: 50, receiptTimeoutMs: 2_000 });
+  bridge = await startSandboxBridge({ dataDir, evm, sol, routes: ROUTES, pollMs: TICK_MS, receiptTimeoutMs: 2_000 });
   client = new HttpBridgeClient({ baseUrl: bridge.url });
 };
 
@@ -235,7 +239,7 @@ describe('what is not a quoted deposit', () => {
     const before = await payouts();
     const vaultBefore = await usdcOf('ARB', bridge.listing.vaults.evm);
     await evm.faucet('ARB', bridge.listing.vaults.evm, 'USDC', 5n * USDC);
-    await new Promise((wake) => setTimeout(wake, 500));
+    await ticks(5); // nothing more happens within a few of the bridge's ticks
     expect(await payouts()).toBe(before);
     expect(await usdcOf('ARB', bridge.listing.vaults.evm)).toBe(vaultBefore + 5n * USDC);
   });
@@ -249,7 +253,7 @@ describe('faults', () => {
     expect(await bridge.setFault({ mode: 'stall', count: 1 })).toEqual({ mode: 'stall', remaining: 1 });
     const quote = await client.quote({ route, amount: 10n * USDC, sender: user.address, recipient });
     const tx = await user.send(quote);
-    await new Promise((wake) => setTimeout(wake, 1_000));
+    await ticks(5); // nothing more happens within a few of the bridge's ticks
     expect(await client.status({ chain: 'ARB', tx })).toMatchObject({ status: 'PENDING', substatus: 'WAIT_DESTINATION_TRANSACTION' });
     expect(await usdcOf('INK', recipient)).toBe(0n);
     expect(await bridge.setFault({ mode: 'clear', count: 0 })).toBeNull();
@@ -357,7 +361,7 @@ describe('restart', () => {
       // And a further restart pays nothing more.
       await bridge.stop();
       await startBridge();
-      await new Promise((wake) => setTimeout(wake, 500));
+      await ticks(5); // nothing more happens within a few of the bridge's ticks
       expect(await usdcOf('INK', recipient)).toBe(10n * USDC - bridgeFee(route, 10n * USDC));
     } finally {
       await ink.request({ method: 'evm_setAutomine' as never, params: [true] as never });

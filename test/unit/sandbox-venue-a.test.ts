@@ -20,6 +20,10 @@ import {
 import { EXTENDED_COLLATERAL_ID, signWithdrawal } from '../../shared/venues/venue-a/withdrawal.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
+/** The venues' tick here (their pollMs): a wait for "nothing happens" lasts a few ticks. */
+const TICK_MS = 50;
+const ticks = (n: number) => new Promise((wake) => setTimeout(wake, n * TICK_MS));
+
 /**
  * The venue_a sandbox (Extended) on the real ARB sandbox chain, driven by the production adapter
  * (VenueADriver): onboarding verified as the venue does, API keys, bridge quotes and deposits
@@ -37,7 +41,7 @@ let driver: VenueADriver;
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'sandbox-venue-a-'));
   evm = await startEvmSandbox({ dataDir });
-  venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueAModule()] });
+  venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS, modules: [venueAModule()] });
   driver = new VenueADriver({ baseUrl: venues.urls.venue_a!, ...VENUE_A_SANDBOX_PROFILE });
 }, 120_000);
 
@@ -307,7 +311,7 @@ describe('venue_a sandbox: withdrawals', () => {
     expect(BigInt(receipt.logs[0]!.data)).toBe(5n * USDC - FEE);
 
     expect(await driver.withdraw(user.wallet, user.fields, 5n * USDC, key)).toEqual({ reference });
-    await new Promise((wake) => setTimeout(wake, 300));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 5n * USDC - FEE);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC - FEE);
     expect(saltFromKey(key)).toBe(saltFromKey(key));
@@ -338,7 +342,7 @@ describe('venue_a sandbox: faults', () => {
 
     await venues.setFault({ target: 'venue_a', operation: 'deposit', mode: 'stall', count: 1 });
     const stalled = await driver.prepareDeposit(user.wallet, user.fields, 10n * USDC);
-    let receipt;
+    let receipt: Awaited<ReturnType<typeof user.send>> | undefined;
     for (const call of stalled.calls) receipt = await user.send(call.to, call.data);
     await eventually(
       async () => JSON.parse(await readFile(join(dataDir, 'venues', 'venue_a.json'), 'utf8')).cursor,
@@ -367,7 +371,7 @@ describe('venue_a sandbox: faults', () => {
 
     await venues.setFault({ target: 'venue_a', operation: 'withdrawal', mode: 'stall', count: 1 });
     const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, 'stall-key');
-    await new Promise((wake) => setTimeout(wake, 300));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
     await venues.setFault({ target: 'venue_a', operation: 'withdrawal', mode: 'clear', count: 0 });
     expect(
@@ -429,7 +433,7 @@ describe('venue_a sandbox: durable state', () => {
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 7n * USDC);
     await venues.stop();
     for (const call of plan.calls) await user.send(call.to, call.data);
-    venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueAModule()] });
+    venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS, modules: [venueAModule()] });
     expect(venues.urls.venue_a).toBe(url);
     driver = new VenueADriver({ baseUrl: venues.urls.venue_a!, ...VENUE_A_SANDBOX_PROFILE });
     const balances = await eventually(

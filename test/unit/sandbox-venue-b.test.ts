@@ -13,6 +13,10 @@ import { ARBITRUM_USDC, toWireSignature, userSignedTypedData, VENUE_B_BRIDGE } f
 import { VenueBDriver, VenueBRefusedError } from '../../shared/venues/venue-b/driver.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
+/** The venues' tick here (their pollMs): a wait for "nothing happens" lasts a few ticks. */
+const TICK_MS = 50;
+const ticks = (n: number) => new Promise((wake) => setTimeout(wake, n * TICK_MS));
+
 /**
  * The venue_b sandbox on real sandbox chains (anvil), driven by the production adapter
  * (VenueBDriver): deposits credited from what the chain shows, the 5 USDC minimum, signatures
@@ -29,7 +33,7 @@ let driver: VenueBDriver;
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'sandbox-venue-b-'));
   evm = await startEvmSandbox({ dataDir });
-  venues = await startSandboxVenues({ dataDir, evm, pollMs: 100 });
+  venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS });
   driver = new VenueBDriver({ baseUrl: venues.urls.venue_b! });
 }, 120_000);
 
@@ -323,7 +327,7 @@ describe('venue_b sandbox: withdrawals', () => {
     expect(BigInt(receipt.logs[0]!.data)).toBe(9n * USDC);
 
     expect(await driver.withdraw(user.wallet, user.fields, 10n * USDC, key)).toEqual({ reference });
-    await new Promise((wake) => setTimeout(wake, 500));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 9n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
     const ledger = await info({ type: 'userNonFundingLedgerUpdates', user: user.account.address, startTime: 0 });
@@ -376,7 +380,7 @@ describe('venue_b sandbox: faults', () => {
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);
     expect(await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'clear', count: 0 })).toBeNull();
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
-    await new Promise((wake) => setTimeout(wake, 300));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
   });
 
@@ -401,7 +405,7 @@ describe('venue_b sandbox: faults', () => {
 
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'stall', count: 1 });
     const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, uuidv7());
-    await new Promise((wake) => setTimeout(wake, 500));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0 });
@@ -518,8 +522,8 @@ describe('venue_b sandbox: durable state', () => {
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'stall', count: 1 });
     const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, uuidv7());
     await venues.stop();
-    venues = await startSandboxVenues({ dataDir, evm, pollMs: 100 });
-    await new Promise((wake) => setTimeout(wake, 300));
+    venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS });
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
     await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0 });
     const status = await eventually(
@@ -538,7 +542,7 @@ describe('venue_b sandbox: durable state', () => {
     )!;
     payout.state = 'sent';
     await writeFile(path, JSON.stringify(state));
-    venues = await startSandboxVenues({ dataDir, evm, pollMs: 100 });
+    venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS });
     const resumed = await eventually(
       async () => JSON.parse(await readFile(path, 'utf8')).payouts,
       (payouts: Record<string, { state: string }>) => Object.values(payouts).every((p) => p.state === 'completed'),
@@ -556,7 +560,7 @@ describe('venue_b sandbox: durable state', () => {
     // While the venue is down, the user deposits again.
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 7n * USDC);
     await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
-    venues = await startSandboxVenues({ dataDir, evm, pollMs: 100 });
+    venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS });
     expect(venues.urls.venue_b).toBe(url);
     driver = new VenueBDriver({ baseUrl: venues.urls.venue_b! });
     const balances = await eventually(

@@ -25,6 +25,10 @@ import {
 import { formatWithdrawalSignature, withdrawalTypedData } from '../../shared/venues/venue-c/withdrawal.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance, keyWallet as walletOf } from './support/venue-test-wallets.ts';
 
+/** The venues' tick here (their pollMs): a wait for "nothing happens" lasts a few ticks. */
+const TICK_MS = 50;
+const ticks = (n: number) => new Promise((wake) => setTimeout(wake, n * TICK_MS));
+
 /**
  * The venue_c sandbox (Paradex) on the real ETH sandbox chain (anvil), driven by the production
  * adapter (VenueCDriver): onboarding with the STARK Key derivation (checked against @paradex/sdk),
@@ -44,7 +48,7 @@ let baseUrl: string;
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'sandbox-venue-c-'));
   evm = await startEvmSandbox({ dataDir });
-  venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueCModule()] });
+  venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS, modules: [venueCModule()] });
   baseUrl = venues.urls.venue_c!;
   driver = new VenueCDriver({ baseUrl });
 }, 120_000);
@@ -350,7 +354,7 @@ describe('venue_c sandbox: withdrawals', () => {
     expect(BigInt(receipt.logs[0]!.data)).toBe(4n * USDC);
 
     expect(await driver.withdraw(user.wallet, user.fields, 4n * USDC, key)).toEqual({ reference });
-    await new Promise((wake) => setTimeout(wake, 400));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await usdcOnChain(user.wallet.address)).toBe(chainBefore + 4n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(6n * USDC);
   });
@@ -445,7 +449,7 @@ describe('venue_c sandbox: faults', () => {
 
     await venues.setFault({ target: 'venue_c', operation: 'withdrawal', mode: 'stall', count: 1 });
     const stalled = await driver.withdraw(user.wallet, user.fields, 5n * USDC, uuidv7());
-    await new Promise((wake) => setTimeout(wake, 400));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await driver.withdrawalStatus(user.wallet, user.fields, stalled.reference)).toEqual({ state: 'pending' });
     await venues.setFault({ target: 'venue_c', operation: 'withdrawal', mode: 'clear', count: 0 });
     expect(
@@ -472,7 +476,7 @@ describe('venue_c sandbox: durable state', () => {
     await venues.stop();
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 7n * USDC);
     for (const call of plan.calls) await user.send(call.to, call.data, call.value);
-    venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueCModule()] });
+    venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS, modules: [venueCModule()] });
     expect(venues.urls.venue_c).toBe(url);
     driver = new VenueCDriver({ baseUrl: venues.urls.venue_c! });
     expect(

@@ -23,6 +23,10 @@ import {
 } from '../../shared/venues/venue-d/signing.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
+/** The venues' tick here (their pollMs): a wait for "nothing happens" lasts a few ticks. */
+const TICK_MS = 50;
+const ticks = (n: number) => new Promise((wake) => setTimeout(wake, n * TICK_MS));
+
 /**
  * The venue_d sandbox (Nado) on the real INK sandbox chain (anvil), driven by the production
  * adapter (VenueDDriver) and by the official engine client (@nadohq/engine-client): deposits
@@ -40,7 +44,7 @@ let venues: SandboxVenues;
 let driver: VenueDDriver;
 let inkUsdc: Address;
 
-const start = () => startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueDModule()] });
+const start = () => startSandboxVenues({ dataDir, evm, pollMs: TICK_MS, modules: [venueDModule()] });
 const newDriver = () => new VenueDDriver({ baseUrl: venues.urls.venue_d!, collateral: inkUsdc });
 
 beforeAll(async () => {
@@ -361,7 +365,7 @@ describe('venue_d sandbox: withdrawals', () => {
     expect(BigInt(receipt.logs[0]!.data)).toBe(9n * USDC);
 
     expect(await driver.withdraw(user.wallet, user.fields, 10n * USDC, key)).toEqual({ reference });
-    await new Promise((wake) => setTimeout(wake, 400));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 9n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
   });
@@ -403,7 +407,7 @@ describe('venue_d sandbox: faults', () => {
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
     await venues.setFault({ target: 'venue_d', operation: 'deposit', mode: 'clear', count: 0 });
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(17n * USDC);
-    await new Promise((wake) => setTimeout(wake, 300));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(17n * USDC);
   });
 
@@ -427,7 +431,7 @@ describe('venue_d sandbox: faults', () => {
 
     await venues.setFault({ target: 'venue_d', operation: 'withdrawal', mode: 'stall', count: 1 });
     const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, crypto.randomUUID());
-    await new Promise((wake) => setTimeout(wake, 400));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 4n * USDC);
     await venues.setFault({ target: 'venue_d', operation: 'withdrawal', mode: 'clear', count: 0 });

@@ -15,6 +15,10 @@ import { VenueEDriver, VenueERefusedError } from '../../shared/venues/venue-e/dr
 import { createL1Headers, createL2Headers, PROXY_WALLET_FACTORY, proxyWalletAddress } from '../../shared/venues/venue-e/signing.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
+/** The venues' tick here (their pollMs): a wait for "nothing happens" lasts a few ticks. */
+const TICK_MS = 50;
+const ticks = (n: number) => new Promise((wake) => setTimeout(wake, n * TICK_MS));
+
 /**
  * The venue_e sandbox (Polymarket) on the real POL sandbox chain (anvil), driven by the production
  * adapter (VenueEDriver): USDC.e sent to the proxy wallet wrapped into pUSD on chain, the $2
@@ -41,7 +45,7 @@ function newDriver() {
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'sandbox-venue-e-'));
   evm = await startEvmSandbox({ dataDir });
-  venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueEModule()] });
+  venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS, modules: [venueEModule()] });
   driver = newDriver();
 }, 120_000);
 
@@ -151,7 +155,7 @@ describe('venue_e sandbox: account and deposits', () => {
     const stranger = privateKeyToAccount(generatePrivateKey()).address;
     const receipt = await user.send(POLYGON_USDC_E, encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [stranger, 3n * USDC] }));
     await watched(receipt.blockNumber);
-    await new Promise((wake) => setTimeout(wake, 300));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await onChain(POLYGON_USDC_E, stranger)).toBe(3n * USDC);
     expect(await onChain(PUSD, stranger)).toBe(0n);
   });
@@ -298,7 +302,7 @@ describe('venue_e sandbox: withdrawals', () => {
     ).toBe(15n * USDC);
 
     expect(await driver.withdraw(user.wallet, user.fields, 5n * USDC, key)).toEqual({ reference });
-    await new Promise((wake) => setTimeout(wake, 500));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await onChain(POLYGON_USDC_E, user.account.address)).toBe(chainBefore + 5n * USDC);
     expect(await onChain(PUSD, user.proxy)).toBe(15n * USDC);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(15n * USDC);
@@ -382,7 +386,7 @@ describe('venue_e sandbox: faults', () => {
     await venues.setFault({ target: 'venue_e', operation: 'deposit', mode: 'stall', count: 1 });
     const receipt = await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
     await watched(receipt.blockNumber);
-    await new Promise((wake) => setTimeout(wake, 300));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);
     await venues.setFault({ target: 'venue_e', operation: 'deposit', mode: 'clear', count: 0 });
     const after = await eventually(
@@ -431,7 +435,7 @@ describe('venue_e sandbox: faults', () => {
 
     await venues.setFault({ target: 'venue_e', operation: 'withdrawal', mode: 'stall', count: 1 });
     const stalled = await driver.withdraw(user.wallet, user.fields, 5n * USDC, uuidv7());
-    await new Promise((wake) => setTimeout(wake, 500));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await driver.withdrawalStatus(user.wallet, user.fields, stalled.reference)).toEqual({ state: 'pending' });
     expect(await onChain(POLYGON_USDC_E, user.account.address)).toBe(chainBefore + 5n * USDC);
     await venues.setFault({ target: 'venue_e', operation: 'withdrawal', mode: 'clear', count: 0 });
@@ -466,7 +470,7 @@ describe('venue_e sandbox: durable state and errors', () => {
     await expect(driver.balances(user.wallet, user.fields)).rejects.toMatchObject({ code: 'VENUE_UNAVAILABLE' });
     const plan = await driver.prepareDeposit(user.wallet, user.fields, 7n * USDC);
     await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
-    venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueEModule()] });
+    venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS, modules: [venueEModule()] });
     expect(venues.urls.venue_e).toBe(url);
     driver = newDriver();
     // The driver reads the chain, then the CLOB: wait until both show the wrap.
@@ -492,7 +496,7 @@ describe('venue_e sandbox: durable state and errors', () => {
     expect(move.state).toBe('moved');
     move.state = 'sending';
     await writeFile(path, JSON.stringify(state));
-    venues = await startSandboxVenues({ dataDir, evm, pollMs: 100, modules: [venueEModule()] });
+    venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS, modules: [venueEModule()] });
     driver = newDriver();
     const settled = await eventually(stateFile, (s) =>
       Object.values(s.venue.moves as Record<string, { proxy: string; state: string }>).every((m) => m.proxy !== user.proxy || m.state === 'moved'),
@@ -502,7 +506,7 @@ describe('venue_e sandbox: durable state and errors', () => {
         .filter((m) => m.proxy === user.proxy)
         .map((m) => m.state),
     ).toEqual(['moved']);
-    await new Promise((wake) => setTimeout(wake, 300));
+    await ticks(5); // nothing more happens within a few of the venues' ticks
     expect(await driver.balances(user.wallet, user.fields)).toMatchObject({
       balance: 10n * USDC,
       extra: { proxy_wallet_usdc_e: 0n, proxy_wallet_pusd: 10n * USDC },
