@@ -44,8 +44,9 @@ export const API_FUNCTION_TIMEOUT_SECONDS = 27;
 
 /** The resource tree of one service's routes (exactly one of them `$default`). */
 export function resourceTree(routes: readonly RouteDefinition[]): ResourceTree {
-  const fallback = routes.filter((route) => route.routeKey === '$default');
-  if (fallback.length !== 1) throw new Error(`expected exactly one $default route, got ${fallback.length}`);
+  const defaults = routes.filter((route) => route.routeKey === '$default');
+  const fallback = defaults[0];
+  if (defaults.length !== 1 || !fallback) throw new Error(`expected exactly one $default route, got ${defaults.length}`);
   const methods = new Map<string, Map<string, RouteDefinition>>([['/', new Map()]]);
   for (const route of routes) {
     if (route.routeKey === '$default') continue;
@@ -55,7 +56,8 @@ export function resourceTree(routes: readonly RouteDefinition[]): ResourceTree {
       const prefix = `/${segments.slice(0, i).join('/')}`;
       if (!methods.has(prefix)) methods.set(prefix, new Map());
     }
-    const own = methods.get(path)!;
+    const own = methods.get(path);
+    if (!own) throw new Error(`route ${route.routeKey}: no resource for ${path}`);
     if (own.has(method)) throw new Error(`duplicate route ${route.routeKey}`);
     own.set(method, route);
   }
@@ -70,7 +72,7 @@ export function resourceTree(routes: readonly RouteDefinition[]): ResourceTree {
   const resources = [...methods.entries()]
     .map(([path, byMethod]) => ({ path, methods: byMethod as ReadonlyMap<string, RouteDefinition> }))
     .sort((a, b) => depth(a.path) - depth(b.path) || a.path.localeCompare(b.path));
-  return { resources, fallback: fallback[0]! };
+  return { resources, fallback };
 }
 
 /** `'POST /v2/api/wallet'` to its method and path; refuses anything API Gateway would not take. */
@@ -106,12 +108,13 @@ export interface ResourceMatch {
 export function matchResource(tree: ResourceTree, method: string, path: string): ResourceMatch {
   const { byPath, children } = indexOf(tree);
   const pathParameters: Record<string, string> = {};
-  let current = byPath.get('/')!;
+  const root = byPath.get('/');
+  if (!root) throw new Error('resource tree has no root resource /');
+  let current = root;
   let found: ApiResource | undefined = path === '/' ? current : undefined;
   if (path.startsWith('/') && path !== '/') {
     const segments = path.slice(1).split('/');
-    for (let i = 0; i < segments.length; i++) {
-      const segment = segments[i]!;
+    for (const [i, segment] of segments.entries()) {
       const options = children.get(current.path) ?? [];
       const literal = options.find((child) => lastSegment(child.path) === segment);
       const variable = segment ? options.find((child) => isVariable(lastSegment(child.path)) && lastSegment(child.path) !== GREEDY) : undefined;
@@ -131,7 +134,8 @@ export function matchResource(tree: ResourceTree, method: string, path: string):
   }
   if (!found) {
     for (const key of Object.keys(pathParameters)) delete pathParameters[key];
-    found = byPath.get(`/${GREEDY}`)!;
+    found = byPath.get(`/${GREEDY}`);
+    if (!found) throw new Error(`resource tree has no /${GREEDY} resource to answer ${path}`);
     pathParameters.proxy = safeDecode(path.replace(/^\//, ''));
   }
   return { resource: found, route: found.methods.get(method) ?? tree.fallback, pathParameters };

@@ -47,7 +47,10 @@ export function libraryUse(files: readonly string[]): LibraryUse {
   const add = (specifier: string, name: string) => {
     if (!isBare(specifier) || BUILTINS.has(specifier.split('/')[0]!)) return;
     let set = symbols.get(specifier);
-    if (!set) symbols.set(specifier, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      symbols.set(specifier, set);
+    }
     set.add(name);
   };
   for (const file of files) {

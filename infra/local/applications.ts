@@ -180,16 +180,19 @@ function jsonErrorOffset(text: string): number | undefined {
         at++;
         continue;
       }
-      const escape = text[at + 1];
-      if (escape !== undefined && '"\\/bfnrt'.includes(escape)) at += 2;
-      else if (escape === 'u' && /^[0-9a-fA-F]{4}$/.test(text.slice(at + 2, at + 6))) at += 6;
+      const escaped = text[at + 1];
+      if (escaped !== undefined && '"\\/bfnrt'.includes(escaped)) at += 2;
+      else if (escaped === 'u' && /^[0-9a-fA-F]{4}$/.test(text.slice(at + 2, at + 6))) at += 6;
       else fail();
     }
   };
   const value = (): void => {
     space();
     const char = text[at];
-    if (char === '"') return string();
+    if (char === '"') {
+      string();
+      return;
+    }
     if (char === '{' || char === '[') {
       const close = char === '{' ? '}' : ']';
       at++;
@@ -208,7 +211,12 @@ function jsonErrorOffset(text: string): number | undefined {
         else return void expect(close);
       }
     }
-    for (const literal of ['true', 'false', 'null']) if (text.startsWith(literal, at)) return void (at += literal.length);
+    for (const literal of ['true', 'false', 'null']) {
+      if (text.startsWith(literal, at)) {
+        at += literal.length;
+        return;
+      }
+    }
     const number = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
     number.lastIndex = at;
     if (number.test(text)) at = number.lastIndex;

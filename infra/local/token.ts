@@ -25,6 +25,7 @@ const spec = {
     "  --sub <user id>      the token's subject (required)",
     '  --ttl <seconds>      lifetime (default 3600; with --op default 300, at most 300)',
     "  --op                 an op_jwt for the enclave /v2/ signing calls (with the wallet's access_key)",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: help text showing the shell default ${ACCOUNT_PORT:-3000} literally
     '  --account-url <url>  the sandbox to follow (default ACCOUNT_URL, else http://127.0.0.1:${ACCOUNT_PORT:-3000})',
     "  --data-dir <dir>     the dev app's DATA_DIR when no sandbox is running (default DATA_DIR, else .data); must match the running sandbox's",
   ].join('\n'),

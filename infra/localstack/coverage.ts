@@ -18,7 +18,10 @@ export type Found = Map<string, Set<string>>;
 
 function add(found: Found, key: string, where: string) {
   let places = found.get(key);
-  if (!places) found.set(key, (places = new Set()));
+  if (!places) {
+    places = new Set();
+    found.set(key, places);
+  }
   places.add(where);
 }
 

@@ -187,7 +187,11 @@ export function openApiDocument(service: ServiceName) {
         }
       : { [doc.status ?? 200]: { description: doc.status === 202 ? 'Accepted: running asynchronously' : 'OK', headers: successHeaders(doc), content } };
     // Every body route refuses bodies over 256 KiB (shared/http/handler.ts MAX_BODY_BYTES).
-    for (const status of [...doc.errors, ...(doc.body ? [413] : [])]) responses[status] = errorResponse(ERROR_TEXT[status]!);
+    for (const status of [...doc.errors, ...(doc.body ? [413] : [])]) {
+      const text = ERROR_TEXT[status];
+      if (text === undefined) throw new Error(`route ${route.id}: error status ${status} has no description in ERROR_TEXT`);
+      responses[status] = errorResponse(text);
+    }
     responses[429] = ref('responses', 'RateLimited');
     responses[500] = errorResponse('Internal error (reveals nothing internal; quote the request id)');
     const security = securityOf(service, doc.security);

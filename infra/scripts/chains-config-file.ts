@@ -62,26 +62,27 @@ function objectMembers(text: string, open: number): { members: Member[]; close: 
   }
 }
 
-function skipSpace(text: string, i: number): number {
+function skipSpace(text: string, start: number): number {
+  let i = start;
   while (i < text.length && /\s/.test(text[i]!)) i++;
   return i;
 }
 
-function skipString(text: string, i: number): number {
-  if (text[i] !== '"') throw new Error(`expected a string at offset ${i}`);
-  for (i++; i < text.length; i++) {
+function skipString(text: string, start: number): number {
+  if (text[start] !== '"') throw new Error(`expected a string at offset ${start}`);
+  for (let i = start + 1; i < text.length; i++) {
     if (text[i] === '\\') i++;
     else if (text[i] === '"') return i + 1;
   }
   throw new Error('unterminated string');
 }
 
-function skipValue(text: string, i: number): number {
-  const first = text[i];
-  if (first === '"') return skipString(text, i);
+function skipValue(text: string, start: number): number {
+  const first = text[start];
+  if (first === '"') return skipString(text, start);
   if (first === '{' || first === '[') {
     let depth = 0;
-    for (; i < text.length; i++) {
+    for (let i = start; i < text.length; i++) {
       const c = text[i];
       if (c === '"') i = skipString(text, i) - 1;
       else if (c === '{' || c === '[') depth++;
@@ -89,7 +90,7 @@ function skipValue(text: string, i: number): number {
     }
     throw new Error('unterminated object or array');
   }
-  const literal = /^(?:-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)/.exec(text.slice(i, i + 64));
-  if (!literal) throw new Error(`unexpected value at offset ${i}`);
-  return i + literal[0].length;
+  const literal = /^(?:-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)/.exec(text.slice(start, start + 64));
+  if (!literal) throw new Error(`unexpected value at offset ${start}`);
+  return start + literal[0].length;
 }

@@ -16,6 +16,7 @@ const SPEC = {
   usage: 'npm run demo -- [--sub <user>] [--account-url <url>] [--token <jwt> --secret-key <key>]',
   help: [
     '  --sub <user>          the user to act as (default: a fresh demo-<random>, so every run starts clean)',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: help text showing the shell default ${ACCOUNT_PORT:-3000} literally
     "  --account-url <url>   the sandbox's account service (default: ACCOUNT_URL, else http://127.0.0.1:${ACCOUNT_PORT:-3000})",
     "  --token, --secret-key a user JWT and the app's secret key (or TOKEN and SECRET_KEY), for a sandbox started with",
     '                        APPS_FILE; without them the dev app of the running sandbox is used (npm start without APPS_FILE)',

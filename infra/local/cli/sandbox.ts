@@ -286,7 +286,7 @@ function describeParseError(error: unknown): string {
  * Runs a CLI's main: a CliError becomes one line on stderr (`npm run <name>: …`) and its exit
  * code; a network failure names the URL. Anything else is a bug and keeps its stack trace.
  */
-export async function runCli(name: string, main: () => Promise<number | void>): Promise<void> {
+export async function runCli(name: string, main: () => Promise<number> | Promise<void>): Promise<void> {
   try {
     const code = await main();
     process.exitCode = code ?? 0;
@@ -364,6 +364,7 @@ export const USER_USAGE = '[--sub <user id>] [--account-url <url>] [--token <jwt
 
 export const USER_HELP = [
   "  --sub <user id>      whose tasks (default alice); a dev token is minted for them from the running sandbox's dev app",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: help text showing the shell default ${ACCOUNT_PORT:-3000} literally
   '  --account-url <url>  the account service (default ACCOUNT_URL, else http://127.0.0.1:${ACCOUNT_PORT:-3000})',
   "  --token <jwt>        the user's JWT instead of a dev token (env TOKEN); needed with an APPS_FILE sandbox",
   "  --secret-key <key>   the app's X-SERVICE-SECRET-KEY (env SECRET_KEY); needed with --token unless the sandbox runs the dev app",

@@ -28,7 +28,7 @@ await runCli(spec.name, async () => {
       dataDir: values['data-dir'],
     }),
   );
-  let listing;
+  let listing: Awaited<ReturnType<TaskApi['listTasks']>>;
   try {
     listing = await api.listTasks(limit);
   } catch (error) {

@@ -2,7 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as v from 'valibot';
 import { type Address, encodeFunctionData, formatUnits, getAddress, type Hex, isAddress, parseUnits } from 'viem';
 import { VENUE_RULES } from '../../../shared/venues/rules.ts';
-import { FELT_LIMIT, feltToHex, parseFelt, type StarkSignature, starknetKeccak, starkVerify } from '../../../shared/venues/stark.ts';
+import { FELT_LIMIT, feltToHex, parseFelt, type StarkSignature, starknetKeccak } from '../../../shared/venues/stark.ts';
 import {
   authTypedData,
   type ParadexSystemConfig,
@@ -596,7 +596,7 @@ async function revokeSubkey(raw: string, account: string, host: Host): Promise<V
   if (!key) return error(400, 'PUBLIC_KEY_INVALID', 'the path holds no public key');
   return host.transact((draft) => {
     const subkey = draft.venue.accounts[account]!.subkeys[key];
-    if (!subkey || subkey.state !== 'active') return error(400, 'INVALID_SUBKEY', 'no active subkey with this public key');
+    if (subkey?.state !== 'active') return error(400, 'INVALID_SUBKEY', 'no active subkey with this public key');
     const nanos = Date.now() * 1_000_000;
     subkey.state = 'revoked';
     subkey.revoked_at = nanos;

@@ -169,7 +169,11 @@ export function venueDModule(): VenueModule<VenueDState> {
         host.pay(draft, { id: `below-minimum:${deposit.key}`, to: deposit.depositor, token: quoteToken(host), amount: deposit.amount });
         return false;
       }
-      const account = existing ?? (draft.venue.subaccounts[sender] = { balance: '0', linkedSigner: null, links: [], withdrawals: {} });
+      let account = existing;
+      if (!account) {
+        account = { balance: '0', linkedSigner: null, links: [], withdrawals: {} };
+        draft.venue.subaccounts[sender] = account;
+      }
       account.balance = (BigInt(account.balance) + deposit.amount).toString();
       return true;
     },
