@@ -110,7 +110,7 @@ describe('APPS_FILE problems', () => {
     ['a missing field', [app({ secret_key: undefined })], '[0].secret_key: is required'],
     ['a short secret key', [app({ secret_key: 'sk_short' })], '[0].secret_key: must be at least 16 characters'],
     ['a short API key', [app({ api_key: 'ak_short' })], '[0].api_key: must be at least 16 characters'],
-    ['a secret key of the wrong type', [app({ secret_key: 123456789012345678 })], '[0].secret_key: must be a string, not a number'],
+    ['a secret key of the wrong type', [app({ secret_key: Number(123456789012345678n) })], '[0].secret_key: must be a string, not a number'],
     ['the reserved id', [app({ app_id: 'platform' })], '[0].app_id: "platform" is reserved for the platform application'],
     ['a bad id', [app({ app_id: 'a b' })], '[0].app_id: must be 1-64 letters, digits, ".", "_" or "-"'],
     ['a bad date', [app({ created_at: 'yesterday' })], '[0].created_at: must be an ISO 8601 date or timestamp'],

@@ -24,11 +24,23 @@ function environment(needs: RouteNeeds): { env: Record<string, string>; required
     if (isRequired && !required.includes(name)) required.push(name);
   };
   if (needs.table) add('TABLE_NAME', 'unit-table');
-  if (needs.accountAccessKey) add('KEY_PROVIDER', 'kms'), add('ACCOUNT_KMS_KEY_ID', 'alias/account');
-  if (needs.enclaveWalletKey) add('KEY_PROVIDER', 'kms'), add('ENCLAVE_KMS_KEY_ID', 'alias/enclave');
-  if (needs.opJwtKey) add('OP_JWT_SIGNER', 'kms'), add('OP_JWT_KMS_KEY_ID', 'alias/op-jwt');
+  if (needs.accountAccessKey) {
+    add('KEY_PROVIDER', 'kms');
+    add('ACCOUNT_KMS_KEY_ID', 'alias/account');
+  }
+  if (needs.enclaveWalletKey) {
+    add('KEY_PROVIDER', 'kms');
+    add('ENCLAVE_KMS_KEY_ID', 'alias/enclave');
+  }
+  if (needs.opJwtKey) {
+    add('OP_JWT_SIGNER', 'kms');
+    add('OP_JWT_KMS_KEY_ID', 'alias/op-jwt');
+  }
   if (needs.enclaveUrl) add('TEE_URL', 'https://enclave.example.com');
-  if (needs.chains) add('CHAINS_CONFIG', CHAINS_CONFIG), add('RPC_URLS_SECRET', 'perp-wallet/unit-rpc-urls', false);
+  if (needs.chains) {
+    add('CHAINS_CONFIG', CHAINS_CONFIG);
+    add('RPC_URLS_SECRET', 'perp-wallet/unit-rpc-urls', false);
+  }
   if (needs.delegates) add('ALLOWED_7702_DELEGATES', '', false);
   if (needs.venues) add('VENUE_URLS', '{"venue_b":"https://venue-b.example.com"}');
   if (needs.bridge) add('BRIDGE_URL', 'https://bridge.example.com', false);

@@ -21,7 +21,7 @@ async function procState(pid: number): Promise<string> {
  * with -9, not yet reaped) or a reused pid does not, so a restart right after `kill -9` works.
  */
 describe.runIf(process.platform === 'linux')('DATA_DIR lock', () => {
-  const cleanup: (() => Promise<unknown> | void)[] = [];
+  const cleanup: (() => Promise<unknown> | undefined)[] = [];
   afterEach(async () => {
     for (const step of cleanup.splice(0).reverse()) await step();
   });

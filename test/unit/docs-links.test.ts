@@ -47,13 +47,13 @@ function withoutCode(markdown: string): string {
   return withoutFences(markdown).replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (span) => span.replace(/[^\n]/g, ' '));
 }
 
-export interface MarkdownLink {
+interface MarkdownLink {
   readonly target: string;
   readonly line: number;
 }
 
 /** Inline links and images `[text](target "title")` and reference definitions `[id]: target`. */
-export function markdownLinks(markdown: string): MarkdownLink[] {
+function markdownLinks(markdown: string): MarkdownLink[] {
   const text = withoutCode(markdown);
   const links: MarkdownLink[] = [];
   const lineOf = (index: number) => text.slice(0, index).split('\n').length;
@@ -67,7 +67,7 @@ export function markdownLinks(markdown: string): MarkdownLink[] {
 }
 
 /** The anchors GitHub gives a Markdown file: its headings' slugs (github-slugger's rule) and explicit `<a id|name>`. */
-export function headingAnchors(markdown: string): Set<string> {
+function headingAnchors(markdown: string): Set<string> {
   const anchors = new Set<string>();
   const seen = new Map<string, number>();
   for (const line of withoutFences(markdown).split('\n')) {
@@ -90,7 +90,7 @@ export function headingAnchors(markdown: string): Set<string> {
 }
 
 /** What is wrong with one relative link of `file` (absolute path), or undefined when it resolves. */
-export function brokenLink(file: string, target: string, read: (path: string) => string | undefined): string | undefined {
+function brokenLink(file: string, target: string, read: (path: string) => string | undefined): string | undefined {
   if (/^[a-z][a-z0-9+.-]*:/i.test(target)) return undefined; // http:, https:, mailto:: not ours to check here
   const [rawPath, anchor] = target.split('#', 2) as [string, string | undefined];
   const path = decodeURIComponent(rawPath);
@@ -109,7 +109,7 @@ export function brokenLink(file: string, target: string, read: (path: string) =>
  * research notes live in a `shared/` beside the repository, and a fresh clone does not have them.
  * `../../shared/client/README.md` from docs/guide/ is this repository's shared/ and passes.
  */
-export function outsideMentions(file: string, markdown: string, exists: (path: string) => boolean): number[] {
+function outsideMentions(file: string, markdown: string, exists: (path: string) => boolean): number[] {
   return markdown.split('\n').flatMap((line, index) => {
     const paths = [...line.matchAll(/(?:\.\.\/)+shared\/[^\s)`'"<>\]]*/g)].map((match) => resolve(dirname(file), match[0].replace(/[.,;:]+$/, '')));
     const outside = paths.some((path) => relative(ROOT, path).startsWith('..') || !exists(path));

@@ -341,7 +341,13 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const payerKey = localEvmSigner(generatePrivateKey());
     await evm.faucet('INK', payerKey.address, 'ETH', 10n * ETHER);
     let sponsorSigned = 0;
-    const sponsor: GasPayer = { address: async () => payerKey.address, signTransaction: (tx) => (sponsorSigned++, payerKey.signTransaction(tx)) };
+    const sponsor: GasPayer = {
+      address: async () => payerKey.address,
+      signTransaction: (tx) => {
+        sponsorSigned++;
+        return payerKey.signTransaction(tx);
+      },
+    };
     const user = localEvmSigner(generatePrivateKey());
     await evm.faucet('INK', user.address, 'USDC', 10n * USDC);
     const ink = chain('INK');

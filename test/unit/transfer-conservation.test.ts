@@ -122,7 +122,10 @@ const chainEntry = (code: string) =>
   };
 function evmClient(code: string): PublicClient {
   let client = clients.get(code);
-  if (!client) clients.set(code, (client = createPublicClient({ transport: http(chainEntry(code).rpc_url) })));
+  if (!client) {
+    client = createPublicClient({ transport: http(chainEntry(code).rpc_url) });
+    clients.set(code, client);
+  }
   return client;
 }
 
@@ -153,7 +156,7 @@ async function walletTotal(evm: string, sol: string): Promise<bigint> {
 
 const toUnits = (decimal: string) => {
   const [whole, fraction = ''] = decimal.split('.');
-  return BigInt(whole!) * 1_000_000n + BigInt((fraction + '000000').slice(0, 6));
+  return BigInt(whole!) * 1_000_000n + BigInt(`${fraction}000000`.slice(0, 6));
 };
 
 async function venueBalance(user: User, dex: Venue): Promise<bigint> {

@@ -230,7 +230,7 @@ describe('route planner: every bridge step it plans is a route of the bridge', (
             for (const destinationChain of [undefined, ...chains])
               for (const destinationToken of destinationChain ? tokens : [undefined]) {
                 const body = { source, destination, chain, token, destination_chain: destinationChain, destination_token: destinationToken };
-                let p;
+                let p: ReturnType<typeof plan>;
                 try {
                   p = plan(body);
                 } catch (error) {

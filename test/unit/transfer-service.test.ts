@@ -285,7 +285,12 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
     const sent: string[] = [];
     const spy = {
       ...table,
-      doc: { send: (command: { constructor: { name: string } }) => (sent.push(command.constructor.name), table.doc.send(command as never)) },
+      doc: {
+        send: (command: { constructor: { name: string } }) => {
+          sent.push(command.constructor.name);
+          return table.doc.send(command as never);
+        },
+      },
     } as unknown as Table;
     const listed = await listUserTasks({ table: spy }, user, 5);
     expect(listed.user_id).toBe(`uid-${user.identity.sub}`);

@@ -252,7 +252,7 @@ const invocation = (task: TaskRef, index: number, phase: StepInvocation['phase']
 async function drive(task: TaskRef, index: number, options: { attempt?: number; stepDeps?: StepDeps } = {}) {
   const stepDeps = options.stepDeps ?? deps;
   const deadline = Date.now() + 30_000;
-  let result;
+  let result: Awaited<ReturnType<typeof runStep>>;
   for (;;) {
     try {
       result = await runStep(stepDeps, invocation(task, index, 'submit', options.attempt));
@@ -695,7 +695,10 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
     let looks = 0;
     const counting = {
       quote: deps.bridge!.quote.bind(deps.bridge),
-      status: (reference: Parameters<NonNullable<StepDeps['bridge']>['status']>[0]) => (looks++, deps.bridge!.status(reference)),
+      status: (reference: Parameters<NonNullable<StepDeps['bridge']>['status']>[0]) => {
+        looks++;
+        return deps.bridge!.status(reference);
+      },
     };
     const stepDeps = { ...deps, bridge: counting };
     await bridge.setFault({ mode: 'stall', count: 1 });

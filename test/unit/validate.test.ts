@@ -62,7 +62,7 @@ describe('parseInput never echoes the input', () => {
 });
 
 describe('integer fields are range-checked in their schemas', () => {
-  it.each([9007199254740993, 9007199254740992, 1e308, 1.5, -1, Number.MAX_VALUE])('sign_authorization refuses chain_id and nonce %s', (value) => {
+  it.each([Number(9007199254740993n), 9007199254740992, 1e308, 1.5, -1, Number.MAX_VALUE])('sign_authorization refuses chain_id and nonce %s', (value) => {
     for (const field of ['chain_id', 'nonce']) {
       const error = refusal(SignAuthorizationRequest, { ...authorization, [field]: value });
       expect(error.message).toMatch(new RegExp(`^body\\.${field}: must be an integer between \\d+ and 9007199254740991$`));
@@ -76,7 +76,7 @@ describe('integer fields are range-checked in their schemas', () => {
 
   it.each([
     ['chainId', 1e308],
-    ['nonce', 9007199254740993],
+    ['nonce', Number(9007199254740993n)],
     ['value', (2n ** 256n).toString()],
     ['maxFeePerGas', '9'.repeat(78)],
     ['gasPrice', (2n ** 256n).toString()],
