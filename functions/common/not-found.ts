@@ -16,7 +16,7 @@ import { ROUTES, type ServiceName } from '../routes.ts';
 export const adapter = async (event: APIGatewayProxyEvent) => {
   const service = currentServiceName();
   const allowed = withHead(
-    ROUTES.filter((route) => route.service === service && route.routeKey.endsWith(` ${event.resource}`)).map((route) => route.routeKey.split(' ')[0]!),
+    ROUTES.filter((route) => route.service === service && route.routeKey.endsWith(` ${event.resource}`)).map((route) => methodOf(route.routeKey)),
   );
   if (allowed.length === 0) throw new NotFoundError('ROUTE_NOT_FOUND', notFoundMessage(service, event));
   return jsonResponse(
@@ -52,12 +52,19 @@ export function otherServiceOf(service: string, path: string): { service: Servic
   const segments = path.split('/');
   const matching = ROUTES.filter((route) => {
     if (route.service === service || route.routeKey === '$default') return false;
-    const template = route.routeKey.split(' ')[1]!.split('/');
+    const [, pathTemplate] = route.routeKey.split(' ');
+    if (pathTemplate === undefined) return false; // no path: `$default` only, excluded above
+    const template = pathTemplate.split('/');
     return template.length === segments.length && template.every((part, i) => (part.startsWith('{') ? segments[i] !== '' : part === segments[i]));
   });
   const owner = matching[0]?.service;
   if (!owner) return undefined;
-  return { service: owner, methods: withHead(matching.filter((route) => route.service === owner).map((route) => route.routeKey.split(' ')[0]!)) };
+  return { service: owner, methods: withHead(matching.filter((route) => route.service === owner).map((route) => methodOf(route.routeKey))) };
+}
+
+/** The method of a route key (`GET /account` → `GET`; split always yields a first part, so the default is never used). */
+function methodOf(routeKey: string): string {
+  return routeKey.split(' ')[0] ?? '';
 }
 
 export const handler = httpHandler(adapter);

@@ -3,7 +3,7 @@ import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { appsFromEnv } from '../../shared/deps/table.ts';
 import { ForbiddenError, NotFoundError } from '../../shared/errors.ts';
 import { authenticateApiKey } from '../../shared/express/express-caller.ts';
-import { callerPath, queryStringOf, routeOf } from '../../shared/http/event.ts';
+import { callerPath, queryStringOf } from '../../shared/http/event.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
 
 /**

@@ -36,21 +36,20 @@ export async function getOrCreateAccount(deps: Pick<AccountDeps, 'table' | 'keyW
   if (existing) return existing;
 
   const walletGroupId = user.app.default_wallet_group_id;
-  const [evm, sol] = await Promise.all(
-    (['ETH', 'SOL'] as const).map((network) => deps.enclave.createWallet({ secretKey: user.secretKey }, { authJwt: user.token, network, walletGroupId })),
-  );
+  const createWallet = (network: 'ETH' | 'SOL') => deps.enclave.createWallet({ secretKey: user.secretKey }, { authJwt: user.token, network, walletGroupId });
+  const [evm, sol] = await Promise.all([createWallet('ETH'), createWallet('SOL')]);
   const userId = uuidv7();
   const sealed = await sealSecrets(deps.keyWrapper, accountEncryptionContext({ app_id: user.app.app_id, user_id: userId }), {
-    evm_access_key: Buffer.from(evm!.access_key, 'utf8'),
-    sol_access_key: Buffer.from(sol!.access_key, 'utf8'),
+    evm_access_key: Buffer.from(evm.access_key, 'utf8'),
+    sol_access_key: Buffer.from(sol.access_key, 'utf8'),
   });
   return putAccountIfAbsent(deps.table, {
     app_id: user.app.app_id,
     app_user_id: user.identity.sub,
     user_id: userId,
-    public_address: { ETH: evm!.public_address, SOL: sol!.public_address },
+    public_address: { ETH: evm.public_address, SOL: sol.public_address },
     perp_dex_status: defaultPerpDexStatus(),
-    wallets: { evm: { wallet_id: evm!.wallet_id }, sol: { wallet_id: sol!.wallet_id } },
+    wallets: { evm: { wallet_id: evm.wallet_id }, sol: { wallet_id: sol.wallet_id } },
     sealed,
     created_at: deps.now().toISOString(),
   });

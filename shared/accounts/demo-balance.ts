@@ -27,7 +27,13 @@ export async function demoBalance(
       chain === 'SOL'
         ? await deps.chains.sol().then((sol) => Promise.all(tokens.map((token) => sol.balance(address, token))))
         : await deps.chains.evm(chain).then((evm) => Promise.all(tokens.map((token) => evm.balance(address as `0x${string}`, token))));
-    assets = Object.fromEntries(tokens.map((token, i) => [token, formatAmount(balances[i]!, deps.chains.decimals(chain, token))]));
+    assets = Object.fromEntries(
+      tokens.map((token, i) => {
+        const balance = balances[i];
+        if (balance === undefined) throw new Error(`demo balance: no balance read for ${token} on ${chain}`); // one read per token, in order
+        return [token, formatAmount(balance, deps.chains.decimals(chain, token))];
+      }),
+    );
   }
   return { chain, address, assets, public_address: account.public_address };
 }

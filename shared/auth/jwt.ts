@@ -82,7 +82,7 @@ async function verify(app: Application, token: string, kind: KeySetKind, code: s
       throw new UnauthorizedError(code, `${what} "sub" claim is longer than ${MAX_SUBJECT_BYTES} bytes`);
     }
     const nowSeconds = Math.floor((now ?? new Date()).getTime() / 1000);
-    if (!Number.isFinite(payload.exp) || payload.exp! > nowSeconds + MAX_EXP_AHEAD_SECONDS) {
+    if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp) || payload.exp > nowSeconds + MAX_EXP_AHEAD_SECONDS) {
       throw new UnauthorizedError(code, `${what} "exp" claim is more than ${MAX_EXP_AHEAD_SECONDS} seconds (10 years) ahead`);
     }
     return payload as JWTPayload & { sub: string; iss: string };
@@ -112,7 +112,9 @@ function assertTokenAge(payload: JWTPayload, maxAge: number, nowSeconds: number)
   }
   if (iat > nowSeconds + CLOCK_SKEW_SECONDS) throw new UnauthorizedError('INVALID_TOKEN', 'JWT "iat" is in the future');
   if (nowSeconds - iat > maxAge) throw new UnauthorizedError('INVALID_TOKEN', `JWT is older than the app's maximum token age (${maxAge} seconds)`);
-  if (payload.exp! - iat > maxAge) throw new UnauthorizedError('INVALID_TOKEN', `JWT lifetime exceeds the app's maximum token age (${maxAge} seconds)`);
+  // verify() requires a finite "exp" before this runs.
+  if (typeof payload.exp !== 'number') throw new Error('internal: assertTokenAge needs a verified token, which carries "exp"');
+  if (payload.exp - iat > maxAge) throw new UnauthorizedError('INVALID_TOKEN', `JWT lifetime exceeds the app's maximum token age (${maxAge} seconds)`);
 }
 
 /**

@@ -54,7 +54,9 @@ export async function verifyServiceToken(registry: AppRegistry, token: string, n
       requiredClaims: ['iat', 'exp'],
       currentDate: now,
     });
-    if (payload.exp! - payload.iat! > MAX_OP_JWT_LIFETIME_SECONDS) throw invalid('lifetime too long');
+    // requiredClaims makes jose refuse a token without numeric iat and exp: this only narrows the types.
+    if (typeof payload.exp !== 'number' || typeof payload.iat !== 'number') throw invalid('"iat" and "exp" are required');
+    if (payload.exp - payload.iat > MAX_OP_JWT_LIFETIME_SECONDS) throw invalid('lifetime too long');
   } catch (error) {
     if (error instanceof UnauthorizedError) throw error;
     throw invalid('not signed by a trusted platform key, expired, or not for the enclave');

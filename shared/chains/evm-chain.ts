@@ -50,7 +50,10 @@ export class EvmChain {
   }
 
   decimals(token: string): number {
-    return token === this.config.native ? 18 : this.config.tokens[token as 'USDC' | 'USDC.E']!.decimals;
+    if (token === this.config.native) return 18;
+    const entry = this.config.tokens[token as 'USDC' | 'USDC.E'];
+    if (!entry) throw new Error(`${token} is not configured on ${this.code}`);
+    return entry.decimals;
   }
 
   /** Every token this chain carries, native first. */

@@ -245,7 +245,7 @@ function rejectionReason(error: unknown): string | undefined {
   if (code === SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE) {
     // The cause is the transaction error the simulation hit (static text, no request data).
     const cause = error.cause;
-    return `simulation failed${isSolanaError(cause) ? `: ${cause.message.split('\n')[0]!.slice(0, 160)}` : ''}`;
+    return `simulation failed${isSolanaError(cause) ? `: ${(cause.message.split('\n')[0] ?? '').slice(0, 160)}` : ''}`;
   }
   if (code === SOLANA_ERROR__MALFORMED_JSON_RPC_ERROR || code < 0) return `JSON-RPC error ${code}`;
   return undefined;

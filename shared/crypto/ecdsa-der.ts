@@ -8,16 +8,24 @@ export function derToJoseSignature(der: Uint8Array, size = 32): Uint8Array {
     throw new Error('not a DER ECDSA signature');
   };
   let offset = 0;
-  const byte = () => (offset < der.length ? der[offset++]! : fail());
+  const byte = (): number => {
+    const value = der[offset];
+    if (value === undefined) return fail(); // past the end
+    offset++;
+    return value;
+  };
   const integer = (): Uint8Array => {
     if (byte() !== 0x02) fail();
     const length = byte();
     if (length === 0 || length > size + 1 || offset + length > der.length) fail(); // short-form lengths only
     let value = der.subarray(offset, offset + length);
     offset += length;
-    if (value[0]! & 0x80) fail(); // negative
-    if (value.length > 1 && value[0] === 0 && !(value[1]! & 0x80)) fail(); // non-minimal
-    if (value[0] === 0) value = value.subarray(1);
+    const first = value[0];
+    const second = value[1];
+    if (first === undefined) return fail(); // length 0 is refused above
+    if (first & 0x80) fail(); // negative
+    if (second !== undefined && first === 0 && !(second & 0x80)) fail(); // non-minimal
+    if (first === 0) value = value.subarray(1);
     if (value.length > size) fail();
     return value;
   };

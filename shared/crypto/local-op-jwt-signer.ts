@@ -16,8 +16,10 @@ export class LocalOpJwtSigner implements OpJwtSigner {
 
   async sign(claims: OpJwtClaims): Promise<string> {
     const { privateJwk, publicJwk } = await this.#load();
+    const { kid } = publicJwk;
+    if (kid === undefined) throw new Error('internal: the op_jwt signing key has no kid (describeEs256Jwk always sets one)');
     const key = await importJWK(privateJwk, 'ES256');
-    return new SignJWT(opJwtPayload(claims)).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: publicJwk.kid! }).sign(key);
+    return new SignJWT(opJwtPayload(claims)).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid }).sign(key);
   }
 
   async publicJwk(): Promise<JWK> {

@@ -36,8 +36,15 @@ export function venueDriverFactories(chains: EvmChains, network: 'live' | 'sandb
         polygonBalanceOf: async (token, owner) =>
           (await chains.evm('POL')).client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }),
       }),
-    venue_d: ({ baseUrl }) => new VenueDDriver({ baseUrl, ...(sandbox ? { collateral: chains.config.INK.tokens.USDC!.address as Address } : {}) }),
+    venue_d: ({ baseUrl }) => new VenueDDriver({ baseUrl, ...(sandbox ? { collateral: sandboxInkUsdc(chains) } : {}) }),
   };
+}
+
+/** The sandbox's INK USDC, venue_d's collateral there: the sandbox's chains config always lists it. */
+function sandboxInkUsdc(chains: EvmChains): Address {
+  const usdc = chains.config.INK.tokens.USDC;
+  if (!usdc) throw new Error('venue_d in the sandbox takes INK USDC as its collateral, and the chains config lists no USDC on INK');
+  return usdc.address as Address;
 }
 
 /** Need `venues`: VENUE_URLS (and the chains, which the adapters read). */

@@ -44,10 +44,13 @@ function checksummed(field: string, address: string): Address {
 
 function authorization(entry: NonNullable<EvmTransactionInput['authorizationList']>[number], index: number): SignedAuthorization {
   const field = `authorizationList.${index}`;
-  const address = checksummed(`${field}.${entry.address ? 'address' : 'contractAddress'}`, (entry.address ?? entry.contractAddress)!);
+  // The schema (SignedAuthorization) requires address or contractAddress, and yParity or v: these refusals only narrow the types.
+  const given = entry.address ?? entry.contractAddress;
+  if (given === undefined) refuse(`${field}.address`, 'is required');
+  const address = checksummed(`${field}.${entry.address ? 'address' : 'contractAddress'}`, given);
   // v (27/28, or 0/1 as some encoders write it) is the deprecated form of yParity.
   const fromV = entry.v === undefined ? undefined : Number(bigOf(entry.v) % 27n);
-  const yParity = entry.yParity === undefined ? fromV! : numberOf(entry.yParity);
+  const yParity = entry.yParity === undefined ? (fromV ?? refuse(`${field}.yParity`, 'is required (or v)')) : numberOf(entry.yParity);
   if (fromV !== undefined && fromV !== yParity) refuse(`${field}.v`, 'must agree with yParity (27 is 0, 28 is 1)');
   return { address, chainId: numberOf(entry.chainId), nonce: numberOf(entry.nonce), r: entry.r as Hex, s: entry.s as Hex, yParity };
 }

@@ -52,8 +52,8 @@ export function deriveWalletId(appId: string, identity: { iss: string; sub: stri
   const digest = createHash('sha256')
     .update(JSON.stringify(['enclave-wallet', appId, identity.iss, identity.sub, walletGroupId, family]))
     .digest();
-  digest[6] = (digest[6]! & 0x0f) | 0x80; // version 8
-  digest[8] = (digest[8]! & 0x3f) | 0x80; // RFC 9562 variant
+  digest[6] = (digest.readUInt8(6) & 0x0f) | 0x80; // version 8
+  digest[8] = (digest.readUInt8(8) & 0x3f) | 0x80; // RFC 9562 variant
   const hex = digest.subarray(0, 16).toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

@@ -24,7 +24,7 @@ export const MAX_BODY_BYTES = 256 * 1024;
  * size limit and JSON body parsing when the route takes a body (the parser then requires
  * `Content-Type: application/json`).
  */
-export function httpHandler(adapter: HttpAdapter<any>, options: { jsonBody?: boolean } = {}) {
+export function httpHandler<E>(adapter: HttpAdapter<E>, options: { jsonBody?: boolean } = {}) {
   const wrapped = middy(adapter);
   // Before observability, which reads X-Request-Id; it has no after/onError, so observability's
   // still run last (middy runs them in reverse) and see the final response.

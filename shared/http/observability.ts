@@ -8,8 +8,9 @@ import { currentServiceName } from '../observability/service-name.ts';
 import { routeOf } from './event.ts';
 import { REQUEST_ID_HEADER, REQUEST_ID_KEY, requestIdOf } from './request-id.ts';
 
-type Request = middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult | undefined, unknown, Context>;
-type Middleware = middy.MiddlewareObj<any, any, any, any>;
+type Request = middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult | undefined, Error, Context>;
+/** What Powertools' middlewares are (both factories return the same shape). */
+type Middleware = ReturnType<typeof injectLambdaContext>;
 
 /** Powertools' own middlewares, made once per service (once per process in Lambda). */
 const perService = new Map<string, { logging: Middleware; metrics: Middleware }>();
@@ -32,7 +33,7 @@ function powertools(serviceName: string) {
  * line; metrics flushed after each invocation; `X-Request-Id` on every response, error or not;
  * one "request handled" line with route, status and duration (never headers or body).
  */
-export function observability(): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult | undefined, unknown, Context> {
+export function observability(): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult | undefined, Error, Context> {
   const started = new WeakMap<object, { at: number; requestId: string; serviceName: string }>();
 
   const finish = async (request: Request, phase: 'after' | 'onError') => {

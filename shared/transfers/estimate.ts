@@ -244,7 +244,8 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
   let totalEth = 0n;
   let totalUsdc = 0n;
   for (const [index, step] of plan.steps.entries()) {
-    const m = money.steps[index]!;
+    const m = money.steps[index];
+    if (!m) throw new Error(`internal: flowMoney gave no money for step ${index} of ${plan.steps.length}`); // one entry per planned step
     const gas = await gasOf(deps, step, m, ethPrice);
     const payer = gasPayer(step);
     const userGasUsd = gas && payer === 'user' ? gas.gasUsd : 0n;
@@ -258,7 +259,11 @@ export async function estimateTransferCost(deps: EstimateDeps, plan: TransferPla
     totalUsdc += costUsdc;
     if (gas) {
       payers.push(payer);
-      const entry = (chainEstimates[gas.chain] ??= { native_token: gas.coin, gas_units: 0n, gas_price: gas.gasPrice, native_cost: 0n, cost_usdc: 0n });
+      let entry = chainEstimates[gas.chain];
+      if (!entry) {
+        entry = { native_token: gas.coin, gas_units: 0n, gas_price: gas.gasPrice, native_cost: 0n, cost_usdc: 0n };
+        chainEstimates[gas.chain] = entry;
+      }
       entry.gas_units += gas.gasUnits;
       entry.native_cost += gas.gasNative + gas.value;
       entry.cost_usdc += gas.gasUsd + gas.valueUsd;

@@ -148,7 +148,8 @@ export class ChainGasEstimator implements GasEstimator {
   async #stepCalls(leg: GasLeg, token: Address): Promise<Call[]> {
     if (leg.action === 'withdrawal') return [];
     if (leg.action === 'bridge') return this.#bridgeCalls(leg, token);
-    const shape = VENUE_DEPOSIT[leg.venue!];
+    if (leg.venue === undefined) throw new Error(`internal: a ${leg.action} gas leg names no venue`); // gasOf gives every deposit leg its venue
+    const shape = VENUE_DEPOSIT[leg.venue];
     if (shape.calls === 'transfer') return [transferCall(token, shape.to?.(this.#wallet.evm) ?? PLACEHOLDER, leg.amount)];
     return [
       { to: token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [PLACEHOLDER, leg.amount] }) },
@@ -158,7 +159,8 @@ export class ChainGasEstimator implements GasEstimator {
 
   /** The bridge quote's deposit calls for this amount, or the same shape (a token transfer) when it gives none. */
   async #bridgeCalls(leg: GasLeg, token: Address): Promise<Call[]> {
-    const route = leg.bridge!;
+    const route = leg.bridge;
+    if (!route) throw new Error('internal: a bridge gas leg names no route'); // gasOf gives every bridge leg its route
     try {
       const on = (chain: string) => (chain === 'SOL' ? this.#wallet.sol : this.#wallet.evm);
       const quote = await this.#bridge.quote({ route, amount: leg.amount, sender: on(route.from.chain), recipient: on(route.to.chain) });

@@ -130,10 +130,11 @@ export function planTransfer(
   let origin: Holding;
   let target: Holding;
   if (source === 'self' && destination === 'self') {
-    if (body.destination_chain === undefined)
+    // destination_chain and destination_token come together or not at all (checked above).
+    if (body.destination_chain === undefined || body.destination_token === undefined)
       throw new ValidationError('body.destination_chain: is required for self to self (with destination_token)', 'INVALID_ROUTE');
     origin = selfHolding(body.chain ?? DEFAULT_CHAIN, body.token ?? DEFAULT_TOKEN, 'body.chain', 'body.token');
-    target = selfHolding(body.destination_chain, body.destination_token!, 'body.destination_chain', 'body.destination_token');
+    target = selfHolding(body.destination_chain, body.destination_token, 'body.destination_chain', 'body.destination_token');
     if (sameHolding(origin, target)) {
       throw new ValidationError(
         `body.destination_chain: self to self needs a different chain or token than the source (${describeHolding(origin)})`,
@@ -145,7 +146,8 @@ export function planTransfer(
     target = venueHolding(destination as VenueId);
   } else if (destination === 'self') {
     origin = venueHolding(source);
-    if (body.destination_chain !== undefined) {
+    // destination_chain and destination_token come together or not at all (checked above).
+    if (body.destination_chain !== undefined && body.destination_token !== undefined) {
       // destination_chain/destination_token name the target; a chain/token that says otherwise is a contradiction.
       if (body.chain !== undefined && body.chain !== body.destination_chain) {
         throw new ValidationError('body.chain: contradicts destination_chain; for a transfer to self give one of them', 'INVALID_ROUTE');
@@ -153,7 +155,7 @@ export function planTransfer(
       if (body.token !== undefined && body.token !== body.destination_token) {
         throw new ValidationError('body.token: contradicts destination_token; for a transfer to self give one of them', 'INVALID_ROUTE');
       }
-      target = selfHolding(body.destination_chain, body.destination_token!, 'body.destination_chain', 'body.destination_token');
+      target = selfHolding(body.destination_chain, body.destination_token, 'body.destination_chain', 'body.destination_token');
     } else {
       target = selfHolding(body.chain ?? DEFAULT_CHAIN, body.token ?? DEFAULT_TOKEN, 'body.chain', 'body.token');
     }

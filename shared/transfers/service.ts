@@ -323,19 +323,23 @@ export function closedOutcome(task: TaskRecord, status: ExecutionStatus | undefi
     case 'SUCCEEDED':
       // Every step recorded completed: the transfer is done, only the task's end was not recorded.
       if (task.steps.every((step) => step.status === 'completed')) return { status: 'completed', current_step: task.steps.length };
-    // falls through: it ended without the steps' outcome
+      return endedWithoutOutcome(task, status); // it ended without the steps' outcome
     case 'FAILED':
-      return {
-        status: 'failed',
-        failure: {
-          step: task.current_step,
-          code: 'EXECUTION_FAILED',
-          message: `execution ${task.execution_name} ended (${status}) without recording the outcome of step ${task.current_step + 1}`,
-        },
-      };
+      return endedWithoutOutcome(task, status);
     default:
       return null; // RUNNING, PENDING_REDRIVE, or no execution of that name
   }
+}
+
+function endedWithoutOutcome(task: TaskRecord, status: 'SUCCEEDED' | 'FAILED'): ClosedOutcome {
+  return {
+    status: 'failed',
+    failure: {
+      step: task.current_step,
+      code: 'EXECUTION_FAILED',
+      message: `execution ${task.execution_name} ended (${status}) without recording the outcome of step ${task.current_step + 1}`,
+    },
+  };
 }
 
 /**
@@ -370,8 +374,8 @@ export async function resumeUserTask(deps: TaskDeps, user: AuthenticatedUser, ta
   const seen = await requireTask(deps, user, taskId);
   const notResumable = (status: string) => new ConflictError('TASK_NOT_RESUMABLE', `The task is ${status}; only a failed or cancelled task can be resumed`);
   if (seen.status !== 'failed' && seen.status !== 'cancelled') throw notResumable(seen.status);
-  const k = seen.steps.findIndex((step) => step.status !== 'completed');
-  if (k < 0) {
+  const unfinished = [...seen.steps.entries()].find(([, step]) => step.status !== 'completed');
+  if (!unfinished) {
     // Every step completed but the end was not recorded: nothing to run again.
     if (!(await completeFinishedTask(deps.table, seen, deps.now()))) throw notResumable((await requireTask(deps, user, taskId)).status);
     return {
@@ -380,10 +384,10 @@ export async function resumeUserTask(deps: TaskDeps, user: AuthenticatedUser, ta
       replayed: false,
     };
   }
+  const [k, step] = unfinished;
   if (!(await resumeTask(deps.table, seen, k, deps.now()))) throw notResumable((await requireTask(deps, user, taskId)).status);
   const resumed = await requireTask(deps, user, taskId);
   await startAttempt(deps, resumed);
-  const step = seen.steps[k]!;
   return {
     status: ACCEPTED,
     body: { success: true, task_id: taskId, message: `Resuming from step ${k + 1} of ${seen.steps.length} (${step.action}), attempt ${seen.attempt + 1}` },

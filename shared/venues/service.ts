@@ -8,7 +8,7 @@ import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import type { EvmChains } from '../chains/evm-chains.ts';
 import { isConditionalCheckFailed, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
-import { acquireLease, LeaseTimeoutError } from '../db/lease.ts';
+import { acquireLease, type Lease, LeaseTimeoutError } from '../db/lease.ts';
 import { ConflictError, DomainError, NotFoundError, UnprocessableError, UpstreamError } from '../errors.ts';
 import { parseInput } from '../http/validate.ts';
 import { logger } from '../logger.ts';
@@ -215,7 +215,8 @@ export async function initPerpDexTrading(
   const { dex, force_reinit: force } = request;
   const metadata = parseInput(v.object({ metadata: TRADING_METADATA[dex] }), { metadata: request.metadata ?? {} }, 'body').metadata as Record<string, unknown>;
   const account = await requireAccount(deps, user);
-  const checkState = (status: VenueStatus | undefined) => {
+  /** The venue's status, when it allows setting trading up. */
+  const checkState = (status: VenueStatus | undefined): VenueStatus => {
     if (!status?.initialized) throw new ConflictError('DEX_NOT_INITIALIZED', `${dex} is not initialized: call POST /account/init-perp-dex first`);
     if (status.trade_initialized === true && !force) {
       throw new ConflictError(
@@ -223,11 +224,12 @@ export async function initPerpDexTrading(
         `Trading on ${dex} is already set up and its key was returned once; pass force_reinit to replace it`,
       );
     }
+    return status;
   };
-  checkState(account.perp_dex_status[dex]);
+  const initial = checkState(account.perp_dex_status[dex]);
   const driver = deps.venues.driver(dex);
   const wallet = venueWallet(deps, user, account);
-  const balances = await callVenue(dex, () => driver.balances(wallet, venueFields(account.perp_dex_status[dex]!)));
+  const balances = await callVenue(dex, () => driver.balances(wallet, venueFields(initial)));
   if (balances.balance <= 0n)
     throw new ConflictError(
       'DEX_NOT_FUNDED',
@@ -235,11 +237,10 @@ export async function initPerpDexTrading(
     );
 
   return withVenueLease(deps.table, dex, user, async () => {
-    const current = (await requireAccount(deps, user)).perp_dex_status[dex];
-    checkState(current);
-    const setup = await callVenue(dex, () => driver.initTrading(wallet, venueFields(current!), metadata, force));
+    const current = checkState((await requireAccount(deps, user)).perp_dex_status[dex]);
+    const setup = await callVenue(dex, () => driver.initTrading(wallet, venueFields(current), metadata, force));
     assertNoSecretIn(setup.stored, setup.oneTime);
-    await storeVenueStatus(deps.table, account, dex, { ...current!, ...setup.stored, trade_initialized: true });
+    await storeVenueStatus(deps.table, account, dex, { ...current, ...setup.stored, trade_initialized: true });
     logger.info('venue trading set up', { venue: dex, replaced: force });
     return {
       status: { trade_initialized: true, ...setup.stored, ...setup.oneTime },
@@ -354,7 +355,7 @@ async function callVenue<T>(venue: VenueId, work: () => Promise<T>): Promise<T> 
 }
 
 async function withVenueLease<T>(table: Table, venue: VenueId, user: AuthenticatedUser, work: () => Promise<T>): Promise<T> {
-  let lease;
+  let lease: Lease<object>;
   try {
     lease = await acquireLease(table, keys.venueLease(venue, user.app.app_id, user.identity.sub), { leaseMs: VENUE_LEASE_MS, waitMs: VENUE_LEASE_WAIT_MS });
   } catch (error) {

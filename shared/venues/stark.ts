@@ -95,7 +95,7 @@ export function starknetKeccak(text: string): bigint {
 
 /** A Cairo short string (at most 31 ASCII characters) as a field element. */
 export function encodeShortString(text: string): bigint {
-  if (!/^[\x00-\x7f]{0,31}$/.test(text)) throw new Error(`"${text}" is not a Cairo short string (at most 31 ASCII characters)`);
+  if (!/^\p{ASCII}{0,31}$/u.test(text)) throw new Error(`"${text}" is not a Cairo short string (at most 31 ASCII characters)`);
   let value = 0n;
   for (const char of text) value = (value << 8n) | BigInt(char.charCodeAt(0));
   return value;

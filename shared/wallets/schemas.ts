@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { DecimalUint, Hex32, NonEmptyString, SafeInteger } from '../http/schemas.ts';
+import { Hex32, NonEmptyString, SafeInteger } from '../http/schemas.ts';
 
 /**
  * The sign-body fields on the wire: the enclave's sign requests and the express service's sign

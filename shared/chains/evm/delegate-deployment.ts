@@ -7,7 +7,7 @@ import { DomainError } from '../../errors.ts';
 import { CallWouldFailError, describeChainError, TransactionRevertedError } from '../errors.ts';
 import type { EvmCall, EvmChain } from '../evm-chain.ts';
 import { EvmSender } from '../sender/evm-sender.ts';
-import type { Broadcast, EvmSigner, GasPayer, SendJournal } from '../sender/ports.ts';
+import type { Broadcast, EvmSigner, GasPayer, SendJournal, SendReceipt } from '../sender/ports.ts';
 import { DEFAULT_LEASE_TIMING } from '../sender/sender-lease.ts';
 import { sponsoredExecutorArtifact } from './contracts/sponsored-executor.artifact.ts';
 
@@ -114,7 +114,7 @@ export async function deployDelegate(input: { table: Table; chain: EvmChain; spo
       signer: sponsorSigner(sponsor),
       journal: journal.forSend(recorded),
     });
-  let receipt;
+  let receipt: SendReceipt;
   try {
     receipt = await send(previous);
   } catch (error) {

@@ -411,7 +411,9 @@ export async function takePlatformFee<D extends StepCoreDeps>(ctx: Ctx<D>, chain
   const fee = BigInt(ctx.step.platform_fee ?? '0');
   if (fee === 0n) return 0n;
   await adoptPlatformFee(ctx);
-  const recipient = platformFeeFor(ctx.deps.platformFee, chain).recipient!;
+  // A fee is planned only where a recipient is configured (platformFeeFor: no recipient, no fee).
+  const { recipient } = platformFeeFor(ctx.deps.platformFee, chain);
+  if (recipient === undefined) throw new Error(`internal: step ${ctx.step.action} owes a platform fee on ${chain}, and no fee recipient is configured there`);
   if (chain === 'SOL') {
     if (!ctx.kind.solana) throw new StepFailure('UNSUPPORTED_CHAIN', `A ${ctx.step.action} step does not send on Solana`);
     await ctx.kind.solana.send(ctx, 'platform_fee', recipient, token, fee, `platform-fee:${ctx.inv.task.task_id}`);
@@ -483,7 +485,8 @@ export async function settle(deps: Pick<StepCoreDeps, 'table' | 'now'>, inv: Set
   const task = await loadTask(deps.table, inv.task);
   if (!task || task.attempt !== inv.attempt || task.failure || task.status === 'completed') return { recorded: false };
   const index = Math.min(task.current_step, task.steps.length - 1);
-  const step = task.steps[index]!;
+  const step = task.steps[index];
+  if (!step) throw new Error('internal: a task to settle has no steps'); // a task is planned with at least one step
   const code = /^[A-Za-z0-9_.]{1,64}$/.test(inv.error.Error) ? inv.error.Error : 'STEP_ERROR';
   const message = SETTLE_MESSAGES[code] ?? `Step ${index} (${step.action}) stopped with ${code}; resume the task to continue from it`;
   const onStep = step.status !== 'completed' ? step.try : undefined;

@@ -101,7 +101,13 @@ function venueChain(step: DepositStep): EvmChainCode {
 }
 
 /** Only the ERC-20 Transfer event, for decoding receipts and log queries. */
-const TRANSFER_EVENT = erc20Abi.find((item) => item.type === 'event' && item.name === 'Transfer')!;
+const TRANSFER_EVENT = transferEvent();
+
+function transferEvent() {
+  const event = erc20Abi.find((item) => item.type === 'event' && item.name === 'Transfer');
+  if (!event) throw new Error("viem's erc20Abi has no Transfer event");
+  return event;
+}
 
 /**
  * The venue's refund of a deposit, looked for on chain (undefined: none yet). The rule: an ERC-20
@@ -127,7 +133,7 @@ async function findRefund(ctx: Ctx<VenueStepDeps, 'deposit'>, sends: Record<stri
   let after: { block: bigint; logIndex: number } | undefined;
   for (const [, send] of deposits) {
     const receipt = await getTransactionReceipt(evm.client, { hash: send.tx_hash as Hex }).catch(() => null);
-    if (!receipt || receipt.status !== 'success') continue;
+    if (receipt?.status !== 'success') continue;
     const outs = parseEventLogs({ abi: [TRANSFER_EVENT], logs: receipt.logs }).filter(
       (log) => getAddress(log.address) === getAddress(token) && getAddress(log.args.from) === wallet,
     );

@@ -135,12 +135,13 @@ export class VenueBDriver implements VenueDriver {
       ...(agentName === undefined ? {} : { agentName }),
       nonce,
     });
-    if (builder !== undefined) {
+    // builder_address and max_builder_fee_rate come together or not at all (checked above).
+    if (builder !== undefined && rate !== undefined) {
       await this.send(wallet, {
         type: 'approveBuilderFee',
         hyperliquidChain: this.options.hyperliquidChain,
         signatureChainId: this.options.signatureChainId,
-        maxFeeRate: rate!,
+        maxFeeRate: rate,
         builder: builder.toLowerCase() as Address,
         nonce: nonce + 1,
       });

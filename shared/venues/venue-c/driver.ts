@@ -61,7 +61,14 @@ const RULES = VENUE_RULES.venue_c;
 /** [O] P4: at most 500,000 USDC per deposit transaction. */
 export const VENUE_C_DEPOSIT_MAXIMUM = 500_000n * 10n ** 6n;
 /** StarkGate's estimateDepositFeeWei(): 20000 gas × 5 gwei (the rules' depositNativeValue, which eth_required counts). */
-export const STARKGATE_DEPOSIT_FEE_WEI = RULES.depositNativeValue!;
+export const STARKGATE_DEPOSIT_FEE_WEI = starkgateDepositFee();
+
+function starkgateDepositFee(): bigint {
+  const fee = RULES.depositNativeValue;
+  if (fee === undefined) throw new Error("venue_c's rules have no depositNativeValue (StarkGate's deposit fee)");
+  return fee;
+}
+
 const SCALE = 10n ** BigInt(PARACLEAR_DECIMALS - RULES.decimals);
 const DEFAULT_SUBKEY_NAME = 'trading';
 
@@ -146,13 +153,15 @@ export class VenueCDriver implements VenueDriver {
     const jwt = await this.jwt(signer);
     const listed = (await this.request('GET', '/v1/account/keys/subkeys', { jwt })) as { results?: { name?: string; public_key?: string; state?: string }[] };
     if (!Array.isArray(listed?.results)) throw new VenueCUnavailableError('venue_c answered the subkey list without results');
-    const active = listed.results.filter((subkey) => subkey.state === 'active' && typeof subkey.public_key === 'string');
+    const active = listed.results.flatMap((subkey) =>
+      subkey.state === 'active' && typeof subkey.public_key === 'string' ? [{ ...subkey, public_key: subkey.public_key }] : [],
+    );
     const sameName = active.filter((subkey) => subkey.name === name);
     if (sameName.length > 0 && !replace)
       throw new VenueRuleError('SUBKEY_EXISTS', `venue_c already has a subkey named "${name}" for this account; reinitialise to replace it`);
     if (replace) {
       const stored = typeof fields.subkey_public_key === 'string' ? fields.subkey_public_key : undefined;
-      const revoke = active.filter((subkey) => subkey.name === name || (stored !== undefined && sameFelt(subkey.public_key!, stored)));
+      const revoke = active.filter((subkey) => subkey.name === name || (stored !== undefined && sameFelt(subkey.public_key, stored)));
       for (const subkey of revoke) await this.request('DELETE', `/v1/account/keys/subkeys/${subkey.public_key}`, { jwt });
     }
 

@@ -113,7 +113,8 @@ export class VenueDDriver implements VenueDriver {
     // healths: [initial, maintenance, unweighted]; the unweighted health is the account value,
     // and what the initial health allows is what can leave (the engine's max withdrawable).
     const accountValue = fromX18(info.healths[2]?.health, 'healths[2].health');
-    const initial = fromX18(info.healths[0]?.health, 'healths[0].health');
+    // Typed bigint: Math.min (which useMathMinMax would suggest) takes no bigints.
+    const initial: bigint = fromX18(info.healths[0]?.health, 'healths[0].health');
     const available = balance < initial ? balance : initial;
     return { balance, account_value: accountValue, available_for_withdrawal: available > 0n ? available : 0n };
   }
@@ -237,7 +238,10 @@ export class VenueDDriver implements VenueDriver {
   }
 
   private remember(key: string, entry: { reference: string; body: unknown }): void {
-    if (this.withdrawals.size >= MAX_REMEMBERED_WITHDRAWALS) this.withdrawals.delete(this.withdrawals.keys().next().value!);
+    if (this.withdrawals.size >= MAX_REMEMBERED_WITHDRAWALS) {
+      const oldest = this.withdrawals.keys().next();
+      if (!oldest.done) this.withdrawals.delete(oldest.value);
+    }
     this.withdrawals.set(key, entry);
   }
 
