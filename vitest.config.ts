@@ -9,6 +9,9 @@ const apiTests = ['test/api/**/*.test.ts'];
 
 export default defineConfig({
   test: {
+    // Files side by side: most of a file's time is spent waiting on the sandbox (chains, venues,
+    // the bridge), so three workers keep both cores busy. Vitest's default is cores − 1 (one here).
+    maxWorkers: 3,
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       { test: { name: 'unit', include: ['test/unit/**/*.test.ts'], setupFiles: ['test/support/aws-matchers.ts'] } },
@@ -35,7 +38,18 @@ export default defineConfig({
       },
       // `npm run test:deployed`: the same API tests against a deployed stack (AWS or LocalStack).
       ...(process.env.API_TEST_TARGET === 'deployed'
-        ? [{ test: { name: 'api-deployed', include: apiTests, globalSetup: ['test/api/support/global-setup.ts'], env: { TEST_DYNAMODB: 'deployed' }, testTimeout: 120_000, hookTimeout: 180_000 } }]
+        ? [
+            {
+              test: {
+                name: 'api-deployed',
+                include: apiTests,
+                globalSetup: ['test/api/support/global-setup.ts'],
+                env: { TEST_DYNAMODB: 'deployed' },
+                testTimeout: 120_000,
+                hookTimeout: 180_000,
+              },
+            },
+          ]
         : []),
     ],
   },

@@ -272,22 +272,23 @@ describe.runIf(isSandbox)('POST /transfer and the task routes', () => {
     const json = { source: 'self', destination: 'venue_b', amount: '10' };
     // The venue refunds this user's deposit: the step fails DEPOSIT_REFUNDED, the task ends failed; resume starts attempt 1 from step 1.
     await setUserFault({ target: 'venue_b', operation: 'deposit', mode: 'refund', count: 1, address: evm });
-    let failing;
+    let taskId = '';
     try {
-      failing = await call('account', 'POST', '/transfer', { headers, json });
+      const failing = await call('account', 'POST', '/transfer', { headers, json });
       expect(failing.status, JSON.stringify(failing.body)).toBe(202);
-      const failed = await untilSettled(headers, failing.body.task_id);
+      taskId = failing.body.task_id;
+      const failed = await untilSettled(headers, taskId);
       expect(failed.status, JSON.stringify(failed.metadata)).toBe('failed');
     } finally {
       await setUserFault({ target: 'venue_b', operation: 'deposit', mode: 'clear', address: evm });
     }
-    const resumed = await call('account', 'POST', `/task/${failing.body.task_id}/resume`, { headers });
+    const resumed = await call('account', 'POST', `/task/${taskId}/resume`, { headers });
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(202);
-    expect(resumed.body).toEqual({ success: true, task_id: failing.body.task_id, message: expect.stringContaining('Resuming from step 1 of 1 (deposit)') });
-    expect(resumed.headers.get('x-task-id')).toBe(failing.body.task_id);
-    const again = await call('account', 'POST', `/task/${failing.body.task_id}/resume`, { headers });
+    expect(resumed.body).toEqual({ success: true, task_id: taskId, message: expect.stringContaining('Resuming from step 1 of 1 (deposit)') });
+    expect(resumed.headers.get('x-task-id')).toBe(taskId);
+    const again = await call('account', 'POST', `/task/${taskId}/resume`, { headers });
     expect([again.status, expectErrorShape(again.body).code]).toEqual([409, 'TASK_NOT_RESUMABLE']);
-    expect((await call('account', 'GET', `/task/${failing.body.task_id}`, { headers })).body.metadata.attempt).toBe(1);
+    expect((await call('account', 'GET', `/task/${taskId}`, { headers })).body.metadata.attempt).toBe(1);
     expect((await call('account', 'POST', '/task/nope/resume', { headers })).status).toBe(400);
   });
 

@@ -340,7 +340,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
   const readEvmDeposit = async (chain: EvmChainCode, hash: Hex): Promise<ChainDeposit[] | undefined> => {
     const { client } = evm[chain];
     const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
-    if (!receipt || receipt.status !== 'success') return undefined;
+    if (receipt?.status !== 'success') return undefined;
     const tokens = new Map<string, BridgeToken>();
     for (const token of ['USDC', 'USDC.E'] as const) {
       const address = tokenAddress(chain, token);
@@ -354,7 +354,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     for (const log of receipt.logs) {
       const token = tokens.get(log.address.toLowerCase());
       if (!token) continue;
-      let decoded;
+      let decoded: ReturnType<typeof decodeEventLog<readonly [typeof TRANSFER_EVENT]>>;
       try {
         decoded = decodeEventLog({ abi: [TRANSFER_EVENT], data: log.data, topics: log.topics });
       } catch {
