@@ -14,7 +14,8 @@ export default defineConfig({
     maxWorkers: 3,
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
-      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'], setupFiles: ['test/support/aws-matchers.ts'] } },
+      // Files run side by side on 2 cores: a sandbox test's 5 s default can lapse under load, not because it is wrong.
+      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'], setupFiles: ['test/support/aws-matchers.ts'], testTimeout: 20_000 } },
       { test: { name: 'infra', include: ['test/infra/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 240_000 } },
       {
         test: {
