@@ -2,7 +2,7 @@ import type { AppRegistry } from '../apps/app-registry.ts';
 import { ConfigError, loadInclusionTimeoutMs } from '../config.ts';
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { loadPlatformFee } from '../transfers/platform-fee.ts';
-import { DEFAULT_STEP_DEADLINE_SECONDS, type StepCoreDeps } from '../transfers/steps/core.ts';
+import { DEFAULT_STEP_DEADLINE_SECONDS, POLL_INTERVAL_MS, type StepCoreDeps } from '../transfers/steps/core.ts';
 import { enclaveStepWallets } from '../transfers/steps/wallets.ts';
 import type { WalletEnclave } from '../wallets/enclave-client.ts';
 import { EnclaveGasSponsor } from '../withdrawals/gas-sponsor.ts';
@@ -20,6 +20,8 @@ import { appsFromEnv, systemClock, tableFromEnv } from './table.ts';
  * TRANSFER_POLL_WINDOW_MS (default 5000, 0 to 20000): how long one poll invocation keeps
  *   re-checking an unsettled step (every 200 ms) before it answers `settled: false`; the step
  *   Lambdas time out at 60 s (statemachines/README.md, "Polling: long polls").
+ * TRANSFER_POLL_INTERVAL_MS (default 200, 10 to 5000): the pause between two looks inside one long
+ *   poll (the local sandbox sets its tick).
  * TRANSFER_STEP_DEADLINE_SECONDS (default 3600): a step unsettled that long fails STEP_TIMED_OUT.
  */
 export function stepCoreFromEnv(env = process.env): StepCoreParts {
@@ -34,6 +36,7 @@ export function stepCoreFromEnv(env = process.env): StepCoreParts {
       now: systemClock,
       pollSeconds: wholeNumber(env, 'TRANSFER_POLL_SECONDS', 1, { min: 1, max: 999_999, unit: 'seconds' }),
       pollWindowMs: wholeNumber(env, 'TRANSFER_POLL_WINDOW_MS', DEFAULT_POLL_WINDOW_MS, { min: 0, max: 20_000, unit: 'milliseconds' }),
+      pollIntervalMs: wholeNumber(env, 'TRANSFER_POLL_INTERVAL_MS', POLL_INTERVAL_MS, { min: 10, max: 5_000, unit: 'milliseconds' }),
       deadlineSeconds: wholeNumber(env, 'TRANSFER_STEP_DEADLINE_SECONDS', DEFAULT_STEP_DEADLINE_SECONDS, { min: 1, max: 999_999, unit: 'seconds' }),
     },
     signing: { apps, enclave, opJwtSigner },

@@ -64,6 +64,8 @@ export interface StepCoreDeps {
   readonly deadlineSeconds?: number;
   /** How long one poll invocation keeps re-checking an unsettled step (TRANSFER_POLL_WINDOW_MS; 0 here, one look, when unset). */
   readonly pollWindowMs?: number;
+  /** The pause between two looks inside one long poll (TRANSFER_POLL_INTERVAL_MS; POLL_INTERVAL_MS when unset). */
+  readonly pollIntervalMs?: number;
 }
 
 /**
@@ -173,8 +175,9 @@ async function runKind<D extends StepCoreDeps, A extends StepAction>(
     const ctx: Ctx<D, A> = { deps, kind, inv, task, step, account, wallet: await deps.wallets.open(task, account) };
     let outcome = await kind.run(ctx);
     // Long poll: look again while the window lasts (each look re-reads the record first).
-    while (!outcome.done && inv.phase === 'poll' && performance.now() + POLL_INTERVAL_MS < windowEnds && !timedOut(deps, ctx.step)) {
-      await new Promise((wake) => setTimeout(wake, POLL_INTERVAL_MS));
+    const pause = deps.pollIntervalMs ?? POLL_INTERVAL_MS;
+    while (!outcome.done && inv.phase === 'poll' && performance.now() + pause < windowEnds && !timedOut(deps, ctx.step)) {
+      await new Promise((wake) => setTimeout(wake, pause));
       await refresh(ctx);
       if (ctx.step.status === 'completed') return { settled: true, wait_seconds: 0 };
       outcome = await kind.run(ctx);
