@@ -216,8 +216,6 @@ async function startOnLockedDataDir(
     SFN_ENDPOINT: stepFunctions.endpoint,
     TRANSFER_STATE_MACHINE_ARN: stepFunctions.stateMachineArn,
     TRANSFER_STEP_FUNCTIONS: JSON.stringify(localStepFunctionNames()),
-    // A step's long poll looks again at the sandbox's own pace (its venues and bridge move once a tick).
-    TRANSFER_POLL_INTERVAL_MS: process.env.TRANSFER_POLL_INTERVAL_MS ?? String(Math.max(10, Math.min(tickMs, 200))),
     // A sandbox choice (README "Transfers"): 10 bps to recipients generated once under DATA_DIR.
     PLATFORM_FEE: process.env.PLATFORM_FEE ?? (await sandboxPlatformFee(dataDir)),
   });

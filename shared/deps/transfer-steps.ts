@@ -21,7 +21,8 @@ import { appsFromEnv, systemClock, tableFromEnv } from './table.ts';
  *   re-checking an unsettled step (every 200 ms) before it answers `settled: false`; the step
  *   Lambdas time out at 60 s (statemachines/README.md, "Polling: long polls").
  * TRANSFER_POLL_INTERVAL_MS (default 200, 10 to 5000): the pause between two looks inside one long
- *   poll (the local sandbox sets its tick).
+ *   poll. Measured: the sandbox's own tick (25 ms) here made the 200-transfer conservation run
+ *   slower on 2 cores (more looks, more CPU), so the sandbox keeps the default.
  * TRANSFER_STEP_DEADLINE_SECONDS (default 3600): a step unsettled that long fails STEP_TIMED_OUT.
  */
 export function stepCoreFromEnv(env = process.env): StepCoreParts {
