@@ -11,7 +11,13 @@ import type { Broadcast, EvmSigner, GasPayer, SendJournal, SendReceipt, SendTimi
 import { type LeaseTiming, type NonceState, senderBusy, withSenderLease } from './sender-lease.ts';
 import { timed } from './timings.ts';
 
-/** Sponsored calls must execute within this long after the account signs them. */
+/**
+ * Sponsored calls must execute within this long after the account signs them. A signed execute
+ * that was included without effect (TRANSACTION_NO_EFFECT: its delegation was skipped) stays valid
+ * for its executor nonce until then; the next sponsored send of the wallet signs that same nonce,
+ * so at most one of the two can ever run, but a third party could submit the old one first. With
+ * the wallet's own lease held around the authorisation, our own sends no longer cause that case.
+ */
 const EXECUTE_DEADLINE_SECONDS = 600n;
 /**
  * Time kept back from the account's lease for the work after the sponsor's lease is granted
