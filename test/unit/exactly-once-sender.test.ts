@@ -83,6 +83,13 @@ class LaggingNonceChain extends EvmChain {
   }
 }
 
+/** A gas payer with a local key, funded with 10 of the chain's native coin. */
+async function fundedSponsor(code: EvmChainCode, native: 'ETH' | 'POL'): Promise<{ payerKey: ReturnType<typeof localEvmSigner>; sponsor: GasPayer }> {
+  const payerKey = localEvmSigner(generatePrivateKey());
+  await evm.faucet(code, payerKey.address, native, 10n * ETHER);
+  return { payerKey, sponsor: { address: async () => payerKey.address, signTransaction: payerKey.signTransaction } };
+}
+
 const chain = (code: EvmChainCode) => new EvmChain(code, evm.chains[code]);
 const publicClient = (code: EvmChainCode) => createPublicClient({ transport: http(evm.chains[code].rpc_url) });
 const usdcBalance = (code: EvmChainCode, owner: Address) =>
@@ -186,9 +193,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
   });
 
   it('sponsored: the sponsor pays, and the wait for a busy sponsor ends before the account lease would expire', async () => {
-    const payerKey = localEvmSigner(generatePrivateKey());
-    await evm.faucet('ETH', payerKey.address, 'ETH', 10n * ETHER);
-    const sponsor: GasPayer = { address: async () => payerKey.address, signTransaction: payerKey.signTransaction };
+    const { payerKey, sponsor } = await fundedSponsor('ETH', 'ETH');
     const user = localEvmSigner(generatePrivateKey());
     await evm.faucet('ETH', user.address, 'USDC', 10n * USDC);
     const eth = chain('ETH');
@@ -229,9 +234,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
   });
 
   it('a plain send and a first sponsored send of one wallet at once: the authorisation is never made stale, both move exactly their amounts', async () => {
-    const payerKey = localEvmSigner(generatePrivateKey());
-    await evm.faucet('ARB', payerKey.address, 'ETH', 10n * ETHER);
-    const sponsor: GasPayer = { address: async () => payerKey.address, signTransaction: payerKey.signTransaction };
+    const { payerKey, sponsor } = await fundedSponsor('ARB', 'ETH');
     const user = localEvmSigner(generatePrivateKey());
     await evm.faucet('ARB', user.address, 'ETH', ETHER);
     await evm.faucet('ARB', user.address, 'USDC', 10n * USDC);
@@ -277,9 +280,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
   });
 
   it('a sponsored send whose authorisation the chain skips is included, succeeds and moves nothing: TRANSACTION_NO_EFFECT, never reported sent', async () => {
-    const payerKey = localEvmSigner(generatePrivateKey());
-    await evm.faucet('POL', payerKey.address, 'POL', 10n * ETHER);
-    const sponsor: GasPayer = { address: async () => payerKey.address, signTransaction: payerKey.signTransaction };
+    const { payerKey, sponsor } = await fundedSponsor('POL', 'POL');
     const user = localEvmSigner(generatePrivateKey());
     await evm.faucet('POL', user.address, 'USDC', 10n * USDC);
     const pol = chain('POL');
