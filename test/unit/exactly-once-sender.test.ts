@@ -234,7 +234,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
   });
 
   it('a plain send and a first sponsored send of one wallet at once: the authorisation is never made stale, both move exactly their amounts', async () => {
-    const { payerKey, sponsor } = await fundedSponsor('ARB', 'ETH');
+    const { sponsor } = await fundedSponsor('ARB', 'ETH');
     const user = localEvmSigner(generatePrivateKey());
     await evm.faucet('ARB', user.address, 'ETH', ETHER);
     await evm.faucet('ARB', user.address, 'USDC', 10n * USDC);
@@ -280,7 +280,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
   });
 
   it('a sponsored send whose authorisation the chain skips is included, succeeds and moves nothing: TRANSACTION_NO_EFFECT, never reported sent', async () => {
-    const { payerKey, sponsor } = await fundedSponsor('POL', 'POL');
+    const { sponsor } = await fundedSponsor('POL', 'POL');
     const user = localEvmSigner(generatePrivateKey());
     await evm.faucet('POL', user.address, 'USDC', 10n * USDC);
     const pol = chain('POL');
