@@ -6,7 +6,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import type { TransferStepFunction, TransferStepKind } from '../../functions/transfer-steps.ts';
-import { TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS, TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS } from '../transfer-machine.ts';
+import { checkTransferDefinition, TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS, TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS } from '../transfer-definition.ts';
 import { type NeedsResources, REPO_ROOT, ServiceFunction, STAR_RESOURCE_REASON } from './service-function.ts';
 
 /** The transfer state machine's definition (JSONPath), the same file the local interpreter runs. */
@@ -23,14 +23,11 @@ export const TRANSFER_ASL_FILE = 'statemachines/transfer.asl.json';
  */
 export const STEP_FUNCTION_TIMEOUT = Duration.seconds(TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS);
 
-/** The settle Lambda's timeout: one conditional update of the task item (infra/transfer-machine.ts, statemachines/README.md). */
+/** The settle Lambda's timeout: one conditional update of the task item (infra/transfer-definition.ts, statemachines/README.md). */
 export const SETTLE_FUNCTION_TIMEOUT = Duration.seconds(TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS);
 
 /** The timeout of a step kind's Lambda. */
 export const stepFunctionTimeout = (kind: TransferStepKind): Duration => (kind === 'settle' ? SETTLE_FUNCTION_TIMEOUT : STEP_FUNCTION_TIMEOUT);
-
-/** The only Task integration the machine's role can serve (lambda:InvokeFunction on the step functions). */
-const LAMBDA_INVOKE = 'arn:aws:states:::lambda:invoke';
 
 export interface TransferMachineProps {
   /** The step Lambdas (functions/transfer-steps.ts): one per kind. */
@@ -39,39 +36,6 @@ export interface TransferMachineProps {
   readonly resources: NeedsResources;
   /** ASL file relative to the repository root. @default TRANSFER_ASL_FILE */
   readonly definitionFile?: string;
-}
-
-type AslState = { Type?: string; Resource?: unknown; TimeoutSeconds?: unknown; ItemProcessor?: AslMachine; Iterator?: AslMachine; Branches?: AslMachine[] };
-type AslMachine = { States?: Record<string, AslState>; TimeoutSeconds?: unknown; QueryLanguage?: unknown };
-
-/**
- * Checks what the deployment relies on in the ASL: JSONPath only (the local interpreter ignores
- * JSONata silently), a machine TimeoutSeconds, and every Task (nested in Map/Parallel too) a
- * `lambda:invoke` with a TimeoutSeconds no shorter than the step Lambdas' timeout.
- */
-export function checkTransferDefinition(definition: string, stepTimeout: Duration = STEP_FUNCTION_TIMEOUT): void {
-  const machine = JSON.parse(definition) as AslMachine;
-  const problems: string[] = [];
-  if (machine.QueryLanguage !== undefined && machine.QueryLanguage !== 'JSONPath') problems.push('QueryLanguage must be JSONPath');
-  if (typeof machine.TimeoutSeconds !== 'number') problems.push('the machine has no TimeoutSeconds');
-  let tasks = 0;
-  const walk = (states: Record<string, AslState> | undefined, where: string) => {
-    for (const [name, state] of Object.entries(states ?? {})) {
-      if ((state as { QueryLanguage?: unknown }).QueryLanguage === 'JSONata') problems.push(`${where}${name}: JSONata`);
-      if (state.Type === 'Task') {
-        tasks++;
-        if (state.Resource !== LAMBDA_INVOKE)
-          problems.push(`${where}${name}: Resource ${JSON.stringify(state.Resource)} (the role may only invoke the step functions: ${LAMBDA_INVOKE})`);
-        if (typeof state.TimeoutSeconds !== 'number') problems.push(`${where}${name}: no TimeoutSeconds`);
-        else if (state.TimeoutSeconds < stepTimeout.toSeconds())
-          problems.push(`${where}${name}: TimeoutSeconds ${state.TimeoutSeconds} < the step functions' ${stepTimeout.toSeconds()} s timeout`);
-      }
-      for (const inner of [state.ItemProcessor, state.Iterator, ...(state.Branches ?? [])]) if (inner) walk(inner.States, `${where}${name}/`);
-    }
-  };
-  walk(machine.States, '');
-  if (tasks === 0) problems.push('no Task state');
-  if (problems.length) throw new Error(`${TRANSFER_ASL_FILE}: ${problems.join('; ')}`);
 }
 
 /**
@@ -95,7 +59,7 @@ export class TransferMachine extends Construct {
   constructor(scope: Construct, id: string, props: TransferMachineProps) {
     super(scope, id);
     const definition = readFileSync(path.join(REPO_ROOT, props.definitionFile ?? TRANSFER_ASL_FILE), 'utf8');
-    checkTransferDefinition(definition);
+    checkTransferDefinition(definition, STEP_FUNCTION_TIMEOUT.toSeconds());
 
     const kinds = props.steps.map((step) => step.kind);
     if (new Set(kinds).size !== kinds.length) throw new Error(`transfer steps: one function per kind, got ${kinds.join(', ')}`);

@@ -6,9 +6,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, type RouteNeeds } from '../../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import { ServiceFunction } from '../../infra/constructs/service-function.ts';
-import { checkTransferDefinition, SETTLE_FUNCTION_TIMEOUT, STEP_FUNCTION_TIMEOUT, TRANSFER_ASL_FILE } from '../../infra/constructs/transfer-machine.ts';
+import { SETTLE_FUNCTION_TIMEOUT, STEP_FUNCTION_TIMEOUT, TRANSFER_ASL_FILE } from '../../infra/constructs/transfer-machine.ts';
 import type { ServiceStacks } from '../../infra/services-stack.ts';
 import type { StatefulStack } from '../../infra/stateful-stack.ts';
+import { checkTransferDefinition } from '../../infra/transfer-definition.ts';
 import { buildStacks } from './support/stacks.ts';
 
 /**
@@ -368,9 +369,9 @@ describe('the definition check (synthetic definitions)', () => {
 
   it('refuses other integrations, missing or short timeouts, JSONata, and a machine without Tasks, naming the state', () => {
     expect(() => checkTransferDefinition(task({ Resource: 'arn:aws:states:::aws-sdk:kms:sign' }))).toThrow(/T: Resource "arn:aws:states:::aws-sdk:kms:sign"/);
-    expect(() => checkTransferDefinition(task({ TimeoutSeconds: undefined }))).toThrow(/T: no TimeoutSeconds/);
+    expect(() => checkTransferDefinition(task({ TimeoutSeconds: undefined }))).toThrow(/T: a Task without TimeoutSeconds/);
     expect(() => checkTransferDefinition(task({ TimeoutSeconds: 30 }))).toThrow(/T: TimeoutSeconds 30 < the step functions' 60 s timeout/);
-    expect(() => checkTransferDefinition(task({ QueryLanguage: 'JSONata' }))).toThrow(/T: JSONata/);
+    expect(() => checkTransferDefinition(task({ QueryLanguage: 'JSONata' }))).toThrow(/T: QueryLanguage "JSONata"/);
     expect(() => checkTransferDefinition(JSON.stringify({ StartAt: 'P', States: { P: { Type: 'Pass', End: true } } }))).toThrow(
       /the machine has no TimeoutSeconds; no Task state/,
     );

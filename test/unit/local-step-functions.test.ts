@@ -17,7 +17,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FunctionNotFoundError, type LocalLambda } from '../../infra/local/step-functions/runner.ts';
 import { type LocalStepFunctions, startLocalStepFunctions } from '../../infra/local/step-functions/server.ts';
 import { localStepFunctionNames, sandboxPlatformFee, transferStepResolver } from '../../infra/local/step-functions/transfer-functions.ts';
-import { readTransferMachine } from '../../infra/transfer-machine.ts';
+import { readTransferMachine } from '../../infra/transfer-definition.ts';
 import { loadPlatformFee } from '../../shared/transfers/platform-fee.ts';
 import { type ExecutionInput, executionName, STEP_FAILED_ERROR, type StepInvocation } from '../../shared/transfers/task.ts';
 

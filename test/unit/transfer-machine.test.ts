@@ -9,7 +9,7 @@ import {
   TRANSFER_SETTLE_TASK_TIMEOUT_SECONDS,
   TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS,
   TRANSFER_STEP_TASK_TIMEOUT_SECONDS,
-} from '../../infra/transfer-machine.ts';
+} from '../../infra/transfer-definition.ts';
 import { type ExecutionInput, STEP_FAILED_ERROR, STEP_RETRYABLE_ERROR, type StepInvocation } from '../../shared/transfers/task.ts';
 
 /**

@@ -1,5 +1,6 @@
 import { ExecutionError, ExecutionTimeoutError, StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
-import { LAMBDA_INVOKE, stateNames } from './definition.ts';
+import { LAMBDA_INVOKE } from '../../transfer-definition.ts';
+import { stateNames } from './definition.ts';
 
 /**
  * Runs one execution of a (loadLocalDefinition-checked) definition with aws-local-stepfunctions,

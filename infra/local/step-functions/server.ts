@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join, resolve } from 'node:path';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
-import { readTransferMachine } from '../../transfer-machine.ts';
+import { readTransferMachine } from '../../transfer-definition.ts';
 import { listenPreferring } from '../listen-preferring.ts';
 import { DurableState } from '../venues/durable-state.ts';
 import { loadLocalDefinition } from './definition.ts';

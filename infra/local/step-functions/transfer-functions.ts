@@ -5,7 +5,7 @@ import { getAddressDecoder } from '@solana/kit';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { TRANSFER_STEP_FUNCTIONS, type TransferStepFunction, type TransferStepKind } from '../../../functions/transfer-steps.ts';
 import { withServiceName } from '../../../shared/observability/service-name.ts';
-import { TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS, TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS } from '../../transfer-machine.ts';
+import { TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS, TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS } from '../../transfer-definition.ts';
 import { lambdaContext, runInvocation } from '../api-gateway.ts';
 import { DurableState } from '../venues/durable-state.ts';
 import { FunctionNotFoundError, type FunctionResolver, type LocalLambda } from './runner.ts';
