@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/support/sequencer.ts';
 
 /**
  * One test command, four projects: unit tests, CDK template assertions, and the black-box API
@@ -12,6 +13,8 @@ export default defineConfig({
     // Files side by side: most of a file's time is spent waiting on the sandbox (chains, venues,
     // the bridge), so three workers keep both cores busy. Vitest's default is cores − 1 (one here).
     maxWorkers: 3,
+    // Longest files first across projects (a clean clone has no durations cached): test/support/sequencer.ts.
+    sequence: { sequencer: LongestFirstSequencer },
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       // Files run side by side on 2 cores: a sandbox test's 5 s default can lapse under load, not because it is wrong.

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { type ChainsConfig, ChainsConfigSchema } from './chains/chain-config.ts';
+import { DEFAULT_LEASE_TIMING, type LeaseTiming } from './chains/sender/sender-lease.ts';
 import { VENUE_IDS, type VenueId } from './venues/default-status.ts';
 
 /**
@@ -152,6 +153,29 @@ export function loadInclusionTimeoutMs(env = process.env): number {
   if (ms < 1000 || ms > 20_000) throw new ConfigError('Invalid configuration: WITHDRAW_INCLUSION_TIMEOUT_MS: must be between 1000 and 20000');
   return ms;
 }
+
+/**
+ * SENDER_LEASE_MS (default 15000, 8000 to 15000): how long one send (sign + broadcast) may hold
+ * its account's sender lease, and so how long the lease of a holder that died (a Lambda timeout,
+ * `kill -9`) keeps the account's next send waiting. A send queues for the lease 5 s longer than
+ * that before 409 SENDER_BUSY. Deployments keep the default; the crash test shortens it so its
+ * rounds do not each wait out 15 s (test/unit/transfer-crash.test.ts). A holder that overruns it
+ * loses the lease and cannot record its send (fencing): it answers SENDER_BUSY. The floor leaves a
+ * sponsored send its sponsor's share of the wallet's lease (SPONSOR_WORK_RESERVE_MS, 5 s) and time
+ * to sign before it.
+ */
+export function loadSenderLeaseTiming(env = process.env): LeaseTiming {
+  const raw = env.SENDER_LEASE_MS;
+  if (raw === undefined || raw === '') return DEFAULT_LEASE_TIMING;
+  const ms = /^[0-9]{1,6}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(ms >= MIN_SENDER_LEASE_MS && ms <= DEFAULT_LEASE_TIMING.leaseMs))
+    throw new ConfigError(
+      `Invalid configuration: SENDER_LEASE_MS: must be a whole number of milliseconds, ${MIN_SENDER_LEASE_MS} to ${DEFAULT_LEASE_TIMING.leaseMs}`,
+    );
+  return { leaseMs: ms, waitMs: ms + SENDER_QUEUE_MARGIN_MS };
+}
+const MIN_SENDER_LEASE_MS = 8_000;
+const SENDER_QUEUE_MARGIN_MS = DEFAULT_LEASE_TIMING.waitMs - DEFAULT_LEASE_TIMING.leaseMs;
 
 /** Venue API base URLs by venue id; a venue left out is "not configured" (its routes answer 503 VENUE_NOT_CONFIGURED). */
 export type VenueUrls = Readonly<Partial<Record<VenueId, string>>>;

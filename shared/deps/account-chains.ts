@@ -1,5 +1,5 @@
 import { createSenders } from '../chains/sender/senders.ts';
-import { loadInclusionTimeoutMs } from '../config.ts';
+import { loadInclusionTimeoutMs, loadSenderLeaseTiming } from '../config.ts';
 import { EnclaveGasSponsor } from '../withdrawals/gas-sponsor.ts';
 import { claimLeaseMs } from '../withdrawals/idempotency.ts';
 import type { WithdrawDeps } from '../withdrawals/withdraw.ts';
@@ -16,6 +16,7 @@ export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof app
   const enclave = enclaveClientFromEnv();
   const opJwtSigner = opJwtSignerFromEnv();
   const inclusionTimeoutMs = loadInclusionTimeoutMs();
+  const lease = loadSenderLeaseTiming();
   return {
     table,
     apps,
@@ -28,8 +29,9 @@ export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof app
       table,
       sponsor: new EnclaveGasSponsor(enclave, opJwtSigner, apps),
       inclusionTimeoutMs,
+      lease,
       now: systemClock,
     }),
-    claimLeaseMs: claimLeaseMs(inclusionTimeoutMs),
+    claimLeaseMs: claimLeaseMs(inclusionTimeoutMs, lease.leaseMs),
   };
 }

@@ -17,7 +17,13 @@ export function bridgeStepDepsFromEnv(env = process.env): BridgeStepDeps {
   return {
     ...parts.core,
     chains: chainsFromEnv(),
-    senders: createSenders({ table: parts.core.table, sponsor: gasSponsor(parts), inclusionTimeoutMs: parts.inclusionTimeoutMs, now: systemClock }),
+    senders: createSenders({
+      table: parts.core.table,
+      sponsor: gasSponsor(parts),
+      inclusionTimeoutMs: parts.inclusionTimeoutMs,
+      lease: parts.lease,
+      now: systemClock,
+    }),
     ...(bridge ? { bridge } : {}),
   };
 }

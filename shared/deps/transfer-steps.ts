@@ -1,5 +1,6 @@
 import type { AppRegistry } from '../apps/app-registry.ts';
-import { ConfigError, loadInclusionTimeoutMs } from '../config.ts';
+import type { LeaseTiming } from '../chains/sender/sender-lease.ts';
+import { ConfigError, loadInclusionTimeoutMs, loadSenderLeaseTiming } from '../config.ts';
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { loadPlatformFee } from '../transfers/platform-fee.ts';
 import { DEFAULT_STEP_DEADLINE_SECONDS, POLL_INTERVAL_MS, type StepCoreDeps } from '../transfers/steps/core.ts';
@@ -24,6 +25,7 @@ import { appsFromEnv, systemClock, tableFromEnv } from './table.ts';
  *   poll. Measured: the sandbox's own tick (25 ms) here made the 200-transfer conservation run
  *   slower on 2 cores (more looks, more CPU), so the sandbox keeps the default.
  * TRANSFER_STEP_DEADLINE_SECONDS (default 3600): a step unsettled that long fails STEP_TIMED_OUT.
+ * SENDER_LEASE_MS (default 15000): the senders' lease (shared/config.ts, loadSenderLeaseTiming).
  */
 export function stepCoreFromEnv(env = process.env): StepCoreParts {
   const { table, apps } = appsFromEnv();
@@ -42,6 +44,7 @@ export function stepCoreFromEnv(env = process.env): StepCoreParts {
     },
     signing: { apps, enclave, opJwtSigner },
     inclusionTimeoutMs: loadInclusionTimeoutMs(env),
+    lease: loadSenderLeaseTiming(env),
   };
 }
 
@@ -50,6 +53,8 @@ export interface StepCoreParts {
   /** For the gas sponsor of the kinds that sponsor (sponsoredGas). */
   readonly signing: { readonly apps: AppRegistry; readonly enclave: WalletEnclave; readonly opJwtSigner: OpJwtSigner };
   readonly inclusionTimeoutMs: number;
+  /** The senders' lease (SENDER_LEASE_MS). */
+  readonly lease: LeaseTiming;
 }
 
 /** The gas payer of sponsored sends (the enclave's sponsor key), for the bridge and deposit steps. */

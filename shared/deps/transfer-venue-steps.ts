@@ -1,5 +1,4 @@
 import { EvmSender } from '../chains/sender/evm-sender.ts';
-import { DEFAULT_LEASE_TIMING } from '../chains/sender/sender-lease.ts';
 import { SponsoredEvmSender } from '../chains/sender/sponsored-sender.ts';
 import type { VenueStepDeps } from '../transfers/steps/venue.ts';
 import { evmChainsFromEnv } from './evm-chains.ts';
@@ -20,7 +19,7 @@ function venueStepDeps(parts: StepCoreParts, sponsored?: SponsoredEvmSender): Ve
     ...parts.core,
     chains,
     senders: {
-      evm: new EvmSender({ table, inclusionTimeoutMs: parts.inclusionTimeoutMs, lease: DEFAULT_LEASE_TIMING, now: clockMs }),
+      evm: new EvmSender({ table, inclusionTimeoutMs: parts.inclusionTimeoutMs, lease: parts.lease, now: clockMs }),
       ...(sponsored ? { sponsored } : {}),
     },
     venues: venueRegistryFromEnv(chains),
@@ -41,7 +40,7 @@ export function depositStepDepsFromEnv(env = process.env): VenueStepDeps {
     table: parts.core.table,
     sponsor: gasSponsor(parts),
     inclusionTimeoutMs: parts.inclusionTimeoutMs,
-    lease: DEFAULT_LEASE_TIMING,
+    lease: parts.lease,
     now: clockMs,
   });
   return venueStepDeps(parts, sponsored);

@@ -46,8 +46,8 @@ export type Claim =
  * for inclusion, and a margin. Past it the attempt is taken as dead (a crash, `kill -9`); should
  * it still be alive, fencing keeps it from recording or settling (see IdempotencyRecord).
  */
-export function claimLeaseMs(inclusionTimeoutMs: number): number {
-  return DEFAULT_LEASE_TIMING.leaseMs + inclusionTimeoutMs + CLAIM_MARGIN_MS;
+export function claimLeaseMs(inclusionTimeoutMs: number, senderLeaseMs: number = DEFAULT_LEASE_TIMING.leaseMs): number {
+  return senderLeaseMs + inclusionTimeoutMs + CLAIM_MARGIN_MS;
 }
 const CLAIM_MARGIN_MS = 5_000;
 /** WITHDRAW_INCLUSION_TIMEOUT_MS's default (shared/config.ts). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadBaseConfig, loadKeyProviderConfig, loadOpJwtSignerConfig, loadTeeUrl } from '../../shared/config.ts';
+import { ConfigError, loadBaseConfig, loadKeyProviderConfig, loadOpJwtSignerConfig, loadSenderLeaseTiming, loadTeeUrl } from '../../shared/config.ts';
 
 describe('loadBaseConfig', () => {
   it('fails fast with a ConfigError naming TABLE_NAME when it is missing', () => {
@@ -78,5 +78,19 @@ describe('loadOpJwtSignerConfig / loadTeeUrl', () => {
   it('strips trailing slashes from TEE_URL and refuses a non-URL', () => {
     expect(loadTeeUrl({ TEE_URL: 'http://127.0.0.1:4001//' })).toBe('http://127.0.0.1:4001');
     expect(() => loadTeeUrl({ TEE_URL: 'enclave' })).toThrow(/TEE_URL/);
+  });
+});
+
+describe('loadSenderLeaseTiming (SENDER_LEASE_MS)', () => {
+  it('defaults to the 15 s lease and 20 s queue; a shorter lease queues 5 s longer than itself', () => {
+    expect(loadSenderLeaseTiming({})).toEqual({ leaseMs: 15_000, waitMs: 20_000 });
+    expect(loadSenderLeaseTiming({ SENDER_LEASE_MS: '' })).toEqual({ leaseMs: 15_000, waitMs: 20_000 });
+    expect(loadSenderLeaseTiming({ SENDER_LEASE_MS: '8000' })).toEqual({ leaseMs: 8_000, waitMs: 13_000 });
+  });
+  it('refuses what would starve a sponsored send or outlast the claim arithmetic, and anything not whole milliseconds', () => {
+    for (const raw of ['7999', '15001', '1e4', '-9000', '9000.5', ' 9000', 'x']) {
+      expect(() => loadSenderLeaseTiming({ SENDER_LEASE_MS: raw }), raw).toThrow(ConfigError);
+      expect(() => loadSenderLeaseTiming({ SENDER_LEASE_MS: raw }), raw).toThrow('SENDER_LEASE_MS: must be a whole number of milliseconds, 8000 to 15000');
+    }
   });
 });

@@ -35,7 +35,8 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
 
   it('re-drives every running task after a restart; each completes with no double send and no lost funds', { timeout: 180_000 }, async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'transfer-crash-'));
-    const env = { DATA_DIR: dataDir, APPS_FILE: '' };
+    // The shortest sender lease (shared/config.ts): a killed holder's lease delays the next send by 8 s, not 15 s.
+    const env = { DATA_DIR: dataDir, APPS_FILE: '', SENDER_LEASE_MS: '8000' };
     runtime = await startRuntimeProcess(env, ['--quiet']);
     const base = () => runtime!.urls.account;
     const call = async (method: string, path: string, headers: Headers = {}, json?: unknown) => {

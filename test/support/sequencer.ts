@@ -1,0 +1,42 @@
+import { relative } from 'node:path';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * Longest files first, across projects. Vitest's own order runs the projects one after another by
+ * name (api, api-dynamodb-local, infra, unit), so on a clean clone (no results cache, as in CI)
+ * the 90 s conservation run started about three minutes in and ran alone at the end on an idle
+ * core. Here every file gets an expected duration: the cached one when vitest has it, else the
+ * measured one below, else less than a second, keeping vitest's order among those; then the
+ * longest start first
+ * (the longest-processing-time rule for filling `maxWorkers` workers).
+ *
+ * SLOW_FILES: seconds measured on the 2-core machine with three workers (README, "Test it").
+ * A stale number only changes the order, never what runs.
+ */
+const SLOW_FILES: Readonly<Record<string, number>> = {
+  'test/unit/transfer-conservation.test.ts': 90,
+  'test/infra/stacks.test.ts': 50,
+  'test/unit/transfer-crash.test.ts': 45,
+  'test/api/fuzz.test.ts': 25,
+  'test/api/transfers-flow.test.ts': 20,
+  'test/api/prototype-keys.test.ts': 18,
+  'test/api/local-runtime.test.ts': 20,
+  'test/unit/exactly-once-sender.test.ts': 19,
+  'test/api/sandbox-cli.test.ts': 18,
+};
+
+export default class LongestFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const cache = this.ctx.cache;
+    const ordered = await super.sort(files); // failed-first and the size fallback, as vitest does
+    const expected = (spec: TestSpecification, fallback: number) => {
+      const cached = cache.getTestSpecificationResult(spec);
+      if (cached && !cached.failed) return cached.duration / 1000;
+      return SLOW_FILES[relative(this.ctx.config.root, spec.moduleId)] ?? fallback;
+    };
+    // A failed file still runs first, as vitest does (its result is the one the developer waits for).
+    const failed = (spec: TestSpecification) => cache.getTestSpecificationResult(spec)?.failed === true;
+    const weights = new Map(ordered.map((spec, index) => [spec, expected(spec, (ordered.length - index) / ordered.length)]));
+    return [...ordered].sort((a, b) => Number(failed(b)) - Number(failed(a)) || weights.get(b)! - weights.get(a)!);
+  }
+}
