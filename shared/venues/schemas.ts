@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { getAddress } from 'viem';
+import { parseEvmAddress } from '../chains/evm-address.ts';
 import { VENUE_IDS, type VenueId } from './default-status.ts';
 
 /**
@@ -35,7 +35,8 @@ const BuilderFeeRate = v.pipe(
 const EvmAddress = v.pipe(
   v.string('must be a string'),
   v.regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address'),
-  v.transform((address) => getAddress(address.toLowerCase())),
+  // EIP-55: a wrong mixed-case checksum is a typo, never corrected (400 INVALID_ADDRESS_CHECKSUM); fees go there, so not the zero address.
+  v.transform((address) => parseEvmAddress(address, 'body.metadata.builder_address', { destination: true })),
 );
 
 /**

@@ -1,6 +1,6 @@
 import { isAddress as isSolanaAddress } from '@solana/kit';
 import * as v from 'valibot';
-import { getAddress, isAddress } from 'viem';
+import { parseEvmAddress } from '../chains/evm-address.ts';
 import { ValidationError } from '../errors.ts';
 
 /** Spec, Endpoints: "Supported token per chain for withdrawal". */
@@ -37,13 +37,12 @@ export function assertWithdrawable(chain: WithdrawChain, token: TokenCode): void
   }
 }
 
-/** EVM: normalised to EIP-55. Solana: a base58 32-byte public key (on or off the curve). */
+/** EVM: parseEvmAddress (EIP-55: a wrong mixed-case checksum and the zero address are refused). Solana: a base58 32-byte public key (on or off the curve). */
 export function normaliseRecipient(chain: WithdrawChain, address: string): string {
   if (chain === 'SOL') {
     // isAddress: base58 of 32-44 characters that decodes to exactly 32 bytes.
     if (!isSolanaAddress(address)) throw new ValidationError('body.to_address: must be a base58 Solana address (32 bytes)', 'INVALID_ADDRESS');
     return address;
   }
-  if (!isAddress(address, { strict: false })) throw new ValidationError('body.to_address: must be a 0x-prefixed 20-byte EVM address', 'INVALID_ADDRESS');
-  return getAddress(address);
+  return parseEvmAddress(address, 'body.to_address', { destination: true });
 }

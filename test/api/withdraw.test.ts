@@ -94,6 +94,31 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     }
   });
 
+  it('EIP-55 (issue 21): a wrong mixed-case checksum is 400 INVALID_ADDRESS_CHECKSUM, the zero address 400 INVALID_ADDRESS; all upper case is accepted and normalised', async () => {
+    const user = await newAccount(appOne, uniqueUser('w-checksum'));
+    await faucet('ARB', user.evm, 'ETH', '1');
+    await faucet('ARB', user.evm, 'USDC', '10');
+    const before = await chainBalance('ARB', user.evm, 'USDC');
+    const to = getAddress(freshEvm());
+    // One letter's case flipped: the same 20 bytes, a wrong checksum (viem's getAddress would "correct" it).
+    const at = [...to].findIndex((char, index) => index > 1 && /[a-fA-F]/.test(char));
+    const flipped = `${to.slice(0, at)}${to[at] === to[at]!.toUpperCase() ? to[at]!.toLowerCase() : to[at]!.toUpperCase()}${to.slice(at + 1)}`;
+    const wrong = await post(user.headers, { to_address: flipped, amount: '1', chain: 'ARB' });
+    expect(wrong.status, JSON.stringify(wrong.body)).toBe(400);
+    expect(expectErrorShape(wrong.body)).toMatchObject({ code: 'INVALID_ADDRESS_CHECKSUM', message: expect.stringContaining('body.to_address') });
+    for (const zero of ['0x0000000000000000000000000000000000000000', '0X0000000000000000000000000000000000000000'.replace('0X', '0x')]) {
+      const refused = await post(user.headers, { to_address: zero, amount: '1', chain: 'ARB' });
+      expect(refused.status).toBe(400);
+      expect(expectErrorShape(refused.body).code).toBe('INVALID_ADDRESS');
+    }
+    expect(await chainBalance('ARB', user.evm, 'USDC')).toBe(before); // nothing sent
+    expect(await chainBalance('ARB', to, 'USDC')).toBe(0n);
+    const upper = await post(user.headers, { to_address: `0x${to.slice(2).toUpperCase()}`, amount: '1', chain: 'ARB' });
+    expect(upper.status, JSON.stringify(upper.body)).toBe(200);
+    expect(upper.body.to_address).toBe(to);
+    expect(await chainBalance('ARB', to, 'USDC')).toBe(parseUnits('1', 6));
+  });
+
   it('refuses bad amounts, unsupported pairs and unknown chains with 400, changing nothing', async () => {
     const user = await newAccount(appOne, uniqueUser('w-400'));
     await faucet('ARB', user.evm, 'ETH', '1');
