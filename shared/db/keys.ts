@@ -14,6 +14,7 @@
  * | venue setup lease | LEASE#VENUE#<venue>#<app_id>#<app_user_id> | LEASE   |  (one venue onboarding at a time)
  * | venue balance lock| LEASE#VENUEBAL#<venue>#<app_id>#<app_user_id> | LEASE |  (one transfer step moving a user's venue balance; built in shared/transfers/steps/venue-lock.ts, venueBalanceLease, so it is not in every bundle: bench:bundles)
  * | transfer task     | TASKS#<app_id>#<app_user_id>         | TASK#<task_id> |  (UUIDv7: sk order = creation order; shared/transfers/task.ts)
+ * | sponsorship budget | SPONSOR#BUDGET#<app_id>#<yyyy-mm-dd> | APP, USER#<sub> |  (sponsored transactions counted per UTC day; TTL two days after)
  * | delegate deployment | SETUP#DELEGATE#<chain>#<address>   | SETUP         |  (the signed deployment transaction, recorded before broadcast: npm run sponsor:setup)
  */
 export const keys = {
@@ -31,6 +32,8 @@ export const keys = {
   /** A transfer task with its steps' exactly-once records (one item; GET /tasks queries the partition newest first). */
   task: (appId: string, appUserId: string, taskId: string) => ({ pk: `TASKS#${appId}#${appUserId}`, sk: `TASK#${taskId}` }),
   tasksOf: (appId: string, appUserId: string) => `TASKS#${appId}#${appUserId}`,
+  /** Sponsored transactions counted for an app (`sub` unset) or one of its users on one UTC day (shared/withdrawals/sponsorship-budget.ts). */
+  sponsorshipBudget: (appId: string, day: string, sub?: string) => ({ pk: `SPONSOR#BUDGET#${appId}#${day}`, sk: sub === undefined ? 'APP' : `USER#${sub}` }),
   /** The SponsoredExecutor's deployment transaction on one chain (shared/chains/evm/delegate-deployment.ts). */
   delegateDeployment: (chain: string, address: string) => ({ pk: `SETUP#DELEGATE#${chain}#${address.toLowerCase()}`, sk: 'SETUP' }),
 };

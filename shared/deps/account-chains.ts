@@ -2,6 +2,7 @@ import { createSenders } from '../chains/sender/senders.ts';
 import { loadInclusionTimeoutMs, loadSenderLeaseTiming } from '../config.ts';
 import { EnclaveGasSponsor } from '../withdrawals/gas-sponsor.ts';
 import { claimLeaseMs } from '../withdrawals/idempotency.ts';
+import { loadSponsorshipLimits, SponsorshipBudget } from '../withdrawals/sponsorship-budget.ts';
 import type { WithdrawDeps } from '../withdrawals/withdraw.ts';
 import { chainsFromEnv } from './chains.ts';
 import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
@@ -33,5 +34,6 @@ export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof app
       now: systemClock,
     }),
     claimLeaseMs: claimLeaseMs(inclusionTimeoutMs, lease.leaseMs),
+    sponsorship: new SponsorshipBudget({ table, limits: loadSponsorshipLimits(), now: systemClock }),
   };
 }

@@ -4,7 +4,7 @@ import { type BridgeClient, HttpBridgeClient } from '../transfers/bridge.ts';
 import type { BridgeStepDeps } from '../transfers/steps/bridge.ts';
 import { chainsFromEnv } from './chains.ts';
 import { systemClock } from './table.ts';
-import { gasSponsor, stepCoreFromEnv } from './transfer-steps.ts';
+import { gasSponsor, sponsorshipBudget, stepCoreFromEnv } from './transfer-steps.ts';
 
 /**
  * Composition root of the bridge step Lambda: the common step pieces, every chain (a bridge
@@ -17,6 +17,7 @@ export function bridgeStepDepsFromEnv(env = process.env): BridgeStepDeps {
   return {
     ...parts.core,
     chains: chainsFromEnv(),
+    sponsorship: sponsorshipBudget(parts, env),
     senders: createSenders({
       table: parts.core.table,
       sponsor: gasSponsor(parts),

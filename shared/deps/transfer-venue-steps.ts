@@ -3,7 +3,7 @@ import { SponsoredEvmSender } from '../chains/sender/sponsored-sender.ts';
 import type { VenueStepDeps } from '../transfers/steps/venue.ts';
 import { evmChainsFromEnv } from './evm-chains.ts';
 import { systemClock } from './table.ts';
-import { gasSponsor, type StepCoreParts, stepCoreFromEnv } from './transfer-steps.ts';
+import { gasSponsor, type StepCoreParts, sponsorshipBudget, stepCoreFromEnv } from './transfer-steps.ts';
 import { venueRegistryFromEnv } from './venues.ts';
 
 /**
@@ -12,7 +12,7 @@ import { venueRegistryFromEnv } from './venues.ts';
  * senders (built here: createSenders would bring the Solana sender) and the venue drivers
  * (VENUE_URLS). Nothing here imports Solana or the bridge client.
  */
-function venueStepDeps(parts: StepCoreParts, sponsored?: SponsoredEvmSender): VenueStepDeps {
+function venueStepDeps(parts: StepCoreParts, sponsored?: SponsoredEvmSender, env = process.env): VenueStepDeps {
   const chains = evmChainsFromEnv();
   const { table } = parts.core;
   return {
@@ -23,6 +23,7 @@ function venueStepDeps(parts: StepCoreParts, sponsored?: SponsoredEvmSender): Ve
       ...(sponsored ? { sponsored } : {}),
     },
     venues: venueRegistryFromEnv(chains),
+    ...(sponsored ? { sponsorship: sponsorshipBudget(parts, env) } : {}),
   };
 }
 
@@ -43,5 +44,5 @@ export function depositStepDepsFromEnv(env = process.env): VenueStepDeps {
     lease: parts.lease,
     now: clockMs,
   });
-  return venueStepDeps(parts, sponsored);
+  return venueStepDeps(parts, sponsored, env);
 }

@@ -11,6 +11,7 @@ import type { Senders } from '../chains/sender/senders.ts';
 import { newTimings } from '../chains/sender/timings.ts';
 import { formatAmount, MAX_EVM_UNITS, MAX_SOLANA_UNITS, parseAmount } from '../money.ts';
 import { claimIdempotencyKey, type IdempotencyRecord, requestHash, type StoredResponse } from './idempotency.ts';
+import type { SponsorshipBudget } from './sponsorship-budget.ts';
 import { assertWithdrawable, normaliseRecipient, type WithdrawInput } from './withdraw-rules.ts';
 
 /**
@@ -24,6 +25,8 @@ export interface WithdrawDeps extends AccountDeps {
   readonly senders: Senders;
   /** How long an Idempotency-Key's claim keeps retries out (claimLeaseMs); DEFAULT_CLAIM_LEASE_MS when unset. */
   readonly claimLeaseMs?: number;
+  /** The daily sponsorship budget and minimum amounts of `gas_sponsored` withdrawals (shared/withdrawals/sponsorship-budget.ts). */
+  readonly sponsorship: SponsorshipBudget;
 }
 
 /** Milliseconds spent signing, broadcasting and waiting for inclusion (Server-Timing). */
@@ -48,9 +51,12 @@ interface Plan {
 
 export async function withdraw(deps: WithdrawDeps, user: AuthenticatedUser, input: WithdrawInput, idempotencyKey?: string): Promise<WithdrawOutcome> {
   const plan = await planWithdrawal(deps, user, input);
+  // Before the Idempotency-Key is claimed: a refused request changes nothing.
+  if (plan.sponsored) deps.sponsorship.assertMinimum(plan.token, plan.amount, plan.decimals);
   const timings = newTimings();
 
   let record: IdempotencyRecord | undefined;
+  let resumed = false;
   if (idempotencyKey) {
     const hash = requestHash({ chain: plan.chain, token: plan.token, amount: plan.amount.toString(), to: plan.to, sponsored: plan.sponsored });
     const claim = await claimIdempotencyKey(
@@ -62,9 +68,12 @@ export async function withdraw(deps: WithdrawDeps, user: AuthenticatedUser, inpu
     );
     if (claim.kind === 'replay') return { response: claim.response, timings, replayed: true };
     record = claim.record;
+    resumed = claim.kind === 'resume';
   }
 
   try {
+    // Counted once per withdrawal: not again when a retry resumes an attempt that recorded its send (or crashed after counting).
+    if (plan.sponsored && !resumed) await deps.sponsorship.consume(user.app.app_id, user.identity.sub);
     const txHash = await send(deps, user, plan, record, timings);
     const response = { status: 200, body: successBody(plan, txHash) };
     await record?.complete(response);

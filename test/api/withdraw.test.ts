@@ -330,6 +330,32 @@ describe.runIf(isSandbox)('POST /withdraw', () => {
     expect(await readExecutorNonce(await evmClient('INK'), user.evm)).toBe(8n);
   });
 
+  it('sponsorship budget (issue 21 §6): under the minimum is 422 SPONSORED_AMOUNT_TOO_SMALL; the 21st sponsored withdrawal of a day is 422 SPONSORSHIP_BUDGET_EXCEEDED with Retry-After, nothing sent', async () => {
+    const user = await newAccount(appOne, uniqueUser('w-sponsor-budget'));
+    await faucet('ARB', user.evm, 'USDC', '30');
+    const to = freshEvm();
+    const dust = await post(user.headers, { to_address: to, amount: '0.999999', chain: 'ARB', gas_sponsored: true });
+    expect(dust.status, JSON.stringify(dust.body)).toBe(422);
+    expect(expectErrorShape(dust.body)).toMatchObject({ code: 'SPONSORED_AMOUNT_TOO_SMALL', message: expect.stringContaining('at least 1 USDC') });
+    // The default budget: 20 sponsored transactions per user per UTC day (the dust refusal counted none).
+    for (let batch = 0; batch < 4; batch++) {
+      const sent = await Promise.all(Array.from({ length: 5 }, () => post(user.headers, { to_address: to, amount: '1', chain: 'ARB', gas_sponsored: true })));
+      for (const response of sent) expect(response.status, JSON.stringify(response.body)).toBe(200);
+    }
+    const over = await post(user.headers, { to_address: to, amount: '1', chain: 'ARB', gas_sponsored: true });
+    expect(over.status, JSON.stringify(over.body)).toBe(422);
+    expect(expectErrorShape(over.body)).toMatchObject({
+      code: 'SPONSORSHIP_BUDGET_EXCEEDED',
+      message: expect.stringContaining('20 sponsored transactions a day'),
+    });
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(Number(over.headers.get('retry-after'))).toBeLessThanOrEqual(86_400);
+    expect(await chainBalance('ARB', to, 'USDC')).toBe(20_000_000n);
+    // Unsponsored, the same user still withdraws (with gas of their own).
+    await faucet('ARB', user.evm, 'ETH', '1');
+    expect((await post(user.headers, { to_address: to, amount: '1', chain: 'ARB' })).status).toBe(200);
+  });
+
   it('a sponsored native send moves exactly the amount from the user', async () => {
     const user = await newAccount(appOne, uniqueUser('w-sponsored-native'));
     await faucet('POL', user.evm, 'POL', '3');

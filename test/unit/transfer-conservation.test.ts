@@ -253,6 +253,9 @@ beforeAll(async () => {
   process.env.POWERTOOLS_METRICS_DISABLED = 'true';
   process.env.TRANSFER_STEP_DEADLINE_SECONDS = String(STEP_DEADLINE_SECONDS);
   process.env.SANDBOX_TICK_MS = String(SANDBOX_TICK_MS);
+  // Each user's concurrent withdrawals (half of them sponsored) and sponsored steps run past the
+  // default 20 sponsored transactions a day: the budget is tested in test/api/withdraw.test.ts.
+  process.env.SPONSOR_DAILY_SENDS_PER_USER = '100000';
   process.env.SANDBOX_STEP_WAIT_MS = String(SANDBOX_TICK_MS);
   process.env.PLATFORM_FEE = JSON.stringify({ bps: 10, recipients: { EVM: feeEvm, SOL: feeSol } });
   runtime = await startLocalRuntime({ dataDir, ports: { account: 0, enclave: 0, express: 0 } });
@@ -428,8 +431,10 @@ async function runWithdrawals(user: User, running: () => boolean) {
   stats.plainWithdrawals[user.index] = plain;
   while (running()) {
     const { chain, token } = rng.pick(WITHDRAW_HOLDINGS);
-    const amount = `${rng.int(0, 1)}.${String(rng.int(1, 999_999)).padStart(6, '0')}`;
+    const whole = rng.int(0, 1);
     const sponsored = rng.next() < 0.5;
+    // A sponsored withdrawal is at least 1 USDC (SPONSOR_MIN_AMOUNTS' default): 1.000001 to 2.999999.
+    const amount = `${sponsored ? whole + 1 : whole}.${String(rng.int(1, 999_999)).padStart(6, '0')}`;
     const answer = await api(user, 'POST', '/withdraw', { chain, token, amount, to_address: user.sink, gas_sponsored: sponsored });
     if (answer.status === 200) {
       stats.withdrawals++;

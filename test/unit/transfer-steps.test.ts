@@ -52,6 +52,7 @@ import { resumeTask } from '../../shared/transfers/task-store.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
 import { VenueRegistry } from '../../shared/venues/registry.ts';
 import type { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
+import { DEFAULT_SPONSORSHIP_LIMITS, SponsorshipBudget } from '../../shared/withdrawals/sponsorship-budget.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
 import { depositThroughPlan, keyWallet, tokenBalance } from './support/venue-test-wallets.ts';
 
@@ -162,6 +163,7 @@ beforeAll(async () => {
     bridge: new HttpBridgeClient({ baseUrl: bridge.url }),
     now: () => new Date(),
     pollSeconds: 1,
+    sponsorship: new SponsorshipBudget({ table, limits: DEFAULT_SPONSORSHIP_LIMITS, now: () => new Date() }),
   };
 }, 180_000);
 
@@ -500,6 +502,26 @@ describe('a gas-sponsored deposit step and a withdrawal of the same wallet at on
     expect(await usdcOn('ARB', user.evmAddress)).toBe(13n * USDC);
     // The user paid no gas for the step's sends: only the withdrawal's.
     expect(await arb.client.getTransactionCount({ address: user.evmAddress })).toBe(2); // the authorisation and the withdrawal
+  });
+});
+
+describe('the sponsorship budget in a sponsored step (issue 21 §6)', () => {
+  it('a user over their daily budget: the step fails SPONSORSHIP_BUDGET_EXCEEDED before anything is signed or sent', async () => {
+    const user = await newUser(30n * USDC);
+    const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'sponsored' }], {
+      gas_sponsored: true,
+    });
+    const spent = new SponsorshipBudget({ table, limits: { ...DEFAULT_SPONSORSHIP_LIMITS, perUserPerDay: 1 }, now: () => new Date() });
+    await spent.consume(ref.app_id, ref.app_user_id); // today's one sponsored send, used elsewhere
+    const arb = await chains.evm('ARB');
+    const nonceBefore = await arb.client.getTransactionCount({ address: user.evmAddress });
+    await expect(drive(ref, 0, { stepDeps: { ...deps, sponsorship: spent } })).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = (await loadTask(table, ref))!;
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'SPONSORSHIP_BUDGET_EXCEEDED' } });
+    expect(task.failure!.message).toMatch(/1 sponsored transactions a day.*resume the task then/);
+    expect(task.steps[0]!.sends ?? {}).toEqual({});
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(30n * USDC);
+    expect(await arb.client.getTransactionCount({ address: user.evmAddress })).toBe(nonceBefore);
   });
 });
 

@@ -12,6 +12,7 @@ import { DomainError } from '../../errors.ts';
 import { logger } from '../../logger.ts';
 import { parseAmount } from '../../money.ts';
 import type { ChainCode } from '../../wallets/networks.ts';
+import { type SponsorshipBudget, SponsorshipBudgetExceededError } from '../../withdrawals/sponsorship-budget.ts';
 import { platformFee } from '../estimate.ts';
 import { TRANSFER_DECIMALS } from '../planner.ts';
 import { type PlatformFeeSettings, platformFeeFor } from '../platform-fee.ts';
@@ -66,6 +67,8 @@ export interface StepCoreDeps {
   readonly pollWindowMs?: number;
   /** The pause between two looks inside one long poll (TRANSFER_POLL_INTERVAL_MS; POLL_INTERVAL_MS when unset). */
   readonly pollIntervalMs?: number;
+  /** The daily budget of sponsored sends (shared/withdrawals/sponsorship-budget.ts): where `senders.sponsored` is. */
+  readonly sponsorship?: SponsorshipBudget;
 }
 
 /**
@@ -398,9 +401,22 @@ export function sendEvm(ctx: Ctx, label: string, chainCode: EvmChainCode, call: 
   return sendOnce(ctx, label, chainCode, async (journal) => {
     const chain = await deps.chains.evm(chainCode);
     if (ctx.step.gas_policy !== 'sponsored') return deps.senders.evm.send({ chain, from: wallet.evmAddress, call, spends, signer: wallet.evm, journal });
-    if (!deps.senders.sponsored) throw new StepFailure('GAS_SPONSORSHIP_UNAVAILABLE', `A ${ctx.step.action} step is not sent with sponsored gas`);
+    if (!deps.senders.sponsored || !deps.sponsorship)
+      throw new StepFailure('GAS_SPONSORSHIP_UNAVAILABLE', `A ${ctx.step.action} step is not sent with sponsored gas`);
+    // Counted once per send: a retry that resumes a recorded send does not count again.
+    if (!journal.previous) await consumeSponsorship(deps.sponsorship, ctx.task);
     return deps.senders.sponsored.send({ chain, account: wallet.evmAddress, call, spends, signer: wallet.evm, journal });
   });
+}
+
+/** The user's daily sponsorship: over it the step fails SPONSORSHIP_BUDGET_EXCEEDED (resume it after 00:00 UTC, or the route unsponsored). */
+async function consumeSponsorship(budget: SponsorshipBudget, task: TaskRecord): Promise<void> {
+  try {
+    await budget.consume(task.app_id, task.app_user_id);
+  } catch (error) {
+    if (error instanceof SponsorshipBudgetExceededError) throw new StepFailure(error.code, `${error.message}; resume the task then`);
+    throw error;
+  }
 }
 
 /**
