@@ -28,7 +28,7 @@ const kid = publicJwk.kid!;
 const app: Application = {
   app_id: 'bench',
   created_at: '2026-09-01T00:00:00Z',
-  oidc: { provider_id: 'idp', issuer: 'https://idp.bench', jwks: { keys: [publicJwk] } },
+  oidc: { provider_id: 'idp', issuer: 'https://idp.bench', audience: 'bench-api', jwks: { keys: [publicJwk] } },
   secret_key_hash: '00',
   api_key_hash: '00',
   trusted_keys: [],
@@ -41,6 +41,8 @@ const iat = Math.floor(Date.now() / 1000);
 const opJwt = await new SignJWT({})
   .setProtectedHeader({ alg: 'ES256', kid })
   .setIssuer(app.oidc.issuer)
+  .setAudience('bench-api')
+  .setJti('bench')
   .setSubject('bench')
   .setIssuedAt(iat)
   .setExpirationTime(iat + 300)

@@ -17,6 +17,7 @@ const Jwks = v.object({ keys: v.array(v.looseObject({ kty: v.string() })) });
 
 const AGE_RULE = `must be whole seconds from ${MAX_TOKEN_AGE_BOUNDS.min} to ${MAX_TOKEN_AGE_BOUNDS.max}`;
 const NOT_EMPTY = 'must not be empty';
+const AUDIENCE_RULE = 'must be the client id (a non-empty string, or a non-empty list of them) the identity provider puts in "aud"';
 
 export const AppFileEntry = v.object({
   app_id: v.pipe(
@@ -38,7 +39,11 @@ export const AppFileEntry = v.object({
     v.object({
       provider_id: v.pipe(v.string(), v.minLength(1, NOT_EMPTY)),
       issuer: v.pipe(v.string(), v.minLength(1, NOT_EMPTY)),
-      audience: v.optional(v.string()),
+      /** Required: the client id(s) the provider puts in "aud" (one string, or a list). */
+      audience: v.union(
+        [v.pipe(v.string(), v.minLength(1, AUDIENCE_RULE)), v.pipe(v.array(v.pipe(v.string(), v.minLength(1, NOT_EMPTY))), v.minLength(1, AUDIENCE_RULE))],
+        AUDIENCE_RULE,
+      ),
       jwks: v.optional(Jwks),
       jwks_uri: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
       max_token_age_seconds: v.optional(

@@ -2,17 +2,18 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { KMSClient } from '@aws-sdk/client-kms';
 import type { JSONWebKeySet } from 'jose';
-import { MAX_TOKEN_AGE_BOUNDS } from '../../shared/apps/application.ts';
+import { audienceProblem, MAX_TOKEN_AGE_BOUNDS } from '../../shared/apps/application.ts';
 import { registerApplication } from '../../shared/apps/register-application.ts';
 import { KmsOpJwtSigner } from '../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../shared/db/client.ts';
-import { ConflictError } from '../../shared/errors.ts';
+import { ConflictError, ValidationError } from '../../shared/errors.ts';
 import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
 import { ensurePlatformApplication, platformGasSponsor, scriptOpJwtSigner, scriptTable } from './platform-app.ts';
 
 /**
  * `npm run app:create -- --app-id acme --provider-id acme-idp --issuer https://idp.acme.com
- *   [--audience acme-api] [--max-token-age <seconds: user JWTs older, or living longer, are refused>]
+ *   --audience acme-api [--audience acme-mobile ...] (the client id(s) the provider puts in "aud": required)
+ *   [--max-token-age <seconds, at most the 86400 default: user JWTs older, or living longer, are refused>]
  *   (--jwks-uri https://idp.acme.com/.well-known/jwks.json | --jwks-file jwks.json)
  *   --table <TableName output> --op-jwt-key <OpJwtKeyId output> [--created-at ISO]
  *   [--legacy-provider-id <id of the deprecated iframe login> ...]`
@@ -29,7 +30,7 @@ const { values } = parseArgs({
     'app-id': { type: 'string' },
     'provider-id': { type: 'string' },
     issuer: { type: 'string' },
-    audience: { type: 'string' },
+    audience: { type: 'string', multiple: true },
     'max-token-age': { type: 'string' },
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
@@ -53,6 +54,9 @@ const appId = values['app-id'] ?? fail('--app-id is required');
 if (!/^[A-Za-z0-9._-]{1,64}$/.test(appId)) fail('--app-id must be 1-64 letters, digits, ".", "_" or "-"');
 const providerId = values['provider-id'] ?? fail('--provider-id is required');
 const issuer = values.issuer ?? fail('--issuer is required');
+const audiences = values.audience ?? [];
+const audienceProblemText = audienceProblem(audiences);
+if (audienceProblemText) fail(`--audience ${audienceProblemText} (repeat --audience for several)`);
 const tableName = values.table ?? fail("--table (or TABLE_NAME) is required: the stateful stack's TableName output");
 const opJwtKeyId = values['op-jwt-key'] ?? fail("--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required: the stateful stack's op_jwt key output");
 if (Boolean(values['jwks-uri']) === Boolean(values['jwks-file'])) fail('give exactly one of --jwks-uri or --jwks-file');
@@ -75,7 +79,7 @@ try {
     oidc: {
       provider_id: providerId,
       issuer,
-      ...(values.audience ? { audience: values.audience } : {}),
+      audience: audiences.length === 1 ? audiences[0]! : audiences,
       ...(maxTokenAge !== undefined ? { max_token_age_seconds: maxTokenAge } : {}),
       ...(jwks ? { jwks } : { jwks_uri: values['jwks-uri'] }),
     },
@@ -86,7 +90,7 @@ try {
   process.stdout.write(`  X-SERVICE-SECRET-KEY  ${secret_key}\n`);
   process.stdout.write(`  X-SERVICE-API-KEY     ${api_key}\n`);
 } catch (error) {
-  if (error instanceof ConflictError) fail(error.message);
+  if (error instanceof ConflictError || error instanceof ValidationError) fail(error.message);
   throw error;
 }
 

@@ -1,4 +1,5 @@
 import { AppRegistry, getApplication, putApplication } from '../../shared/apps/app-registry.ts';
+import { ApplicationRecordError } from '../../shared/apps/application.ts';
 import { platformApplication } from '../../shared/apps/register-application.ts';
 import type { OpJwtSigner } from '../../shared/crypto/op-jwt-signer.ts';
 import { createDocumentClient, type Table } from '../../shared/db/client.ts';
@@ -28,7 +29,13 @@ export function scriptOpJwtSigner(keyId: string | undefined, env = process.env):
 
 /** Registers the platform application unless it is there; trusts the op_jwt key's public half. Idempotent. */
 export async function ensurePlatformApplication(table: Table, signer: OpJwtSigner): Promise<'registered' | 'existing'> {
-  if (await getApplication(table, PLATFORM_APP_ID)) return 'existing';
+  // A record from before audiences were required is refused at load: registered afresh (same issuer
+  // and subject, so the same sponsor wallet).
+  const existing = await getApplication(table, PLATFORM_APP_ID).catch((error: unknown) => {
+    if (error instanceof ApplicationRecordError) return undefined;
+    throw error;
+  });
+  if (existing) return 'existing';
   await putApplication(table, platformApplication(await signer.publicJwk()));
   return 'registered';
 }

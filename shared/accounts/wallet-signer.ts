@@ -1,3 +1,4 @@
+import type { Audience } from '../apps/application.ts';
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import type { KeyWrapper } from '../crypto/key-wrapper.ts';
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
@@ -30,13 +31,21 @@ export interface WalletSignerDeps {
 export interface SigningIdentity {
   readonly iss: string;
   readonly sub: string;
-  readonly audience: string | undefined;
+  readonly audience: Audience;
+  /** The app the op_jwt is for (its `app_id` claim). */
+  readonly appId: string;
   credentials(): Promise<EnclaveCredentials>;
 }
 
 /** The signing identity of an authenticated request. */
 export function signingIdentityOf(user: AuthenticatedUser): SigningIdentity {
-  return { iss: user.identity.iss, sub: user.identity.sub, audience: user.app.oidc.audience, credentials: async () => ({ secretKey: user.secretKey }) };
+  return {
+    iss: user.identity.iss,
+    sub: user.identity.sub,
+    audience: user.app.oidc.audience,
+    appId: user.app.app_id,
+    credentials: async () => ({ secretKey: user.secretKey }),
+  };
 }
 
 export async function walletSigner(
@@ -53,7 +62,8 @@ export async function walletSigner(
   return {
     walletId,
     sign: async (operation, fields) => {
-      const opJwt = await deps.opJwtSigner.sign({ iss: identity.iss, sub: identity.sub, aud: identity.audience });
+      // A fresh op_jwt (fresh jti) per enclave call: the enclave accepts each once.
+      const opJwt = await deps.opJwtSigner.sign({ iss: identity.iss, sub: identity.sub, aud: identity.audience, app_id: identity.appId });
       return deps.enclave.sign(await identity.credentials(), operation, { ...fields, op_jwt: opJwt, access_key: accessKey, wallet_id: walletId });
     },
   };

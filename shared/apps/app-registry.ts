@@ -3,7 +3,7 @@ import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import QuickLRU from 'quick-lru';
 import { getItem, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
-import { APP_ID_PATTERN, type Application } from './application.ts';
+import { APP_ID_PATTERN, type Application, assertUsableApplication } from './application.ts';
 
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
@@ -32,8 +32,10 @@ export async function deleteApplication(table: Table, app: Pick<Application, 'ap
   await table.doc.send(new DeleteCommand({ TableName: table.name, Key: keys.appApiKey(app.api_key_hash) }));
 }
 
+/** The stored app, or undefined; a record missing what authentication needs (its audience) throws ApplicationRecordError. */
 export async function getApplication(table: Table, appId: string): Promise<Application | undefined> {
-  return (await getItem(table, keys.app(appId))) as Application | undefined;
+  const item = (await getItem(table, keys.app(appId))) as Application | undefined;
+  return item && assertUsableApplication(item);
 }
 
 export interface AppRegistryOptions {

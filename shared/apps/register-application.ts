@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { JWK } from 'jose';
 import type { Table } from '../db/client.ts';
-import { ConflictError } from '../errors.ts';
+import { ConflictError, ValidationError } from '../errors.ts';
 import { PLATFORM_APP_ID, PLATFORM_ISSUER_FOR_WALLETS } from '../withdrawals/gas-sponsor.ts';
 import { getApplication, hashSecret, putApplication } from './app-registry.ts';
-import { type Application, DEFAULT_WALLET_GROUP_ID, type OidcProvider } from './application.ts';
+import { type Application, audienceProblem, DEFAULT_WALLET_GROUP_ID, type OidcProvider } from './application.ts';
 
 export interface NewApplication {
   readonly app_id: string;
@@ -23,6 +23,8 @@ export async function registerApplication(table: Table, input: NewApplication): 
   if (input.app_id === PLATFORM_APP_ID) {
     throw new ConflictError('APP_ID_RESERVED', `"${PLATFORM_APP_ID}" is reserved for the platform application (npm run app:create -- --platform)`);
   }
+  const audience = audienceProblem(input.oidc.audience);
+  if (audience) throw new ValidationError(`oidc.audience ${audience}`);
   if (await getApplication(table, input.app_id)) {
     throw new ConflictError('APP_EXISTS', `An application "${input.app_id}" already exists`);
   }
@@ -51,7 +53,8 @@ export function platformApplication(platformKey: JWK): Application {
   return {
     app_id: PLATFORM_APP_ID,
     created_at: new Date(0).toISOString(),
-    oidc: { provider_id: 'platform', issuer: PLATFORM_ISSUER_FOR_WALLETS, jwks: { keys: [platformKey] } },
+    // Its tokens are minted by the platform for itself: the issuer is its audience too.
+    oidc: { provider_id: 'platform', issuer: PLATFORM_ISSUER_FOR_WALLETS, audience: PLATFORM_ISSUER_FOR_WALLETS, jwks: { keys: [platformKey] } },
     secret_key_hash: hashSecret(randomBytes(32).toString('base64url')),
     api_key_hash: hashSecret(randomBytes(32).toString('base64url')),
     trusted_keys: [platformKey],

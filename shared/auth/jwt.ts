@@ -1,5 +1,5 @@
 import { createLocalJWKSet, createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
-import type { Application } from '../apps/application.ts';
+import { type Application, audiencesOf, maxTokenAgeOf } from '../apps/application.ts';
 import { UnauthorizedError } from '../errors.ts';
 
 /** Asymmetric algorithms only: `none` and HMAC are never accepted. */
@@ -21,6 +21,16 @@ export const MAX_SUBJECT_BYTES = 255;
  */
 export const MAX_EXP_AHEAD_SECONDS = 10 * 365 * 24 * 3600;
 
+/**
+ * The claim naming the app an op_jwt is for. The platform's op_jwt key is trusted by every app, so
+ * a token it signs must say which one (two tenants may share an issuer and an audience); an
+ * identity provider's op_jwt may carry it too, and is then refused by any other app.
+ */
+export const OP_JWT_APP_CLAIM = 'app_id';
+
+/** Longest `jti` accepted, in UTF-8 bytes: it becomes part of a table key (`OPJWT#<app_id>#<jti>`). */
+export const MAX_JTI_BYTES = 255;
+
 /** Tolerated clock difference between a token's issuer (the IdP, the op_jwt minter) and us. */
 const CLOCK_SKEW_SECONDS = 30;
 const OP_JWT_CLOCK_SKEW_SECONDS = CLOCK_SKEW_SECONDS;
@@ -28,6 +38,12 @@ const OP_JWT_CLOCK_SKEW_SECONDS = CLOCK_SKEW_SECONDS;
 export interface Identity {
   readonly iss: string;
   readonly sub: string;
+}
+
+/** A verified op_jwt: the identity it names, and what its single use is recorded by. */
+export interface OpJwtIdentity extends Identity {
+  readonly jti: string;
+  readonly exp: number;
 }
 
 type KeySetKind = 'idp' | 'op';
@@ -67,12 +83,13 @@ function describe(error: unknown): string {
 
 async function verify(app: Application, token: string, kind: KeySetKind, code: string, what: string, now?: Date) {
   try {
-    const { payload } = await jwtVerify(token, keySetFor(app, kind), {
+    const { payload, protectedHeader } = await jwtVerify(token, keySetFor(app, kind), {
       issuer: app.oidc.issuer,
-      audience: app.oidc.audience,
+      // Always set (registration requires it): a token for another client of a shared issuer is refused.
+      audience: audiencesOf(app.oidc),
       algorithms: ACCEPTED_ALGORITHMS,
-      // A token without `exp` would never expire.
-      requiredClaims: ['exp'],
+      // A token without `exp` would never expire; without `iat` its age is unknown.
+      requiredClaims: ['exp', 'iat'],
       currentDate: now,
     });
     if (typeof payload.sub !== 'string' || payload.sub.length === 0) {
@@ -85,7 +102,7 @@ async function verify(app: Application, token: string, kind: KeySetKind, code: s
     if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp) || payload.exp > nowSeconds + MAX_EXP_AHEAD_SECONDS) {
       throw new UnauthorizedError(code, `${what} "exp" claim is more than ${MAX_EXP_AHEAD_SECONDS} seconds (10 years) ahead`);
     }
-    return payload as JWTPayload & { sub: string; iss: string };
+    return { payload: payload as JWTPayload & { sub: string; iss: string }, kid: protectedHeader.kid };
   } catch (error) {
     if (error instanceof UnauthorizedError) throw error;
     throw new UnauthorizedError(code, `${what} rejected: ${describe(error)}`);
@@ -94,21 +111,21 @@ async function verify(app: Application, token: string, kind: KeySetKind, code: s
 
 /** A user's identity-provider JWT (account service Bearer token, enclave `auth_jwt`). */
 export async function verifyUserJwt(app: Application, token: string, now?: Date): Promise<Identity> {
-  const payload = await verify(app, token, 'idp', 'INVALID_TOKEN', 'JWT', now);
-  const maxAge = app.oidc.max_token_age_seconds;
-  if (maxAge !== undefined) assertTokenAge(payload, maxAge, Math.floor((now ?? new Date()).getTime() / 1000));
+  const { payload } = await verify(app, token, 'idp', 'INVALID_TOKEN', 'JWT', now);
+  assertTokenAge(payload, maxTokenAgeOf(app.oidc), Math.floor((now ?? new Date()).getTime() / 1000));
   return { iss: payload.iss, sub: payload.sub };
 }
 
 /**
- * The app's `max_token_age_seconds`: the token must carry `iat`, not ahead of our clock (beyond
- * the skew), issued at most that long ago, and with a lifetime (`exp - iat`) of at most that long.
- * So no token it accepts is valid for longer than the limit after it was issued.
+ * The app's maximum token age (DEFAULT_MAX_TOKEN_AGE_SECONDS, or the app's lower
+ * `max_token_age_seconds`): the token must carry `iat`, not ahead of our clock (beyond the skew),
+ * issued at most that long ago, and with a lifetime (`exp - iat`) of at most that long. So no
+ * token it accepts is valid for longer than the limit after it was issued.
  */
 function assertTokenAge(payload: JWTPayload, maxAge: number, nowSeconds: number): void {
   const iat = payload.iat;
   if (typeof iat !== 'number' || !Number.isFinite(iat)) {
-    throw new UnauthorizedError('INVALID_TOKEN', 'JWT must carry "iat": the app limits token age');
+    throw new UnauthorizedError('INVALID_TOKEN', 'JWT must carry "iat": token age is limited');
   }
   if (iat > nowSeconds + CLOCK_SKEW_SECONDS) throw new UnauthorizedError('INVALID_TOKEN', 'JWT "iat" is in the future');
   if (nowSeconds - iat > maxAge) throw new UnauthorizedError('INVALID_TOKEN', `JWT is older than the app's maximum token age (${maxAge} seconds)`);
@@ -119,10 +136,12 @@ function assertTokenAge(payload: JWTPayload, maxAge: number, nowSeconds: number)
 
 /**
  * An `op_jwt`: verified against the app's identity provider and trusted signing keys, and
- * short-lived: it must carry `iat` and `exp` no more than 300 seconds apart (spec, Limits).
+ * short-lived: it must carry `iat` and `exp` no more than 300 seconds apart (spec, Limits). It
+ * must carry a `jti` (its single use is recorded by the caller: op-jwt-replay.ts), and be for this
+ * app: one signed by a trusted (platform) key names the app in `app_id`, and any `app_id` must match.
  */
-export async function verifyOpJwt(app: Application, token: string, now?: Date): Promise<Identity> {
-  const payload = await verify(app, token, 'op', 'INVALID_OP_JWT', 'op_jwt', now);
+export async function verifyOpJwt(app: Application, token: string, now?: Date): Promise<OpJwtIdentity> {
+  const { payload, kid } = await verify(app, token, 'op', 'INVALID_OP_JWT', 'op_jwt', now);
   if (typeof payload.iat !== 'number' || typeof payload.exp !== 'number') {
     throw new UnauthorizedError('INVALID_OP_JWT', 'op_jwt must carry "iat" and "exp"');
   }
@@ -138,5 +157,14 @@ export async function verifyOpJwt(app: Application, token: string, now?: Date): 
       `op_jwt lifetime exceeds ${MAX_OP_JWT_LIFETIME_SECONDS} seconds (exp - iat is ${payload.exp - payload.iat}): mint one that expires at most ${MAX_OP_JWT_LIFETIME_SECONDS} seconds after its iat${help}`,
     );
   }
-  return { iss: payload.iss, sub: payload.sub };
+  const jti = payload.jti;
+  if (typeof jti !== 'string' || jti.length === 0 || Buffer.byteLength(jti, 'utf8') > MAX_JTI_BYTES) {
+    throw new UnauthorizedError('INVALID_OP_JWT', `op_jwt must carry a "jti" of 1 to ${MAX_JTI_BYTES} bytes, fresh for every signing call`);
+  }
+  const platformSigned = kid !== undefined && app.trusted_keys.some((key) => key.kid === kid);
+  const forApp = payload[OP_JWT_APP_CLAIM];
+  if ((platformSigned || forApp !== undefined) && forApp !== app.app_id) {
+    throw new UnauthorizedError('INVALID_OP_JWT', 'op_jwt was issued for another application');
+  }
+  return { iss: payload.iss, sub: payload.sub, jti, exp: payload.exp };
 }

@@ -17,7 +17,7 @@ export const PLATFORM_ISSUER = 'urn:perp-wallet:platform';
 export const ENCLAVE_AUDIENCE = 'urn:perp-wallet:enclave';
 
 export function mintServiceToken(signer: OpJwtSigner, appId: string): Promise<string> {
-  return signer.sign({ iss: PLATFORM_ISSUER, sub: appId, aud: ENCLAVE_AUDIENCE });
+  return signer.sign({ iss: PLATFORM_ISSUER, sub: appId, aud: ENCLAVE_AUDIENCE, app_id: appId });
 }
 
 /** Service tokens live 2 minutes; this reuses one per app for a minute (each costs a KMS Sign in AWS). A failed mint is not kept. */

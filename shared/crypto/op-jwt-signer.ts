@@ -9,7 +9,10 @@ import type { JWK } from 'jose';
 export interface OpJwtClaims {
   readonly iss: string;
   readonly sub: string;
-  readonly aud?: string;
+  /** The app's audience (one or more): the enclave checks `aud` as it does for the identity provider's tokens. */
+  readonly aud: string | readonly string[];
+  /** The app the token is for (`app_id` claim): every app trusts this key, so the token says which one (verifyOpJwt). */
+  readonly app_id: string;
 }
 
 export interface OpJwtSigner {
@@ -19,7 +22,10 @@ export interface OpJwtSigner {
   publicJwk(): Promise<JWK>;
 }
 
-/** Minted tokens live 2 minutes: ample for one call, well under the 5-minute ceiling. */
+/**
+ * Minted tokens live 2 minutes: ample for one call, well under the 5-minute ceiling. Each carries
+ * a fresh random `jti`: the enclave accepts an op_jwt once (shared/auth/op-jwt-replay.ts).
+ */
 export const OP_JWT_TTL_SECONDS = 120;
 
 export function opJwtPayload(claims: OpJwtClaims, now = Date.now()) {
@@ -27,7 +33,8 @@ export function opJwtPayload(claims: OpJwtClaims, now = Date.now()) {
   return {
     iss: claims.iss,
     sub: claims.sub,
-    ...(claims.aud ? { aud: claims.aud } : {}),
+    aud: typeof claims.aud === 'string' ? claims.aud : [...claims.aud],
+    app_id: claims.app_id,
     iat,
     exp: iat + OP_JWT_TTL_SECONDS,
     jti: crypto.randomUUID(),

@@ -16,6 +16,7 @@
  * | transfer task     | TASKS#<app_id>#<app_user_id>         | TASK#<task_id> |  (UUIDv7: sk order = creation order; shared/transfers/task.ts)
  * | sponsorship budget | SPONSOR#BUDGET#<app_id>#<yyyy-mm-dd> | APP, USER#<sub> |  (sponsored transactions counted per UTC day; TTL two days after)
  * | delegate deployment | SETUP#DELEGATE#<chain>#<address>   | SETUP         |  (the signed deployment transaction, recorded before broadcast: npm run sponsor:setup)
+ * | op_jwt use        | OPJWT#<app_id>#<jti>                 | OPJWT         |  (first use of an op_jwt, `ttl` = its exp: shared/auth/op-jwt-replay.ts; the enclave's roles alone write the OPJWT# prefix)
  */
 export const keys = {
   app: (appId: string) => ({ pk: `APP#${appId}`, sk: 'APP' }),
@@ -36,4 +37,9 @@ export const keys = {
   sponsorshipBudget: (appId: string, day: string, sub?: string) => ({ pk: `SPONSOR#BUDGET#${appId}#${day}`, sk: sub === undefined ? 'APP' : `USER#${sub}` }),
   /** The SponsoredExecutor's deployment transaction on one chain (shared/chains/evm/delegate-deployment.ts). */
   delegateDeployment: (chain: string, address: string) => ({ pk: `SETUP#DELEGATE#${chain}#${address.toLowerCase()}`, sk: 'SETUP' }),
+  /** An op_jwt's first use (its `jti`), kept until the token expires: a second use is a replay. */
+  opJwtUse: (appId: string, jti: string) => ({ pk: `${OP_JWT_USE_PREFIX}${appId}#${jti}`, sk: 'OPJWT' }),
 };
+
+/** Leading key of the op_jwt use records, for IAM `dynamodb:LeadingKeys` fences (`OPJWT#<app_id>#*`). */
+export const OP_JWT_USE_PREFIX = 'OPJWT#';

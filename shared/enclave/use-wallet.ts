@@ -1,6 +1,7 @@
 import { digestsEqual, hashSecret } from '../apps/app-registry.ts';
 import type { Application } from '../apps/application.ts';
 import { verifyOpJwt } from '../auth/jwt.ts';
+import { recordOpJwtUse } from '../auth/op-jwt-replay.ts';
 import { openSecrets } from '../crypto/secret-box.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { EnclaveDeps } from './create-wallet.ts';
@@ -34,7 +35,8 @@ async function findWallet(deps: Pick<EnclaveDeps, 'table'>, app: Application, wa
 /**
  * Authorises one v2 signing operation and runs it with the wallet's private key, which is
  * decrypted for this call only and zeroed afterwards. Checks, in order: op_jwt (signature,
- * expiry, lifetime ≤ 300 s), the wallet exists in this app, a v1 wallet is migrated first
+ * expiry, lifetime ≤ 300 s, for this app), its first use (a replay is 401 OP_JWT_REPLAYED), the
+ * wallet exists in this app, a v1 wallet is migrated first
  * (spec, Enclave wallet binding), op_jwt names the wallet's identity, the access key matches.
  */
 export async function withWalletKey<T>(
@@ -44,6 +46,8 @@ export async function withWalletKey<T>(
   operation: (wallet: WalletRecord, secret: Buffer) => Promise<T> | T,
 ): Promise<T> {
   const identity = await verifyOpJwt(app, auth.op_jwt, deps.now());
+  // Single use, recorded before anything is unwrapped or signed: a refused call spends it too.
+  await recordOpJwtUse(deps.table, { appId: app.app_id, jti: identity.jti, exp: identity.exp });
   const found = await findWallet(deps, app, auth.wallet_id);
   let wallet: WalletRecord;
   if (found.version === 1) {

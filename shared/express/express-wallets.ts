@@ -42,7 +42,12 @@ export async function signWithExpressWallet(
   if (body.wallet_id !== undefined && body.wallet_id !== wallet.wallet_id) {
     throw new ForbiddenError('WALLET_MISMATCH', `wallet_id is not this user's ${caller.chain} wallet`);
   }
-  const opJwt = await deps.opJwtSigner.sign({ iss: caller.identity.iss, sub: caller.identity.sub, aud: caller.app.oidc.audience });
+  const opJwt = await deps.opJwtSigner.sign({
+    iss: caller.identity.iss,
+    sub: caller.identity.sub,
+    aud: caller.app.oidc.audience,
+    app_id: caller.app.app_id,
+  });
   return deps.enclave.sign(await enclaveCredentials(deps, caller.app.app_id), operation, {
     ...body,
     op_jwt: opJwt,

@@ -1,5 +1,6 @@
 import type { Address, Hex } from 'viem';
 import type { AppRegistry } from '../apps/app-registry.ts';
+import type { Audience } from '../apps/application.ts';
 import { mintServiceToken } from '../auth/service-token.ts';
 import { wireTransaction } from '../chains/sender/enclave-signers.ts';
 import type { EvmTransactionRequest, GasPayer } from '../chains/sender/ports.ts';
@@ -23,7 +24,7 @@ export class EnclaveGasSponsor implements GasSponsor {
   readonly #enclave: WalletEnclave;
   readonly #signer: OpJwtSigner;
   readonly #apps: AppRegistry;
-  #wallet: Promise<{ wallet_id: string; access_key: string; public_address: string; issuer: string; audience?: string }> | undefined;
+  #wallet: Promise<{ wallet_id: string; access_key: string; public_address: string; issuer: string; audience: Audience }> | undefined;
 
   constructor(enclave: WalletEnclave, signer: OpJwtSigner, apps: AppRegistry) {
     this.#enclave = enclave;
@@ -38,7 +39,7 @@ export class EnclaveGasSponsor implements GasSponsor {
   async signTransaction(request: EvmTransactionRequest): Promise<Hex> {
     const transaction = wireTransaction(request);
     const wallet = await this.#sponsorWallet();
-    const opJwt = await this.#signer.sign({ iss: wallet.issuer, sub: GAS_SPONSOR_SUB, aud: wallet.audience });
+    const opJwt = await this.#signer.sign({ iss: wallet.issuer, sub: GAS_SPONSOR_SUB, aud: wallet.audience, app_id: PLATFORM_APP_ID });
     const signed = await this.#enclave.sign({ serviceToken: await mintServiceToken(this.#signer, PLATFORM_APP_ID) }, 'sign_transaction', {
       transaction,
       op_jwt: opJwt,
@@ -59,7 +60,7 @@ export class EnclaveGasSponsor implements GasSponsor {
   async #loadWallet() {
     const app = await this.#apps.findById(PLATFORM_APP_ID);
     if (!app) throw new UnprocessableError('GAS_SPONSORSHIP_UNAVAILABLE', 'Gas sponsorship is not set up on this deployment (no platform application)');
-    const authJwt = await this.#signer.sign({ iss: app.oidc.issuer, sub: GAS_SPONSOR_SUB, aud: app.oidc.audience });
+    const authJwt = await this.#signer.sign({ iss: app.oidc.issuer, sub: GAS_SPONSOR_SUB, aud: app.oidc.audience, app_id: PLATFORM_APP_ID });
     const wallet = await this.#enclave.createWallet(
       { serviceToken: await mintServiceToken(this.#signer, PLATFORM_APP_ID) },
       { authJwt, network: 'ETH', walletGroupId: app.default_wallet_group_id },

@@ -61,7 +61,7 @@ describe('account service authentication', () => {
     await expectNoAccount(sub);
   });
 
-  it('refuses an absurd exp (1e308, 11 years ahead) with 401 INVALID_TOKEN; a year ahead is accepted when the app sets no maximum age', async () => {
+  it('refuses an absurd exp (1e308, 11 years ahead) with 401 INVALID_TOKEN; a year-long token too, by the 24-hour default maximum age', async () => {
     const sub = uniqueUser('absurd-exp');
     for (const ttlSeconds of [1e308, 11 * 365 * 86400]) {
       const response = await postAccount({
@@ -71,12 +71,18 @@ describe('account service authentication', () => {
       expect(response.status).toBe(401);
       expect(expectErrorShape(response.body)).toMatchObject({ code: 'INVALID_TOKEN', message: expect.stringMatching(/"exp" claim is more than/) });
     }
-    await expectNoAccount(sub);
     const yearLong = await postAccount({
       authorization: `Bearer ${await mintToken(appOne, sub, { ttlSeconds: 365 * 86400 })}`,
       'x-service-secret-key': appOne.secret_key,
     });
-    expect(yearLong.status).toBe(200);
+    expect(yearLong.status).toBe(401);
+    expect(expectErrorShape(yearLong.body)).toMatchObject({ code: 'INVALID_TOKEN', message: expect.stringContaining('maximum token age (86400 seconds)') });
+    await expectNoAccount(sub);
+    const day = await postAccount({
+      authorization: `Bearer ${await mintToken(appOne, sub, { ttlSeconds: 86400 })}`,
+      'x-service-secret-key': appOne.secret_key,
+    });
+    expect(day.status).toBe(200);
   });
 
   it('refuses unsigned (alg none) and HMAC-signed tokens', async () => {

@@ -91,17 +91,18 @@ describe.runIf(sandbox.appsFile)('enclave v1 wallets and migration', () => {
   });
 
   it('concurrent first v2 calls migrate the wallet once, bound to the op_jwt identity', async () => {
-    const opJwt = await mintToken(appOne, alice, { ttlSeconds: 120 });
-    const body = { op_jwt: opJwt, access_key: evm.access_key, wallet_id: evm.wallet_id, encryption_context: context, raw_data_hash: hash };
-    const responses = await Promise.all(Array.from({ length: 10 }, () => post(before, '/v2/api/wallet/sign_data', body)));
+    // One op_jwt per call: the enclave accepts each once.
+    const opJwt = () => mintToken(appOne, alice, { ttlSeconds: 120 });
+    const body = { access_key: evm.access_key, wallet_id: evm.wallet_id, encryption_context: context, raw_data_hash: hash };
+    const responses = await Promise.all(Array.from({ length: 10 }, async () => post(before, '/v2/api/wallet/sign_data', { ...body, op_jwt: await opJwt() })));
     expect(responses.map((r) => r.status)).toEqual(Array(10).fill(200));
     for (const response of responses) expect(await recoverAddress({ hash, signature: response.body.signature })).toBe(evm.public_address);
 
-    const v2Only = { op_jwt: opJwt, access_key: evm.access_key, wallet_id: evm.wallet_id, raw_data_hash: hash };
-    expect((await post(before, '/v2/api/wallet/sign_data', v2Only)).status).toBe(200);
+    const v2Only = { access_key: evm.access_key, wallet_id: evm.wallet_id, raw_data_hash: hash };
+    expect((await post(before, '/v2/api/wallet/sign_data', { ...v2Only, op_jwt: await opJwt() })).status).toBe(200);
     // A straggler of the same first use (within 30 s of the migration) still succeeds; past that
     // window encryption_context is refused (test/unit/v1-wallets.test.ts, with an injected clock).
-    const straggler = await post(before, '/v2/api/wallet/sign_data', { ...v2Only, encryption_context: context });
+    const straggler = await post(before, '/v2/api/wallet/sign_data', { ...v2Only, op_jwt: await opJwt(), encryption_context: context });
     expect(straggler.status).toBe(200);
     const otherUser = await post(before, '/v2/api/wallet/sign_data', { ...v2Only, op_jwt: await mintToken(appOne, uniqueUser('mallory'), { ttlSeconds: 60 }) });
     expect(otherUser.status).toBe(403);

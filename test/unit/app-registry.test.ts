@@ -29,7 +29,7 @@ beforeAll(async () => {
 });
 afterAll(() => stop());
 
-const oidc = { provider_id: 'lru-idp', issuer: 'https://idp.lru.test', jwks_uri: 'https://idp.lru.test/jwks.json' };
+const oidc = { provider_id: 'lru-idp', issuer: 'https://idp.lru.test', audience: 'lru-api', jwks_uri: 'https://idp.lru.test/jwks.json' };
 
 /** The cache expires entries by Date.now(): tests move a fake Date (timers stay real). */
 function manualClock() {

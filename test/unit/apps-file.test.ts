@@ -18,7 +18,7 @@ describe('APPS_FILE max_token_age_seconds', () => {
     secret_key: 'sk_acme_0123456789abcdef',
     api_key: 'ak_acme_0123456789abcdef',
     created_at: '2026-08-01',
-    oidc: { provider_id: 'acme-idp', issuer: 'https://idp.acme.com', jwks: { keys: [] }, ...oidc },
+    oidc: { provider_id: 'acme-idp', issuer: 'https://idp.acme.com', audience: 'acme-api', jwks: { keys: [] }, ...oidc },
   });
   async function file(content: unknown): Promise<string> {
     const path = join(dir, `${crypto.randomUUID()}.json`);
@@ -33,7 +33,8 @@ describe('APPS_FILE max_token_age_seconds', () => {
     expect(toApplication(plain!, []).oidc).not.toHaveProperty('max_token_age_seconds');
   });
 
-  it.each([0, 59, 1.5, 365 * 86400 + 1, 1e308, '3600'])('refuses %s', async (value) => {
+  // An app may lower the 24-hour default, never raise it.
+  it.each([0, 59, 1.5, 86400 + 1, 365 * 86400, 1e308, '3600'])('refuses %s', async (value) => {
     await expect(readAppsFile(await file([entry({ max_token_age_seconds: value })]))).rejects.toThrow(/oidc\.max_token_age_seconds/);
   });
 });
@@ -55,7 +56,7 @@ describe('APPS_FILE problems', () => {
     secret_key: SECRET,
     api_key: 'ak_acme_0123456789abcdef',
     created_at: '2026-08-01',
-    oidc: { provider_id: 'acme-idp', issuer: 'https://idp.acme.com', jwks: { keys: [] } },
+    oidc: { provider_id: 'acme-idp', issuer: 'https://idp.acme.com', audience: 'acme-api', jwks: { keys: [] } },
     ...overrides,
   });
   async function written(text: string): Promise<string> {
@@ -114,9 +115,9 @@ describe('APPS_FILE problems', () => {
     ['the reserved id', [app({ app_id: 'platform' })], '[0].app_id: "platform" is reserved for the platform application'],
     ['a bad id', [app({ app_id: 'a b' })], '[0].app_id: must be 1-64 letters, digits, ".", "_" or "-"'],
     ['a bad date', [app({ created_at: 'yesterday' })], '[0].created_at: must be an ISO 8601 date or timestamp'],
-    ['no key set', [app({ oidc: { provider_id: 'p', issuer: 'i' } })], '[0].oidc: needs exactly one of "jwks" or "jwks_uri"'],
-    ['a bad jwks_uri', [app({ oidc: { provider_id: 'p', issuer: 'i', jwks_uri: 'nope' } })], '[0].oidc.jwks_uri: must be a URL'],
-    ['an empty provider id', [app({ oidc: { provider_id: '', issuer: 'i', jwks: { keys: [] } } })], '[0].oidc.provider_id: must not be empty'],
+    ['no key set', [app({ oidc: { provider_id: 'p', issuer: 'i', audience: 'a' } })], '[0].oidc: needs exactly one of "jwks" or "jwks_uri"'],
+    ['a bad jwks_uri', [app({ oidc: { provider_id: 'p', issuer: 'i', audience: 'a', jwks_uri: 'nope' } })], '[0].oidc.jwks_uri: must be a URL'],
+    ['an empty provider id', [app({ oidc: { provider_id: '', issuer: 'i', audience: 'a', jwks: { keys: [] } } })], '[0].oidc.provider_id: must not be empty'],
     ['a string entry', ['acme'], '[0]: must be an object, not a string'],
     [
       'a duplicate app id',
@@ -130,6 +131,16 @@ describe('APPS_FILE problems', () => {
     ],
   ])('names the field: %s', async (_case, content, expected) => {
     expect(await problem(JSON.stringify(content))).toBe(expected);
+  });
+
+  it('requires an audience (one or more client ids): missing, empty, an empty list or a wrong type names oidc.audience', async () => {
+    const oidc = { provider_id: 'acme-idp', issuer: 'https://idp.acme.com', jwks: { keys: [] } };
+    expect(await problem(JSON.stringify([app({ oidc })]))).toBe('[0].oidc.audience: is required');
+    for (const audience of ['', [], [''], 42]) {
+      expect(await problem(JSON.stringify([app({ oidc: { ...oidc, audience } })]))).toMatch(/^\[0\]\.oidc\.audience(\[0\])?: /);
+    }
+    const [both] = await readAppsFile(await written(JSON.stringify([app({ oidc: { ...oidc, audience: ['web', 'mobile'] } })])));
+    expect(toApplication(both!, []).oidc.audience).toEqual(['web', 'mobile']);
   });
 
   it('lists at most three problems on its one line', async () => {

@@ -85,6 +85,7 @@ async function userJwt(sub: string): Promise<string> {
   return new SignJWT({})
     .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
     .setIssuer('https://idp.unit')
+    .setAudience('unit-api')
     .setSubject(sub)
     .setIssuedAt(now)
     .setExpirationTime(now + 300)
@@ -136,7 +137,7 @@ beforeAll(async () => {
   apps = new AppRegistry(table);
   const { privateJwk, publicJwk } = await generateEs256Jwk();
   issuerKey = privateJwk;
-  const oidc = { provider_id: 'idp', issuer: 'https://idp.unit', jwks: { keys: [publicJwk] } };
+  const oidc = { provider_id: 'idp', issuer: 'https://idp.unit', audience: 'unit-api', jwks: { keys: [publicJwk] } };
   ({ secret_key: secretKey, api_key: apiKey } = await registerApplication(table, { app_id: 'unit-app', oidc, trusted_keys: [] }));
   ({ api_key: oldApiKey } = await registerApplication(table, { app_id: 'old-app', oidc, trusted_keys: [], created_at: new Date('2026-01-01T00:00:00Z') }));
 }, 60_000);
@@ -196,7 +197,7 @@ describe('express handlers', () => {
     const { makeGetIdentityProvider } = await import('../../functions/express/get-identity-provider.ts');
     const getProvider = makeGetIdentityProvider({ apps });
     const ok = await invoke(getProvider, event({ path: '/v1/identity/provider', headers: { 'x-service-secret-key': secretKey } }));
-    expect(ok).toMatchObject({ status: 200, body: { success: true, provider_id: 'idp', issuer: 'https://idp.unit', audience: null } });
+    expect(ok).toMatchObject({ status: 200, body: { success: true, provider_id: 'idp', issuer: 'https://idp.unit', audience: 'unit-api' } });
     const wrong = await invoke(getProvider, event({ path: '/v1/identity/provider', headers: { 'x-service-secret-key': 'sk_wrong' } }));
     expect(wrong).toMatchObject({ status: 401, body: { success: false, error: { code: 'INVALID_SECRET_KEY' } } });
   });

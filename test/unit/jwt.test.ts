@@ -1,6 +1,7 @@
 import { base64url, type CryptoKey, exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from 'jose';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
+import { DEFAULT_MAX_TOKEN_AGE_SECONDS } from '../../shared/apps/application.ts';
 import { MAX_EXP_AHEAD_SECONDS, MAX_SUBJECT_BYTES, verifyOpJwt, verifyUserJwt } from '../../shared/auth/jwt.ts';
 import { UnauthorizedError } from '../../shared/errors.ts';
 
@@ -24,16 +25,24 @@ let trustedKey: SigningKey;
 let outsiderKey: SigningKey;
 let appCounter = 0;
 
-function application(overrides: { trusted_keys?: readonly JWK[]; max_token_age_seconds?: number; op_jwt_help?: string } = {}): Application {
+function application(
+  overrides: {
+    trusted_keys?: readonly JWK[];
+    max_token_age_seconds?: number;
+    op_jwt_help?: string;
+    audience?: string | readonly string[];
+    app_id?: string;
+  } = {},
+): Application {
   // A fresh app id per test keeps the per-container key-set cache from carrying over.
   appCounter += 1;
   return {
-    app_id: `app-${appCounter}`,
+    app_id: overrides.app_id ?? `app-${appCounter}`,
     created_at: '2025-01-01T00:00:00.000Z',
     oidc: {
       provider_id: 'idp',
       issuer: ISSUER,
-      audience: AUDIENCE,
+      audience: overrides.audience ?? AUDIENCE,
       jwks: { keys: [idpKey.publicJwk] },
       ...(overrides.max_token_age_seconds !== undefined ? { max_token_age_seconds: overrides.max_token_age_seconds } : {}),
     },
@@ -50,7 +59,7 @@ const now = () => Math.floor(Date.now() / 1000);
 /** A token with sensible defaults; pass `undefined` for a claim to leave it out. */
 async function token(key: SigningKey, claims: Partial<Record<keyof JWTPayload, unknown>> = {}, kid: string | undefined = key.kid) {
   const iat = now();
-  const payload: Record<string, unknown> = { iss: ISSUER, aud: AUDIENCE, sub: SUB, iat, exp: iat + 120, ...claims };
+  const payload: Record<string, unknown> = { iss: ISSUER, aud: AUDIENCE, sub: SUB, iat, exp: iat + 120, jti: crypto.randomUUID(), ...claims };
   for (const name of Object.keys(payload)) if (payload[name] === undefined) delete payload[name];
   return new SignJWT(payload).setProtectedHeader({ alg: 'ES256', typ: 'JWT', ...(kid ? { kid } : {}) }).sign(key.privateKey);
 }
@@ -81,7 +90,28 @@ describe.each([
   { name: 'verifyOpJwt', verify: verifyOpJwt, code: 'INVALID_OP_JWT' },
 ])('$name', ({ verify, code }) => {
   it('accepts a valid token and returns iss and sub', async () => {
-    await expect(verify(application(), await token(idpKey))).resolves.toEqual({ iss: ISSUER, sub: SUB });
+    await expect(verify(application(), await token(idpKey))).resolves.toMatchObject({ iss: ISSUER, sub: SUB });
+  });
+
+  it('accepts an aud naming any of the app’s audiences, and an aud list holding one', async () => {
+    const app = application({ audience: ['web-client', AUDIENCE] });
+    await expect(verify(app, await token(idpKey, { aud: AUDIENCE }))).resolves.toMatchObject({ sub: SUB });
+    await expect(verify(app, await token(idpKey, { aud: ['web-client'] }))).resolves.toMatchObject({ sub: SUB });
+    await expectUnauthorized(verify(app, await token(idpKey, { aud: 'some-other-client' })), code);
+  });
+
+  it('rejects a token minted by the same issuer for another client, or with no aud', async () => {
+    const foreign = verify(application(), await token(idpKey, { aud: 'some-other-client' }));
+    await expectUnauthorized(foreign, code);
+    await expect(foreign).rejects.toThrow('claim "aud" is invalid');
+    await expectUnauthorized(verify(application(), await token(idpKey, { aud: undefined })), code);
+    await expectUnauthorized(verify(application(), await token(idpKey, { aud: [] })), code);
+  });
+
+  it('rejects a token without iat', async () => {
+    const noIat = verify(application(), await token(idpKey, { iat: undefined, exp: now() + 60 }));
+    await expectUnauthorized(noIat, code);
+    await expect(noIat).rejects.toThrow('"iat"');
   });
 
   it('rejects a wrong issuer', async () => {
@@ -108,11 +138,6 @@ describe.each([
     await expectUnauthorized(absurd, code);
     await expect(absurd).rejects.toThrow(/"exp" claim is more than/);
     await expectUnauthorized(verify(application(), await token(idpKey, { exp: now() + MAX_EXP_AHEAD_SECONDS + 60 })), code);
-    if (code === 'INVALID_TOKEN') {
-      // A year ahead is still accepted for an app that sets no maximum age (the documented default).
-      await expect(verify(application(), await token(idpKey, { exp: now() + 365 * 86400 }))).resolves.toEqual({ iss: ISSUER, sub: SUB });
-      await expect(verify(application(), await token(idpKey, { exp: now() + MAX_EXP_AHEAD_SECONDS - 60 }))).resolves.toEqual({ iss: ISSUER, sub: SUB });
-    }
   });
 
   it('rejects a token whose nbf is in the future', async () => {
@@ -125,7 +150,7 @@ describe.each([
 
   it('accepts a sub of exactly 255 bytes and refuses 256 bytes or a 2,100-character one', async () => {
     const max = 'u'.repeat(MAX_SUBJECT_BYTES);
-    await expect(verify(application(), await token(idpKey, { sub: max }))).resolves.toEqual({ iss: ISSUER, sub: max });
+    await expect(verify(application(), await token(idpKey, { sub: max }))).resolves.toMatchObject({ iss: ISSUER, sub: max });
     // 128 two-byte characters: 128 characters, 256 bytes.
     for (const sub of ['u'.repeat(MAX_SUBJECT_BYTES + 1), 'é'.repeat(128), 'u'.repeat(2100)]) {
       const refused = verify(application(), await token(idpKey, { sub }));
@@ -172,6 +197,34 @@ describe.each([
   });
 });
 
+describe('verifyUserJwt maximum token age by default (DEFAULT_MAX_TOKEN_AGE_SECONDS, 24 hours)', () => {
+  it('accepts a token living exactly 24 hours, issued up to 24 hours ago', async () => {
+    const iat = now() - DEFAULT_MAX_TOKEN_AGE_SECONDS + 60;
+    await expect(verifyUserJwt(application(), await token(idpKey, { iat, exp: iat + DEFAULT_MAX_TOKEN_AGE_SECONDS }))).resolves.toEqual({
+      iss: ISSUER,
+      sub: SUB,
+    });
+  });
+
+  it('refuses, for an app that sets no limit, a token living a year, one issued over 24 hours ago, one without iat', async () => {
+    const yearLong = verifyUserJwt(application(), await token(idpKey, { exp: now() + 365 * 86400 }));
+    await expectUnauthorized(yearLong, 'INVALID_TOKEN');
+    await expect(yearLong).rejects.toThrow(/lifetime exceeds the app's maximum token age \(86400 seconds\)/);
+    const old = now() - DEFAULT_MAX_TOKEN_AGE_SECONDS - 1;
+    await expectUnauthorized(verifyUserJwt(application(), await token(idpKey, { iat: old, exp: now() + 60 })), 'INVALID_TOKEN');
+    await expectUnauthorized(verifyUserJwt(application(), await token(idpKey, { iat: undefined })), 'INVALID_TOKEN');
+  });
+
+  it('an app may lower the limit but not raise it', async () => {
+    const iat = now() - 10;
+    const lifetime = DEFAULT_MAX_TOKEN_AGE_SECONDS + 3600;
+    await expectUnauthorized(
+      verifyUserJwt(application({ max_token_age_seconds: 7 * 86400 }), await token(idpKey, { iat, exp: iat + lifetime })),
+      'INVALID_TOKEN',
+    );
+  });
+});
+
 describe("verifyUserJwt with the app's max_token_age_seconds", () => {
   const app = () => application({ max_token_age_seconds: 3600 });
 
@@ -195,7 +248,7 @@ describe("verifyUserJwt with the app's max_token_age_seconds", () => {
 describe('verifyOpJwt lifetime', () => {
   it('accepts exp - iat = 300', async () => {
     const iat = now() - 10;
-    await expect(verifyOpJwt(application(), await token(idpKey, { iat, exp: iat + 300 }))).resolves.toEqual({ iss: ISSUER, sub: SUB });
+    await expect(verifyOpJwt(application(), await token(idpKey, { iat, exp: iat + 300 }))).resolves.toMatchObject({ iss: ISSUER, sub: SUB });
   });
 
   it('rejects exp - iat = 301', async () => {
@@ -239,12 +292,12 @@ describe('trusted op_jwt signing keys', () => {
   it('verifyOpJwt accepts a token signed by a trusted key the identity provider set lacks', async () => {
     const app = application({ trusted_keys: [trustedKey.publicJwk] });
     expect(app.oidc.jwks?.keys.map((key) => key.kid)).not.toContain(trustedKey.kid);
-    await expect(verifyOpJwt(app, await token(trustedKey))).resolves.toEqual({ iss: ISSUER, sub: SUB });
+    await expect(verifyOpJwt(app, await token(trustedKey, { app_id: app.app_id }))).resolves.toMatchObject({ iss: ISSUER, sub: SUB });
   });
 
   it('verifyOpJwt still accepts the identity provider’s own tokens when trusted keys are set', async () => {
     const app = application({ trusted_keys: [trustedKey.publicJwk] });
-    await expect(verifyOpJwt(app, await token(idpKey))).resolves.toEqual({ iss: ISSUER, sub: SUB });
+    await expect(verifyOpJwt(app, await token(idpKey))).resolves.toMatchObject({ iss: ISSUER, sub: SUB });
   });
 
   it('verifyUserJwt does not accept a token signed by a trusted op_jwt key', async () => {
@@ -260,6 +313,38 @@ describe('trusted op_jwt signing keys', () => {
   it('verifyOpJwt applies the lifetime limit to trusted-key tokens too', async () => {
     const app = application({ trusted_keys: [trustedKey.publicJwk] });
     const iat = now() - 10;
-    await expectUnauthorized(verifyOpJwt(app, await token(trustedKey, { iat, exp: iat + 301 })), 'INVALID_OP_JWT');
+    await expectUnauthorized(verifyOpJwt(app, await token(trustedKey, { iat, exp: iat + 301, app_id: app.app_id })), 'INVALID_OP_JWT');
+  });
+});
+
+describe('verifyOpJwt binds the op_jwt to one app and one use', () => {
+  it('returns the jti and exp the replay record needs', async () => {
+    const iat = now();
+    const verified = await verifyOpJwt(application(), await token(idpKey, { iat, exp: iat + 120, jti: 'use-once-1' }));
+    expect(verified).toEqual({ iss: ISSUER, sub: SUB, jti: 'use-once-1', exp: iat + 120 });
+  });
+
+  it('refuses an op_jwt without jti, with an empty or non-string one, or one over 255 bytes', async () => {
+    for (const jti of [undefined, '', 42, 'j'.repeat(256)]) {
+      const refused = verifyOpJwt(application(), await token(idpKey, { jti }));
+      await expectUnauthorized(refused, 'INVALID_OP_JWT');
+      await expect(refused).rejects.toThrow('"jti"');
+    }
+  });
+
+  it('a platform-signed op_jwt (trusted key) must name the app it is for in app_id', async () => {
+    // Two tenants sharing issuer and audience both trust the one platform key.
+    const appA = application({ trusted_keys: [trustedKey.publicJwk] });
+    const appB = application({ trusted_keys: [trustedKey.publicJwk] });
+    const forA = await token(trustedKey, { app_id: appA.app_id });
+    await expect(verifyOpJwt(appA, forA)).resolves.toMatchObject({ sub: SUB });
+    const refused = verifyOpJwt(appB, forA);
+    await expectUnauthorized(refused, 'INVALID_OP_JWT');
+    await expect(refused).rejects.toThrow('op_jwt was issued for another application');
+    await expectUnauthorized(verifyOpJwt(appA, await token(trustedKey)), 'INVALID_OP_JWT');
+  });
+
+  it('an identity-provider op_jwt naming another app in app_id is refused', async () => {
+    await expectUnauthorized(verifyOpJwt(application(), await token(idpKey, { app_id: 'someone-else' })), 'INVALID_OP_JWT');
   });
 });

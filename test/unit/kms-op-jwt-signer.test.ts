@@ -7,7 +7,7 @@ import { MAX_OP_JWT_LIFETIME_SECONDS } from '../../shared/auth/jwt.ts';
 import { KmsOpJwtSigner } from '../../shared/crypto/kms-op-jwt-signer.ts';
 
 const KEY_ID = 'alias/op-jwt-signer';
-const CLAIMS = { iss: 'https://issuer.example', sub: 'user-42', aud: 'enclave' };
+const CLAIMS = { iss: 'https://issuer.example', sub: 'user-42', aud: 'enclave', app_id: 'acme' };
 
 const kmsMock = mockClient(KMSClient);
 
@@ -78,12 +78,14 @@ describe('KmsOpJwtSigner', () => {
     expect(jwk).not.toHaveProperty('d');
   });
 
-  it('leaves aud out when none is given', async () => {
+  it('carries aud, the app it is for (app_id) and a fresh jti on every token', async () => {
     const signer = new KmsOpJwtSigner(new KMSClient({}), KEY_ID);
-    const token = await signer.sign({ iss: CLAIMS.iss, sub: CLAIMS.sub });
-    const { payload } = await jwtVerify(token, await importJWK(await signer.publicJwk(), 'ES256'));
-    expect(payload).not.toHaveProperty('aud');
-    expect(payload.sub).toBe(CLAIMS.sub);
+    const key = await importJWK(await signer.publicJwk(), 'ES256');
+    const first = (await jwtVerify(await signer.sign(CLAIMS), key)).payload;
+    const second = (await jwtVerify(await signer.sign(CLAIMS), key)).payload;
+    expect(first).toMatchObject({ aud: 'enclave', app_id: 'acme', sub: CLAIMS.sub });
+    expect(first.jti).toMatch(/^[0-9a-f-]{36}$/);
+    expect(second.jti).not.toBe(first.jti);
   });
 
   it('asks KMS to sign the JWS signing input as a RAW message with ECDSA_SHA_256', async () => {

@@ -5,7 +5,7 @@ import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, type JWK, jwt
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
 
-const CLAIMS = { iss: 'https://issuer.example', sub: 'user-42', aud: 'enclave' };
+const CLAIMS = { iss: 'https://issuer.example', sub: 'user-42', aud: 'enclave', app_id: 'acme' };
 
 let dataDir: string;
 

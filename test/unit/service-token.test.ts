@@ -23,7 +23,7 @@ beforeAll(async () => {
   app = {
     app_id: 'acme',
     created_at: '2026-09-01T00:00:00Z',
-    oidc: { provider_id: 'idp', issuer: 'https://idp.acme.test', jwks: { keys: [publicJwk] } },
+    oidc: { provider_id: 'idp', issuer: 'https://idp.acme.test', audience: 'acme-api', jwks: { keys: [publicJwk] } },
     secret_key_hash: '00',
     api_key_hash: '00',
     trusted_keys: [await platform.publicJwk()],
@@ -50,7 +50,7 @@ describe('service tokens', () => {
 
   it('are refused when signed by the identity provider, for another app, or as an op_jwt', async () => {
     const forged = await signWith(idpKey, { iss: PLATFORM_ISSUER, sub: 'acme', aud: ENCLAVE_AUDIENCE });
-    const opJwt = await platform.sign({ iss: app.oidc.issuer, sub: 'acme' });
+    const opJwt = await platform.sign({ iss: app.oidc.issuer, sub: 'acme', aud: 'acme-api', app_id: 'acme' });
     const otherApp = await mintServiceToken(platform, 'someone-else');
     for (const token of [forged, opJwt, otherApp, 'not-a-jwt']) {
       await expect(verifyServiceToken(registry, token)).rejects.toBeInstanceOf(UnauthorizedError);

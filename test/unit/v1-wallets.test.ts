@@ -29,9 +29,10 @@ let keyWrapper: LocalKeyWrapper;
 
 async function opJwt(sub: string, now: Date) {
   const iat = Math.floor(now.getTime() / 1000);
-  return new SignJWT({})
+  return new SignJWT({ jti: crypto.randomUUID() })
     .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
     .setIssuer(app.oidc.issuer)
+    .setAudience('legacy-api')
     .setSubject(sub)
     .setIssuedAt(iat)
     .setExpirationTime(iat + 120)
@@ -46,7 +47,7 @@ beforeAll(async () => {
   app = {
     app_id: 'legacy-app',
     created_at: '2026-01-01T00:00:00Z',
-    oidc: { provider_id: 'idp', issuer: 'https://idp.test', jwks: { keys: [publicJwk] } },
+    oidc: { provider_id: 'idp', issuer: 'https://idp.test', audience: 'legacy-api', jwks: { keys: [publicJwk] } },
     secret_key_hash: '00',
     api_key_hash: '00',
     trusted_keys: [],
@@ -81,10 +82,14 @@ describe('v1 wallets', () => {
     await expect(withWalletKey(deps(BEFORE), app, auth, () => 'signed')).rejects.toBeInstanceOf(ConflictError);
     const afterAuth = { ...auth, op_jwt: await opJwt('alice', AFTER), encryption_context: 'secret-context' };
     await expect(withWalletKey(deps(AFTER), app, afterAuth, () => 'signed')).rejects.toBeInstanceOf(GoneError);
-    await expect(withWalletKey(deps(BEFORE), app, { ...auth, encryption_context: 'wrong' }, () => 'signed')).rejects.toMatchObject({
+    await expect(
+      withWalletKey(deps(BEFORE), app, { ...auth, op_jwt: await opJwt('alice', BEFORE), encryption_context: 'wrong' }, () => 'signed'),
+    ).rejects.toMatchObject({
       code: 'INVALID_ENCRYPTION_CONTEXT',
     });
-    expect(await withWalletKey(deps(BEFORE), app, { ...auth, encryption_context: 'secret-context' }, (w) => w.version)).toBe(2);
+    expect(
+      await withWalletKey(deps(BEFORE), app, { ...auth, op_jwt: await opJwt('alice', BEFORE), encryption_context: 'secret-context' }, (w) => w.version),
+    ).toBe(2);
   });
 
   it("concurrent migrations write once: every caller gets the winner's record; recovery material is dropped", async () => {

@@ -221,6 +221,7 @@ async function userJwt(sub: string): Promise<string> {
   return new SignJWT({})
     .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
     .setIssuer('https://idp.unit')
+    .setAudience('venue-api')
     .setSubject(sub)
     .setIssuedAt(now)
     .setExpirationTime(now + 300)
@@ -323,7 +324,7 @@ beforeAll(async () => {
   issuerKey = privateJwk;
   ({ secret_key: secretKey } = await registerApplication(table, {
     app_id: 'venue-app',
-    oidc: { provider_id: 'idp', issuer: 'https://idp.unit', jwks: { keys: [publicJwk] } },
+    oidc: { provider_id: 'idp', issuer: 'https://idp.unit', audience: 'venue-api', jwks: { keys: [publicJwk] } },
     trusted_keys: [await opJwtSigner.publicJwk()],
   }));
 }, 60_000);

@@ -137,7 +137,9 @@ export async function mintDevToken(dataDir: string, options: { sub: string; ttlS
     .setIssuer(app.issuer)
     .setSubject(options.sub)
     .setIssuedAt(iat)
-    .setExpirationTime(iat + options.ttlSeconds);
+    .setExpirationTime(iat + options.ttlSeconds)
+    // A fresh jti on every token: the enclave accepts an op_jwt once.
+    .setJti(crypto.randomUUID());
   if (app.audience) jwt.setAudience(app.audience);
   return jwt.sign(await importJWK(jwk, 'ES256'));
 }

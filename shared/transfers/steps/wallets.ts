@@ -46,6 +46,7 @@ export function enclaveStepWallets(deps: EnclaveStepWalletDeps): StepWallets {
         iss: task.iss,
         sub: task.app_user_id,
         audience: app.oidc.audience,
+        appId: app.app_id,
         credentials: async () => ({ serviceToken: await serviceToken(app.app_id) }),
       };
       return {

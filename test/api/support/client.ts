@@ -79,15 +79,18 @@ export function registerSecrets(body: unknown, path = ''): void {
 export async function mintToken(
   app: TestApp,
   sub: string,
-  options: { ttlSeconds?: number; iat?: number; issuer?: string; audience?: string | null; claims?: Record<string, unknown> } = {},
+  options: { ttlSeconds?: number; iat?: number | null; issuer?: string; audience?: string | null; jti?: string | null; claims?: Record<string, unknown> } = {},
 ): Promise<string> {
+  // iat null: the token carries none (exp still counts from now).
   const iat = options.iat ?? Math.floor(Date.now() / 1000);
-  const jwt = new SignJWT({ ...options.claims })
+  // A fresh random jti on every token (null: none): the enclave accepts an op_jwt once, so a test mints one per call.
+  const jti = options.jti === undefined ? crypto.randomUUID() : options.jti;
+  const jwt = new SignJWT({ ...(jti === null ? {} : { jti }), ...options.claims })
     .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: app.privateJwk.kid! })
     .setIssuer(options.issuer ?? app.issuer)
     .setSubject(sub)
-    .setIssuedAt(iat)
     .setExpirationTime(iat + (options.ttlSeconds ?? 300));
+  if (options.iat !== null) jwt.setIssuedAt(iat);
   if (options.audience !== null) jwt.setAudience(options.audience ?? app.audience);
   return jwt.sign(await importJWK(app.privateJwk, 'ES256'));
 }

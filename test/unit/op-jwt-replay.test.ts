@@ -1,0 +1,104 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { importJWK, type JWK, SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Application } from '../../shared/apps/application.ts';
+import { recordOpJwtUse } from '../../shared/auth/op-jwt-replay.ts';
+import { DEFAULT_V1_RETIREMENT } from '../../shared/config.ts';
+import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
+import { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
+import type { Table } from '../../shared/db/client.ts';
+import { getItem } from '../../shared/db/client.ts';
+import { keys } from '../../shared/db/keys.ts';
+import { TABLE_TTL_ATTRIBUTE } from '../../shared/db/table-definition.ts';
+import { createWallet, type EnclaveDeps } from '../../shared/enclave/create-wallet.ts';
+import { withWalletKey } from '../../shared/enclave/use-wallet.ts';
+import { UnauthorizedError } from '../../shared/errors.ts';
+import { startDynaliteTable } from './support/dynalite-table.ts';
+
+/** An op_jwt is good for one signing call: its jti is recorded (conditional put, TTL = its exp). */
+let table: Table;
+let stop: () => Promise<void>;
+let keyWrapper: LocalKeyWrapper;
+let issuerKey: JWK;
+let app: Application;
+const deps = (): EnclaveDeps => ({ table, keyWrapper, now: () => new Date(), v1RetiresAt: new Date(DEFAULT_V1_RETIREMENT) });
+
+async function opJwt(sub: string, claims: Record<string, unknown> = {}) {
+  const iat = Math.floor(Date.now() / 1000);
+  return new SignJWT({ jti: crypto.randomUUID(), ...claims })
+    .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
+    .setIssuer(app.oidc.issuer)
+    .setAudience('replay-api')
+    .setSubject(sub)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + 120)
+    .sign(await importJWK(issuerKey, 'ES256'));
+}
+
+beforeAll(async () => {
+  ({ table, stop } = await startDynaliteTable('op-jwt-replay'));
+  keyWrapper = new LocalKeyWrapper(await mkdtemp(join(tmpdir(), 'op-jwt-replay-')), 'enclave');
+  const { privateJwk, publicJwk } = await generateEs256Jwk();
+  issuerKey = privateJwk;
+  app = {
+    app_id: 'replay-app',
+    created_at: '2026-01-01T00:00:00Z',
+    oidc: { provider_id: 'idp', issuer: 'https://idp.replay.test', audience: 'replay-api', jwks: { keys: [publicJwk] } },
+    secret_key_hash: '00',
+    api_key_hash: '00',
+    trusted_keys: [],
+    default_wallet_group_id: 'default',
+  };
+});
+afterAll(() => stop());
+
+describe('recordOpJwtUse', () => {
+  it('records the first use under OPJWT#<app_id>#<jti> with the TTL attribute at exp; a second is 401 OP_JWT_REPLAYED', async () => {
+    const exp = Math.floor(Date.now() / 1000) + 120;
+    await recordOpJwtUse(table, { appId: 'acme', jti: 'jti-1', exp });
+    const key = keys.opJwtUse('acme', 'jti-1');
+    expect(key).toEqual({ pk: 'OPJWT#acme#jti-1', sk: 'OPJWT' });
+    const item = await getItem(table, key);
+    expect(item?.[TABLE_TTL_ATTRIBUTE]).toBe(exp);
+    const again = recordOpJwtUse(table, { appId: 'acme', jti: 'jti-1', exp });
+    await expect(again).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(again).rejects.toMatchObject({ status: 401, code: 'OP_JWT_REPLAYED' });
+    // The same jti in another app is another token.
+    await expect(recordOpJwtUse(table, { appId: 'other', jti: 'jti-1', exp })).resolves.toBeUndefined();
+  });
+
+  it('of ten concurrent uses, exactly one is recorded', async () => {
+    const exp = Math.floor(Date.now() / 1000) + 120;
+    const results = await Promise.allSettled(Array.from({ length: 10 }, () => recordOpJwtUse(table, { appId: 'acme', jti: 'race', exp })));
+    expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
+  });
+});
+
+describe('withWalletKey and a replayed op_jwt', () => {
+  it('signs once; the second use is refused before the key is unwrapped and the operation runs', async () => {
+    const sub = `user-${crypto.randomUUID()}`;
+    const wallet = await createWallet(deps(), { app, identity: { iss: app.oidc.issuer, sub }, network: 'ETH', walletGroupId: 'g' });
+    const auth = { op_jwt: await opJwt(sub), access_key: wallet.access_key, wallet_id: wallet.wallet_id };
+    const operation = vi.fn(() => 'signed');
+    expect(await withWalletKey(deps(), app, auth, operation)).toBe('signed');
+    const unwrap = vi.spyOn(keyWrapper, 'decryptDataKey');
+    const replay = withWalletKey(deps(), app, auth, operation);
+    await expect(replay).rejects.toMatchObject({ status: 401, code: 'OP_JWT_REPLAYED' });
+    expect(operation).toHaveBeenCalledTimes(1);
+    expect(unwrap).not.toHaveBeenCalled();
+    unwrap.mockRestore();
+    // A fresh op_jwt for the same user signs again.
+    expect(await withWalletKey(deps(), app, { ...auth, op_jwt: await opJwt(sub) }, operation)).toBe('signed');
+  });
+
+  it('an op_jwt without jti is 401 INVALID_OP_JWT and records nothing', async () => {
+    const sub = `user-${crypto.randomUUID()}`;
+    const wallet = await createWallet(deps(), { app, identity: { iss: app.oidc.issuer, sub }, network: 'ETH', walletGroupId: 'g' });
+    const operation = vi.fn(() => 'signed');
+    const auth = { op_jwt: await opJwt(sub, { jti: undefined }), access_key: wallet.access_key, wallet_id: wallet.wallet_id };
+    await expect(withWalletKey(deps(), app, auth, operation)).rejects.toMatchObject({ status: 401, code: 'INVALID_OP_JWT' });
+    expect(operation).not.toHaveBeenCalled();
+  });
+});
