@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_TOKEN_AGE_SECONDS } from '../../shared/apps/application.ts';
 import {
   accountUrlFrom,
   CliError,
@@ -23,7 +24,7 @@ const spec = {
   help: [
     "Prints a JWT for <user id> from the running sandbox's dev app (Authorization: Bearer for the account service, auth_jwt for the enclave).",
     "  --sub <user id>      the token's subject (required)",
-    '  --ttl <seconds>      lifetime (default 3600; with --op default 300, at most 300)',
+    '  --ttl <seconds>      lifetime (default 3600, at most 86400; with --op default 300, at most 300)',
     "  --op                 an op_jwt for the enclave /v2/ signing calls (with the wallet's access_key)",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: help text showing the shell default ${ACCOUNT_PORT:-3000} literally
     '  --account-url <url>  the sandbox to follow (default ACCOUNT_URL, else http://127.0.0.1:${ACCOUNT_PORT:-3000})',
@@ -46,6 +47,9 @@ await runCli(spec.name, async () => {
   const ttl = values.ttl === undefined ? (values.op ? MAX_OP_JWT_TTL_SECONDS : 3600) : wholeNumber(spec, 'ttl', values.ttl);
   if (values.op && ttl > MAX_OP_JWT_TTL_SECONDS) {
     throw new CliError(`an op_jwt lives at most ${MAX_OP_JWT_TTL_SECONDS} seconds (the enclave refuses a longer one): --ttl ${ttl} is too long`, 2);
+  }
+  if (ttl > DEFAULT_MAX_TOKEN_AGE_SECONDS) {
+    throw new CliError(`a user JWT lives at most ${DEFAULT_MAX_TOKEN_AGE_SECONDS} seconds (the services refuse a longer one): --ttl ${ttl} is too long`, 2);
   }
   const accountUrl = accountUrlFrom(values['account-url']);
   const info = await discoverSandbox({ accountUrl });

@@ -112,7 +112,8 @@ describe.skipIf(!sandbox.dataDir)('op_jwt: bound to the app it was issued for', 
   let platformKey: JWK;
   beforeAll(async () => {
     // The file may hold the private JWK without kid: describeEs256Jwk adds the thumbprint kid the apps trust.
-    platformKey = (await describeEs256Jwk(JSON.parse(await readFile(join(sandbox.dataDir, 'runtime', 'keys', 'op-jwt-signer.jwk.json'), 'utf8')) as JWK)).privateJwk;
+    platformKey = (await describeEs256Jwk(JSON.parse(await readFile(join(sandbox.dataDir, 'runtime', 'keys', 'op-jwt-signer.jwk.json'), 'utf8')) as JWK))
+      .privateJwk;
   });
 
   async function platformOpJwt(app: TestApp, sub: string, appId: string | undefined) {
