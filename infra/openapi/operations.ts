@@ -243,7 +243,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   SignDataV2: {
     summary: 'Sign a 32-byte hash as given',
-    description: "Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet's iss/sub) plus access_key.",
+    description:
+      "Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet's iss/sub) plus access_key. A v1 wallet migrates only to the user it was created for (403 WALLET_IDENTITY_MISMATCH; 409 V1_OWNER_UNKNOWN when it was created without auth_jwt). 500 WALLET_INTEGRITY_FAILED when the stored wallet does not authenticate (edited outside the enclave): nothing is signed.",
     security: ['secretKey'],
     body: SignDataRequest,
     response: SignatureResponse,
@@ -274,7 +275,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   CreateWalletV1: {
     summary: 'v1: create a wallet sealed under an encryption_context',
-    description: `Returns wallet_id, access_key and recovery_key. ${V1_NOTE}`,
+    description: `Returns wallet_id, access_key and recovery_key. With the optional auth_jwt the wallet is created for that user, the only one it may migrate to; without, it cannot be migrated to v2. ${V1_NOTE}`,
     security: ['secretKey'],
     body: V1CreateWalletRequest,
     response: V1CreateWalletResponse,

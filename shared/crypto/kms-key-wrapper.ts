@@ -1,4 +1,5 @@
-import { DecryptCommand, GenerateDataKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { DecryptCommand, type DecryptCommandOutput, GenerateDataKeyCommand, InvalidCiphertextException, type KMSClient } from '@aws-sdk/client-kms';
+import { DecryptionError } from './aead.ts';
 import type { DataKey, EncryptionContext, KeyWrapper } from './key-wrapper.ts';
 
 /** AWS KMS adapter: AES-256 data keys under one KMS key, bound to an encryption context. */
@@ -17,11 +18,16 @@ export class KmsKeyWrapper implements KeyWrapper {
     return { plaintext: out.Plaintext, ciphertext: out.CiphertextBlob };
   }
 
+  /** Throws DecryptionError, as the local wrapper does, when the blob does not authenticate under this key and context. */
   async decryptDataKey(ciphertext: Uint8Array, context: EncryptionContext): Promise<Uint8Array> {
-    const out = await this.#kms.send(
+    let out: DecryptCommandOutput;
+    try {
       // KeyId pins the key: a blob made under another key is refused rather than decrypted.
-      new DecryptCommand({ KeyId: this.#keyId, CiphertextBlob: ciphertext, EncryptionContext: { ...context } }),
-    );
+      out = await this.#kms.send(new DecryptCommand({ KeyId: this.#keyId, CiphertextBlob: ciphertext, EncryptionContext: { ...context } }));
+    } catch (error) {
+      if (error instanceof InvalidCiphertextException) throw new DecryptionError();
+      throw error;
+    }
     if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
     return out.Plaintext;
   }

@@ -3,11 +3,12 @@ import { hashSecret } from '../apps/app-registry.ts';
 import type { Application } from '../apps/application.ts';
 import type { Identity } from '../auth/jwt.ts';
 import type { KeyWrapper } from '../crypto/key-wrapper.ts';
-import { openSecrets, sealSecrets } from '../crypto/secret-box.ts';
 import type { Table } from '../db/client.ts';
 import { familyOf } from '../wallets/networks.ts';
+import { walletIntegrityFailure } from './wallet-integrity-error.ts';
 import { addressOf, generateSecret } from './wallet-keys.ts';
-import { type AnyWalletRecord, deriveWalletId, getWallet, putWalletIfAbsent, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
+import { type AnyWalletRecord, deriveWalletId, getWallet, putWalletIfAbsent, type WalletRecord } from './wallet-record.ts';
+import { openWallet, sealWallet } from './wallet-seal.ts';
 
 export interface EnclaveDeps {
   readonly table: Table;
@@ -37,8 +38,9 @@ export async function createWallet(
   const walletId = deriveWalletId(input.app.app_id, input.identity, input.walletGroupId, family);
   const existing = await getWallet(deps.table, walletId);
   const wallet = existing ?? (await storeNewWallet(deps, input, walletId, family));
-  if (wallet.version !== 2) throw new Error(`wallet ${walletId} is not a v2 wallet`); // derived ids are only ever v2
-  const { access_key } = await openSecrets(deps.keyWrapper, walletEncryptionContext(wallet), wallet.sealed, ['access_key']);
+  if (wallet.version !== 2) throw walletIntegrityFailure(walletId, 'record'); // derived ids are only ever v2
+  // The seal authenticates the record's binding: an edited item hands out no access key.
+  const { access_key } = await openWallet(deps, wallet, ['access_key']);
   return {
     wallet_id: wallet.wallet_id,
     access_key: access_key.toString('utf8'),
@@ -57,24 +59,23 @@ async function storeNewWallet(
   const secret = generateSecret(family);
   const accessKey = randomBytes(32).toString('base64url');
   try {
-    const context = walletEncryptionContext({ app_id: input.app.app_id, wallet_id: walletId });
-    const sealed = await sealSecrets(deps.keyWrapper, context, {
-      private_key: secret,
-      access_key: Buffer.from(accessKey, 'utf8'),
-    });
-    const record: WalletRecord = {
-      wallet_id: walletId,
-      version: 2,
-      app_id: input.app.app_id,
-      iss: input.identity.iss,
-      sub: input.identity.sub,
-      wallet_group_id: input.walletGroupId,
-      family,
-      public_address: addressOf(family, secret),
-      sealed,
-      access_key_hash: hashSecret(accessKey),
-      created_at: deps.now().toISOString(),
-    };
+    // Sealed with everything that decides who may use it (wallet-seal.ts walletBinding).
+    const record: WalletRecord = await sealWallet(
+      deps.keyWrapper,
+      {
+        wallet_id: walletId,
+        version: 2,
+        app_id: input.app.app_id,
+        iss: input.identity.iss,
+        sub: input.identity.sub,
+        wallet_group_id: input.walletGroupId,
+        family,
+        public_address: addressOf(family, secret),
+        access_key_hash: hashSecret(accessKey),
+        created_at: deps.now().toISOString(),
+      },
+      { private_key: secret, access_key: Buffer.from(accessKey, 'utf8') },
+    );
     // A concurrent create may have won; then its wallet is the wallet.
     return putWalletIfAbsent(deps.table, record);
   } finally {

@@ -44,6 +44,14 @@ export const SignTransactionRequest = v.object({ ...SignAuthFields, ...SignTrans
 
 export const V1CreateWalletRequest = v.object({
   encryption_context: NonEmptyString(4096),
+  auth_jwt: v.optional(
+    v.pipe(
+      NonEmptyString(8192),
+      v.description(
+        "The user's JWT, as in v2 creation: the wallet is created for its iss and sub, the only identity it may later migrate to. Without it the wallet names no user and cannot be migrated to v2.",
+      ),
+    ),
+  ),
   network: NetworkSchema,
   wallet_group_id: WalletGroupId,
 });

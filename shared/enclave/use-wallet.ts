@@ -2,11 +2,11 @@ import { digestsEqual, hashSecret } from '../apps/app-registry.ts';
 import type { Application } from '../apps/application.ts';
 import { verifyOpJwt } from '../auth/jwt.ts';
 import { recordOpJwtUse } from '../auth/op-jwt-replay.ts';
-import { openSecrets } from '../crypto/secret-box.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { EnclaveDeps } from './create-wallet.ts';
 import { assertV1Open, migrateV1Wallet, openV1Key } from './v1-wallets.ts';
-import { type AnyWalletRecord, getWallet, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
+import { type AnyWalletRecord, getWallet, type WalletRecord } from './wallet-record.ts';
+import { openWallet } from './wallet-seal.ts';
 
 export interface WalletAuthorization {
   readonly op_jwt: string;
@@ -69,7 +69,8 @@ export async function withWalletKey<T>(
   if (!digestsEqual(wallet.access_key_hash, hashSecret(auth.access_key))) {
     throw new ForbiddenError('INVALID_ACCESS_KEY', 'access_key does not match this wallet');
   }
-  const { private_key } = await openSecrets(deps.keyWrapper, walletEncryptionContext(wallet), wallet.sealed, ['private_key']);
+  // Opens only if the record's binding (owner, access-key hash, ...) is the one it was sealed with.
+  const { private_key } = await openWallet(deps, wallet, ['private_key']);
   try {
     return await operation(wallet, private_key);
   } finally {

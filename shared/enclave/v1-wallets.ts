@@ -4,12 +4,14 @@ import { digestsEqual, hashSecret } from '../apps/app-registry.ts';
 import type { Application } from '../apps/application.ts';
 import type { Identity } from '../auth/jwt.ts';
 import { DecryptionError, open, seal } from '../crypto/aead.ts';
-import { sealSecrets } from '../crypto/secret-box.ts';
-import { ForbiddenError, GoneError } from '../errors.ts';
+import { canonicalContext } from '../crypto/key-wrapper.ts';
+import { ConflictError, ForbiddenError, GoneError } from '../errors.ts';
 import { familyOf } from '../wallets/networks.ts';
 import type { EnclaveDeps } from './create-wallet.ts';
+import { walletIntegrityFailure } from './wallet-integrity-error.ts';
 import { addressOf, generateSecret } from './wallet-keys.ts';
-import { getWallet, putWalletIfAbsent, replaceV1Wallet, type V1WalletRecord, type WalletRecord, walletEncryptionContext } from './wallet-record.ts';
+import { getWallet, putWalletIfAbsent, replaceV1Wallet, type V1WalletRecord, WALLET_SEAL_VERSION, type WalletRecord } from './wallet-record.ts';
+import { sealWallet } from './wallet-seal.ts';
 
 /**
  * Legacy v1 wallets (spec, Versioning and Enclave wallet binding): created with an
@@ -53,10 +55,37 @@ export interface CreatedV1Wallet {
   readonly wallet_group_id: string;
 }
 
-/** `POST /v1/api/wallet`: a new wallet sealed under the encryption context (before retirement only). */
+/**
+ * What a v1 wallet created for an identity authenticates under its context key (issue 21 §8): the
+ * owner it may migrate to, and the rest of what decides who may use it. A v1 record's associated
+ * data is its wallet id alone (so a wrong encryption_context stays a 403), plus `binding_tag`, an
+ * empty blob whose associated data is this: an edited owner no longer matches it.
+ */
+function v1Binding(wallet: Omit<V1WalletRecord, 'v1' | 'created_at'>): string {
+  return canonicalContext({
+    purpose: 'enclave-wallet-v1',
+    seal_version: String(WALLET_SEAL_VERSION),
+    version: '1',
+    app_id: wallet.app_id,
+    wallet_id: wallet.wallet_id,
+    iss: wallet.iss ?? '',
+    sub: wallet.sub ?? '',
+    access_key_hash: wallet.access_key_hash,
+    wallet_group_id: wallet.wallet_group_id,
+    family: wallet.family,
+    public_address: wallet.public_address,
+  });
+}
+
+/**
+ * `POST /v1/api/wallet`: a new wallet sealed under the encryption context (before retirement only).
+ * With `identity` (the request's optional `auth_jwt`, verified by the adapter) the wallet is created
+ * for that user and can later migrate to v2 for that user only; without, it names no user and can
+ * only ever be used through v1.
+ */
 export async function createV1Wallet(
   deps: Pick<EnclaveDeps, 'table' | 'now' | 'v1RetiresAt'>,
-  input: { app: Application; encryptionContext: string; network: string; walletGroupId: string },
+  input: { app: Application; encryptionContext: string; network: string; walletGroupId: string; identity?: Pick<Identity, 'iss' | 'sub'> },
 ): Promise<CreatedV1Wallet> {
   assertV1Open(deps);
   const family = familyOf(input.network);
@@ -70,19 +99,24 @@ export async function createV1Wallet(
   const key = await contextKey(input.encryptionContext, kdf);
   const recovery = await recoveryKeyMaterial(recoveryKey, recoverySalt);
   try {
-    const record: V1WalletRecord = {
+    const plain = {
       wallet_id: walletId,
-      version: 1,
+      version: 1 as const,
       app_id: input.app.app_id,
+      ...(input.identity ? { seal_version: WALLET_SEAL_VERSION, iss: input.identity.iss, sub: input.identity.sub } : {}),
       wallet_group_id: input.walletGroupId,
       family,
       public_address: addressOf(family, secret),
       access_key_hash: hashSecret(accessKey),
+    };
+    const record: V1WalletRecord = {
+      ...plain,
       created_at: deps.now().toISOString(),
       v1: {
         kdf,
         sealed_key: seal(key, secret, walletId).toString('base64'),
         recovery: { salt: recoverySalt.toString('base64'), sealed_key: seal(recovery, secret, walletId).toString('base64') },
+        ...(input.identity ? { binding_tag: seal(key, Buffer.alloc(0), v1Binding(plain)).toString('base64') } : {}),
       },
     };
     await putWalletIfAbsent(deps.table, record);
@@ -109,19 +143,54 @@ export async function openV1Key(wallet: V1WalletRecord, auth: { encryption_conte
   }
   const key = await contextKey(auth.encryption_context, wallet.v1.kdf);
   try {
-    return open(key, Buffer.from(wallet.v1.sealed_key, 'base64'), wallet.wallet_id);
-  } catch (error) {
-    if (error instanceof DecryptionError) throw new ForbiddenError('INVALID_ENCRYPTION_CONTEXT', 'encryption_context does not unlock this wallet');
-    throw error;
+    let secret: Buffer;
+    try {
+      secret = open(key, Buffer.from(wallet.v1.sealed_key, 'base64'), wallet.wallet_id);
+    } catch (error) {
+      if (error instanceof DecryptionError) throw new ForbiddenError('INVALID_ENCRYPTION_CONTEXT', 'encryption_context does not unlock this wallet');
+      throw error;
+    }
+    // The right context opened the key: a binding that no longer authenticates is an edited item.
+    if (wallet.v1.binding_tag !== undefined) {
+      try {
+        open(key, Buffer.from(wallet.v1.binding_tag, 'base64'), v1Binding(wallet));
+      } catch (error) {
+        secret.fill(0);
+        if (error instanceof DecryptionError) throw walletIntegrityFailure(wallet.wallet_id, 'seal');
+        throw error;
+      }
+    }
+    return secret;
   } finally {
     key.fill(0);
   }
 }
 
 /**
- * Re-keys a v1 wallet to v2: unwrap with the v1 secret, re-wrap under the KMS key, bind to the
- * op_jwt's identity, drop the recovery material. A conditional write on the version makes
- * concurrent first calls migrate once; a call that loses the race gets the winner's record.
+ * The identity a v1 wallet may migrate to: the one it was created for (issue 21 §8). The v1
+ * create request of the spec carries no user, only the app's secret key and the encryption
+ * context, so the enclave cannot know whose a wallet created that way is; letting the first op_jwt
+ * decide would let anyone holding its v1 credentials move it to themselves. Such a wallet is
+ * refused (409 V1_OWNER_UNKNOWN); one created with `auth_jwt` migrates to that user only.
+ */
+export function assertMigrationIdentity(wallet: V1WalletRecord, identity: Pick<Identity, 'iss' | 'sub'>): { iss: string; sub: string } {
+  if (wallet.seal_version !== WALLET_SEAL_VERSION || wallet.iss === undefined || wallet.sub === undefined) {
+    throw new ConflictError(
+      'V1_OWNER_UNKNOWN',
+      'This v1 wallet was created without auth_jwt, so it names no user it could migrate to: it cannot be migrated to v2',
+    );
+  }
+  if (wallet.iss !== identity.iss || wallet.sub !== identity.sub) {
+    throw new ForbiddenError('WALLET_IDENTITY_MISMATCH', 'op_jwt does not name the identity this wallet is bound to');
+  }
+  return { iss: wallet.iss, sub: wallet.sub };
+}
+
+/**
+ * Re-keys a v1 wallet to v2: check that the op_jwt names the identity the wallet was created for,
+ * unwrap with the v1 secret, re-seal under the KMS key bound to that identity (wallet-seal.ts),
+ * drop the recovery material. A conditional write on the version makes concurrent first calls
+ * migrate once; a call that loses the race gets the winner's record.
  */
 export async function migrateV1Wallet(
   deps: EnclaveDeps,
@@ -130,14 +199,15 @@ export async function migrateV1Wallet(
   auth: { encryption_context: string; access_key: string },
 ): Promise<WalletRecord> {
   assertV1Open(deps);
+  const owner = assertMigrationIdentity(wallet, identity);
   const secret = await openV1Key(wallet, auth);
   try {
-    const sealed = await sealSecrets(deps.keyWrapper, walletEncryptionContext(wallet), {
-      private_key: secret,
-      access_key: Buffer.from(auth.access_key, 'utf8'),
-    });
-    const { v1: _legacy, version: _version, ...base } = wallet;
-    const migrated: WalletRecord = { ...base, version: 2, iss: identity.iss, sub: identity.sub, sealed, migrated_at: deps.now().toISOString() };
+    const { v1: _legacy, version: _version, seal_version: _seal, iss: _iss, sub: _sub, ...base } = wallet;
+    const migrated = await sealWallet(
+      deps.keyWrapper,
+      { ...base, version: 2, iss: owner.iss, sub: owner.sub, migrated_at: deps.now().toISOString() },
+      { private_key: secret, access_key: Buffer.from(auth.access_key, 'utf8') },
+    );
     if (await replaceV1Wallet(deps.table, migrated)) return migrated;
   } finally {
     secret.fill(0);

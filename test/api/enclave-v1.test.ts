@@ -47,7 +47,13 @@ describe.runIf(sandbox.appsFile)('enclave v1 wallets and migration', () => {
   });
 
   it('before retirement: creates v1 wallets with a recovery key and signs with encryption_context', async () => {
-    const created = await post(before, '/v1/api/wallet', { encryption_context: context, network: 'ETH', wallet_group_id: 'legacy' });
+    // Created for alice (the optional auth_jwt): the only user it may migrate to (issue 21 §8).
+    const created = await post(before, '/v1/api/wallet', {
+      encryption_context: context,
+      auth_jwt: await mintToken(appOne, alice),
+      network: 'ETH',
+      wallet_group_id: 'legacy',
+    });
     expect(created.status).toBe(200);
     expect(Object.keys(created.body).sort()).toEqual(['access_key', 'network', 'public_address', 'recovery_key', 'success', 'wallet_group_id', 'wallet_id']);
     evm = created.body;
@@ -90,7 +96,42 @@ describe.runIf(sandbox.appsFile)('enclave v1 wallets and migration', () => {
     expect(response.body.error.code).toBe('MIGRATION_REQUIRED');
   });
 
-  it('concurrent first v2 calls migrate the wallet once, bound to the op_jwt identity', async () => {
+  it("migration is bound to the user the v1 wallet was created for: alice's v1 credentials with mallory's op_jwt are 403; a wallet created for no one is 409 V1_OWNER_UNKNOWN", async () => {
+    const mallory = await post(before, '/v2/api/wallet/sign_data', {
+      op_jwt: await mintToken(appOne, uniqueUser('mallory'), { ttlSeconds: 120 }),
+      access_key: evm.access_key,
+      wallet_id: evm.wallet_id,
+      encryption_context: context,
+      raw_data_hash: hash,
+    });
+    expect(mallory.status).toBe(403);
+    expect(mallory.body.error.code).toBe('WALLET_IDENTITY_MISMATCH');
+    expect(mallory.body).not.toHaveProperty('signature');
+    const unowned = await post(before, '/v2/api/wallet/sign_data', {
+      op_jwt: await mintToken(appOne, uniqueUser('anyone'), { ttlSeconds: 120 }),
+      access_key: unmigrated.access_key,
+      wallet_id: unmigrated.wallet_id,
+      encryption_context: 'other-secret',
+      raw_data_hash: hash,
+    });
+    expect(unowned.status).toBe(409);
+    expect(unowned.body.error.code).toBe('V1_OWNER_UNKNOWN');
+    // Neither was migrated: both still answer v1.
+    for (const [wallet, secret] of [
+      [evm, context],
+      [unmigrated, 'other-secret'],
+    ] as const) {
+      const v1 = await post(before, '/v1/api/wallet/sign_data', {
+        encryption_context: secret,
+        access_key: wallet.access_key,
+        wallet_id: wallet.wallet_id,
+        raw_data_hash: hash,
+      });
+      expect(v1.status).toBe(200);
+    }
+  });
+
+  it('concurrent first v2 calls migrate the wallet once, bound to the identity it was created for', async () => {
     // One op_jwt per call: the enclave accepts each once.
     const opJwt = () => mintToken(appOne, alice, { ttlSeconds: 120 });
     const body = { access_key: evm.access_key, wallet_id: evm.wallet_id, encryption_context: context, raw_data_hash: hash };

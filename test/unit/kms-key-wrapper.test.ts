@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { DecryptCommand, GenerateDataKeyCommand, InvalidCiphertextException, KMSClient } from '@aws-sdk/client-kms';
+import { DecryptCommand, GenerateDataKeyCommand, InvalidCiphertextException, KMSClient, KMSInvalidStateException } from '@aws-sdk/client-kms';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { DecryptionError } from '../../shared/crypto/aead.ts';
 import type { EncryptionContext } from '../../shared/crypto/key-wrapper.ts';
 import { KmsKeyWrapper } from '../../shared/crypto/kms-key-wrapper.ts';
 
@@ -43,9 +44,11 @@ describe('KmsKeyWrapper', () => {
     expect(Buffer.from(key).equals(plaintext)).toBe(true);
   });
 
-  it('passes KMS refusals through unchanged (wrong key or context)', async () => {
+  it('a blob that does not authenticate (wrong key or context) is a DecryptionError, as with the local wrapper; other refusals pass through', async () => {
     kmsMock.on(DecryptCommand).rejects(new InvalidCiphertextException({ message: 'InvalidCiphertextException', $metadata: { httpStatusCode: 400 } }));
-    await expect(new KmsKeyWrapper(new KMSClient({}), KEY_ID).decryptDataKey(randomBytes(64), CONTEXT)).rejects.toBeInstanceOf(InvalidCiphertextException);
+    await expect(new KmsKeyWrapper(new KMSClient({}), KEY_ID).decryptDataKey(randomBytes(64), CONTEXT)).rejects.toBeInstanceOf(DecryptionError);
+    kmsMock.on(DecryptCommand).rejects(new KMSInvalidStateException({ message: 'disabled', $metadata: { httpStatusCode: 400 } }));
+    await expect(new KmsKeyWrapper(new KMSClient({}), KEY_ID).decryptDataKey(randomBytes(64), CONTEXT)).rejects.toBeInstanceOf(KMSInvalidStateException);
   });
 
   it('throws when GenerateDataKey returns no key material', async () => {

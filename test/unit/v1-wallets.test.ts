@@ -56,7 +56,9 @@ beforeAll(async () => {
 });
 afterAll(() => stop());
 
-const newV1 = (now: Date, context = 'secret-context') => createV1Wallet(deps(now), { app, encryptionContext: context, network: 'ETH', walletGroupId: 'g' });
+// Created for a user (the optional auth_jwt): only such a wallet can migrate, and only to that user (issue 21 §8).
+const newV1 = (now: Date, context = 'secret-context', owner = 'alice') =>
+  createV1Wallet(deps(now), { app, encryptionContext: context, network: 'ETH', walletGroupId: 'g', identity: { iss: app.oidc.issuer, sub: owner } });
 
 describe('v1 wallets', () => {
   it('are created until the retirement instant, and refused from it on', async () => {
@@ -108,7 +110,7 @@ describe('v1 wallets', () => {
   });
 
   it('after migration, encryption_context is refused once the first-use window (30 s) has passed', async () => {
-    const wallet = await newV1(BEFORE);
+    const wallet = await newV1(BEFORE, 'secret-context', 'carol');
     const auth = { op_jwt: await opJwt('carol', BEFORE), access_key: wallet.access_key, wallet_id: wallet.wallet_id, encryption_context: 'secret-context' };
     await withWalletKey(deps(BEFORE), app, auth, () => 'migrated');
     const straggler = new Date(BEFORE.getTime() + 29_000);
@@ -127,7 +129,7 @@ describe('v1 wallets', () => {
     const wallet = await newV1(BEFORE);
     const v1 = (await getWallet(table, wallet.wallet_id)) as V1WalletRecord;
     await expect(
-      migrateV1Wallet(deps(BEFORE), v1, { iss: 'i', sub: 's' }, { encryption_context: 'secret-context', access_key: 'wrong' }),
+      migrateV1Wallet(deps(BEFORE), v1, { iss: app.oidc.issuer, sub: 'alice' }, { encryption_context: 'secret-context', access_key: 'wrong' }),
     ).rejects.toBeInstanceOf(ForbiddenError);
     expect((await getWallet(table, wallet.wallet_id))?.version).toBe(1);
   });

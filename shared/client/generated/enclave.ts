@@ -52,7 +52,7 @@ export interface paths {
         put?: never;
         /**
          * Sign a 32-byte hash as given
-         * @description Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet's iss/sub) plus access_key.
+         * @description Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet's iss/sub) plus access_key. A v1 wallet migrates only to the user it was created for (403 WALLET_IDENTITY_MISMATCH; 409 V1_OWNER_UNKNOWN when it was created without auth_jwt). 500 WALLET_INTEGRITY_FAILED when the stored wallet does not authenticate (edited outside the enclave): nothing is signed.
          */
         post: operations["SignDataV2"];
         delete?: never;
@@ -127,7 +127,7 @@ export interface paths {
         /**
          * v1: create a wallet sealed under an encryption_context
          * @deprecated
-         * @description Returns wallet_id, access_key and recovery_key. Retired: answers 410 V1_RETIRED after the retirement instant (default end of 2026-07-31 UTC, V1_RETIREMENT_AT).
+         * @description Returns wallet_id, access_key and recovery_key. With the optional auth_jwt the wallet is created for that user, the only one it may migrate to; without, it cannot be migrated to v2. Retired: answers 410 V1_RETIRED after the retirement instant (default end of 2026-07-31 UTC, V1_RETIREMENT_AT).
          */
         post: operations["CreateWalletV1"];
         delete?: never;
@@ -900,6 +900,8 @@ export interface operations {
             content: {
                 "application/json": {
                     encryption_context: string;
+                    /** @description The user's JWT, as in v2 creation: the wallet is created for its iss and sub, the only identity it may later migrate to. Without it the wallet names no user and cannot be migrated to v2. */
+                    auth_jwt?: string;
                     network: string;
                     wallet_group_id: string;
                 };
