@@ -33,7 +33,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
-import { ROUTES, type RouteDefinition } from '../functions/routes.ts';
+import { ROUTES, type RouteDefinition, tableAccess } from '../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS } from '../functions/transfer-steps.ts';
 import { ESBUILD_OPTIONS } from '../infra/bundling.ts';
 import { importMs, median } from './bundles/import-time.ts';
@@ -84,14 +84,14 @@ const IMPORT_ENV: Record<string, string> = {
 };
 
 /**
- * "Only reads the table": needs exactly `table: 'read'`, and not an enclave route (the enclave's
+ * "Only reads the table": needs only a `table` that it reads and never writes, and not an enclave route (the enclave's
  * v1 signers read only the table too, but they sign: secp256k1/ed25519 and transaction encoding
  * are a library cost of their own).
  */
 function onlyReadsTable(route: RouteDefinition): boolean {
   const { needs } = route;
   const named = Object.entries(needs).filter(([, value]) => value !== undefined);
-  return route.service !== 'enclave' && named.length === 1 && needs.table === 'read';
+  return route.service !== 'enclave' && named.length === 1 && needs.table !== undefined && tableAccess(needs.table) === 'read';
 }
 
 /** Packages a route must not bundle given its needs: a client it has no use (and no grant) for. */

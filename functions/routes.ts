@@ -7,18 +7,26 @@
  * `$default` is the `ANY` method of every resource: a wrong method gets our JSON 405 with
  * `Allow`, an unknown path our JSON 404, instead of API Gateway's 403 "Missing Authentication Token".
  */
+import type { Partition, TableNeeds } from '../shared/db/partitions.ts';
+
 export type ServiceName = 'account' | 'enclave' | 'express';
 
 /**
  * `read`: GetItem, BatchGetItem, Query. `read-write`: those plus PutItem, UpdateItem, DeleteItem,
- * BatchWriteItem, ConditionCheckItem (never Scan, never table management).
+ * BatchWriteItem, ConditionCheckItem (never Scan, never table management). Each only under a
+ * `dynamodb:LeadingKeys` condition naming the partitions of the route's TableNeeds.
  */
 export type TableAccess = 'read' | 'read-write';
+
+/** `read-write` when the route writes any partition, else `read`. */
+export function tableAccess(table: TableNeeds): TableAccess {
+  return (table.writes?.length ?? 0) > 0 ? 'read-write' : 'read';
+}
 
 /** KMS operations on a symmetric wrapping key (shared/crypto/kms-key-wrapper.ts). */
 export type WrappingKeyOperation = 'GenerateDataKey' | 'Decrypt';
 
-/** KMS operations on the op_jwt signing key (shared/crypto/kms-op-jwt-signer.ts; Sign needs the kid, so GetPublicKey too). */
+/** KMS operations on the op_jwt and gas sponsor signing keys (shared/crypto/kms-op-jwt-signer.ts; Sign needs the kid, so GetPublicKey too). */
 export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
 
 /**
@@ -28,10 +36,11 @@ export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
  *
  * | need               | environment                                  | grant                                            |
  * |--------------------|----------------------------------------------|--------------------------------------------------|
- * | `table`            | TABLE_NAME                                   | the item actions of TableAccess on table + indexes |
+ * | `table`            | TABLE_NAME                                   | reads: GetItem, BatchGetItem, Query on the `reads` and `writes` partitions; writes: PutItem, UpdateItem, DeleteItem, BatchWriteItem, ConditionCheckItem on the `writes` partitions (dynamodb:LeadingKeys, shared/db/partitions.ts) |
  * | `enclaveWalletKey` | KEY_PROVIDER=kms, ENCLAVE_KMS_KEY_ID         | the listed ops, encryption context purpose `enclave-wallet` |
  * | `accountAccessKey` | KEY_PROVIDER=kms, ACCOUNT_KMS_KEY_ID         | the listed ops, encryption context purpose `account-access-keys` |
  * | `opJwtKey`         | OP_JWT_SIGNER=kms, OP_JWT_KMS_KEY_ID         | the listed ops on the op_jwt signing key          |
+ * | `sponsorKey`       | SPONSOR_SIGNER=kms, SPONSOR_KMS_KEY_ID       | the listed ops on the gas sponsor's signing key   |
  * | `enclaveUrl`       | TEE_URL (the enclave API's base URL)         | none (public HTTPS endpoint)                      |
  * | `chains`           | CHAINS_CONFIG (no rpc_url), RPC_URLS_SECRET  | secretsmanager:GetSecretValue, DescribeSecret on that secret |
  * | `delegates`        | ALLOWED_7702_DELEGATES                       | none                                             |
@@ -43,13 +52,19 @@ export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
  * Every function also gets NODE_OPTIONS and the POWERTOOLS_* / LOG_LEVEL variables.
  */
 export interface RouteNeeds {
-  readonly table?: TableAccess;
+  /** The partitions the code path reads and writes (shared/db/partitions.ts); writes imply reads. */
+  readonly table?: TableNeeds;
   /** Wraps wallet private keys (enclave only). */
   readonly enclaveWalletKey?: readonly WrappingKeyOperation[];
   /** Wraps the account service's stored enclave access keys. */
   readonly accountAccessKey?: readonly WrappingKeyOperation[];
-  /** Signs op_jwt and service tokens. */
+  /** Signs op_jwt and service tokens for users' wallets. */
   readonly opJwtKey?: readonly SigningKeyOperation[];
+  /**
+   * Signs the gas sponsor's tokens (its auth_jwt, op_jwt and service token for the platform
+   * application, which trusts this key only): the functions that sponsor gas.
+   */
+  readonly sponsorKey?: readonly SigningKeyOperation[];
   /** Calls the wallet enclave over its HTTP API. */
   readonly enclaveUrl?: true;
   /** Reads chains (public chain data plus RPC URLs from Secrets Manager). */
@@ -81,6 +96,18 @@ export interface RouteDefinition {
 const NOTHING: RouteNeeds = {};
 
 /**
+ * Table partitions by route (shared/db/partitions.ts), traced through functions/* -> shared/*.
+ * Authentication reads: the account service and the enclave resolve the app by its secret key
+ * (APPSECRET# then APP#; the enclave's service tokens by app id, APP#), the express service by
+ * its API key (APPKEY# then APP#). Only the enclave's functions write WALLET# and OPJWT#
+ * (the op_jwt's single use, recorded where an op_jwt is verified: the v2 sign routes); no
+ * function writes APP#, APPSECRET# or APPKEY# (the operator's app:create and the local runtime do).
+ */
+const BY_SECRET: readonly Partition[] = ['appSecret', 'app'];
+const BY_API_KEY: readonly Partition[] = ['appApiKey', 'app'];
+const ACCOUNT_READER: RouteNeeds['table'] = { reads: [...BY_SECRET, 'account'] };
+
+/**
  * Account service. Authentication (authenticateUser) reads the app from the table; the user's
  * JWT is verified against the app's identity provider (HTTPS, no AWS).
  * - POST /account: get the account, else create two wallets through the enclave (app secret key,
@@ -96,8 +123,10 @@ const NOTHING: RouteNeeds = {};
  *   balance request is signed (only reads the table). Venue adapters read the chains (venue_e's
  *   proxy wallet). perp-credentials reads the table alone.
  */
-const SIGN_WITH_ACCOUNT_WALLET: RouteNeeds = { table: 'read', accountAccessKey: ['Decrypt'], opJwtKey: ['Sign', 'GetPublicKey'], enclaveUrl: true };
+const SIGN_WITH_ACCOUNT_WALLET: RouteNeeds = { table: ACCOUNT_READER, accountAccessKey: ['Decrypt'], opJwtKey: ['Sign', 'GetPublicKey'], enclaveUrl: true };
 const VENUE_WITH_WALLET: RouteNeeds = { ...SIGN_WITH_ACCOUNT_WALLET, chains: true, venues: true };
+/** init-perp-dex and init-perp-dex-trading: the venue status on the account (UpdateItem) under the venue setup lease. */
+const VENUE_SETUP_TABLE: RouteNeeds['table'] = { reads: BY_SECRET, writes: ['account', 'venueLease'] };
 
 /**
  * Transfers and tasks (shared/transfers/service.ts). All authenticate (table read) and read the
@@ -110,7 +139,7 @@ const VENUE_WITH_WALLET: RouteNeeds = { ...SIGN_WITH_ACCOUNT_WALLET, chains: tru
  * from the mechanism's call shape, shared/transfers/gas-estimator.ts).
  */
 const TRANSFER_PRICING: RouteNeeds = { chains: true, bridge: true, platformFee: true };
-const TASK_EXECUTION: RouteNeeds = { table: 'read-write', transfers: true };
+const TASK_EXECUTION: RouteNeeds = { table: { reads: BY_SECRET, writes: ['tasks'] }, transfers: true };
 
 /**
  * Enclave. v2 create: get-or-create the wallet (seal: GenerateDataKey) and open its access key
@@ -120,15 +149,15 @@ const TASK_EXECUTION: RouteNeeds = { table: 'read-write', transfers: true };
  * writes the wallet, v1 sign only reads it. Service tokens are verified against the app's trusted
  * keys in the table: no KMS.
  */
-const ENCLAVE_V2_SIGN: RouteNeeds = { table: 'read-write', enclaveWalletKey: ['Decrypt', 'GenerateDataKey'] };
-const ENCLAVE_V1_SIGN: RouteNeeds = { table: 'read' };
+const ENCLAVE_V2_SIGN: RouteNeeds = { table: { reads: BY_SECRET, writes: ['wallet', 'opJwt'] }, enclaveWalletKey: ['Decrypt', 'GenerateDataKey'] };
+const ENCLAVE_V1_SIGN: RouteNeeds = { table: { reads: [...BY_SECRET, 'wallet'] } };
 
 /**
  * Express. Authentication reads the app by API key (table). Wallet get-or-create and signing go
  * through the enclave with a service token and an op_jwt, both minted with the op_jwt key.
  * The v1 routes only authenticate and redirect.
  */
-const EXPRESS_THROUGH_ENCLAVE: RouteNeeds = { table: 'read', opJwtKey: ['Sign', 'GetPublicKey'], enclaveUrl: true };
+const EXPRESS_THROUGH_ENCLAVE: RouteNeeds = { table: { reads: BY_API_KEY }, opJwtKey: ['Sign', 'GetPublicKey'], enclaveUrl: true };
 
 export const ROUTES: readonly RouteDefinition[] = [
   { id: 'AccountHealth', service: 'account', routeKey: 'GET /health', entry: 'functions/common/health.ts', needs: NOTHING },
@@ -138,44 +167,50 @@ export const ROUTES: readonly RouteDefinition[] = [
     service: 'account',
     routeKey: 'POST /account',
     entry: 'functions/account/create-account.ts',
-    needs: { table: 'read-write', accountAccessKey: ['GenerateDataKey'], enclaveUrl: true },
+    needs: { table: { reads: BY_SECRET, writes: ['account'] }, accountAccessKey: ['GenerateDataKey'], enclaveUrl: true },
   },
-  { id: 'GetAccount', service: 'account', routeKey: 'GET /account', entry: 'functions/account/get-account.ts', needs: { table: 'read' } },
+  { id: 'GetAccount', service: 'account', routeKey: 'GET /account', entry: 'functions/account/get-account.ts', needs: { table: ACCOUNT_READER } },
   { id: 'SignWithWallet', service: 'account', routeKey: 'POST /wallet/sign', entry: 'functions/account/sign-with-wallet.ts', needs: SIGN_WITH_ACCOUNT_WALLET },
   {
     id: 'GetDemoBalance',
     service: 'account',
     routeKey: 'GET /demo/wallet/balance',
     entry: 'functions/account/get-demo-balance.ts',
-    needs: { table: 'read', chains: true },
+    needs: { table: ACCOUNT_READER, chains: true },
   },
   {
     id: 'Withdraw',
     service: 'account',
     routeKey: 'POST /withdraw',
     entry: 'functions/account/withdraw.ts',
-    needs: { ...SIGN_WITH_ACCOUNT_WALLET, table: 'read-write', chains: true },
+    // The gas sponsor (shared/withdrawals/gas-sponsor.ts) reads the platform app (APP#) and signs with its own key.
+    needs: {
+      ...SIGN_WITH_ACCOUNT_WALLET,
+      table: { reads: [...BY_SECRET, 'account'], writes: ['idempotency', 'senderLease', 'sponsorBudget'] },
+      chains: true,
+      sponsorKey: ['Sign', 'GetPublicKey'],
+    },
   },
   {
     id: 'CheckPerpDexRequirements',
     service: 'account',
     routeKey: 'POST /account/check-perp-dex-requirements',
     entry: 'functions/account/check-perp-dex-requirements.ts',
-    needs: { table: 'read', chains: true, venues: true },
+    needs: { table: ACCOUNT_READER, chains: true, venues: true },
   },
   {
     id: 'InitPerpDex',
     service: 'account',
     routeKey: 'POST /account/init-perp-dex',
     entry: 'functions/account/init-perp-dex.ts',
-    needs: { ...VENUE_WITH_WALLET, table: 'read-write' },
+    needs: { ...VENUE_WITH_WALLET, table: VENUE_SETUP_TABLE },
   },
   {
     id: 'InitPerpDexTrading',
     service: 'account',
     routeKey: 'POST /account/init-perp-dex-trading',
     entry: 'functions/account/init-perp-dex-trading.ts',
-    needs: { ...VENUE_WITH_WALLET, table: 'read-write' },
+    needs: { ...VENUE_WITH_WALLET, table: VENUE_SETUP_TABLE },
   },
   { id: 'GetPerp', service: 'account', routeKey: 'GET /account/perp', entry: 'functions/account/get-perp.ts', needs: VENUE_WITH_WALLET },
   {
@@ -183,23 +218,29 @@ export const ROUTES: readonly RouteDefinition[] = [
     service: 'account',
     routeKey: 'GET /account/perp-credentials',
     entry: 'functions/account/get-perp-credentials.ts',
-    needs: { table: 'read' },
+    needs: { table: ACCOUNT_READER },
   },
   {
     id: 'EstimateTransferCost',
     service: 'account',
     routeKey: 'POST /transfer/estimate-transfer-cost',
     entry: 'functions/account/estimate-transfer-cost.ts',
-    needs: { table: 'read', ...TRANSFER_PRICING },
+    needs: { table: ACCOUNT_READER, ...TRANSFER_PRICING },
   },
   {
     id: 'CreateTransfer',
     service: 'account',
     routeKey: 'POST /transfer',
     entry: 'functions/account/create-transfer.ts',
-    needs: { ...TRANSFER_PRICING, ...TASK_EXECUTION },
+    needs: { ...TRANSFER_PRICING, ...TASK_EXECUTION, table: { reads: [...BY_SECRET, 'account'], writes: ['idempotency', 'tasks'] } },
   },
-  { id: 'ListTasks', service: 'account', routeKey: 'GET /tasks', entry: 'functions/account/list-tasks.ts', needs: { table: 'read' } },
+  {
+    id: 'ListTasks',
+    service: 'account',
+    routeKey: 'GET /tasks',
+    entry: 'functions/account/list-tasks.ts',
+    needs: { table: { reads: [...BY_SECRET, 'account', 'tasks'] } },
+  },
   { id: 'GetTask', service: 'account', routeKey: 'GET /task/{task_id}', entry: 'functions/account/get-task.ts', needs: TASK_EXECUTION },
   { id: 'ResumeTask', service: 'account', routeKey: 'POST /task/{task_id}/resume', entry: 'functions/account/resume-task.ts', needs: TASK_EXECUTION },
 
@@ -210,7 +251,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     service: 'enclave',
     routeKey: 'POST /v2/api/wallet',
     entry: 'functions/enclave/create-wallet.ts',
-    needs: { table: 'read-write', enclaveWalletKey: ['GenerateDataKey', 'Decrypt'] },
+    needs: { table: { reads: BY_SECRET, writes: ['wallet'] }, enclaveWalletKey: ['GenerateDataKey', 'Decrypt'] },
   },
   { id: 'SignDataV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_data', entry: 'functions/enclave/sign-data.ts', needs: ENCLAVE_V2_SIGN },
   { id: 'SignMessageV2', service: 'enclave', routeKey: 'POST /v2/api/wallet/sign_message', entry: 'functions/enclave/sign-message.ts', needs: ENCLAVE_V2_SIGN },
@@ -228,7 +269,13 @@ export const ROUTES: readonly RouteDefinition[] = [
     entry: 'functions/enclave/sign-authorization.ts',
     needs: { ...ENCLAVE_V2_SIGN, delegates: true },
   },
-  { id: 'CreateWalletV1', service: 'enclave', routeKey: 'POST /v1/api/wallet', entry: 'functions/enclave/v1-create-wallet.ts', needs: { table: 'read-write' } },
+  {
+    id: 'CreateWalletV1',
+    service: 'enclave',
+    routeKey: 'POST /v1/api/wallet',
+    entry: 'functions/enclave/v1-create-wallet.ts',
+    needs: { table: { reads: BY_SECRET, writes: ['wallet'] } },
+  },
   { id: 'SignDataV1', service: 'enclave', routeKey: 'POST /v1/api/wallet/sign_data', entry: 'functions/enclave/v1-sign-data.ts', needs: ENCLAVE_V1_SIGN },
   {
     id: 'SignMessageV1',
@@ -252,7 +299,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     service: 'express',
     routeKey: 'GET /v1/identity/provider',
     entry: 'functions/express/get-identity-provider.ts',
-    needs: { table: 'read' },
+    needs: { table: { reads: BY_API_KEY } },
   },
   {
     id: 'GetOrCreateExpressWallet',
@@ -276,6 +323,12 @@ export const ROUTES: readonly RouteDefinition[] = [
     entry: 'functions/express/sign-transaction.ts',
     needs: EXPRESS_THROUGH_ENCLAVE,
   },
-  { id: 'ExpressWalletV1', service: 'express', routeKey: 'POST /v1/wallet', entry: 'functions/express/v1-wallet.ts', needs: { table: 'read' } },
-  { id: 'ExpressSignV1', service: 'express', routeKey: 'POST /v1/wallet/sign/{operation}', entry: 'functions/express/v1-wallet.ts', needs: { table: 'read' } },
+  { id: 'ExpressWalletV1', service: 'express', routeKey: 'POST /v1/wallet', entry: 'functions/express/v1-wallet.ts', needs: { table: { reads: BY_API_KEY } } },
+  {
+    id: 'ExpressSignV1',
+    service: 'express',
+    routeKey: 'POST /v1/wallet/sign/{operation}',
+    entry: 'functions/express/v1-wallet.ts',
+    needs: { table: { reads: BY_API_KEY } },
+  },
 ];

@@ -18,9 +18,14 @@ export interface TransferStepFunction {
   readonly needs: RouteNeeds;
 }
 
-/** A step signs with the user's wallet through the enclave: the sealed access key (Decrypt) and an op_jwt plus a service token (Sign). */
+/**
+ * A step signs with the user's wallet through the enclave: the sealed access key (Decrypt) and an
+ * op_jwt plus a service token (Sign). Table: it reads the app (APP#, shared/transfers/steps/wallets.ts)
+ * and the account (ACCOUNT#, steps/core.ts) and writes its task (TASKS#) and the EVM senders'
+ * leases (LEASE#<chain>#: the platform fee and the step's own sends).
+ */
 const STEP_SIGNING: RouteNeeds = {
-  table: 'read-write',
+  table: { reads: ['app', 'account'], writes: ['tasks', 'senderLease'] },
   accountAccessKey: ['Decrypt'],
   opJwtKey: ['Sign', 'GetPublicKey'],
   enclaveUrl: true,
@@ -28,13 +33,53 @@ const STEP_SIGNING: RouteNeeds = {
   platformFee: true,
 };
 
+/** A step that sends with sponsored gas: the sponsor's own key (not the op_jwt key) and its budget counters (SPONSOR#BUDGET#). */
+const SPONSORING: RouteNeeds = { sponsorKey: ['Sign', 'GetPublicKey'] };
+
 export const TRANSFER_STEP_FUNCTIONS: readonly TransferStepFunction[] = [
   /** Asks the source venue to pay out to the user's wallet (a signed venue request), polls the payout; takes the platform fee when it is the first step. */
-  { id: 'TransferWithdrawalStep', kind: 'withdrawal', entry: 'functions/transfers/withdrawal-step.ts', needs: { ...STEP_SIGNING, venues: true } },
+  {
+    id: 'TransferWithdrawalStep',
+    kind: 'withdrawal',
+    entry: 'functions/transfers/withdrawal-step.ts',
+    needs: {
+      ...STEP_SIGNING,
+      // The venue balance lock (LEASE#VENUEBAL#, steps/venue-lock.ts) while its payout is under way.
+      table: { reads: ['app', 'account'], writes: ['tasks', 'senderLease', 'venueBalanceLease'] },
+      venues: true,
+    },
+  },
   /** Quotes the bridge, sends the deposit from the user's wallet exactly once (sponsored when asked: delegates), polls the fill. */
-  { id: 'TransferBridgeStep', kind: 'bridge', entry: 'functions/transfers/bridge-step.ts', needs: { ...STEP_SIGNING, bridge: true, delegates: true } },
+  {
+    id: 'TransferBridgeStep',
+    kind: 'bridge',
+    entry: 'functions/transfers/bridge-step.ts',
+    needs: {
+      ...STEP_SIGNING,
+      ...SPONSORING,
+      table: { reads: ['app', 'account'], writes: ['tasks', 'senderLease', 'sponsorBudget'] },
+      bridge: true,
+      delegates: true,
+    },
+  },
   /** Sends the venue's deposit calls from the user's wallet exactly once, polls the venue until it credits. */
-  { id: 'TransferDepositStep', kind: 'deposit', entry: 'functions/transfers/deposit-step.ts', needs: { ...STEP_SIGNING, venues: true, delegates: true } },
-  /** Records a failure on the task (the step's own record wins when present). */
-  { id: 'TransferSettle', kind: 'settle', entry: 'functions/transfers/settle.ts', needs: { table: 'read-write' } },
+  {
+    id: 'TransferDepositStep',
+    kind: 'deposit',
+    entry: 'functions/transfers/deposit-step.ts',
+    needs: {
+      ...STEP_SIGNING,
+      ...SPONSORING,
+      table: { reads: ['app', 'account'], writes: ['tasks', 'senderLease', 'venueBalanceLease', 'sponsorBudget'] },
+      venues: true,
+      delegates: true,
+    },
+  },
+  /** Records a failure on the task (the step's own record wins when present) and releases the step's venue balance lock. */
+  {
+    id: 'TransferSettle',
+    kind: 'settle',
+    entry: 'functions/transfers/settle.ts',
+    needs: { table: { writes: ['tasks', 'venueBalanceLease'] } },
+  },
 ];

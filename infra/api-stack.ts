@@ -18,6 +18,7 @@ import { CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import type { Construct, IConstruct } from 'constructs';
 import type { RouteDefinition, ServiceName } from '../functions/routes.ts';
 import { API_INTEGRATION_TIMEOUT_SECONDS, parseRouteKey, resourceTree } from './api-resources.ts';
+import { functionRolePath } from './constructs/key-use.ts';
 import { type NeedsResources, ServiceFunction, type TransferResources } from './constructs/service-function.ts';
 
 export interface ApiThrottle {
@@ -151,6 +152,7 @@ export class ServiceApiStack extends Stack {
         entry: route.entry,
         service: route.service,
         description: `${route.service}: ${route.routeKey}`,
+        rolePath: functionRolePath(Stack.of(props.resources.table).stackName, route.id),
       }).bindNeeds(route.needs, this.needsResources);
       functions.set(route.id, fn);
     }

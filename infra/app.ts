@@ -36,6 +36,14 @@ function platformFeeContext(app: App): unknown {
   return typeof value === 'string' ? JSON.parse(value) : value;
 }
 
+/** `-c name=a,b` (or a list in cdk.json): the non-empty entries. */
+function listContext(app: App, key: string): string[] | undefined {
+  const value: unknown = app.node.tryGetContext(key);
+  if (value === undefined || value === '') return undefined;
+  const items = Array.isArray(value) ? value.map(String) : String(value).split(',');
+  return items.map((item) => item.trim()).filter(Boolean);
+}
+
 const app = new App();
 // `-c chainsConfig=path/to/chains.json`: chain ids, tokens and delegates (once deployed). Validated
 // here; its rpc_url fields never reach the template (they go to the RPC URLs secret, docs/deploy.md).
@@ -51,6 +59,9 @@ const stateful = new StatefulStack(app, 'PerpWallet-Stateful', {
   // `-c rpcUrlsSecret=name`: the Secrets Manager secret the stack creates for the RPC URLs
   // (default perp-wallet/rpc-urls); the operator puts its value (docs/deploy.md).
   rpcUrlsSecretName: app.node.tryGetContext('rpcUrlsSecret') as string | undefined,
+  // `-c sponsorOperatorRoles=arn:aws:iam::…:role/…[,…]`: roles that may sign as the gas sponsor
+  // (npm run sponsor:setup); the functions that sponsor are named by the stack itself.
+  sponsorOperatorRoleArns: listContext(app, 'sponsorOperatorRoles'),
 });
 
 // PerpWallet-ApiGatewayLogging, -Enclave, -Transfers, -Account, -Express (docs/deploy.md, "Stacks").
@@ -61,6 +72,7 @@ new ServiceStacks(app, {
   enclaveKey: stateful.enclaveKey,
   accountKey: stateful.accountKey,
   opJwtKey: stateful.opJwtKey,
+  sponsorKey: stateful.sponsorKey,
   rpcUrlsSecret: stateful.rpcUrlsSecret,
   chainsConfig,
   // `-c webAclArn=arn:aws:wafv2:…:regional/webacl/…`: associate that web ACL with each API's stage.

@@ -93,6 +93,7 @@ export class ServiceStacks {
       enclaveKey: props.enclaveKey,
       accountKey: props.accountKey,
       opJwtKey: props.opJwtKey,
+      sponsorKey: props.sponsorKey,
       publicChainsConfig: JSON.stringify(publicChainsConfig(props.chainsConfig)),
       rpcUrlsSecret: props.rpcUrlsSecret,
       delegates: allowedDelegates(props.chainsConfig),

@@ -3,9 +3,11 @@ import { AttributeType, BillingMode, type ITable, Table } from 'aws-cdk-lib/aws-
 import { type IKey, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
+import { ROUTES } from '../functions/routes.ts';
+import { TRANSFER_STEP_FUNCTIONS } from '../functions/transfer-steps.ts';
 import { RPC_URLS_PLACEHOLDER_KEY } from '../shared/chains/rpc-urls.ts';
 import { TABLE_KEY_SCHEMA, TABLE_TTL_ATTRIBUTE } from '../shared/db/table-definition.ts';
-import { keyPolicy } from './constructs/key-use.ts';
+import { type KeyUser, keyPolicy } from './constructs/key-use.ts';
 
 /** What the stateless services need from this stack. */
 export interface StatefulResources {
@@ -16,6 +18,8 @@ export interface StatefulResources {
   readonly accountKey: IKey;
   /** Signs op_jwt tokens (ES256). */
   readonly opJwtKey: IKey;
+  /** Signs the gas sponsor's tokens (ES256); the platform application trusts this key only. */
+  readonly sponsorKey: IKey;
   /** The chains' RPC URLs `{ "ETH": "https://…", … }` (provider API keys in them); set by the operator. */
   readonly rpcUrlsSecret: ISecret;
 }
@@ -34,6 +38,17 @@ export interface StatefulStackProps extends StackProps {
    * @default DEFAULT_RPC_URLS_SECRET_NAME
    */
   readonly rpcUrlsSecretName?: string;
+  /**
+   * The functions whose roles the key policies name (by role path, key-use.ts): their ids and
+   * needs. The service stacks built on this stack must make exactly these functions.
+   * @default ROUTES and TRANSFER_STEP_FUNCTIONS
+   */
+  readonly keyUsers?: readonly KeyUser[];
+  /**
+   * IAM role ARNs (exact) the gas sponsor key's policy also names, for `npm run sponsor:setup` and
+   * `app:create -- --platform`, which sign as the sponsor (`-c sponsorOperatorRoles=arn,…`). @default none
+   */
+  readonly sponsorOperatorRoleArns?: readonly string[];
 }
 
 /**
@@ -45,11 +60,13 @@ export class StatefulStack extends Stack implements StatefulResources {
   readonly enclaveKey: Key;
   readonly accountKey: Key;
   readonly opJwtKey: Key;
+  readonly sponsorKey: Key;
   readonly rpcUrlsSecret: Secret;
 
   constructor(scope: Construct, id: string, props: StatefulStackProps = {}) {
     super(scope, id, props);
     const deletionProtection = props.deletionProtection ?? true;
+    const keyUsers = props.keyUsers ?? [...ROUTES, ...TRANSFER_STEP_FUNCTIONS];
 
     // AWS::DynamoDB::Table rather than TableV2's GlobalTable: one region, and LocalStack handles it.
     this.table = new Table(this, 'Table', {
@@ -63,18 +80,19 @@ export class StatefulStack extends Stack implements StatefulResources {
     });
 
     // Keys are never deleted with the stack: data wrapped by a deleted key is lost for good.
-    // Key policies: the account administers each key but cannot use it; only roles tagged for a
-    // purpose and operation may, with that purpose's encryption context (constructs/key-use.ts).
+    // Key policies: the account administers each key but cannot use it; only the roles of the
+    // functions that need an operation may (named by ARN: aws:PrincipalArn), with that purpose's
+    // encryption context (constructs/key-use.ts).
     this.enclaveKey = new Key(this, 'EnclaveWalletKey', {
       description: 'Wraps wallet private keys (enclave service only)',
       enableKeyRotation: true,
-      policy: keyPolicy('enclave-wallet'),
+      policy: keyPolicy(this, 'enclave-wallet', keyUsers),
       removalPolicy: RemovalPolicy.RETAIN,
     });
     this.accountKey = new Key(this, 'AccountAccessKey', {
       description: 'Wraps stored account access keys (account service)',
       enableKeyRotation: true,
-      policy: keyPolicy('account-access-keys'),
+      policy: keyPolicy(this, 'account-access-keys', keyUsers),
       removalPolicy: RemovalPolicy.RETAIN,
     });
     // Asymmetric keys cannot rotate automatically; rotating means a new key and a JWKS overlap.
@@ -82,7 +100,17 @@ export class StatefulStack extends Stack implements StatefulResources {
       description: 'Signs op_jwt tokens (ES256)',
       keySpec: KeySpec.ECC_NIST_P256,
       keyUsage: KeyUsage.SIGN_VERIFY,
-      policy: keyPolicy('op-jwt'),
+      policy: keyPolicy(this, 'op-jwt', keyUsers),
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    // The gas sponsor's own identity: the platform application (whose enclave wallet pays sponsored
+    // gas) trusts this key only, and only the functions that sponsor may sign with it, so none of the
+    // op_jwt key's signers (express, GetPerp, …) can mint the sponsor's tokens.
+    this.sponsorKey = new Key(this, 'GasSponsorSigningKey', {
+      description: "Signs the gas sponsor's tokens for the platform application (ES256)",
+      keySpec: KeySpec.ECC_NIST_P256,
+      keyUsage: KeyUsage.SIGN_VERIFY,
+      policy: keyPolicy(this, 'gas-sponsor', keyUsers, checkedRoleArns(props.sponsorOperatorRoleArns ?? [])),
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
@@ -107,6 +135,16 @@ export class StatefulStack extends Stack implements StatefulResources {
     new CfnOutput(this, 'EnclaveKeyId', { value: this.enclaveKey.keyId });
     new CfnOutput(this, 'AccountKeyId', { value: this.accountKey.keyId });
     new CfnOutput(this, 'OpJwtKeyId', { value: this.opJwtKey.keyId });
+    new CfnOutput(this, 'SponsorKeyId', { value: this.sponsorKey.keyId });
     new CfnOutput(this, 'RpcUrlsSecretName', { value: this.rpcUrlsSecret.secretName });
   }
+}
+
+/** Operator role ARNs for a key policy: exact IAM role ARNs, no wildcard (a pattern would trust whoever can create a matching role). */
+function checkedRoleArns(arns: readonly string[]): string[] {
+  for (const arn of arns) {
+    if (!/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/.test(arn))
+      throw new Error(`sponsorOperatorRoles: not an IAM role ARN (exact, no wildcard): ${JSON.stringify(arn)}`);
+  }
+  return [...arns];
 }

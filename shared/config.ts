@@ -16,6 +16,8 @@ import { VENUE_IDS, type VenueId } from './venues/default-status.ts';
  * | ACCOUNT_KMS_KEY_ID  | account, when kms       | KMS key wrapping stored access keys                  |
  * | OP_JWT_SIGNER       | account                 | `kms` (asymmetric KMS key) or `local` (key in DATA_DIR)|
  * | OP_JWT_KMS_KEY_ID   | account, when kms       | ECC_NIST_P256 signing key for op_jwt                 |
+ * | SPONSOR_SIGNER      | functions that sponsor gas | `kms` or `local`: the gas sponsor's own signing key |
+ * | SPONSOR_KMS_KEY_ID  | those, when kms         | ECC_NIST_P256 key the platform application trusts alone |
  * | TEE_URL             | account                 | base URL of the wallet enclave service               |
  * | DATA_DIR            | when anything is local  | where local key material lives                       |
  * | CHAINS_CONFIG       | account (chain routes)  | chains, tokens; RPC URLs inline in the sandbox only  |
@@ -38,6 +40,12 @@ const KeyProviderEnv = v.variant('KEY_PROVIDER', [
 const OpJwtSignerEnv = v.variant('OP_JWT_SIGNER', [
   v.object({ OP_JWT_SIGNER: v.literal('kms'), OP_JWT_KMS_KEY_ID: nonEmpty }),
   v.object({ OP_JWT_SIGNER: v.literal('local'), DATA_DIR: nonEmpty }),
+]);
+
+/** The gas sponsor's signing key (functions/routes.ts `sponsorKey`): never the op_jwt key. */
+const SponsorSignerEnv = v.variant('SPONSOR_SIGNER', [
+  v.object({ SPONSOR_SIGNER: v.literal('kms'), SPONSOR_KMS_KEY_ID: nonEmpty }),
+  v.object({ SPONSOR_SIGNER: v.literal('local'), DATA_DIR: nonEmpty }),
 ]);
 
 export class ConfigError extends Error {}
@@ -74,6 +82,12 @@ export function loadKeyProviderConfig(kmsKeyVar: 'ENCLAVE_KMS_KEY_ID' | 'ACCOUNT
 
 export function loadOpJwtSignerConfig(env = process.env): OpJwtSignerConfig {
   return parseEnv(OpJwtSignerEnv, env);
+}
+
+export type SponsorSignerConfig = v.InferOutput<typeof SponsorSignerEnv>;
+
+export function loadSponsorSignerConfig(env = process.env): SponsorSignerConfig {
+  return parseEnv(SponsorSignerEnv, env);
 }
 
 export function loadTeeUrl(env = process.env): string {

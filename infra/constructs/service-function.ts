@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type CfnElement, Duration, RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
+import { type CfnElement, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { type IRole, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
@@ -10,32 +10,33 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import type { RouteNeeds, ServiceName, SigningKeyOperation, TableAccess, WrappingKeyOperation } from '../../functions/routes.ts';
+import type { RouteNeeds, ServiceName, SigningKeyOperation, WrappingKeyOperation } from '../../functions/routes.ts';
+import { partitionPatterns, type TableNeeds } from '../../shared/db/partitions.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS } from '../api-resources.ts';
 import { LAMBDA_BUNDLING } from '../bundling.ts';
-import { KEY_USE_TAG_VALUE, type KeyOperation, type KeyPurpose, keyUseConditions, keyUseTag } from './key-use.ts';
+import { functionRolePath, type KeyOperation, type KeyPurpose, keyUseConditions } from './key-use.ts';
 
 /** Repository root: handler entries, package-lock.json and node_modules are resolved from here. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
- * Item actions on the table and its indexes, by TableAccess. Not grantReadWriteData: that adds
- * Scan (listing is a Query, STYLE.md), DescribeTable and stream reads we do not use.
- * Transactions are authorised per item by these same actions.
+ * Item actions on the table: the read statement's and the write statement's (bindTable), each with
+ * its own partitions. Not grantReadWriteData: that adds Scan (listing is a Query, STYLE.md),
+ * DescribeTable and stream reads we do not use. Transactions are authorised per item by these same actions.
  */
-export const TABLE_ACTIONS: Record<TableAccess, readonly string[]> = {
+export const TABLE_ACTIONS = {
   read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query'],
-  'read-write': [
-    'dynamodb:GetItem',
-    'dynamodb:BatchGetItem',
-    'dynamodb:Query',
-    'dynamodb:PutItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:DeleteItem',
-    'dynamodb:BatchWriteItem',
-    'dynamodb:ConditionCheckItem',
-  ],
-};
+  write: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'],
+} as const;
+
+/**
+ * The condition that fences item actions to partitions (IAM, DynamoDB fine-grained access control):
+ * every partition key the request names (`dynamodb:LeadingKeys`, one per item of a batch) must
+ * match one of `patterns`, and the key must be present (ForAllValues alone is true of an empty set).
+ */
+export function leadingKeysCondition(patterns: readonly string[]): Record<string, Record<string, unknown>> {
+  return { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...patterns] }, Null: { 'dynamodb:LeadingKeys': 'false' } };
+}
 
 /** Everything a route's `needs` may refer to (stateful resources and the service stacks' own values). */
 export interface NeedsResources {
@@ -43,6 +44,8 @@ export interface NeedsResources {
   readonly enclaveKey: IKey;
   readonly accountKey: IKey;
   readonly opJwtKey: IKey;
+  /** Signs the gas sponsor's tokens (the platform application trusts this key only). */
+  readonly sponsorKey: IKey;
   /** Base URL of the enclave API's stage (TEE_URL), e.g. `https://<id>.execute-api.<region>.amazonaws.com/prod`. */
   readonly enclaveUrl: string;
   /** Public chain data: CHAINS_CONFIG without any rpc_url. */
@@ -91,6 +94,11 @@ export interface ServiceFunctionProps {
   /** @default API_FUNCTION_TIMEOUT (27 s) */
   readonly timeout?: Duration;
   readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * The role's IAM path (key-use.ts functionRolePath): the key policies name roles by it. A
+   * function that uses a key must have one (bindNeeds checks). @default '/'
+   */
+  readonly rolePath?: string;
 }
 
 /** CloudWatch namespace of the functions' EMF metrics (Powertools Metrics). */
@@ -106,6 +114,8 @@ export class ServiceFunction extends Construct {
   readonly lambda: NodejsFunction;
   readonly logGroup: LogGroup;
   readonly role: IRole;
+  /** The role's IAM path. */
+  readonly rolePath: string;
   /** Handler module relative to the repository root. */
   readonly entry: string;
 
@@ -123,10 +133,12 @@ export class ServiceFunction extends Construct {
     // AWSLambdaBasicExecutionRole managed policy (logs:* on every log group of the account).
     const role = new Role(this, 'Role', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      ...(props.rolePath ? { path: props.rolePath } : {}),
       description: `${props.service}: ${props.entry}`,
     });
     role.addToPrincipalPolicy(new PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [this.logGroup.logGroupArn] }));
     this.role = role;
+    this.rolePath = props.rolePath ?? '/';
 
     // Tracing.ACTIVE adds xray:PutTraceSegments and xray:PutTelemetryRecords on Resource '*'.
     Validations.of(role).acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: STAR_RESOURCE_REASON });
@@ -161,6 +173,7 @@ export class ServiceFunction extends Construct {
     if (needs.enclaveWalletKey) this.bindWrappingKey(resources.enclaveKey, 'enclave-wallet', needs.enclaveWalletKey);
     if (needs.accountAccessKey) this.bindWrappingKey(resources.accountKey, 'account-access-keys', needs.accountAccessKey);
     if (needs.opJwtKey) this.bindOpJwtKey(resources.opJwtKey, needs.opJwtKey);
+    if (needs.sponsorKey) this.bindSponsorKey(resources.sponsorKey, needs.sponsorKey);
     if (needs.enclaveUrl) this.bindTeeUrl(resources.enclaveUrl);
     if (needs.chains) this.bindChains(resources.publicChainsConfig, resources.rpcUrlsSecret);
     if (needs.delegates) this.lambda.addEnvironment('ALLOWED_7702_DELEGATES', resources.delegates);
@@ -194,16 +207,34 @@ export class ServiceFunction extends Construct {
     return this;
   }
 
-  /** The single table: the item actions of `access` (no Scan, no table management, no streams). */
-  bindTable(table: ITable, access: TableAccess): this {
+  /**
+   * The single table (no index, no Scan, no table management, no streams): the read actions on
+   * the partitions `needs` reads or writes, the write actions on those it writes, each statement
+   * under its own dynamodb:LeadingKeys condition (shared/db/partitions.ts).
+   */
+  bindTable(table: ITable, needs: TableNeeds): this {
+    const writes = needs.writes ?? [];
+    const reads = [...(needs.reads ?? []), ...writes];
+    if (reads.length === 0) throw new Error(`${this.node.path}: needs the table but names no partition`);
     this.lambda.addEnvironment('TABLE_NAME', table.tableName);
-    table.grant(this.role, ...TABLE_ACTIONS[access]);
+    this.role.addToPrincipalPolicy(
+      new PolicyStatement({ actions: [...TABLE_ACTIONS.read], resources: [table.tableArn], conditions: leadingKeysCondition(partitionPatterns(reads)) }),
+    );
+    if (writes.length > 0) {
+      this.role.addToPrincipalPolicy(
+        new PolicyStatement({
+          actions: [...TABLE_ACTIONS.write],
+          resources: [table.tableArn],
+          conditions: leadingKeysCondition(partitionPatterns(writes)),
+        }),
+      );
+    }
     return this;
   }
 
   /**
    * A symmetric wrapping key, for exactly `operations`, with the encryption-context conditions
-   * of its purpose; the role tag per operation is what the key policy checks (key-use.ts).
+   * of its purpose; the key policy names this role by its path (key-use.ts).
    */
   bindWrappingKey(key: IKey, purpose: 'enclave-wallet' | 'account-access-keys', operations: readonly WrappingKeyOperation[]): this {
     this.lambda.addEnvironment('KEY_PROVIDER', 'kms');
@@ -217,6 +248,17 @@ export class ServiceFunction extends Construct {
     this.lambda.addEnvironment('OP_JWT_SIGNER', 'kms');
     this.lambda.addEnvironment('OP_JWT_KMS_KEY_ID', key.keyArn);
     for (const operation of operations) this.grantKeyUse(key, 'op-jwt', operation);
+    return this;
+  }
+
+  /**
+   * The gas sponsor's signing key: Sign and/or GetPublicKey, as for the op_jwt key, on a key of
+   * its own, so the op_jwt key's many signers cannot mint the sponsor's tokens.
+   */
+  bindSponsorKey(key: IKey, operations: readonly SigningKeyOperation[]): this {
+    this.lambda.addEnvironment('SPONSOR_SIGNER', 'kms');
+    this.lambda.addEnvironment('SPONSOR_KMS_KEY_ID', key.keyArn);
+    for (const operation of operations) this.grantKeyUse(key, 'gas-sponsor', operation);
     return this;
   }
 
@@ -246,6 +288,10 @@ export class ServiceFunction extends Construct {
   }
 
   private grantKeyUse(key: IKey, purpose: KeyPurpose, operation: KeyOperation): void {
+    // The key policy allows only roles under functionRolePath(…, <function id>): without it the grant would be dead.
+    if (this.rolePath !== functionRolePath(Stack.of(key).stackName, this.node.id)) {
+      throw new Error(`${this.node.path}: uses the ${purpose} key, so its role needs the path ${functionRolePath(Stack.of(key).stackName, this.node.id)}`);
+    }
     const conditions = keyUseConditions(purpose, operation);
     this.role.addToPrincipalPolicy(
       new PolicyStatement({
@@ -254,6 +300,5 @@ export class ServiceFunction extends Construct {
         ...(Object.keys(conditions).length > 0 ? { conditions } : {}),
       }),
     );
-    Tags.of(this.role).add(keyUseTag(purpose, operation), KEY_USE_TAG_VALUE);
   }
 }

@@ -7,6 +7,7 @@ import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cd
 import { Construct } from 'constructs';
 import type { TransferStepFunction, TransferStepKind } from '../../functions/transfer-steps.ts';
 import { checkTransferDefinition, TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS, TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS } from '../transfer-definition.ts';
+import { functionRolePath } from './key-use.ts';
 import { type NeedsResources, REPO_ROOT, ServiceFunction, STAR_RESOURCE_REASON } from './service-function.ts';
 
 /** The transfer state machine's definition (JSONPath), the same file the local interpreter runs. */
@@ -71,6 +72,7 @@ export class TransferMachine extends Construct {
         service: 'account',
         description: `account: transfer step ${step.kind} (Step Functions)`,
         timeout: stepFunctionTimeout(step.kind),
+        rolePath: functionRolePath(Stack.of(props.resources.table).stackName, step.id),
       }).bindNeeds(step.needs, props.resources);
       stepFunctions.set(step.kind, fn);
     }

@@ -13,7 +13,7 @@ import type { Application } from '../../shared/apps/application.ts';
 import { platformApplication } from '../../shared/apps/register-application.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
-import { LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
+import { LOCAL_SPONSOR_KEY_FILE, LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
 import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { localCreateTableInput } from '../../shared/db/table-definition.ts';
@@ -179,14 +179,19 @@ async function startOnLockedDataDir(
   closers.push(() => close(rpcGateway.server));
 
   // Applications, each trusting the account service's local op_jwt signing key, and the platform
-  // application whose enclave wallet sponsors gas.
+  // application whose enclave wallet sponsors gas, trusting the sponsor's own key only (as in AWS:
+  // whoever holds the op_jwt key cannot act as the sponsor).
   const apps = appsFromFile ?? [await loadOrCreateDevApp(dataDir)];
   const signer = new LocalOpJwtSigner(dataDir);
   const trustedKey = await signer.publicJwk();
+  const sponsorSigner = new LocalOpJwtSigner(dataDir, LOCAL_SPONSOR_KEY_FILE);
   const table = { doc: createDocumentClient(dynamodbEndpoint), name: tableName };
   // The dev app's identity provider is `npm run token`: the enclave's op_jwt refusal says how to mint a valid one.
   const devAppHelp = appsFromFile ? {} : { op_jwt_help: 'in this sandbox: npm run token -- --sub <user> --op' };
-  await seedApplications(table, [...apps.map((entry) => ({ ...toApplication(entry, [trustedKey]), ...devAppHelp })), platformApplication(trustedKey)]);
+  await seedApplications(table, [
+    ...apps.map((entry) => ({ ...toApplication(entry, [trustedKey]), ...devAppHelp })),
+    platformApplication(await sponsorSigner.publicJwk()),
+  ]);
 
   // The transfer machine (statemachines/transfer.asl.json) behind a local Step Functions endpoint;
   // its step Lambdas run in this process with the handlers' environment set below. Executions a
@@ -201,6 +206,7 @@ async function startOnLockedDataDir(
     DATA_DIR: dataDir,
     KEY_PROVIDER: 'local',
     OP_JWT_SIGNER: 'local',
+    SPONSOR_SIGNER: 'local',
     TEE_URL: urls.enclave,
     CHAINS_CONFIG: JSON.stringify(rpcGateway.config),
     VENUE_URLS: JSON.stringify(venues.urls),
@@ -249,7 +255,7 @@ async function startOnLockedDataDir(
     });
   }
 
-  await fundGasSponsor(chains, new EnclaveGasSponsor(new HttpWalletEnclave(urls.enclave), signer, new AppRegistry(table)));
+  await fundGasSponsor(chains, new EnclaveGasSponsor(new HttpWalletEnclave(urls.enclave), sponsorSigner, new AppRegistry(table)));
   await stepFunctions.redriveRunning();
 
   return {

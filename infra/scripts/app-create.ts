@@ -8,7 +8,7 @@ import { KmsOpJwtSigner } from '../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../shared/db/client.ts';
 import { ConflictError, ValidationError } from '../../shared/errors.ts';
 import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
-import { ensurePlatformApplication, platformGasSponsor, scriptOpJwtSigner, scriptTable } from './platform-app.ts';
+import { ensurePlatformApplication, platformGasSponsor, scriptSponsorSigner, scriptTable } from './platform-app.ts';
 
 /**
  * `npm run app:create -- --app-id acme --provider-id acme-idp --issuer https://idp.acme.com
@@ -17,8 +17,9 @@ import { ensurePlatformApplication, platformGasSponsor, scriptOpJwtSigner, scrip
  *   (--jwks-uri https://idp.acme.com/.well-known/jwks.json | --jwks-file jwks.json)
  *   --table <TableName output> --op-jwt-key <OpJwtKeyId output> [--created-at ISO]
  *   [--legacy-provider-id <id of the deprecated iframe login> ...]`
- * `npm run app:create -- --platform --table … --op-jwt-key … [--enclave-url <EnclaveApiUrl>]`: the
- *   platform application (gas sponsorship), printing the sponsor wallet's address. `npm run
+ * `npm run app:create -- --platform --table … --sponsor-key <SponsorKeyId> [--enclave-url <EnclaveApiUrl>]`:
+ *   the platform application (gas sponsorship), trusting the sponsor key alone (an existing one
+ *   that trusted the op_jwt key is moved to it), printing the sponsor wallet's address. `npm run
  *   sponsor:setup` does this too, and the rest of a chain's gas sponsorship.
  *
  * Registers an application in the deployed table (credentials from the usual AWS environment;
@@ -36,6 +37,7 @@ const { values } = parseArgs({
     'jwks-file': { type: 'string' },
     table: { type: 'string', default: process.env.TABLE_NAME },
     'op-jwt-key': { type: 'string', default: process.env.OP_JWT_KMS_KEY_ID },
+    'sponsor-key': { type: 'string', default: process.env.SPONSOR_KMS_KEY_ID },
     'created-at': { type: 'string' },
     'legacy-provider-id': { type: 'string', multiple: true },
     platform: { type: 'boolean', default: false },
@@ -101,9 +103,10 @@ try {
  */
 async function registerPlatform(): Promise<never> {
   const table = scriptTable(values.table ?? fail('--table (or TABLE_NAME) is required'));
-  const signer = scriptOpJwtSigner(values['op-jwt-key']) ?? fail('--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required');
-  await ensurePlatformApplication(table, signer);
-  process.stdout.write(`Platform application "${PLATFORM_APP_ID}" is registered.\n`);
+  const signer =
+    scriptSponsorSigner(values['sponsor-key']) ?? fail("--sponsor-key (or SPONSOR_KMS_KEY_ID) is required: the stateful stack's SponsorKeyId output");
+  const registered = await ensurePlatformApplication(table, signer);
+  process.stdout.write(`Platform application "${PLATFORM_APP_ID}" is ${registered === 'rekeyed' ? 'moved to the sponsor key' : 'registered'}.\n`);
   if (values['enclave-url']) {
     const sponsor = platformGasSponsor(values['enclave-url'], signer, table);
     process.stdout.write(`Gas sponsor address (fund it with native coin on every EVM chain): ${await sponsor.address()}\n`);

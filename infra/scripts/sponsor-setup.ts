@@ -18,14 +18,14 @@ import { EvmChain } from '../../shared/chains/evm-chain.ts';
 import { FIRST_SPONSORED_SEND_GAS } from '../../shared/chains/sender/sponsored-sender.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { setChainDelegate } from './chains-config-file.ts';
-import { ensurePlatformApplication, platformGasSponsor, scriptOpJwtSigner, scriptTable } from './platform-app.ts';
+import { ensurePlatformApplication, platformGasSponsor, scriptSponsorSigner, scriptTable } from './platform-app.ts';
 
 /**
- * `npm run sponsor:setup -- --chain <ETH|ARB|POL|INK> --table <TableName> --op-jwt-key <OpJwtKeyId>
+ * `npm run sponsor:setup -- --chain <ETH|ARB|POL|INK> --table <TableName> --sponsor-key <SponsorKeyId>
  *   --enclave-url <EnclaveApiUrl> [--rpc-url <url>] [--chains-config <file>]`
  *
  * Gas sponsorship on one EVM chain of a deployment, as far as it can be automated, idempotent:
- *  1. the platform application and its sponsor wallet (as `app:create -- --platform`);
+ *  1. the platform application, trusting the sponsor key alone, and its sponsor wallet (as `app:create -- --platform`);
  *  2. the RPC's chain id must be the chains config's;
  *  3. the SponsoredExecutor delegate: the configured one or the one at its deterministic address
  *     if its code is the artifact's, else deployed from the sponsor through the enclave, exactly
@@ -34,10 +34,10 @@ import { ensurePlatformApplication, platformGasSponsor, scriptOpJwtSigner, scrip
  *  5. what is left: the sponsor's balance against a suggested minimum, and the cdk deploy.
  * Exit 0: done (step 5 says what is left); 1: an error; 2: bad usage; 3: action needed (fund the
  * sponsor, then run again). AWS credentials from the usual environment (DYNAMODB_ENDPOINT for a
- * local engine); with OP_JWT_SIGNER=local and DATA_DIR instead of --op-jwt-key, against the sandbox.
+ * local engine); with SPONSOR_SIGNER=local and DATA_DIR instead of --sponsor-key, against the sandbox.
  */
 const USAGE =
-  'usage: npm run sponsor:setup -- --chain <ETH|ARB|POL|INK> --table <TableName> --op-jwt-key <OpJwtKeyId> --enclave-url <EnclaveApiUrl> [--rpc-url <url>] [--chains-config <file>]';
+  'usage: npm run sponsor:setup -- --chain <ETH|ARB|POL|INK> --table <TableName> --sponsor-key <SponsorKeyId> --enclave-url <EnclaveApiUrl> [--rpc-url <url>] [--chains-config <file>]';
 const DEFAULT_CHAINS_CONFIG = 'infra/config/chains.mainnet.json';
 const EVM_CHAINS: readonly EvmChainCode[] = ['ETH', 'ARB', 'POL', 'INK'];
 /** The suggested minimum balance: this many first-time sponsored sends at today's fee. */
@@ -61,7 +61,7 @@ function fail(message: string): never {
 const OPTIONS = {
   chain: { type: 'string' },
   table: { type: 'string', default: process.env.TABLE_NAME },
-  'op-jwt-key': { type: 'string', default: process.env.OP_JWT_KMS_KEY_ID },
+  'sponsor-key': { type: 'string', default: process.env.SPONSOR_KMS_KEY_ID },
   'enclave-url': { type: 'string' },
   'rpc-url': { type: 'string' },
   'chains-config': { type: 'string' },
@@ -81,7 +81,8 @@ if (values.help) usage();
 const code = (values.chain?.toUpperCase() ?? usage('--chain is required')) as EvmChainCode;
 if (!EVM_CHAINS.includes(code)) usage(`--chain must be one of ${EVM_CHAINS.join(', ')} (gas sponsorship is EVM only), not "${values.chain}"`);
 const tableName = values.table || usage("--table (or TABLE_NAME) is required: the stateful stack's TableName output");
-const signer = scriptOpJwtSigner(values['op-jwt-key']) ?? usage("--op-jwt-key (or OP_JWT_KMS_KEY_ID) is required: the stateful stack's OpJwtKeyId output");
+const signer =
+  scriptSponsorSigner(values['sponsor-key']) ?? usage("--sponsor-key (or SPONSOR_KMS_KEY_ID) is required: the stateful stack's SponsorKeyId output");
 const enclaveUrl = values['enclave-url'] ?? usage("--enclave-url is required: the services stack's EnclaveApiUrl output");
 if (!URL.canParse(enclaveUrl)) usage(`--enclave-url must be a URL, not "${enclaveUrl}"`);
 if (values['rpc-url'] !== undefined && !URL.canParse(values['rpc-url'])) usage('--rpc-url must be a URL');
@@ -112,7 +113,8 @@ async function setUp(): Promise<number> {
   const registered = await ensurePlatformApplication(table, signer);
   const sponsor = platformGasSponsor(enclaveUrl, signer, table);
   const sponsorAddress = await sponsor.address();
-  out(`[1/5] platform application ${registered === 'registered' ? 'registered now' : 'already registered'}; gas sponsor wallet ${sponsorAddress}`);
+  const how = { registered: 'registered now', existing: 'already registered', rekeyed: 'moved to the sponsor key' }[registered];
+  out(`[1/5] platform application ${how}; gas sponsor wallet ${sponsorAddress}`);
 
   // 2. The RPC is the configured chain.
   const rpcChainId = await getChainId(chain.client).catch((error: unknown) => fail(`the ${code} RPC did not answer: ${describeChainError(error)}`));

@@ -5,13 +5,18 @@ import { describeEs256Jwk, generateEs256Jwk } from './es256-jwk.ts';
 import { createKeyFileOnce } from './key-file.ts';
 import { type OpJwtClaims, type OpJwtSigner, opJwtPayload } from './op-jwt-signer.ts';
 
-/** Local op_jwt signer: an ES256 key pair kept as a JWK in `<dataDir>/keys/op-jwt-signer.jwk.json` (0600). */
+/** The local op_jwt key's file under `<dataDir>/keys/`. */
+export const LOCAL_OP_JWT_KEY_FILE = 'op-jwt-signer.jwk.json';
+/** The local gas sponsor key's file under `<dataDir>/keys/`: a key of its own, as in AWS. */
+export const LOCAL_SPONSOR_KEY_FILE = 'gas-sponsor-signer.jwk.json';
+
+/** Local op_jwt signer: an ES256 key pair kept as a JWK in `<dataDir>/keys/<file>` (0600; the op_jwt key by default). */
 export class LocalOpJwtSigner implements OpJwtSigner {
   readonly #path: string;
   #key: Promise<{ privateJwk: JWK; publicJwk: JWK }> | undefined;
 
-  constructor(dataDir: string) {
-    this.#path = join(dataDir, 'keys', 'op-jwt-signer.jwk.json');
+  constructor(dataDir: string, file: typeof LOCAL_OP_JWT_KEY_FILE | typeof LOCAL_SPONSOR_KEY_FILE = LOCAL_OP_JWT_KEY_FILE) {
+    this.#path = join(dataDir, 'keys', file);
   }
 
   async sign(claims: OpJwtClaims): Promise<string> {

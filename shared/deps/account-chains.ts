@@ -5,12 +5,12 @@ import { claimLeaseMs } from '../withdrawals/idempotency.ts';
 import { loadSponsorshipLimits, SponsorshipBudget } from '../withdrawals/sponsorship-budget.ts';
 import type { WithdrawDeps } from '../withdrawals/withdraw.ts';
 import { chainsFromEnv } from './chains.ts';
-import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
+import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv, sponsorSignerFromEnv } from './clients.ts';
 import { appsFromEnv, systemClock } from './table.ts';
 
 /**
  * `POST /withdraw`: everything a signing account route has, plus the chains and the
- * exactly-once senders (the gas sponsor mints service tokens with the op_jwt key).
+ * exactly-once senders (the gas sponsor mints its tokens with its own key, SPONSOR_SIGNER: never the op_jwt key).
  */
 export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof appsFromEnv>, 'apps'> {
   const { table, apps } = appsFromEnv();
@@ -28,7 +28,7 @@ export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof app
     chains: chainsFromEnv(),
     senders: createSenders({
       table,
-      sponsor: new EnclaveGasSponsor(enclave, opJwtSigner, apps),
+      sponsor: new EnclaveGasSponsor(enclave, sponsorSignerFromEnv(), apps),
       inclusionTimeoutMs,
       lease,
       now: systemClock,

@@ -1,10 +1,18 @@
 import { KMSClient } from '@aws-sdk/client-kms';
-import { type KeyProviderConfig, loadKeyProviderConfig, loadOpJwtSignerConfig, loadTeeUrl, type OpJwtSignerConfig } from '../config.ts';
+import {
+  type KeyProviderConfig,
+  loadKeyProviderConfig,
+  loadOpJwtSignerConfig,
+  loadSponsorSignerConfig,
+  loadTeeUrl,
+  type OpJwtSignerConfig,
+  type SponsorSignerConfig,
+} from '../config.ts';
 import type { KeyWrapper } from '../crypto/key-wrapper.ts';
 import { KmsKeyWrapper } from '../crypto/kms-key-wrapper.ts';
 import { KmsOpJwtSigner } from '../crypto/kms-op-jwt-signer.ts';
 import { LocalKeyWrapper } from '../crypto/local-key-wrapper.ts';
-import { LocalOpJwtSigner } from '../crypto/local-op-jwt-signer.ts';
+import { LOCAL_SPONSOR_KEY_FILE, LocalOpJwtSigner } from '../crypto/local-op-jwt-signer.ts';
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { HttpWalletEnclave } from '../wallets/enclave-client.ts';
 
@@ -23,6 +31,18 @@ export function createKeyWrapper(config: KeyProviderConfig, name: 'enclave' | 'a
 
 export function createOpJwtSigner(config: OpJwtSignerConfig): OpJwtSigner {
   return config.OP_JWT_SIGNER === 'kms' ? new KmsOpJwtSigner(kmsClient(), config.OP_JWT_KMS_KEY_ID) : new LocalOpJwtSigner(config.DATA_DIR);
+}
+
+/** The gas sponsor's signer: its own KMS key, or its own key file under DATA_DIR locally. */
+export function createSponsorSigner(config: SponsorSignerConfig): OpJwtSigner {
+  return config.SPONSOR_SIGNER === 'kms'
+    ? new KmsOpJwtSigner(kmsClient(), config.SPONSOR_KMS_KEY_ID)
+    : new LocalOpJwtSigner(config.DATA_DIR, LOCAL_SPONSOR_KEY_FILE);
+}
+
+/** Need `sponsorKey`: SPONSOR_SIGNER and SPONSOR_KMS_KEY_ID (or DATA_DIR locally). */
+export function sponsorSignerFromEnv(): OpJwtSigner {
+  return createSponsorSigner(loadSponsorSignerConfig());
 }
 
 /** Need `accountAccessKey`: KEY_PROVIDER and ACCOUNT_KMS_KEY_ID (or DATA_DIR locally). */

@@ -8,7 +8,7 @@ import { enclaveStepWallets } from '../transfers/steps/wallets.ts';
 import type { WalletEnclave } from '../wallets/enclave-client.ts';
 import { EnclaveGasSponsor } from '../withdrawals/gas-sponsor.ts';
 import { loadSponsorshipLimits, SponsorshipBudget } from '../withdrawals/sponsorship-budget.ts';
-import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv } from './clients.ts';
+import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv, sponsorSignerFromEnv } from './clients.ts';
 import { appsFromEnv, systemClock, tableFromEnv } from './table.ts';
 
 /**
@@ -58,12 +58,12 @@ export interface StepCoreParts {
   readonly lease: LeaseTiming;
 }
 
-/** The gas payer of sponsored sends (the enclave's sponsor key), for the bridge and deposit steps. */
 /** The daily budget of sponsored sends (SPONSOR_DAILY_SENDS_PER_USER, SPONSOR_DAILY_SENDS_PER_APP), for the kinds that sponsor. */
 export const sponsorshipBudget = ({ core }: StepCoreParts, env = process.env) =>
   new SponsorshipBudget({ table: core.table, limits: loadSponsorshipLimits(env), now: core.now });
 
-export const gasSponsor = ({ signing }: StepCoreParts) => new EnclaveGasSponsor(signing.enclave, signing.opJwtSigner, signing.apps);
+/** The gas payer of sponsored sends (the platform's enclave wallet, its tokens signed with the sponsor's own key: SPONSOR_SIGNER), for the bridge and deposit steps. */
+export const gasSponsor = ({ signing }: StepCoreParts) => new EnclaveGasSponsor(signing.enclave, sponsorSignerFromEnv(), signing.apps);
 
 export const DEFAULT_POLL_WINDOW_MS = 5_000;
 

@@ -13,7 +13,7 @@ import { ChainUnavailableError } from '../../shared/chains/errors.ts';
 import { sponsoredExecutorArtifact } from '../../shared/chains/evm/contracts/sponsored-executor.artifact.ts';
 import { delegateAddress, deployDelegate } from '../../shared/chains/evm/delegate-deployment.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
-import { LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
+import { LOCAL_SPONSOR_KEY_FILE, LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
 import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
@@ -24,8 +24,8 @@ const ROOT = resolve(import.meta.dirname, '../..');
 /**
  * `npm run sponsor:setup` end to end against a local runtime of its own (its sponsor's balance is
  * changed here, so not the shared one): the table is the runtime's DynamoDB (a dynalite started
- * here), the enclave its enclave URL, the chains its anvils, the op_jwt key its local key
- * (OP_JWT_SIGNER=local). The chains config is a fresh copy of infra/config/chains.mainnet.json:
+ * here), the enclave its enclave URL, the chains its anvils, the sponsor key its local key file
+ * (SPONSOR_SIGNER=local: not the op_jwt key's file). The chains config is a fresh copy of infra/config/chains.mainnet.json:
  * no delegate, so the script must deploy one (the sandbox's own delegate at 0x7702… is not in it).
  * Runs once (embedded engine).
  */
@@ -61,7 +61,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
       AWS_ACCESS_KEY_ID: 'sandbox',
       AWS_SECRET_ACCESS_KEY: 'sandbox',
       DYNAMODB_ENDPOINT: endpoint,
-      OP_JWT_SIGNER: 'local',
+      SPONSOR_SIGNER: 'local',
       DATA_DIR: dataDir,
     };
     Object.assign(process.env, { AWS_REGION: env.AWS_REGION, AWS_ACCESS_KEY_ID: env.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: env.AWS_SECRET_ACCESS_KEY });
@@ -109,7 +109,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     const help = await setup(['--help']);
     expect(help).toMatchObject({ code: 0, stderr: '' });
     expect(help.stdout).toMatch(
-      /^usage: npm run sponsor:setup -- --chain <ETH\|ARB\|POL\|INK> --table <TableName> --op-jwt-key <OpJwtKeyId> --enclave-url <EnclaveApiUrl> \[--rpc-url <url>\] \[--chains-config <file>\]\n$/,
+      /^usage: npm run sponsor:setup -- --chain <ETH\|ARB\|POL\|INK> --table <TableName> --sponsor-key <SponsorKeyId> --enclave-url <EnclaveApiUrl> \[--rpc-url <url>\] \[--chains-config <file>\]\n$/,
     );
     for (const [args, problem] of [
       [['--bogus'], /Unknown option '--bogus'/],
@@ -134,7 +134,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
   it('unfunded: registers the platform app, prints the exact fund line, exit 3; funded: deploys once, writes the config; again: a no-op', async () => {
     const original = await readFile(chainsConfig, 'utf8');
     // A fresh start: no platform application, a sponsor with nothing on ARB.
-    const sponsor = platformGasSponsor(runtime.urls.enclave, new LocalOpJwtSigner(env.DATA_DIR!), table);
+    const sponsor = platformGasSponsor(runtime.urls.enclave, new LocalOpJwtSigner(env.DATA_DIR!, LOCAL_SPONSOR_KEY_FILE), table);
     const sponsorAddress = await sponsor.address();
     const platform = await getApplication(table, PLATFORM_APP_ID);
     await deleteApplication(table, platform!);
@@ -194,7 +194,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
   }, 60_000);
 
   it('a run that stopped after recording its signed transaction, before the broadcast, is finished by the next: one deployment', async () => {
-    const sponsor = platformGasSponsor(runtime.urls.enclave, new LocalOpJwtSigner(env.DATA_DIR!), table);
+    const sponsor = platformGasSponsor(runtime.urls.enclave, new LocalOpJwtSigner(env.DATA_DIR!, LOCAL_SPONSOR_KEY_FILE), table);
     const sponsorAddress = await sponsor.address();
     const address = delegateAddress();
     const nonceBefore = await client('INK').getTransactionCount({ address: sponsorAddress });
@@ -248,7 +248,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
   }, 60_000);
 
   it('a recorded transaction whose nonce the sponsor spent on something else is dropped and the deployment signed anew', async () => {
-    const sponsor = platformGasSponsor(runtime.urls.enclave, new LocalOpJwtSigner(env.DATA_DIR!), table);
+    const sponsor = platformGasSponsor(runtime.urls.enclave, new LocalOpJwtSigner(env.DATA_DIR!, LOCAL_SPONSOR_KEY_FILE), table);
     const sponsorAddress = await sponsor.address();
     const address = delegateAddress();
     class CrashingChain extends EvmChain {

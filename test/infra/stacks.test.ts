@@ -8,11 +8,11 @@ import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { AssetManifestArtifact, type CloudAssembly } from 'aws-cdk-lib/cx-api';
 import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES, type RouteDefinition, type RouteNeeds, type ServiceName } from '../../functions/routes.ts';
+import { ROUTES, type RouteDefinition, type RouteNeeds, type ServiceName, tableAccess } from '../../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import { parseRouteKey, resourceTree } from '../../infra/api-resources.ts';
 import type { ServiceApiStack } from '../../infra/api-stack.ts';
-import { keyUseTag } from '../../infra/constructs/key-use.ts';
+import { functionRolePath } from '../../infra/constructs/key-use.ts';
 import { API_FUNCTION_TIMEOUT, type ServiceFunction } from '../../infra/constructs/service-function.ts';
 import { stepFunctionTimeout } from '../../infra/constructs/transfer-machine.ts';
 import { API_INTEGRATION_TIMEOUT, API_STAGE_NAME, DEFAULT_API_THROTTLE, type ServiceStacks } from '../../infra/services-stack.ts';
@@ -26,10 +26,11 @@ type Resources = Record<
   { Type?: string; Properties?: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string; DependsOn?: string[] }
 >;
 type Outputs = Record<string, { Value: unknown; Export?: { Name: string } }>;
-type KeyName = 'enclaveKey' | 'accountKey' | 'opJwtKey';
+type KeyName = 'enclaveKey' | 'accountKey' | 'opJwtKey' | 'sponsorKey';
 /** The `needs` field of each key. */
-const KEY_NEED = { enclaveKey: 'enclaveWalletKey', accountKey: 'accountAccessKey', opJwtKey: 'opJwtKey' } as const;
-const KEY_PURPOSE = { enclaveKey: 'enclave-wallet', accountKey: 'account-access-keys', opJwtKey: 'op-jwt' } as const;
+const KEY_NEED = { enclaveKey: 'enclaveWalletKey', accountKey: 'accountAccessKey', opJwtKey: 'opJwtKey', sponsorKey: 'sponsorKey' } as const;
+const KEY_NAMES = Object.keys(KEY_NEED) as KeyName[];
+const isSigningKey = (key: KeyName) => key === 'opJwtKey' || key === 'sponsorKey';
 
 const SERVICES: readonly ServiceName[] = ['account', 'enclave', 'express'];
 
@@ -324,6 +325,7 @@ describe('service stacks: functions', () => {
       if (needs.enclaveWalletKey) expected.push('ENCLAVE_KMS_KEY_ID');
       if (needs.accountAccessKey) expected.push('ACCOUNT_KMS_KEY_ID');
       if (needs.opJwtKey) expected.push('OP_JWT_SIGNER', 'OP_JWT_KMS_KEY_ID');
+      if (needs.sponsorKey) expected.push('SPONSOR_SIGNER', 'SPONSOR_KMS_KEY_ID');
       if (needs.enclaveUrl) expected.push('TEE_URL');
       if (needs.chains) expected.push('CHAINS_CONFIG', 'RPC_URLS_SECRET');
       if (needs.delegates) expected.push('ALLOWED_7702_DELEGATES');
@@ -335,6 +337,7 @@ describe('service stacks: functions', () => {
       if (needs.enclaveUrl) expect(variables.TEE_URL, route.id).toEqual(enclaveUrlIn(Stack.of(functionOf(route.id))));
       if (needs.enclaveWalletKey || needs.accountAccessKey) expect(variables.KEY_PROVIDER).toBe('kms');
       if (needs.opJwtKey) expect(variables.OP_JWT_SIGNER).toBe('kms');
+      if (needs.sponsorKey) expect(variables.SPONSOR_SIGNER).toBe('kms');
     }
   });
 
@@ -852,8 +855,13 @@ describe('least privilege per route', () => {
   });
 
   it('grants each key operation exactly to the routes whose needs list it, and nothing else on the keys', () => {
-    const operations = { enclaveKey: ['GenerateDataKey', 'Decrypt'], accountKey: ['GenerateDataKey', 'Decrypt'], opJwtKey: ['Sign', 'GetPublicKey'] } as const;
-    for (const key of ['enclaveKey', 'accountKey', 'opJwtKey'] as const) {
+    const operations = {
+      enclaveKey: ['GenerateDataKey', 'Decrypt'],
+      accountKey: ['GenerateDataKey', 'Decrypt'],
+      opJwtKey: ['Sign', 'GetPublicKey'],
+      sponsorKey: ['Sign', 'GetPublicKey'],
+    } as const;
+    for (const key of KEY_NAMES) {
       for (const operation of operations[key]) {
         expect(rolesAllowed(`kms:${operation}`, importedKeyArn(key)), `${key} ${operation}`).toEqual(rolesNeedingKey(key, operation));
       }
@@ -862,7 +870,7 @@ describe('least privilege per route', () => {
         'kms:ReEncryptFrom',
         'kms:CreateGrant',
         'kms:PutKeyPolicy',
-        ...(key === 'opJwtKey' ? ['kms:Decrypt', 'kms:GenerateDataKey'] : ['kms:Sign']),
+        ...(isSigningKey(key) ? ['kms:Decrypt', 'kms:GenerateDataKey'] : ['kms:Sign']),
       ]) {
         expect(rolesAllowed(other, importedKeyArn(key)), `${key} ${other}`).toEqual(new Set());
       }
@@ -903,28 +911,28 @@ describe('least privilege per route', () => {
         });
       }
     }
-    const signs = roleStatements().filter(({ statement }) => allows(statement, 'kms:Sign', importedKeyArn('opJwtKey')));
+    const signs = roleStatements().filter(
+      ({ statement }) => allows(statement, 'kms:Sign', importedKeyArn('opJwtKey')) || allows(statement, 'kms:Sign', importedKeyArn('sponsorKey')),
+    );
     expect(signs.length).toBeGreaterThan(0);
     for (const { statement } of signs)
       expect(statement.Condition).toEqual({ StringEquals: { 'kms:SigningAlgorithm': 'ECDSA_SHA_256', 'kms:MessageType': 'RAW' } });
   });
 
-  it('tags each role for exactly the key operations its route needs (what the key policies check)', () => {
+  it("puts each function's role under its own path (what the key policies name) and tags none for key use", () => {
     const roles = serviceResources('AWS::IAM::Role');
     for (const route of FUNCTIONS) {
-      const expected = (['enclaveKey', 'accountKey', 'opJwtKey'] as const).flatMap((key) =>
-        ((route.needs[KEY_NEED[key]] ?? []) as readonly string[]).map((operation) => keyUseTag(KEY_PURPOSE[key], operation as never)),
-      );
-      const tags = (roles[roleId(route.id)]?.Properties?.Tags ?? []) as Array<{ Key: string; Value: string }>;
-      expect(tags.map((tag) => tag.Key).sort(), route.id).toEqual(expected.sort());
-      for (const tag of tags) expect(tag.Value).toBe('allow');
+      const role = roles[roleId(route.id)]?.Properties;
+      expect(role?.Path, route.id).toBe(functionRolePath(stateful.stackName, route.id));
+      expect(role?.RoleName, route.id).toBeUndefined(); // CloudFormation's name: the role can be replaced
+      expect(JSON.stringify(role?.Tags ?? []), route.id).not.toContain('kms');
     }
   });
 
   it('grants table reads to the routes that read, writes only to those that write, and Scan to none', () => {
     const tableArn = importedArn(stateful.table);
     const readers = rolesOf(FUNCTIONS.filter((route) => route.needs.table));
-    const writers = rolesOf(FUNCTIONS.filter((route) => route.needs.table === 'read-write'));
+    const writers = rolesOf(FUNCTIONS.filter((route) => route.needs.table && tableAccess(route.needs.table) === 'read-write'));
     for (const action of ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query']) expect(rolesAllowed(action, tableArn), action).toEqual(readers);
     for (const action of ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem']) {
       expect(rolesAllowed(action, tableArn), action).toEqual(writers);
@@ -1091,8 +1099,8 @@ describe('key policies', () => {
   const covers = (statement: Statement, action: string) =>
     asArray(statement.Action).some((a) => a === action || a === '*' || a === 'kms:*' || (String(a).endsWith('*') && action.startsWith(String(a).slice(0, -1))));
 
-  it('let the account administer each key but use it only through the tagged-role statements', () => {
-    for (const key of ['enclaveKey', 'accountKey', 'opJwtKey'] as const) {
+  it('let the account administer each key but use it only through statements naming the roles of the functions that need it', () => {
+    for (const key of KEY_NAMES) {
       const statements = policyOf(key).Statement;
       const admin = statements.find((statement) => statement.Sid === 'AdministerButNotUse')!;
       expect(JSON.stringify(admin.Principal)).toContain(':root');
@@ -1105,11 +1113,20 @@ describe('key policies', () => {
         expect(asArray(statement.Action)).toHaveLength(1);
         const [action] = asArray(statement.Action) as string[];
         const operation = action!.replace('kms:', '');
-        expect(
-          (statement.Condition as { StringEquals: Record<string, string> }).StringEquals[`aws:PrincipalTag/${keyUseTag(KEY_PURPOSE[key], operation as never)}`],
-          `${key} ${action}`,
-        ).toBe('allow');
+        const users = FUNCTIONS.filter((fn) => (fn.needs[KEY_NEED[key]] as readonly string[] | undefined)?.includes(operation));
+        const patterns = (statement.Condition as { ArnLike: Record<string, unknown> }).ArnLike['aws:PrincipalArn'];
+        expect(JSON.stringify(patterns), `${key} ${action}`).toBe(
+          JSON.stringify(
+            users.map((fn) => ({
+              'Fn::Join': [
+                '',
+                ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, `:role${functionRolePath(stateful.stackName, fn.id)}*`],
+              ],
+            })),
+          ),
+        );
       }
+      expect(JSON.stringify(policyOf(key))).not.toContain('PrincipalTag');
     }
   });
 
@@ -1130,12 +1147,13 @@ describe('key policies', () => {
     }
   });
 
-  it('allow op_jwt Sign only to tagged roles, ES256 over a raw message', () => {
-    const sign = policyOf('opJwtKey').Statement.filter((statement) => covers(statement, 'kms:Sign'));
-    expect(sign).toHaveLength(1);
-    expect(sign[0]!.Condition).toEqual({
-      StringEquals: { 'kms:SigningAlgorithm': 'ECDSA_SHA_256', 'kms:MessageType': 'RAW', [`aws:PrincipalTag/${keyUseTag('op-jwt', 'Sign')}`]: 'allow' },
-    });
+  it('allow op_jwt and sponsor Sign only to the named roles, ES256 over a raw message', () => {
+    for (const key of ['opJwtKey', 'sponsorKey'] as const) {
+      const sign = policyOf(key).Statement.filter((statement) => covers(statement, 'kms:Sign'));
+      expect(sign, key).toHaveLength(1);
+      expect(sign[0]!.Condition, key).toMatchObject({ StringEquals: { 'kms:SigningAlgorithm': 'ECDSA_SHA_256', 'kms:MessageType': 'RAW' } });
+      expect(Object.keys(sign[0]!.Condition as object).sort(), key).toEqual(['ArnLike', 'StringEquals']);
+    }
   });
 });
 
@@ -1170,8 +1188,8 @@ describe('stateful stack', () => {
     });
   });
 
-  it('keeps two rotating symmetric wrapping keys and an ECC_NIST_P256 signing key, all retained', () => {
-    statefulTemplate.resourceCountIs('AWS::KMS::Key', 3);
+  it('keeps two rotating symmetric wrapping keys and two ECC_NIST_P256 signing keys (op_jwt, gas sponsor), all retained', () => {
+    statefulTemplate.resourceCountIs('AWS::KMS::Key', 4);
     const keys = statefulTemplate.toJSON().Resources as Resources;
     for (const key of ['enclaveKey', 'accountKey'] as const) {
       const props = keys[logicalId(stateful[key])]?.Properties;
@@ -1179,11 +1197,12 @@ describe('stateful stack', () => {
       expect(props?.KeySpec ?? 'SYMMETRIC_DEFAULT', key).toBe('SYMMETRIC_DEFAULT');
     }
     expect(keys[logicalId(stateful.opJwtKey)]?.Properties).toMatchObject({ KeySpec: 'ECC_NIST_P256', KeyUsage: 'SIGN_VERIFY' });
+    expect(keys[logicalId(stateful.sponsorKey)]?.Properties).toMatchObject({ KeySpec: 'ECC_NIST_P256', KeyUsage: 'SIGN_VERIFY' });
     statefulTemplate.allResources('AWS::KMS::Key', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
   });
 
   it("outputs the table name, key ids and the RPC URLs secret's name", () => {
-    for (const name of ['TableName', 'EnclaveKeyId', 'AccountKeyId', 'OpJwtKeyId', 'RpcUrlsSecretName']) statefulTemplate.hasOutput(name, {});
+    for (const name of ['TableName', 'EnclaveKeyId', 'AccountKeyId', 'OpJwtKeyId', 'SponsorKeyId', 'RpcUrlsSecretName']) statefulTemplate.hasOutput(name, {});
   });
 
   it('creates the RPC URLs secret with a generated placeholder (no value in the template), retained, on the AWS-managed key', () => {

@@ -36,6 +36,10 @@ function environment(needs: RouteNeeds): { env: Record<string, string>; required
     add('OP_JWT_SIGNER', 'kms');
     add('OP_JWT_KMS_KEY_ID', 'alias/op-jwt');
   }
+  if (needs.sponsorKey) {
+    add('SPONSOR_SIGNER', 'kms');
+    add('SPONSOR_KMS_KEY_ID', 'alias/gas-sponsor');
+  }
   if (needs.enclaveUrl) add('TEE_URL', 'https://enclave.example.com');
   if (needs.chains) {
     add('CHAINS_CONFIG', CHAINS_CONFIG);

@@ -25,6 +25,7 @@ export function buildStacks(app: App, options: { prefix?: string; stateful?: Sta
     enclaveKey: stateful.enclaveKey,
     accountKey: stateful.accountKey,
     opJwtKey: stateful.opJwtKey,
+    sponsorKey: stateful.sponsorKey,
     rpcUrlsSecret: stateful.rpcUrlsSecret,
     chainsConfig: v.parse(ChainsConfigSchema, JSON.parse(readFileSync(new URL('../../../infra/config/chains.mainnet.json', import.meta.url), 'utf8'))),
     transferSteps: TRANSFER_STEP_FUNCTIONS,
