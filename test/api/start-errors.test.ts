@@ -37,7 +37,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm start refuses with
           secret_key: 'sk_tiny',
           api_key: 'ak_acme_0123456789abcdef',
           created_at: '2026-08-01',
-          oidc: { provider_id: 'p', issuer: 'i', jwks: { keys: [] } },
+          oidc: { provider_id: 'p', issuer: 'i', audience: 'a', jwks: { keys: [] } },
         },
       ]),
     );
@@ -47,6 +47,14 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm start refuses with
     expect(lines(stderr)).toEqual([`npm start: APPS_FILE ${appsFile}: [0].secret_key: must be at least 16 characters`]);
     expect(stderr).not.toContain('sk_tiny');
     expect(performance.now() - started).toBeLessThan(15_000); // no chains started first
+
+    // An application without an audience (issue 21): any other client's token would pass.
+    const noAudience = join(dir, 'no-audience.json');
+    const entry = { app_id: 'acme', secret_key: 'sk_acme_0123456789abcdef', api_key: 'ak_acme_0123456789abcdef', created_at: '2026-08-01' };
+    await writeFile(noAudience, JSON.stringify([{ ...entry, oidc: { provider_id: 'p', issuer: 'i', jwks: { keys: [] } } }]));
+    const refused = await npmStart({ DATA_DIR: join(dir, 'apps'), APPS_FILE: noAudience });
+    expect(refused.code).toBe(1);
+    expect(lines(refused.stderr)).toEqual([`npm start: APPS_FILE ${noAudience}: [0].oidc.audience: is required`]);
 
     const missing = await npmStart({ DATA_DIR: join(dir, 'apps'), APPS_FILE: join(dir, 'nope.json') });
     expect(missing.code).toBe(1);
