@@ -6,11 +6,11 @@ import type { Application } from '../shared/apps/application.ts';
 import { verifyOpJwt } from '../shared/auth/jwt.ts';
 import { generateEs256Jwk } from '../shared/crypto/es256-jwk.ts';
 import { LocalKeyWrapper } from '../shared/crypto/local-key-wrapper.ts';
-import { openSecrets } from '../shared/crypto/secret-box.ts';
 import { createWallet } from '../shared/enclave/create-wallet.ts';
 import { createV1Wallet, openV1Key } from '../shared/enclave/v1-wallets.ts';
 import { signHash } from '../shared/enclave/wallet-keys.ts';
-import { getWallet, type V1WalletRecord, type WalletRecord, walletEncryptionContext } from '../shared/enclave/wallet-record.ts';
+import { getWallet, type V1WalletRecord, type WalletRecord } from '../shared/enclave/wallet-record.ts';
+import { openWallet } from '../shared/enclave/wallet-seal.ts';
 import { startDynaliteTable } from '../test/unit/support/dynalite-table.ts';
 
 /**
@@ -63,11 +63,11 @@ const steps = {
   verify: await time('verify op_jwt (ES256, jose)', ROUNDS, () => verifyOpJwt(app, opJwt)),
   read: await time('read wallet (dynalite GetItem)', ROUNDS, () => getWallet(table, wallet.wallet_id)),
   unwrap: await time('unwrap private key (local data key + AES-GCM)', ROUNDS, async () => {
-    const { private_key } = await openSecrets(keyWrapper, walletEncryptionContext(wallet), wallet.sealed, ['private_key']);
+    const { private_key } = await openWallet({ table, keyWrapper }, wallet, ['private_key']);
     private_key.fill(0);
   }),
   sign: await time('sign 32 bytes (secp256k1, viem)', ROUNDS, async () => {
-    const { private_key } = await openSecrets(keyWrapper, walletEncryptionContext(wallet), wallet.sealed, ['private_key']);
+    const { private_key } = await openWallet({ table, keyWrapper }, wallet, ['private_key']);
     await signHash('evm', private_key, hash);
   }),
 };
