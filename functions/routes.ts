@@ -114,7 +114,7 @@ const ACCOUNT_READER: RouteNeeds['table'] = { reads: [...BY_SECRET, 'account'] }
  *   no op_jwt), seal their access keys (GenerateDataKey) and put the account.
  * - POST /wallet/sign, POST /withdraw: open the sealed access key (Decrypt), mint op_jwt (Sign,
  *   GetPublicKey for the kid), call the enclave. /withdraw also writes idempotency and lease items,
- *   reads chains, and the gas sponsor reads the platform app and mints service tokens.
+ *   reads chains, and the gas sponsor reads the platform app and mints its tokens with its own key (`sponsorKey`).
  * - GET /demo/wallet/balance: the account (read) and balances from the chains.
  * - Venue routes (shared/venues/service.ts): check-perp-dex-requirements reads the account, the
  *   chains (balances, gas price) and the venue's rules, signing nothing. init-perp-dex also signs

@@ -139,7 +139,7 @@ TEST_ENV="$(node -e '
   const output = (name) => all.find((o) => o.name === name)?.value;
   const env = {
     ACCOUNT_URL: urls.ACCOUNT, ENCLAVE_URL: urls.ENCLAVE, EXPRESS_URL: urls.EXPRESS,
-    TABLE_NAME: output("TableName"), OP_JWT_KMS_KEY_ID: output("OpJwtKeyId"),
+    TABLE_NAME: output("TableName"), OP_JWT_KMS_KEY_ID: output("OpJwtKeyId"), SPONSOR_KMS_KEY_ID: output("SponsorKeyId"),
     AWS_ENDPOINT_URL: localstackUrl, DYNAMODB_ENDPOINT: localstackUrl, AWS_REGION: region,
     AWS_ACCESS_KEY_ID: "test", AWS_SECRET_ACCESS_KEY: "test",
   };
@@ -151,7 +151,8 @@ TEST_ENV="$(node -e '
 
 # What test/api/support/global-setup.ts (setupDeployed) reads: the three API URLs, the table and
 # the op_jwt key (it registers two test apps in the table), the endpoint for its DynamoDB and KMS
-# clients. LocalStack accepts any credentials.
+# clients; and the gas sponsor's key, which `npm run sponsor:setup` reads as SPONSOR_KMS_KEY_ID.
+# LocalStack accepts any credentials.
 step "Run the API tests against this deployment"
 printf '%s \\\n  npm run test:deployed\n' "$TEST_ENV"
 echo
