@@ -1,7 +1,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { importJWK, type JWK, SignJWT } from 'jose';
+import type { JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
 import { recordOpJwtUse } from '../../shared/auth/op-jwt-replay.ts';
@@ -16,6 +16,7 @@ import { createWallet, type EnclaveDeps } from '../../shared/enclave/create-wall
 import { withWalletKey } from '../../shared/enclave/use-wallet.ts';
 import { UnauthorizedError } from '../../shared/errors.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
+import { signTestOpJwt } from './support/op-jwt.ts';
 
 /** An op_jwt is good for one signing call: its jti is recorded (conditional put, TTL = its exp). */
 let table: Table;
@@ -25,17 +26,7 @@ let issuerKey: JWK;
 let app: Application;
 const deps = (): EnclaveDeps => ({ table, keyWrapper, now: () => new Date(), v1RetiresAt: new Date(DEFAULT_V1_RETIREMENT) });
 
-async function opJwt(sub: string, claims: Record<string, unknown> = {}) {
-  const iat = Math.floor(Date.now() / 1000);
-  return new SignJWT({ jti: crypto.randomUUID(), ...claims })
-    .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
-    .setIssuer(app.oidc.issuer)
-    .setAudience('replay-api')
-    .setSubject(sub)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + 120)
-    .sign(await importJWK(issuerKey, 'ES256'));
-}
+const opJwt = (sub: string, claims: Record<string, unknown> = {}) => signTestOpJwt(issuerKey, { iss: app.oidc.issuer, aud: 'replay-api', sub, extra: claims });
 
 beforeAll(async () => {
   ({ table, stop } = await startDynaliteTable('op-jwt-replay'));

@@ -3,7 +3,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { importJWK, type JWK, SignJWT } from 'jose';
+import type { JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
 import { DEFAULT_V1_RETIREMENT } from '../../shared/config.ts';
@@ -16,6 +16,7 @@ import { withV1WalletKey, withWalletKey } from '../../shared/enclave/use-wallet.
 import { createV1Wallet } from '../../shared/enclave/v1-wallets.ts';
 import { getWallet } from '../../shared/enclave/wallet-record.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
+import { signTestOpJwt } from './support/op-jwt.ts';
 
 /**
  * Issue 21 §8: a v1 wallet migrates only to the identity it was created for. The spec's v1 create
@@ -32,18 +33,7 @@ let issuerKey: JWK;
 let app: Application;
 const deps = (): EnclaveDeps => ({ table, keyWrapper, now: () => BEFORE, v1RetiresAt: new Date(DEFAULT_V1_RETIREMENT) });
 
-async function opJwt(sub: string) {
-  const iat = Math.floor(BEFORE.getTime() / 1000);
-  return new SignJWT({})
-    .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
-    .setIssuer(app.oidc.issuer)
-    .setAudience('migration-client')
-    .setSubject(sub)
-    .setJti(randomUUID())
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + 120)
-    .sign(await importJWK(issuerKey, 'ES256'));
-}
+const opJwt = (sub: string) => signTestOpJwt(issuerKey, { iss: app.oidc.issuer, aud: 'migration-client', sub, now: BEFORE });
 
 beforeAll(async () => {
   ({ table, stop } = await startDynaliteTable('v1-migration-binding'));

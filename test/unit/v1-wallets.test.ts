@@ -1,7 +1,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { importJWK, type JWK, SignJWT } from 'jose';
+import type { JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
 import { DEFAULT_V1_RETIREMENT } from '../../shared/config.ts';
@@ -14,6 +14,7 @@ import { createV1Wallet, migrateV1Wallet } from '../../shared/enclave/v1-wallets
 import { getWallet, type V1WalletRecord } from '../../shared/enclave/wallet-record.ts';
 import { ConflictError, ForbiddenError, GoneError } from '../../shared/errors.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
+import { signTestOpJwt } from './support/op-jwt.ts';
 
 /** v1 rules on both sides of the retirement instant, with an injected clock. */
 const RETIRES_AT = new Date(DEFAULT_V1_RETIREMENT);
@@ -27,17 +28,7 @@ let issuerKey: JWK;
 const deps = (now: Date): EnclaveDeps => ({ table, keyWrapper, now: () => now, v1RetiresAt: RETIRES_AT });
 let keyWrapper: LocalKeyWrapper;
 
-async function opJwt(sub: string, now: Date) {
-  const iat = Math.floor(now.getTime() / 1000);
-  return new SignJWT({ jti: crypto.randomUUID() })
-    .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
-    .setIssuer(app.oidc.issuer)
-    .setAudience('legacy-api')
-    .setSubject(sub)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + 120)
-    .sign(await importJWK(issuerKey, 'ES256'));
-}
+const opJwt = (sub: string, now: Date) => signTestOpJwt(issuerKey, { iss: app.oidc.issuer, aud: 'legacy-api', sub, now });
 
 beforeAll(async () => {
   ({ table, stop } = await startDynaliteTable('v1-unit'));

@@ -3,7 +3,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { importJWK, type JWK, SignJWT } from 'jose';
+import type { JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { hashSecret } from '../../shared/apps/app-registry.ts';
 import type { Application } from '../../shared/apps/application.ts';
@@ -17,6 +17,7 @@ import { withWalletKey } from '../../shared/enclave/use-wallet.ts';
 import { addressOf, generateSecret } from '../../shared/enclave/wallet-keys.ts';
 import { deriveWalletId, getWallet, walletEncryptionContext } from '../../shared/enclave/wallet-record.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
+import { signTestOpJwt } from './support/op-jwt.ts';
 
 /**
  * Issue 21 §3: everything that decides who may use a wallet is authenticated with its sealed key,
@@ -43,18 +44,7 @@ function application(appId: string, publicJwk: JWK): Application {
   };
 }
 
-async function opJwt(sub: string) {
-  const iat = Math.floor(NOW.getTime() / 1000);
-  return new SignJWT({})
-    .setProtectedHeader({ alg: 'ES256', kid: issuerKey.kid! })
-    .setIssuer(appOne.oidc.issuer)
-    .setAudience('binding-client')
-    .setSubject(sub)
-    .setJti(randomUUID())
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + 120)
-    .sign(await importJWK(issuerKey, 'ES256'));
-}
+const opJwt = (sub: string) => signTestOpJwt(issuerKey, { iss: appOne.oidc.issuer, aud: 'binding-client', sub, now: NOW });
 
 beforeAll(async () => {
   ({ table, stop } = await startDynaliteTable('wallet-binding-unit'));
