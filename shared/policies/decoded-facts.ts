@@ -1,0 +1,19 @@
+/**
+ * What decoding a sign body yields (facts.ts adds the operation and channel), and the part of the
+ * chains configuration decoding reads. Apart from facts.ts so the decoders need not import it.
+ */
+export interface DecodedFacts {
+  /** A chain code (ETH, ARB, POL, INK, SOL) when the request names a configured chain, else `eip155:<id>`; absent for sign_data and sign_message. */
+  readonly chain?: string;
+  /** Decoded recipients: EIP-55 EVM addresses or base58 Solana addresses (SPL: the destination token account). */
+  readonly recipients: readonly string[];
+  /** True when what is signed cannot be decoded (a raw hash; calldata or a Solana instruction of an unknown kind). */
+  readonly opaque: boolean;
+  /** Micro-USD (6 decimals) the request moves or approves, when known: USDC and USDC.E at face value; absent when unknown (native coins, unknown tokens, opaque requests). */
+  readonly usd?: { readonly value: bigint };
+}
+
+/** The chains configuration as decoding reads it (a ChainsConfig is one): chain codes to `{ family, chain_id, tokens }`. */
+export interface PolicyChains {
+  readonly [code: string]: unknown;
+}

@@ -1,0 +1,143 @@
+import { getCompiledTransactionMessageCodec } from '@solana/kit';
+import { encodeFunctionData, erc20Abi, getAddress, parseAbi } from 'viem';
+import { describe, expect, it } from 'vitest';
+import { signFacts } from '../../shared/policies/facts.ts';
+import type { PolicyChains } from '../../shared/policies/index.ts';
+
+const USDC = '0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48';
+const SOL_USDC = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+const chains: PolicyChains = {
+  ETH: { family: 'evm', chain_id: 1, native: 'ETH', tokens: { USDC: { address: USDC, decimals: 6 } } },
+  ARB: { family: 'evm', chain_id: 42161, native: 'ETH', tokens: {} },
+  SOL: { family: 'sol', native: 'SOL', tokens: { USDC: { mint: SOL_USDC, decimals: 6 } } },
+};
+const ALICE = '0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045';
+const BOB = '0xAb5801a7D398351b8bE11C439e05C5B3259aeC9B';
+const permitAbi = parseAbi(['function permit(address owner, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s)']);
+
+const tx = (fields: Record<string, unknown>) =>
+  signFacts({ operation: 'sign_transaction', channel: 'express', body: { transaction: { chainId: 1, nonce: 0, ...fields } }, chains });
+
+describe('signFacts: EVM transactions', () => {
+  it('a native transfer: the recipient is `to`, value unpriced', () => {
+    const facts = tx({ to: ALICE.toLowerCase(), value: '1000' });
+    expect(facts).toMatchObject({ chain: 'ETH', recipients: [ALICE], opaque: false });
+    expect(facts.usd).toBeUndefined();
+  });
+
+  it('a call with no value and no data moves nothing (USD 0)', () => {
+    expect(tx({ to: ALICE }).usd).toEqual({ value: 0n });
+  });
+
+  it('ERC-20 transfer of USDC: the recipient from calldata, face value in micro-USD', () => {
+    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [BOB, 11_000_000n] });
+    expect(tx({ to: USDC, data })).toMatchObject({ recipients: [BOB], opaque: false, usd: { value: 11_000_000n } });
+  });
+
+  it('ERC-20 transferFrom: the `to` argument', () => {
+    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'transferFrom', args: [ALICE, BOB, 5n] });
+    expect(tx({ to: USDC, input: data })).toMatchObject({ recipients: [BOB], usd: { value: 5n } });
+  });
+
+  it('ERC-20 approve: the spender counts as a recipient', () => {
+    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [BOB, 2n ** 256n - 1n] });
+    expect(tx({ to: USDC, data })).toMatchObject({ recipients: [BOB], opaque: false, usd: { value: 2n ** 256n - 1n } });
+  });
+
+  it('permit: the spender counts as a recipient', () => {
+    const data = encodeFunctionData({ abi: permitAbi, functionName: 'permit', args: [ALICE, BOB, 7n, 0n, 27, `0x${'11'.repeat(32)}`, `0x${'22'.repeat(32)}`] });
+    expect(tx({ to: USDC, data })).toMatchObject({ recipients: [BOB], opaque: false, usd: { value: 7n } });
+  });
+
+  it('a token transfer of an unknown token: recipient known, USD unknown', () => {
+    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [BOB, 5n] });
+    const facts = tx({ to: ALICE, data });
+    expect(facts).toMatchObject({ recipients: [BOB], opaque: false });
+    expect(facts.usd).toBeUndefined();
+  });
+
+  it('unknown calldata is opaque; a contract creation too', () => {
+    expect(tx({ to: USDC, data: '0xdeadbeef00' })).toMatchObject({ recipients: [], opaque: true });
+    expect(tx({ to: USDC, data: '0xdeadbeef', value: '5' })).toMatchObject({ recipients: [getAddress(USDC)], opaque: true });
+    expect(tx({ to: null, data: '0x6000' })).toMatchObject({ recipients: [], opaque: true });
+  });
+
+  it('maps chain ids to chain codes, else eip155:<id>', () => {
+    expect(tx({ chainId: 42161, to: ALICE }).chain).toBe('ARB');
+    expect(tx({ chainId: '0x2105', to: ALICE }).chain).toBe('eip155:8453');
+    expect(signFacts({ operation: 'sign_transaction', channel: 'enclave', body: { transaction: { chainId: 1, nonce: 0, to: ALICE } } }).chain).toBe('eip155:1');
+  });
+});
+
+describe('signFacts: other operations', () => {
+  it('sign_data is opaque with no recipients', () => {
+    expect(signFacts({ operation: 'sign_data', channel: 'express', body: { raw_data_hash: `0x${'ab'.repeat(32)}` } })).toEqual({
+      operation: 'sign_data',
+      channel: 'express',
+      recipients: [],
+      opaque: true,
+    });
+  });
+
+  it('sign_message has no recipients and moves nothing', () => {
+    expect(signFacts({ operation: 'sign_message', channel: 'enclave', body: { message: 'hi', encoding: 'utf8' } })).toMatchObject({
+      recipients: [],
+      opaque: false,
+      usd: { value: 0n },
+    });
+  });
+
+  it('sign_authorization: the delegate is the recipient, on the named chain', () => {
+    const facts = signFacts({
+      operation: 'sign_authorization',
+      channel: 'express',
+      body: { chain_id: 1, contract_address: BOB.toLowerCase(), nonce: 0 },
+      chains,
+    });
+    expect(facts).toMatchObject({ chain: 'ETH', recipients: [BOB], opaque: false });
+    expect(facts.usd).toBeUndefined();
+  });
+});
+
+describe('signFacts: Solana transactions', () => {
+  const payer = 'E9Nykp3rSdza2moQutaJ3K3RSC8E5iFERX2SqLTsQfjJ';
+  const destination = 'CiDwVBFgWV9E5MvXWoLgnEgn2hK7rJikbvfWavzAQz3';
+  const TOKEN = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
+  const SYSTEM = '11111111111111111111111111111111';
+  const sol = (staticAccounts: string[], instructions: { programAddressIndex: number; accountIndices: number[]; data: Uint8Array }[]) => {
+    const bytes = getCompiledTransactionMessageCodec().encode({
+      version: 'legacy',
+      header: { numSignerAccounts: 1, numReadonlySignerAccounts: 0, numReadonlyNonSignerAccounts: 0 },
+      staticAccounts: staticAccounts as never,
+      lifetimeToken: 'EETubP5AKHgjPAhzPAFcb8BAY1hMH639CWCFTqi3hq1k',
+      instructions,
+    } as never);
+    return signFacts({ operation: 'sign_transaction', channel: 'express', body: { transaction: Buffer.from(bytes).toString('base64') }, chains });
+  };
+  const u64 = (n: bigint) => {
+    const bytes = new Uint8Array(8);
+    new DataView(bytes.buffer).setBigUint64(0, n, true);
+    return bytes;
+  };
+
+  it('a USDC TransferChecked: the destination token account, face value', () => {
+    const data = new Uint8Array([12, ...u64(5_000_000n), 6]);
+    const facts = sol(
+      [payer, 'So11111111111111111111111111111111111111112', destination, SOL_USDC, TOKEN],
+      [{ programAddressIndex: 4, accountIndices: [1, 3, 2, 0], data }],
+    );
+    expect(facts).toMatchObject({ chain: 'SOL', recipients: [destination], opaque: false, usd: { value: 5_000_000n } });
+  });
+
+  it('a System transfer: the recipient, lamports unpriced', () => {
+    const data = new Uint8Array([2, 0, 0, 0, ...u64(1000n)]);
+    const facts = sol([payer, destination, SYSTEM], [{ programAddressIndex: 2, accountIndices: [0, 1], data }]);
+    expect(facts).toMatchObject({ recipients: [destination], opaque: false });
+    expect(facts.usd).toBeUndefined();
+  });
+
+  it('an unknown program is opaque; bytes that are no message too', () => {
+    expect(sol([payer, destination], [{ programAddressIndex: 1, accountIndices: [0], data: new Uint8Array([1]) }])).toMatchObject({ opaque: true });
+    expect(signFacts({ operation: 'sign_transaction', channel: 'express', body: { transaction: 'AAAA' } })).toMatchObject({ chain: 'SOL', opaque: true });
+  });
+});
