@@ -36,7 +36,9 @@ function inScope(rule: PolicyRule, facts: SignFacts): boolean {
   return true;
 }
 
-const listed = (list: readonly string[], address: string) => list.some((entry) => entry.toLowerCase() === address.toLowerCase());
+/** EVM addresses compare without case (EIP-55 is only a checksum); base58 Solana addresses are case-sensitive. */
+const sameAddress = (a: string, b: string) => (a.startsWith('0x') && b.startsWith('0x') ? a.toLowerCase() === b.toLowerCase() : a === b);
+const listed = (list: readonly string[], address: string) => list.some((entry) => sameAddress(entry, address));
 
 function conditions(rule: PolicyRule, facts: SignFacts): Check[] {
   const checks: Check[] = [];

@@ -65,6 +65,37 @@ describe('evaluatePolicy', () => {
     expect(evaluatePolicy(fence, signData('enclave'))).toMatchObject({ decision: 'deny', rule_id: 'fence' });
   });
 
+  it('an allow rule with to.deny allows what goes elsewhere, but not what cannot be decoded', () => {
+    const notBob = policy([{ id: 'not-bob', action: 'allow', operations: ['sign_transaction', 'sign_data'], to: { deny: [BOB] } }]);
+    expect(evaluatePolicy(notBob, usdcTransfer(ALICE, 1n))).toMatchObject({ decision: 'allow', rule_id: 'not-bob' });
+    expect(evaluatePolicy(notBob, usdcTransfer(BOB, 1n))).toMatchObject({ decision: 'deny', rule_id: null });
+    expect(evaluatePolicy(notBob, signData('enclave'))).toMatchObject({ decision: 'deny', rule_id: null });
+  });
+
+  it('a deny rule with several conditions fires only when all are violated', () => {
+    const rules = policy([
+      allowAll,
+      { id: 'big-to-strangers', action: 'deny', operations: ['sign_transaction'], to: { allow: [ALICE] }, max_usd_per_tx: '10' },
+    ]);
+    expect(evaluatePolicy(rules, usdcTransfer(BOB, 5_000_000n))).toMatchObject({ decision: 'allow' });
+    expect(evaluatePolicy(rules, usdcTransfer(ALICE, 50_000_000n))).toMatchObject({ decision: 'allow' });
+    expect(evaluatePolicy(rules, usdcTransfer(BOB, 50_000_000n))).toMatchObject({ decision: 'deny', rule_id: 'big-to-strangers' });
+  });
+
+  it('Solana addresses match case-sensitively', () => {
+    const facts: SignFacts = {
+      operation: 'sign_transaction',
+      channel: 'enclave',
+      chain: 'SOL',
+      recipients: ['CiDwVBFgWV9E5MvXWoLgnEgn2hK7rJikbvfWavzAQz3'],
+      opaque: false,
+    };
+    const upper = policy([{ id: 'sol', action: 'allow', operations: ['sign_transaction'], to: { allow: ['CIDWVBFGWV9E5MVXWOLGNEGN2HK7RJIKBVFWAVZAQZ3'] } }]);
+    const exact = policy([{ id: 'sol', action: 'allow', operations: ['sign_transaction'], to: { allow: ['CiDwVBFgWV9E5MvXWoLgnEgn2hK7rJikbvfWavzAQz3'] } }]);
+    expect(evaluatePolicy(upper, facts).decision).toBe('deny');
+    expect(evaluatePolicy(exact, facts).decision).toBe('allow');
+  });
+
   it('channels and chains scope a rule', () => {
     const rules = policy([{ id: 'eth-express', action: 'allow', operations: ['sign_transaction'], channels: ['express'], chains: ['ETH'] }]);
     expect(evaluatePolicy(rules, usdcTransfer(ALICE, 1n))).toMatchObject({ decision: 'allow' });
