@@ -147,9 +147,13 @@ const TASK_EXECUTION: RouteNeeds = { table: { reads: BY_SECRET, writes: ['tasks'
  * call, re-sealed under KMS (GenerateDataKey) and replaced conditionally (write). v1 create and
  * v1 sign use the scrypt-derived key of the caller's encryption_context, never KMS; v1 create
  * writes the wallet, v1 sign only reads it. Service tokens are verified against the app's trusted
- * keys in the table: no KMS.
+ * keys in the table: no KMS. v2 sign reads the app's signing policy (POLICY#, issue 22) before
+ * anything is opened; only PUT /v2/api/policies writes it (app secret key only), GET reads it.
  */
-const ENCLAVE_V2_SIGN: RouteNeeds = { table: { reads: BY_SECRET, writes: ['wallet', 'opJwt'] }, enclaveWalletKey: ['Decrypt', 'GenerateDataKey'] };
+const ENCLAVE_V2_SIGN: RouteNeeds = {
+  table: { reads: [...BY_SECRET, 'policy'], writes: ['wallet', 'opJwt'] },
+  enclaveWalletKey: ['Decrypt', 'GenerateDataKey'],
+};
 const ENCLAVE_V1_SIGN: RouteNeeds = { table: { reads: [...BY_SECRET, 'wallet'] } };
 
 /**
@@ -268,6 +272,21 @@ export const ROUTES: readonly RouteDefinition[] = [
     routeKey: 'POST /v2/api/wallet/sign_authorization',
     entry: 'functions/enclave/sign-authorization.ts',
     needs: { ...ENCLAVE_V2_SIGN, delegates: true },
+  },
+  {
+    id: 'PutPolicy',
+    service: 'enclave',
+    routeKey: 'PUT /v2/api/policies',
+    entry: 'functions/enclave/put-policy.ts',
+    needs: { table: { reads: BY_SECRET, writes: ['policy'] } },
+  },
+  // `delegates`: the built-in default it shows names the platform's EIP-7702 delegates.
+  {
+    id: 'GetPolicy',
+    service: 'enclave',
+    routeKey: 'GET /v2/api/policies',
+    entry: 'functions/enclave/get-policy.ts',
+    needs: { table: { reads: [...BY_SECRET, 'policy'] }, delegates: true },
   },
   {
     id: 'CreateWalletV1',

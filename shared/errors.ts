@@ -7,11 +7,14 @@ export class DomainError extends Error {
   readonly status: number;
   /** Seconds after which a retry may succeed: the response's `Retry-After` header (409s, 503s). */
   readonly retryAfterSeconds?: number;
-  constructor(status: number, code: string, message: string, options: { retryAfterSeconds?: number } = {}) {
+  /** Extra fields of `error` in the response beside `code` and `message` (403 POLICY_DENIED's `rule_id`); never secrets. */
+  readonly fields?: Readonly<Record<string, string | null>>;
+  constructor(status: number, code: string, message: string, options: { retryAfterSeconds?: number; fields?: Readonly<Record<string, string | null>> } = {}) {
     super(message);
     this.status = status;
     this.code = code;
     if (options.retryAfterSeconds !== undefined) this.retryAfterSeconds = Math.max(1, Math.ceil(options.retryAfterSeconds));
+    if (options.fields !== undefined) this.fields = options.fields;
   }
 }
 
@@ -33,6 +36,18 @@ export class UnauthorizedError extends DomainError {
 export class ForbiddenError extends DomainError {
   constructor(code: string, message: string) {
     super(403, code, message);
+  }
+}
+
+/**
+ * 403 POLICY_DENIED: the app's signing policy (issue 22) refuses this signature. `rule_id` names
+ * the deciding rule (null when no rule allowed it); the message names the rule, never the body.
+ */
+export class PolicyDeniedError extends DomainError {
+  readonly ruleId: string | null;
+  constructor(ruleId: string | null, message: string) {
+    super(403, 'POLICY_DENIED', message, { fields: { rule_id: ruleId } });
+    this.ruleId = ruleId;
   }
 }
 

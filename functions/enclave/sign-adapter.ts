@@ -9,22 +9,25 @@ import { routeOf } from '../../shared/http/event.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { measureSigning } from '../../shared/observability/metrics.ts';
+import type { PolicyOperation } from '../../shared/policies/policy.ts';
 
 type Operation<S extends v.GenericSchema, R> = (wallet: SigningWallet, secret: Buffer, body: v.InferOutput<S>) => Promise<R>;
 
 /**
  * The adapter factory every v2 enclave signing endpoint shares: authenticate the app, validate
- * the body, authorise the wallet (op_jwt + access_key, migrating a v1 wallet on first use), run
- * one signing operation with the wallet's key.
+ * the body, authorise the wallet (op_jwt + access_key, migrating a v1 wallet on first use), hold
+ * the request to the app's policy as `name`, run one signing operation with the wallet's key.
  */
 export const makeV2Signer =
-  <S extends v.GenericSchema, R extends object>(schema: S, operation: Operation<S, R>) =>
+  <S extends v.GenericSchema, R extends object>(name: PolicyOperation, schema: S, operation: Operation<S, R>, allowedDelegates?: ReadonlySet<string>) =>
   (deps: V2Deps) =>
   async (event: APIGatewayProxyEvent & { body: unknown }) => {
     const app = await authenticateEnclaveCaller(deps.apps, event, deps.now());
     const body = parseInput(schema, event.body, 'body');
     const run = (wallet: SigningWallet, secret: Buffer) => operation(wallet, secret, body);
-    const result = await measureSigning(routeOf(event), () => withWalletKey(deps, app, body as WalletAuthorization, run));
+    const result = await measureSigning(routeOf(event), () =>
+      withWalletKey(deps, app, body as WalletAuthorization, run, { operation: name, body, allowedDelegates }),
+    );
     return jsonResponse(200, { success: true, ...result });
   };
 

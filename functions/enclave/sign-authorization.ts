@@ -6,7 +6,12 @@ import { makeV2Signer } from './sign-adapter.ts';
 
 /** `POST /v2/api/wallet/sign_authorization`: an EIP-7702 authorisation to an allowed delegate (gas sponsorship). */
 export const makeSignAuthorization = (deps: V2Deps & { readonly allowedDelegates: ReadonlySet<string> }) =>
-  makeV2Signer(SignAuthorizationRequest, (wallet, secret, body) => signAuthorization(wallet, secret, body, deps.allowedDelegates))(deps);
+  makeV2Signer(
+    'sign_authorization',
+    SignAuthorizationRequest,
+    (wallet, secret, body) => signAuthorization(wallet, secret, body, deps.allowedDelegates),
+    deps.allowedDelegates,
+  )(deps);
 
 /** Composition root (needs: table read-write, enclave wallet key, delegates). */
 export const handler = httpHandler(makeSignAuthorization({ ...v2DepsFromEnv(), allowedDelegates: allowedDelegatesFromEnv() }), { jsonBody: true });

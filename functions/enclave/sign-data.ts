@@ -5,7 +5,7 @@ import { httpHandler } from '../../shared/http/handler.ts';
 import { makeV2Signer } from './sign-adapter.ts';
 
 /** `POST /v2/api/wallet/sign_data`: signs a 32-byte hash as given (no prefix). */
-export const makeSignData = makeV2Signer(SignDataRequest, signData);
+export const makeSignData = makeV2Signer('sign_data', SignDataRequest, signData);
 
 /** Composition root (needs: table read-write, enclave wallet key). */
 export const handler = httpHandler(makeSignData(v2DepsFromEnv()), { jsonBody: true });

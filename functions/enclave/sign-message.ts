@@ -5,7 +5,7 @@ import { httpHandler } from '../../shared/http/handler.ts';
 import { makeV2Signer } from './sign-adapter.ts';
 
 /** `POST /v2/api/wallet/sign_message`: EIP-191 personal message (EVM) or raw bytes (SOL). */
-export const makeSignMessage = makeV2Signer(SignMessageRequest, signMessage);
+export const makeSignMessage = makeV2Signer('sign_message', SignMessageRequest, signMessage);
 
 /** Composition root (needs: table read-write, enclave wallet key). */
 export const handler = httpHandler(makeSignMessage(v2DepsFromEnv()), { jsonBody: true });

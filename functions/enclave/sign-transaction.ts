@@ -5,7 +5,7 @@ import { httpHandler } from '../../shared/http/handler.ts';
 import { makeV2Signer } from './sign-adapter.ts';
 
 /** `POST /v2/api/wallet/sign_transaction`: an EVM transaction object, or a base64 Solana message. */
-export const makeSignTransaction = makeV2Signer(SignTransactionRequest, signTransaction);
+export const makeSignTransaction = makeV2Signer('sign_transaction', SignTransactionRequest, signTransaction);
 
 /** Composition root (needs: table read-write, enclave wallet key). */
 export const handler = httpHandler(makeSignTransaction(v2DepsFromEnv()), { jsonBody: true });

@@ -24,6 +24,7 @@ import {
   ExpressSignTransactionRequest,
   ExpressWalletResponse,
 } from '../../shared/express/schemas.ts';
+import { PolicySchema } from '../../shared/policies/policy.ts';
 import { TransferCostEstimateResponse, TransferRequest } from '../../shared/transfers/schemas.ts';
 import { TaskAccepted, TaskResource, TasksQuery, TasksResponse } from '../../shared/transfers/task-schemas.ts';
 import {
@@ -71,6 +72,16 @@ const EXPRESS_NOTE =
   'Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header.';
 
 const Health = v.object({ status: v.literal('ok') });
+
+const PolicyBody = PolicySchema.pipe[0];
+const PolicyResponse = v.object({
+  success: v.literal(true),
+  version: v.pipe(v.number(), v.integer(), v.description('Each PUT is a new version (1, 2, ...), kept; 0 is the built-in default.')),
+  ...PolicyBody.entries,
+});
+const POLICY_NOTE =
+  'Policies are evaluated inside the enclave on every v2 signature (account /wallet/sign, /withdraw, transfer steps; enclave sign_*; express /v2/wallet/sign/*), after the op_jwt and access-key checks and before the key is opened: any matching deny wins, else a matching allow is needed, else deny (403 POLICY_DENIED with rule_id). In shadow mode a would-be denial is signed and logged. Guide: docs/guide/policies.md.';
+const SIGN_POLICY_NOTE = "403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed.";
 
 const WithdrawResponse = v.object({
   success: v.literal(true),
@@ -122,11 +133,11 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   SignWithWallet: {
     summary: 'Sign a 32-byte hash, or keccak256 of a message, with the EVM wallet',
-    description: 'raw_data_hash is signed when given (it wins over message); otherwise keccak256(message) with no EIP-191 prefix.',
+    description: `raw_data_hash is signed when given (it wins over message); otherwise keccak256(message) with no EIP-191 prefix. ${SIGN_POLICY_NOTE}`,
     security: ['userJwt', 'secretKey'],
     body: SignRequest,
     response: SignResponse,
-    errors: [400, 401, 404, 415, 502],
+    errors: [400, 401, 403, 404, 415, 502],
   },
   GetDemoBalance: {
     summary: "Demo only: the wallet's balances on one chain, read from the chain",
@@ -139,12 +150,13 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   Withdraw: {
     summary: "Send from the user's wallet to an external address",
     description:
-      'Token/chain pairs: ETH {ETH, USDC}, ARB {ETH, USDC, USDC.E}, POL {POL, USDC, USDC.E}, SOL {SOL, USDC}, INK {ETH, USDC}. Funds (token and gas) are checked before anything is signed: 422 INSUFFICIENT_FUNDS names what is missing; 422 TRANSACTION_WOULD_FAIL when the gas estimate says it would revert. The answer waits for inclusion (504 INCLUSION_TIMEOUT past WITHDRAW_INCLUSION_TIMEOUT_MS; 422 TRANSACTION_REVERTED when it reverted; 422 TRANSACTION_NO_EFFECT when it was included with a successful status but without the token transfer to the recipient, e.g. a sponsored call whose EIP-7702 authorisation the chain skipped: success is decided by the effect, and nothing is reported sent). Header `Idempotency-Key` (8-128 chars): a retry returns the first result (header `Idempotent-Replayed: true`) without a second transaction; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS. 409 SENDER_BUSY when too many transactions from the wallet queue at once (both 409s carry `Retry-After` in seconds); 502 BROADCAST_REJECTED when the node refuses the transaction (nothing was sent) and 502 CHAIN_UNAVAILABLE when the chain RPC fails (retry with the same Idempotency-Key). `gas_sponsored` (EVM only; ignored for SOL): the platform pays gas through EIP-7702. `Server-Timing` reports sign, broadcast and inclusion times.',
+      'Token/chain pairs: ETH {ETH, USDC}, ARB {ETH, USDC, USDC.E}, POL {POL, USDC, USDC.E}, SOL {SOL, USDC}, INK {ETH, USDC}. Funds (token and gas) are checked before anything is signed: 422 INSUFFICIENT_FUNDS names what is missing; 422 TRANSACTION_WOULD_FAIL when the gas estimate says it would revert. The answer waits for inclusion (504 INCLUSION_TIMEOUT past WITHDRAW_INCLUSION_TIMEOUT_MS; 422 TRANSACTION_REVERTED when it reverted; 422 TRANSACTION_NO_EFFECT when it was included with a successful status but without the token transfer to the recipient, e.g. a sponsored call whose EIP-7702 authorisation the chain skipped: success is decided by the effect, and nothing is reported sent). Header `Idempotency-Key` (8-128 chars): a retry returns the first result (header `Idempotent-Replayed: true`) without a second transaction; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS. 409 SENDER_BUSY when too many transactions from the wallet queue at once (both 409s carry `Retry-After` in seconds); 502 BROADCAST_REJECTED when the node refuses the transaction (nothing was sent) and 502 CHAIN_UNAVAILABLE when the chain RPC fails (retry with the same Idempotency-Key). `gas_sponsored` (EVM only; ignored for SOL): the platform pays gas through EIP-7702. `Server-Timing` reports sign, broadcast and inclusion times. ' +
+      SIGN_POLICY_NOTE,
     security: ['userJwt', 'secretKey'],
     body: WithdrawRequest,
     idempotencyKey: true,
     response: WithdrawResponse,
-    errors: [400, 401, 404, 409, 415, 422, 502, 504],
+    errors: [400, 401, 403, 404, 409, 415, 422, 502, 504],
   },
   EstimateTransferCost: {
     summary: 'The route of a transfer and its computed costs (gas, bridge, platform and venue fees)',
@@ -244,7 +256,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   SignDataV2: {
     summary: 'Sign a 32-byte hash as given',
     description:
-      "Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet's iss/sub) plus access_key. A v1 wallet migrates only to the user it was created for (403 WALLET_IDENTITY_MISMATCH; 409 V1_OWNER_UNKNOWN when it was created without auth_jwt). 500 WALLET_INTEGRITY_FAILED when the stored wallet does not authenticate (edited outside the enclave): nothing is signed.",
+      "Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet's iss/sub) plus access_key. A v1 wallet migrates only to the user it was created for (403 WALLET_IDENTITY_MISMATCH; 409 V1_OWNER_UNKNOWN when it was created without auth_jwt). 500 WALLET_INTEGRITY_FAILED when the stored wallet does not authenticate (edited outside the enclave): nothing is signed. " +
+      SIGN_POLICY_NOTE,
     security: ['secretKey'],
     body: SignDataRequest,
     response: SignatureResponse,
@@ -252,6 +265,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   SignMessageV2: {
     summary: 'Sign a message: EIP-191 personal message (EVM) or raw bytes (SOL)',
+    description: SIGN_POLICY_NOTE,
     security: ['secretKey'],
     body: SignMessageRequest,
     response: SignatureResponse,
@@ -259,6 +273,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   SignTransactionV2: {
     summary: 'Sign a transaction: an EVM transaction object, or a base64 Solana message',
+    description: SIGN_POLICY_NOTE,
     security: ['secretKey'],
     body: SignTransactionRequest,
     response: SignTransactionResponse,
@@ -267,11 +282,27 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   SignAuthorizationV2: {
     summary: 'Sign an EIP-7702 authorisation (EVM wallets) to an allowed delegate',
     description:
-      "Only delegates listed in the enclave's ALLOWED_7702_DELEGATES (the chains config's SponsoredExecutor) are signed for: an authorisation hands the account's code to that contract. 403 DELEGATE_NOT_ALLOWED otherwise.",
+      "Only delegates listed in the enclave's ALLOWED_7702_DELEGATES (the chains config's SponsoredExecutor) are signed for: an authorisation hands the account's code to that contract. 403 DELEGATE_NOT_ALLOWED otherwise. " +
+      SIGN_POLICY_NOTE,
     security: ['secretKey'],
     body: SignAuthorizationRequest,
     response: SignAuthorizationResponse,
     errors: [400, 401, 403, 404, 415],
+  },
+  PutPolicy: {
+    summary: "Set the application's signing policy (a new version)",
+    description: `Only with the app's X-SERVICE-SECRET-KEY (never a platform service token). Returns the stored policy (addresses normalised) and its version. ${POLICY_NOTE}`,
+    security: ['secretKey'],
+    body: PolicySchema,
+    response: PolicyResponse,
+    errors: [400, 401, 409, 415],
+  },
+  GetPolicy: {
+    summary: "The application's signing policy in force",
+    description: `The latest version; an app that never set one gets the built-in default as version 0 with built_in true (account and enclave channels: everything; express: no sign_data, EIP-7702 authorisations only to the platform's delegates). ${POLICY_NOTE}`,
+    security: ['secretKey'],
+    response: v.object({ ...PolicyResponse.entries, built_in: v.boolean() }),
+    errors: [401],
   },
   CreateWalletV1: {
     summary: 'v1: create a wallet sealed under an encryption_context',
@@ -318,7 +349,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   ExpressSignData: {
     summary: "Sign a 32-byte hash with the user's wallet (server-side signing)",
-    description: EXPRESS_NOTE,
+    description: `${EXPRESS_NOTE} ${SIGN_POLICY_NOTE} With no policy set, the built-in default refuses sign_data on the express channel (rule default.express-no-raw-hash).`,
     security: expressAuth,
     body: ExpressSignDataRequest,
     response: ExpressSignResponse,
@@ -326,7 +357,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   ExpressSignMessage: {
     summary: "Sign a message with the user's wallet",
-    description: EXPRESS_NOTE,
+    description: `${EXPRESS_NOTE} ${SIGN_POLICY_NOTE}`,
     security: expressAuth,
     body: ExpressSignMessageRequest,
     response: ExpressSignResponse,
@@ -334,7 +365,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   ExpressSignTransaction: {
     summary: "Sign a transaction with the user's wallet",
-    description: EXPRESS_NOTE,
+    description: `${EXPRESS_NOTE} ${SIGN_POLICY_NOTE}`,
     security: expressAuth,
     body: ExpressSignTransactionRequest,
     response: ExpressSignResponse,

@@ -62,8 +62,9 @@ export async function walletSigner(
   return {
     walletId,
     sign: async (operation, fields) => {
-      // A fresh op_jwt (fresh jti) per enclave call: the enclave accepts each once.
-      const opJwt = await deps.opJwtSigner.sign({ iss: identity.iss, sub: identity.sub, aud: identity.audience, app_id: identity.appId });
+      // A fresh op_jwt (fresh jti) per enclave call: the enclave accepts each once. `channel`:
+      // the app's policy sees this signature as the account service's (issue 22).
+      const opJwt = await deps.opJwtSigner.sign({ iss: identity.iss, sub: identity.sub, aud: identity.audience, app_id: identity.appId, channel: 'account' });
       return deps.enclave.sign(await identity.credentials(), operation, { ...fields, op_jwt: opJwt, access_key: accessKey, wallet_id: walletId });
     },
   };

@@ -44,7 +44,17 @@ export interface Identity {
 export interface OpJwtIdentity extends Identity {
   readonly jti: string;
   readonly exp: number;
+  /**
+   * The door the signature came through, for the app's policy (issue 22), read from who signed
+   * the token: the identity provider (the app itself) → `enclave`; a platform key (trusted_keys)
+   * → `account` when the token says so in OP_JWT_CHANNEL_CLAIM, else `express`. An app cannot
+   * reach `account` or `express`: it holds no platform key, and the claim is ignored on its tokens.
+   */
+  readonly channel: 'account' | 'enclave' | 'express';
 }
+
+/** Claim the account service's op_jwts carry (`"account"`): the policy channel of a platform-signed op_jwt. */
+export const OP_JWT_CHANNEL_CLAIM = 'channel';
 
 type KeySetKind = 'idp' | 'op';
 const keySets = new Map<string, JWTVerifyGetKey>();
@@ -166,5 +176,6 @@ export async function verifyOpJwt(app: Application, token: string, now?: Date): 
   if ((platformSigned || forApp !== undefined) && forApp !== app.app_id) {
     throw new UnauthorizedError('INVALID_OP_JWT', 'op_jwt was issued for another application');
   }
-  return { iss: payload.iss, sub: payload.sub, jti, exp: payload.exp };
+  const channel = !platformSigned ? 'enclave' : payload[OP_JWT_CHANNEL_CLAIM] === 'account' ? 'account' : 'express';
+  return { iss: payload.iss, sub: payload.sub, jti, exp: payload.exp, channel };
 }

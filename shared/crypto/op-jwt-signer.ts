@@ -13,6 +13,12 @@ export interface OpJwtClaims {
   readonly aud: string | readonly string[];
   /** The app the token is for (`app_id` claim): every app trusts this key, so the token says which one (verifyOpJwt). */
   readonly app_id: string;
+  /**
+   * `"account"` on the account service's tokens (wallet-signer.ts, the gas sponsor): the enclave's
+   * policy channel (shared/auth/jwt.ts OP_JWT_CHANNEL_CLAIM). Absent on the express service's, which
+   * the enclave then reads as `express`.
+   */
+  readonly channel?: 'account';
 }
 
 export interface OpJwtSigner {
@@ -35,6 +41,7 @@ export function opJwtPayload(claims: OpJwtClaims, now = Date.now()) {
     sub: claims.sub,
     aud: typeof claims.aud === 'string' ? claims.aud : [...claims.aud],
     app_id: claims.app_id,
+    ...(claims.channel === undefined ? {} : { channel: claims.channel }),
     iat,
     exp: iat + OP_JWT_TTL_SECONDS,
     jti: crypto.randomUUID(),

@@ -17,6 +17,7 @@
  * | sponsorship budget | SPONSOR#BUDGET#<app_id>#<yyyy-mm-dd> | APP, USER#<sub> |  (sponsored transactions counted per UTC day; TTL two days after)
  * | delegate deployment | SETUP#DELEGATE#<chain>#<address>   | SETUP         |  (the signed deployment transaction, recorded before broadcast: npm run sponsor:setup)
  * | op_jwt use        | OPJWT#<app_id>#<jti>                 | OPJWT         |  (first use of an op_jwt, `ttl` = its exp: shared/auth/op-jwt-replay.ts; the enclave's roles alone write the OPJWT# prefix)
+ * | signing policy    | POLICY#<app_id>                      | V#<version, 10 digits>, CURRENT |  (every PUT kept as a version; CURRENT holds the latest and is the conditional write that numbers them: shared/enclave/policy-store.ts)
  */
 export const keys = {
   app: (appId: string) => ({ pk: `APP#${appId}`, sk: 'APP' }),
@@ -39,6 +40,10 @@ export const keys = {
   delegateDeployment: (chain: string, address: string) => ({ pk: `SETUP#DELEGATE#${chain}#${address.toLowerCase()}`, sk: 'SETUP' }),
   /** An op_jwt's first use (its `jti`), kept until the token expires: a second use is a replay. */
   opJwtUse: (appId: string, jti: string) => ({ pk: `${OP_JWT_USE_PREFIX}${appId}#${jti}`, sk: 'OPJWT' }),
+  /** The app's signing policy as it is now (its version number included). */
+  currentPolicy: (appId: string) => ({ pk: `POLICY#${appId}`, sk: 'CURRENT' }),
+  /** One kept version of the app's signing policy; zero-padded so sk order is version order. */
+  policyVersion: (appId: string, version: number) => ({ pk: `POLICY#${appId}`, sk: `V#${String(version).padStart(10, '0')}` }),
 };
 
 /** Leading key of the op_jwt use records, for IAM `dynamodb:LeadingKeys` fences (`OPJWT#<app_id>#*`). */

@@ -32,6 +32,8 @@ export const PARTITIONS = {
   tasks: ['TASKS#*'],
   /** `OPJWT#<app_id>#<jti>`: an op_jwt's single use, recorded by the enclave functions that verify op_jwts (issue 21, part 2). */
   opJwt: ['OPJWT#*'],
+  /** `POLICY#<app_id>`: the app's signing policy, its versions and CURRENT (issue 22); written by PUT /v2/api/policies only, read by the enclave's v2 sign routes. */
+  policy: ['POLICY#*'],
   /** `SPONSOR#BUDGET#…`: the gas sponsorship budget counters, written by the functions that sponsor gas (issue 21, part 6). */
   sponsorBudget: ['SPONSOR#BUDGET#*'],
   /** `SETUP#DELEGATE#<chain>#<address>`: written by the operator's `npm run sponsor:setup` only; no function. */

@@ -4,6 +4,7 @@ import { verifyOpJwt } from '../auth/jwt.ts';
 import { recordOpJwtUse } from '../auth/op-jwt-replay.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { EnclaveDeps } from './create-wallet.ts';
+import { enforceSigningPolicy, type SigningRequest } from './policy-gate.ts';
 import { assertV1Open, migrateV1Wallet, openV1Key } from './v1-wallets.ts';
 import { type AnyWalletRecord, getWallet, type WalletRecord } from './wallet-record.ts';
 import { openWallet } from './wallet-seal.ts';
@@ -37,13 +38,16 @@ async function findWallet(deps: Pick<EnclaveDeps, 'table'>, app: Application, wa
  * decrypted for this call only and zeroed afterwards. Checks, in order: op_jwt (signature,
  * expiry, lifetime ≤ 300 s, for this app), its first use (a replay is 401 OP_JWT_REPLAYED), the
  * wallet exists in this app, a v1 wallet is migrated first
- * (spec, Enclave wallet binding), op_jwt names the wallet's identity, the access key matches.
+ * (spec, Enclave wallet binding), op_jwt names the wallet's identity, the access key matches,
+ * then the app's signing policy allows `request` on the op_jwt's channel (403 POLICY_DENIED,
+ * issue 22) before anything is unwrapped. `request` is required: no v2 signature skips the policy.
  */
 export async function withWalletKey<T>(
   deps: EnclaveDeps,
   app: Application,
   auth: WalletAuthorization,
   operation: (wallet: WalletRecord, secret: Buffer) => Promise<T> | T,
+  request: SigningRequest,
 ): Promise<T> {
   const identity = await verifyOpJwt(app, auth.op_jwt, deps.now());
   // Single use, recorded before anything is unwrapped or signed: a refused call spends it too.
@@ -69,6 +73,7 @@ export async function withWalletKey<T>(
   if (!digestsEqual(wallet.access_key_hash, hashSecret(auth.access_key))) {
     throw new ForbiddenError('INVALID_ACCESS_KEY', 'access_key does not match this wallet');
   }
+  await enforceSigningPolicy(deps.table, app.app_id, identity.channel, request);
   // Opens only if the record's binding (owner, access-key hash, ...) is the one it was sealed with.
   const { private_key } = await openWallet(deps, wallet, ['private_key']);
   try {

@@ -36,7 +36,7 @@ function refusedKeyMessage(cause: MiddyHttpError['cause']): string | undefined {
 export function toErrorResponse(error: unknown, requestId?: string) {
   if (error instanceof DomainError) {
     const headers: Record<string, string> = error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) };
-    return jsonResponse(error.status, { success: false, error: { code: error.code, message: error.message } }, headers);
+    return jsonResponse(error.status, { success: false, error: { code: error.code, message: error.message, ...error.fields } }, headers);
   }
   const httpError = error as MiddyHttpError;
   if (httpError?.cause?.package === BODY_PARSER) {

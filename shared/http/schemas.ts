@@ -14,6 +14,12 @@ export const ErrorResponse = v.object({
     request_id: v.optional(
       v.pipe(v.string(), v.description('On 500 INTERNAL_ERROR only: the request id (also the X-Request-Id header) to quote when reporting the failure.')),
     ),
+    rule_id: v.optional(
+      v.pipe(
+        v.nullable(v.string()),
+        v.description("On 403 POLICY_DENIED only: the id of the application's policy rule that denied the signature (null when no rule allowed it)."),
+      ),
+    ),
   }),
 });
 

@@ -1,5 +1,5 @@
 import { SERVICE_TOKEN_HEADER } from '../auth/service-token.ts';
-import { DomainError, UpstreamError } from '../errors.ts';
+import { DomainError, PolicyDeniedError, UpstreamError } from '../errors.ts';
 import { logger } from '../logger.ts';
 
 /**
@@ -60,9 +60,14 @@ export class HttpWalletEnclave implements WalletEnclave {
       logger.error('wallet enclave unreachable', { path, error });
       throw new UpstreamError('ENCLAVE_UNAVAILABLE', 'The wallet enclave could not be reached');
     }
-    const payload = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined;
+    const payload = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string; rule_id?: unknown } } | undefined;
     if (!response.ok) {
       const code = payload?.error?.code ?? `HTTP_${response.status}`;
+      // The app's own signing policy refused it (issue 22): the caller's answer, with the rule that decided.
+      if (response.status === 403 && code === 'POLICY_DENIED') {
+        const ruleId = payload?.error?.rule_id;
+        throw new PolicyDeniedError(typeof ruleId === 'string' ? ruleId : null, payload?.error?.message ?? "The application's signing policy refuses this");
+      }
       if (RELAYED_STATUSES.has(response.status) && payload?.error?.message) {
         throw new DomainError(response.status, code, payload.error.message);
       }

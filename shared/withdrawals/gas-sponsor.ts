@@ -39,7 +39,8 @@ export class EnclaveGasSponsor implements GasSponsor {
   async signTransaction(request: EvmTransactionRequest): Promise<Hex> {
     const transaction = wireTransaction(request);
     const wallet = await this.#sponsorWallet();
-    const opJwt = await this.#signer.sign({ iss: wallet.issuer, sub: GAS_SPONSOR_SUB, aud: wallet.audience, app_id: PLATFORM_APP_ID });
+    // The sponsor is part of the account service: its signatures are the account channel of the platform app's policy.
+    const opJwt = await this.#signer.sign({ iss: wallet.issuer, sub: GAS_SPONSOR_SUB, aud: wallet.audience, app_id: PLATFORM_APP_ID, channel: 'account' });
     const signed = await this.#enclave.sign({ serviceToken: await mintServiceToken(this.#signer, PLATFORM_APP_ID) }, 'sign_transaction', {
       transaction,
       op_jwt: opJwt,

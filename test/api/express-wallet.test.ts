@@ -1,6 +1,6 @@
 import { ed25519 } from '@noble/curves/ed25519.js';
 import bs58 from 'bs58';
-import { getAddress, hexToBytes, keccak256, parseTransaction, recoverAddress, recoverTransactionAddress, stringToBytes, verifyMessage } from 'viem';
+import { getAddress, hexToBytes, keccak256, parseTransaction, recoverTransactionAddress, stringToBytes, verifyMessage } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { accountHeaders, appOne, appTwo, call, expectErrorShape, expressHeaders, mintToken, sandbox, uniqueUser } from './support/client.ts';
 
@@ -77,16 +77,17 @@ describe('POST /v2/wallet', () => {
 });
 
 describe('POST /v2/wallet/sign/*', () => {
-  it("signs data, messages and transactions with the user's EVM wallet", async () => {
+  it("signs messages and transactions with the user's EVM wallet; raw hashes only where the app's policy allows them", async () => {
     const sub = uniqueUser('express-sign');
     const headers = await expressHeaders(appOne, sub, 'ARB');
     const { public_address: address, wallet_id } = (await expressWallet(headers)).body;
 
+    // Issue 22: the built-in policy refuses raw-hash signing on the express channel (an EIP-7702
+    // authorisation digest or a permit can hide behind a hash); test/api/policies.test.ts has the rest.
     const hash = keccak256(stringToBytes('express data'));
     const data = await call('express', 'POST', '/v2/wallet/sign/data', { headers, json: { raw_data_hash: hash } });
-    expect(data.status).toBe(200);
-    expect(data.body).toMatchObject({ success: true, chain: 'ARB', wallet_id, public_address: address });
-    expect(await recoverAddress({ hash, signature: data.body.signature })).toBe(address);
+    expect(data.status).toBe(403);
+    expect(data.body.error).toMatchObject({ code: 'POLICY_DENIED', rule_id: 'default.express-no-raw-hash' });
 
     const message = await call('express', 'POST', '/v2/wallet/sign/message', { headers, json: { message: 'hi', wallet_id } });
     expect(message.status).toBe(200);
@@ -141,9 +142,13 @@ describe('express v1 paths', () => {
     const followed = await call('express', 'POST', '/v1/wallet', { headers });
     expect(followed.status).toBe(200);
     expect(followed.body.chain).toBe('ETH');
-    const signed = await call('express', 'POST', '/v1/wallet/sign/data', { headers, json: { raw_data_hash: keccak256(stringToBytes('v1')) } });
+    const signed = await call('express', 'POST', '/v1/wallet/sign/message', { headers, json: { message: 'v1' } });
     expect(signed.status).toBe(200);
-    expect(await recoverAddress({ hash: keccak256(stringToBytes('v1')), signature: signed.body.signature })).toBe(followed.body.public_address);
+    expect(await verifyMessage({ address: followed.body.public_address, message: 'v1', signature: signed.body.signature })).toBe(true);
+    // Followed to /v2/wallet/sign/data, a raw hash meets the built-in policy of issue 22 as v2 does.
+    const data = await call('express', 'POST', '/v1/wallet/sign/data', { headers, json: { raw_data_hash: keccak256(stringToBytes('v1')) } });
+    expect(data.status).toBe(403);
+    expect(data.body.error).toMatchObject({ code: 'POLICY_DENIED', rule_id: 'default.express-no-raw-hash' });
   });
 
   it('ban apps created on or after 2026-07-31 from v1', async () => {

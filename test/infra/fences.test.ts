@@ -41,6 +41,7 @@ const SAMPLE_KEYS: Record<Partition, string> = {
   venueBalanceLease: 'LEASE#VENUEBAL#venue_b#acme#user-1',
   tasks: keys.tasksOf('acme', 'user-1'),
   opJwt: 'OPJWT#acme#0b4c6a53-2f0e-4c57-9d5e-6f1b7f0a9c11',
+  policy: keys.currentPolicy('acme').pk,
   sponsorBudget: 'SPONSOR#BUDGET#acme#2026-11-25',
   delegateDeployment: keys.delegateDeployment('ETH', '0xAbC').pk,
 };
@@ -152,6 +153,12 @@ describe('table fence (dynamodb:LeadingKeys)', () => {
     // Readers of wallets: the enclave alone (v1 sign reads, v2 writes).
     const walletReaders = FUNCTIONS.filter(({ id }) => allowsItem(statementsOf.get(id)!, 'dynamodb:GetItem', SAMPLE_KEYS.wallet)).map(({ id }) => id);
     for (const id of walletReaders) expect(ROUTES.find((route) => route.id === id)?.service, id).toBe('enclave');
+  });
+
+  it("lets only PUT /v2/api/policies write an app's signing policy, and only the enclave read it (issue 22)", () => {
+    expect(writers('policy')).toEqual(new Set(['PutPolicy']));
+    const readers = FUNCTIONS.filter(({ id }) => allowsItem(statementsOf.get(id)!, 'dynamodb:GetItem', SAMPLE_KEYS.policy)).map(({ id }) => id);
+    expect(new Set(readers)).toEqual(new Set(['PutPolicy', 'GetPolicy', 'SignDataV2', 'SignMessageV2', 'SignTransactionV2', 'SignAuthorizationV2']));
   });
 
   it('reads application items only where the code authenticates (by secret key, by API key, or the steps and the sponsor by app id)', () => {

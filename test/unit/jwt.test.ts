@@ -321,7 +321,17 @@ describe('verifyOpJwt binds the op_jwt to one app and one use', () => {
   it('returns the jti and exp the replay record needs', async () => {
     const iat = now();
     const verified = await verifyOpJwt(application(), await token(idpKey, { iat, exp: iat + 120, jti: 'use-once-1' }));
-    expect(verified).toEqual({ iss: ISSUER, sub: SUB, jti: 'use-once-1', exp: iat + 120 });
+    expect(verified).toEqual({ iss: ISSUER, sub: SUB, jti: 'use-once-1', exp: iat + 120, channel: 'enclave' });
+  });
+
+  it("reads the policy channel from who signed it: a platform key's `channel: account` is account, without it express; the app's own key is enclave whatever it claims (issue 22)", async () => {
+    const app = application({ trusted_keys: [trustedKey.publicJwk] });
+    const channel = async (key: SigningKey, claims: Record<string, unknown>) => (await verifyOpJwt(app, await token(key, claims))).channel;
+    expect(await channel(trustedKey, { app_id: app.app_id, channel: 'account' })).toBe('account');
+    expect(await channel(trustedKey, { app_id: app.app_id })).toBe('express');
+    expect(await channel(trustedKey, { app_id: app.app_id, channel: 'enclave' })).toBe('express');
+    expect(await channel(idpKey, { channel: 'account' })).toBe('enclave');
+    expect(await channel(idpKey, {})).toBe('enclave');
   });
 
   it('refuses an op_jwt without jti, with an empty or non-string one, or one over 255 bytes', async () => {

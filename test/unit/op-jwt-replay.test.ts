@@ -17,6 +17,7 @@ import { withWalletKey } from '../../shared/enclave/use-wallet.ts';
 import { UnauthorizedError } from '../../shared/errors.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
 import { signTestOpJwt } from './support/op-jwt.ts';
+import { SIGN_MESSAGE } from './support/signing-request.ts';
 
 /** An op_jwt is good for one signing call: its jti is recorded (conditional put, TTL = its exp). */
 let table: Table;
@@ -73,15 +74,15 @@ describe('withWalletKey and a replayed op_jwt', () => {
     const wallet = await createWallet(deps(), { app, identity: { iss: app.oidc.issuer, sub }, network: 'ETH', walletGroupId: 'g' });
     const auth = { op_jwt: await opJwt(sub), access_key: wallet.access_key, wallet_id: wallet.wallet_id };
     const operation = vi.fn(() => 'signed');
-    expect(await withWalletKey(deps(), app, auth, operation)).toBe('signed');
+    expect(await withWalletKey(deps(), app, auth, operation, SIGN_MESSAGE)).toBe('signed');
     const unwrap = vi.spyOn(keyWrapper, 'decryptDataKey');
-    const replay = withWalletKey(deps(), app, auth, operation);
+    const replay = withWalletKey(deps(), app, auth, operation, SIGN_MESSAGE);
     await expect(replay).rejects.toMatchObject({ status: 401, code: 'OP_JWT_REPLAYED' });
     expect(operation).toHaveBeenCalledTimes(1);
     expect(unwrap).not.toHaveBeenCalled();
     unwrap.mockRestore();
     // A fresh op_jwt for the same user signs again.
-    expect(await withWalletKey(deps(), app, { ...auth, op_jwt: await opJwt(sub) }, operation)).toBe('signed');
+    expect(await withWalletKey(deps(), app, { ...auth, op_jwt: await opJwt(sub) }, operation, SIGN_MESSAGE)).toBe('signed');
   });
 
   it('an op_jwt without jti is 401 INVALID_OP_JWT and records nothing', async () => {
@@ -89,7 +90,7 @@ describe('withWalletKey and a replayed op_jwt', () => {
     const wallet = await createWallet(deps(), { app, identity: { iss: app.oidc.issuer, sub }, network: 'ETH', walletGroupId: 'g' });
     const operation = vi.fn(() => 'signed');
     const auth = { op_jwt: await opJwt(sub, { jti: undefined }), access_key: wallet.access_key, wallet_id: wallet.wallet_id };
-    await expect(withWalletKey(deps(), app, auth, operation)).rejects.toMatchObject({ status: 401, code: 'INVALID_OP_JWT' });
+    await expect(withWalletKey(deps(), app, auth, operation, SIGN_MESSAGE)).rejects.toMatchObject({ status: 401, code: 'INVALID_OP_JWT' });
     expect(operation).not.toHaveBeenCalled();
   });
 });

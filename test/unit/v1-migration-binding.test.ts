@@ -17,6 +17,7 @@ import { createV1Wallet } from '../../shared/enclave/v1-wallets.ts';
 import { getWallet } from '../../shared/enclave/wallet-record.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
 import { signTestOpJwt } from './support/op-jwt.ts';
+import { SIGN_MESSAGE } from './support/signing-request.ts';
 
 /**
  * Issue 21 §8: a v1 wallet migrates only to the identity it was created for. The spec's v1 create
@@ -67,6 +68,7 @@ async function migrate(wallet: { wallet_id: string; access_key: string }, sub: s
     app,
     { op_jwt: await opJwt(sub), access_key: wallet.access_key, wallet_id: wallet.wallet_id, encryption_context: CONTEXT },
     operation,
+    SIGN_MESSAGE,
   );
 }
 
@@ -93,7 +95,13 @@ describe('v1 → v2 migration is bound to the identity the wallet was created fo
     expect(await migrate(wallet, alice)).toBe(alice);
     expect(await getWallet(table, wallet.wallet_id)).toMatchObject({ version: 2, seal_version: 2, iss: app.oidc.issuer, sub: alice });
     // The migrated wallet is bound: another sign by alice works.
-    const again = await withWalletKey(deps(), app, { op_jwt: await opJwt(alice), access_key: wallet.access_key, wallet_id: wallet.wallet_id }, () => 'signed');
+    const again = await withWalletKey(
+      deps(),
+      app,
+      { op_jwt: await opJwt(alice), access_key: wallet.access_key, wallet_id: wallet.wallet_id },
+      () => 'signed',
+      SIGN_MESSAGE,
+    );
     expect(again).toBe('signed');
   });
 

@@ -15,6 +15,7 @@ import { getWallet, type V1WalletRecord } from '../../shared/enclave/wallet-reco
 import { ConflictError, ForbiddenError, GoneError } from '../../shared/errors.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
 import { signTestOpJwt } from './support/op-jwt.ts';
+import { SIGN_MESSAGE } from './support/signing-request.ts';
 
 /** v1 rules on both sides of the retirement instant, with an injected clock. */
 const RETIRES_AT = new Date(DEFAULT_V1_RETIREMENT);
@@ -72,16 +73,22 @@ describe('v1 wallets', () => {
   it('v2 use requires migration before retirement and is impossible after it', async () => {
     const wallet = await newV1(BEFORE);
     const auth = { op_jwt: await opJwt('alice', BEFORE), access_key: wallet.access_key, wallet_id: wallet.wallet_id };
-    await expect(withWalletKey(deps(BEFORE), app, auth, () => 'signed')).rejects.toBeInstanceOf(ConflictError);
+    await expect(withWalletKey(deps(BEFORE), app, auth, () => 'signed', SIGN_MESSAGE)).rejects.toBeInstanceOf(ConflictError);
     const afterAuth = { ...auth, op_jwt: await opJwt('alice', AFTER), encryption_context: 'secret-context' };
-    await expect(withWalletKey(deps(AFTER), app, afterAuth, () => 'signed')).rejects.toBeInstanceOf(GoneError);
+    await expect(withWalletKey(deps(AFTER), app, afterAuth, () => 'signed', SIGN_MESSAGE)).rejects.toBeInstanceOf(GoneError);
     await expect(
-      withWalletKey(deps(BEFORE), app, { ...auth, op_jwt: await opJwt('alice', BEFORE), encryption_context: 'wrong' }, () => 'signed'),
+      withWalletKey(deps(BEFORE), app, { ...auth, op_jwt: await opJwt('alice', BEFORE), encryption_context: 'wrong' }, () => 'signed', SIGN_MESSAGE),
     ).rejects.toMatchObject({
       code: 'INVALID_ENCRYPTION_CONTEXT',
     });
     expect(
-      await withWalletKey(deps(BEFORE), app, { ...auth, op_jwt: await opJwt('alice', BEFORE), encryption_context: 'secret-context' }, (w) => w.version),
+      await withWalletKey(
+        deps(BEFORE),
+        app,
+        { ...auth, op_jwt: await opJwt('alice', BEFORE), encryption_context: 'secret-context' },
+        (w) => w.version,
+        SIGN_MESSAGE,
+      ),
     ).toBe(2);
   });
 
@@ -103,17 +110,17 @@ describe('v1 wallets', () => {
   it('after migration, encryption_context is refused once the first-use window (30 s) has passed', async () => {
     const wallet = await newV1(BEFORE, 'secret-context', 'carol');
     const auth = { op_jwt: await opJwt('carol', BEFORE), access_key: wallet.access_key, wallet_id: wallet.wallet_id, encryption_context: 'secret-context' };
-    await withWalletKey(deps(BEFORE), app, auth, () => 'migrated');
+    await withWalletKey(deps(BEFORE), app, auth, () => 'migrated', SIGN_MESSAGE);
     const straggler = new Date(BEFORE.getTime() + 29_000);
-    expect(await withWalletKey(deps(straggler), app, { ...auth, op_jwt: await opJwt('carol', straggler) }, () => 'signed')).toBe('signed');
+    expect(await withWalletKey(deps(straggler), app, { ...auth, op_jwt: await opJwt('carol', straggler) }, () => 'signed', SIGN_MESSAGE)).toBe('signed');
     const later = new Date(BEFORE.getTime() + 31_000);
-    await expect(withWalletKey(deps(later), app, { ...auth, op_jwt: await opJwt('carol', later) }, () => 'signed')).rejects.toMatchObject({
+    await expect(withWalletKey(deps(later), app, { ...auth, op_jwt: await opJwt('carol', later) }, () => 'signed', SIGN_MESSAGE)).rejects.toMatchObject({
       code: 'ENCRYPTION_CONTEXT_NOT_ACCEPTED',
       status: 400,
     });
-    expect(await withWalletKey(deps(later), app, { ...auth, encryption_context: undefined, op_jwt: await opJwt('carol', later) }, () => 'signed')).toBe(
-      'signed',
-    );
+    expect(
+      await withWalletKey(deps(later), app, { ...auth, encryption_context: undefined, op_jwt: await opJwt('carol', later) }, () => 'signed', SIGN_MESSAGE),
+    ).toBe('signed');
   });
 
   it('a migration with a wrong access key is refused and leaves the wallet v1', async () => {

@@ -18,6 +18,7 @@ import { addressOf, generateSecret } from '../../shared/enclave/wallet-keys.ts';
 import { deriveWalletId, getWallet, walletEncryptionContext } from '../../shared/enclave/wallet-record.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
 import { signTestOpJwt } from './support/op-jwt.ts';
+import { SIGN_MESSAGE } from './support/signing-request.ts';
 
 /**
  * Issue 21 §3: everything that decides who may use a wallet is authenticated with its sealed key,
@@ -122,6 +123,7 @@ describe('wallet binding sealed with the key (issue 21 §3)', () => {
       appOne,
       { op_jwt: await opJwt(wallet.sub), access_key: wallet.access_key, wallet_id: wallet.wallet_id },
       () => 'signed',
+      SIGN_MESSAGE,
     );
     expect(signed).toBe('signed');
   });
@@ -134,7 +136,7 @@ describe('wallet binding sealed with the key (issue 21 §3)', () => {
       const sub = typeof edits.sub === 'string' ? edits.sub : wallet.sub;
       const accessKey = 'access_key_hash' in edits ? CHOSEN_KEY : wallet.access_key;
       const operation = vi.fn(() => 'signed');
-      const attempt = withWalletKey(deps(), app, { op_jwt: await opJwt(sub), access_key: accessKey, wallet_id: wallet.wallet_id }, operation);
+      const attempt = withWalletKey(deps(), app, { op_jwt: await opJwt(sub), access_key: accessKey, wallet_id: wallet.wallet_id }, operation, SIGN_MESSAGE);
       await expect(attempt).rejects.toMatchObject(expected);
       expect(operation).not.toHaveBeenCalled();
     });
@@ -148,6 +150,7 @@ describe('wallet binding sealed with the key (issue 21 §3)', () => {
       appOne,
       { op_jwt: await opJwt('mallory'), access_key: wallet.access_key, wallet_id: wallet.wallet_id },
       () => 0,
+      SIGN_MESSAGE,
     ).catch((caught: Error) => caught);
     expect(error).toMatchObject({ status: 500, code: 'WALLET_INTEGRITY_FAILED' });
     for (const secret of [wallet.access_key, wallet.sub, 'mallory', 'sub', 'Decrypt', 'Ciphertext', 'aad'])
@@ -159,7 +162,13 @@ describe('wallet binding sealed with the key (issue 21 §3)', () => {
     const victimItem = await getWallet(table, victim.wallet_id);
     await editWallet(mine.wallet_id, { sealed: (victimItem as { sealed: unknown }).sealed });
     const operation = vi.fn(() => 'signed');
-    const attempt = withWalletKey(deps(), appOne, { op_jwt: await opJwt(mine.sub), access_key: mine.access_key, wallet_id: mine.wallet_id }, operation);
+    const attempt = withWalletKey(
+      deps(),
+      appOne,
+      { op_jwt: await opJwt(mine.sub), access_key: mine.access_key, wallet_id: mine.wallet_id },
+      operation,
+      SIGN_MESSAGE,
+    );
     await expect(attempt).rejects.toMatchObject({ status: 500, code: 'WALLET_INTEGRITY_FAILED' });
     expect(operation).not.toHaveBeenCalled();
   });
@@ -209,6 +218,7 @@ describe('wallets sealed before the binding (seal 1)', () => {
       appOne,
       { op_jwt: await opJwt(sub), access_key: legacy.accessKey, wallet_id: legacy.walletId },
       (w) => w.public_address,
+      SIGN_MESSAGE,
     );
     expect(address).toBe(legacy.address);
     const stored = await getWallet(table, legacy.walletId);
@@ -220,7 +230,7 @@ describe('wallets sealed before the binding (seal 1)', () => {
     // From then on the binding holds.
     await editWallet(legacy.walletId, { sub: 'mallory' });
     await expect(
-      withWalletKey(deps(), appOne, { op_jwt: await opJwt('mallory'), access_key: legacy.accessKey, wallet_id: legacy.walletId }, () => 'signed'),
+      withWalletKey(deps(), appOne, { op_jwt: await opJwt('mallory'), access_key: legacy.accessKey, wallet_id: legacy.walletId }, () => 'signed', SIGN_MESSAGE),
     ).rejects.toMatchObject({ status: 500, code: 'WALLET_INTEGRITY_FAILED' });
   });
 
@@ -242,6 +252,7 @@ describe('wallets sealed before the binding (seal 1)', () => {
         appOne,
         { op_jwt: await opJwt(callerSub), access_key: useChosenKey ? CHOSEN_KEY : legacy.accessKey, wallet_id: legacy.walletId },
         operation,
+        SIGN_MESSAGE,
       );
       await expect(attempt).rejects.toMatchObject({ status: 500, code: 'WALLET_INTEGRITY_FAILED' });
       expect(operation).not.toHaveBeenCalled();
@@ -255,7 +266,7 @@ describe('wallets sealed before the binding (seal 1)', () => {
     await editWallet(legacy.walletId, { access_key_hash: hashSecret(CHOSEN_KEY) });
     const operation = vi.fn(() => 'signed');
     await expect(
-      withWalletKey(deps(), appOne, { op_jwt: await opJwt(sub), access_key: CHOSEN_KEY, wallet_id: legacy.walletId }, operation),
+      withWalletKey(deps(), appOne, { op_jwt: await opJwt(sub), access_key: CHOSEN_KEY, wallet_id: legacy.walletId }, operation, SIGN_MESSAGE),
     ).rejects.toMatchObject({ status: 500, code: 'WALLET_INTEGRITY_FAILED' });
     expect(operation).not.toHaveBeenCalled();
   });

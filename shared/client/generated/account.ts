@@ -53,7 +53,7 @@ export interface paths {
         put?: never;
         /**
          * Sign a 32-byte hash, or keccak256 of a message, with the EVM wallet
-         * @description raw_data_hash is signed when given (it wins over message); otherwise keccak256(message) with no EIP-191 prefix.
+         * @description raw_data_hash is signed when given (it wins over message); otherwise keccak256(message) with no EIP-191 prefix. 403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed.
          */
         post: operations["SignWithWallet"];
         delete?: never;
@@ -93,7 +93,7 @@ export interface paths {
         put?: never;
         /**
          * Send from the user's wallet to an external address
-         * @description Token/chain pairs: ETH {ETH, USDC}, ARB {ETH, USDC, USDC.E}, POL {POL, USDC, USDC.E}, SOL {SOL, USDC}, INK {ETH, USDC}. Funds (token and gas) are checked before anything is signed: 422 INSUFFICIENT_FUNDS names what is missing; 422 TRANSACTION_WOULD_FAIL when the gas estimate says it would revert. The answer waits for inclusion (504 INCLUSION_TIMEOUT past WITHDRAW_INCLUSION_TIMEOUT_MS; 422 TRANSACTION_REVERTED when it reverted; 422 TRANSACTION_NO_EFFECT when it was included with a successful status but without the token transfer to the recipient, e.g. a sponsored call whose EIP-7702 authorisation the chain skipped: success is decided by the effect, and nothing is reported sent). Header `Idempotency-Key` (8-128 chars): a retry returns the first result (header `Idempotent-Replayed: true`) without a second transaction; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS. 409 SENDER_BUSY when too many transactions from the wallet queue at once (both 409s carry `Retry-After` in seconds); 502 BROADCAST_REJECTED when the node refuses the transaction (nothing was sent) and 502 CHAIN_UNAVAILABLE when the chain RPC fails (retry with the same Idempotency-Key). `gas_sponsored` (EVM only; ignored for SOL): the platform pays gas through EIP-7702. `Server-Timing` reports sign, broadcast and inclusion times.
+         * @description Token/chain pairs: ETH {ETH, USDC}, ARB {ETH, USDC, USDC.E}, POL {POL, USDC, USDC.E}, SOL {SOL, USDC}, INK {ETH, USDC}. Funds (token and gas) are checked before anything is signed: 422 INSUFFICIENT_FUNDS names what is missing; 422 TRANSACTION_WOULD_FAIL when the gas estimate says it would revert. The answer waits for inclusion (504 INCLUSION_TIMEOUT past WITHDRAW_INCLUSION_TIMEOUT_MS; 422 TRANSACTION_REVERTED when it reverted; 422 TRANSACTION_NO_EFFECT when it was included with a successful status but without the token transfer to the recipient, e.g. a sponsored call whose EIP-7702 authorisation the chain skipped: success is decided by the effect, and nothing is reported sent). Header `Idempotency-Key` (8-128 chars): a retry returns the first result (header `Idempotent-Replayed: true`) without a second transaction; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 WITHDRAWAL_IN_PROGRESS. 409 SENDER_BUSY when too many transactions from the wallet queue at once (both 409s carry `Retry-After` in seconds); 502 BROADCAST_REJECTED when the node refuses the transaction (nothing was sent) and 502 CHAIN_UNAVAILABLE when the chain RPC fails (retry with the same Idempotency-Key). `gas_sponsored` (EVM only; ignored for SOL): the platform pays gas through EIP-7702. `Server-Timing` reports sign, broadcast and inclusion times. 403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed.
          */
         post: operations["Withdraw"];
         delete?: never;
@@ -434,6 +434,8 @@ export interface components {
                 message: string;
                 /** @description On 500 INTERNAL_ERROR only: the request id (also the X-Request-Id header) to quote when reporting the failure. */
                 request_id?: string;
+                /** @description On 403 POLICY_DENIED only: the id of the application's policy rule that denied the signature (null when no rule allowed it). */
+                rule_id?: string | null;
             };
         };
     };
@@ -778,6 +780,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Credentials valid but not allowed for this resource */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
                 headers: {
@@ -988,6 +1000,16 @@ export interface operations {
             };
             /** @description Missing or invalid credentials */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credentials valid but not allowed for this resource */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

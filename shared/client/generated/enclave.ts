@@ -52,7 +52,7 @@ export interface paths {
         put?: never;
         /**
          * Sign a 32-byte hash as given
-         * @description Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet's iss/sub) plus access_key. A v1 wallet migrates only to the user it was created for (403 WALLET_IDENTITY_MISMATCH; 409 V1_OWNER_UNKNOWN when it was created without auth_jwt). 500 WALLET_INTEGRITY_FAILED when the stored wallet does not authenticate (edited outside the enclave): nothing is signed.
+         * @description Authorised by op_jwt (verified offline, exp - iat ≤ 300 s, sub ≤ 255 bytes, naming the wallet's iss/sub) plus access_key. A v1 wallet migrates only to the user it was created for (403 WALLET_IDENTITY_MISMATCH; 409 V1_OWNER_UNKNOWN when it was created without auth_jwt). 500 WALLET_INTEGRITY_FAILED when the stored wallet does not authenticate (edited outside the enclave): nothing is signed. 403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed.
          */
         post: operations["SignDataV2"];
         delete?: never;
@@ -70,7 +70,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign a message: EIP-191 personal message (EVM) or raw bytes (SOL) */
+        /**
+         * Sign a message: EIP-191 personal message (EVM) or raw bytes (SOL)
+         * @description 403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed.
+         */
         post: operations["SignMessageV2"];
         delete?: never;
         options?: never;
@@ -87,7 +90,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign a transaction: an EVM transaction object, or a base64 Solana message */
+        /**
+         * Sign a transaction: an EVM transaction object, or a base64 Solana message
+         * @description 403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed.
+         */
         post: operations["SignTransactionV2"];
         delete?: never;
         options?: never;
@@ -106,9 +112,33 @@ export interface paths {
         put?: never;
         /**
          * Sign an EIP-7702 authorisation (EVM wallets) to an allowed delegate
-         * @description Only delegates listed in the enclave's ALLOWED_7702_DELEGATES (the chains config's SponsoredExecutor) are signed for: an authorisation hands the account's code to that contract. 403 DELEGATE_NOT_ALLOWED otherwise.
+         * @description Only delegates listed in the enclave's ALLOWED_7702_DELEGATES (the chains config's SponsoredExecutor) are signed for: an authorisation hands the account's code to that contract. 403 DELEGATE_NOT_ALLOWED otherwise. 403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed.
          */
         post: operations["SignAuthorizationV2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/api/policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The application's signing policy in force
+         * @description The latest version; an app that never set one gets the built-in default as version 0 with built_in true (account and enclave channels: everything; express: no sign_data, EIP-7702 authorisations only to the platform's delegates). Policies are evaluated inside the enclave on every v2 signature (account /wallet/sign, /withdraw, transfer steps; enclave sign_*; express /v2/wallet/sign/*), after the op_jwt and access-key checks and before the key is opened: any matching deny wins, else a matching allow is needed, else deny (403 POLICY_DENIED with rule_id). In shadow mode a would-be denial is signed and logged. Guide: docs/guide/policies.md.
+         */
+        get: operations["GetPolicy"];
+        /**
+         * Set the application's signing policy (a new version)
+         * @description Only with the app's X-SERVICE-SECRET-KEY (never a platform service token). Returns the stored policy (addresses normalised) and its version. Policies are evaluated inside the enclave on every v2 signature (account /wallet/sign, /withdraw, transfer steps; enclave sign_*; express /v2/wallet/sign/*), after the op_jwt and access-key checks and before the key is opened: any matching deny wins, else a matching allow is needed, else deny (403 POLICY_DENIED with rule_id). In shadow mode a would-be denial is signed and logged. Guide: docs/guide/policies.md.
+         */
+        put: operations["PutPolicy"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -211,6 +241,8 @@ export interface components {
                 message: string;
                 /** @description On 500 INTERNAL_ERROR only: the request id (also the X-Request-Id header) to quote when reporting the failure. */
                 request_id?: string;
+                /** @description On 403 POLICY_DENIED only: the id of the application's policy rule that denied the signature (null when no rule allowed it). */
+                rule_id?: string | null;
             };
         };
     };
@@ -845,6 +877,200 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    GetPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Each PUT is a new version (1, 2, ...), kept; 0 is the built-in default. */
+                        version: number;
+                        /** @enum {string} */
+                        mode: "enforce" | "shadow";
+                        rules: {
+                            id: string;
+                            /** @enum {string} */
+                            action: "allow" | "deny";
+                            operations: ("sign_data" | "sign_message" | "sign_transaction" | "sign_authorization")[];
+                            channels?: ("account" | "enclave" | "express")[];
+                            chains?: string[];
+                            to?: {
+                                allow?: string[];
+                                deny?: string[];
+                            };
+                            max_usd_per_tx?: string;
+                            max_usd_per_day?: unknown;
+                        }[];
+                        built_in: boolean;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    PutPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    mode: "enforce" | "shadow";
+                    rules: {
+                        id: string;
+                        /** @enum {string} */
+                        action: "allow" | "deny";
+                        operations: ("sign_data" | "sign_message" | "sign_transaction" | "sign_authorization")[];
+                        channels?: ("account" | "enclave" | "express")[];
+                        chains?: string[];
+                        to?: {
+                            allow?: string[];
+                            deny?: string[];
+                        };
+                        max_usd_per_tx?: string;
+                        max_usd_per_day?: unknown;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Each PUT is a new version (1, 2, ...), kept; 0 is the built-in default. */
+                        version: number;
+                        /** @enum {string} */
+                        mode: "enforce" | "shadow";
+                        rules: {
+                            id: string;
+                            /** @enum {string} */
+                            action: "allow" | "deny";
+                            operations: ("sign_data" | "sign_message" | "sign_transaction" | "sign_authorization")[];
+                            channels?: ("account" | "enclave" | "express")[];
+                            chains?: string[];
+                            to?: {
+                                allow?: string[];
+                                deny?: string[];
+                            };
+                            max_usd_per_tx?: string;
+                            max_usd_per_day?: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid input; the message names the field */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

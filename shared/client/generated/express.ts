@@ -69,7 +69,7 @@ export interface paths {
         put?: never;
         /**
          * Sign a 32-byte hash with the user's wallet (server-side signing)
-         * @description Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header.
+         * @description Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header. 403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed. With no policy set, the built-in default refuses sign_data on the express channel (rule default.express-no-raw-hash).
          */
         post: operations["ExpressSignData"];
         delete?: never;
@@ -89,7 +89,7 @@ export interface paths {
         put?: never;
         /**
          * Sign a message with the user's wallet
-         * @description Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header.
+         * @description Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header. 403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed.
          */
         post: operations["ExpressSignMessage"];
         delete?: never;
@@ -109,7 +109,7 @@ export interface paths {
         put?: never;
         /**
          * Sign a transaction with the user's wallet
-         * @description Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header.
+         * @description Authenticated by the Bearer JWT (from the provider named by X-OIDC-Provider-ID), X-SERVICE-API-KEY and X-SERVICE-CHAIN. A legacy provider id is accepted and answered with a Deprecation header. 403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed.
          */
         post: operations["ExpressSignTransaction"];
         delete?: never;
@@ -170,6 +170,8 @@ export interface components {
                 message: string;
                 /** @description On 500 INTERNAL_ERROR only: the request id (also the X-Request-Id header) to quote when reporting the failure. */
                 request_id?: string;
+                /** @description On 403 POLICY_DENIED only: the id of the application's policy rule that denied the signature (null when no rule allowed it). */
+                rule_id?: string | null;
             };
         };
     };

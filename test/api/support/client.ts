@@ -6,6 +6,8 @@ import type { Sandbox, TestApp } from './global-setup.ts';
 /** Helpers for black-box API tests: HTTP calls to the sandbox and JWTs from the test IdPs. */
 export const sandbox: Sandbox = inject('sandbox');
 export const [appOne, appTwo] = sandbox.apps as [TestApp, TestApp];
+/** The app whose signing policy test/api/policies.test.ts sets (global-setup.ts TEST_APPS): no other file may use it. */
+export const policyApp = sandbox.apps[2] as TestApp;
 
 export interface ApiResponse<T = any> {
   readonly status: number;

@@ -18,7 +18,7 @@ import { SANDBOX_TICK_MS } from './sandbox-clock.ts';
 
 /**
  * Boots the local runtime as a separate process (`node infra/local/start.ts`), exactly as
- * `npm start` does, with an APPS_FILE of two test applications whose identity providers are
+ * `npm start` does, with an APPS_FILE of three test applications whose identity providers are
  * keys made here. The `api-dynamodb-local` project first starts DynamoDB Local (Java) and
  * points the runtime at it. The `api-deployed` project runs the same tests against a deployed
  * stack (AWS or LocalStack).
@@ -70,11 +70,14 @@ async function makeIdentityProvider(appId: string) {
 
 /**
  * app-one is a new app (created after 2026-07-31: banned from express v1); app-two is an older
- * app (redirected from express v1) that still has a legacy iframe-login provider id.
+ * app (redirected from express v1) that still has a legacy iframe-login provider id. app-policy
+ * belongs to test/api/policies.test.ts alone: a signing policy is per app, and one set on a shared
+ * app would refuse other files' signatures while they run alongside.
  */
 const TEST_APPS = [
   { label: 'app-one', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
   { label: 'app-two', created_at: '2026-03-01T00:00:00.000Z', legacy_provider_ids: ['app-two-legacy-iframe'] },
+  { label: 'app-policy', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
 ];
 
 function testApp(

@@ -1,0 +1,229 @@
+import { encodeFunctionData, erc20Abi, getAddress, keccak256, recoverAddress, recoverTransactionAddress, stringToBytes } from 'viem';
+import { describe, expect, it } from 'vitest';
+import { accountHeaders, appOne, call, expectErrorShape, expressHeaders, mintToken, policyApp, uniqueUser } from './support/client.ts';
+
+/**
+ * Signing policies (issue 22, first increment): PUT/GET {tee_url}/v2/api/policies and their
+ * enforcement inside the enclave on every v2 signature. Policies are per app, so these tests set
+ * them on their own app (policyApp), never on the apps other files share; the built-in default is
+ * read on appOne, which no test gives a policy.
+ */
+
+const A = getAddress('0x00000000000000000000000000000000000000a1');
+const B = getAddress('0x00000000000000000000000000000000000000b2');
+const C = getAddress('0x00000000000000000000000000000000000000c3');
+/** Any contract address: the token's own address does not matter to the recipient rule. */
+const TOKEN = getAddress('0xaf88d065e77c8cc2239327c5edb3a432268e5831');
+
+const secret = { 'x-service-secret-key': policyApp.secret_key };
+const ALLOW_ALL = {
+  mode: 'enforce',
+  rules: [{ id: 'everything', action: 'allow', operations: ['sign_data', 'sign_message', 'sign_transaction', 'sign_authorization'] }],
+};
+
+function putPolicy(body: unknown, headers: Record<string, string> = secret) {
+  return call('enclave', 'PUT', '/v2/api/policies', { headers, json: body });
+}
+
+function getPolicy(headers: Record<string, string> = secret) {
+  return call('enclave', 'GET', '/v2/api/policies', { headers });
+}
+
+async function enclaveWallet(sub: string) {
+  const created = await call('enclave', 'POST', '/v2/api/wallet', {
+    headers: secret,
+    json: { auth_jwt: await mintToken(policyApp, sub), network: 'ARB', wallet_group_id: 'default' },
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(200);
+  return created.body as { wallet_id: string; access_key: string; public_address: string };
+}
+
+/** One direct enclave signature (channel `enclave`: the op_jwt is signed by the app's identity provider). */
+async function enclaveSign(
+  sub: string,
+  wallet: { wallet_id: string; access_key: string },
+  operation: string,
+  fields: object,
+  claims?: Record<string, unknown>,
+) {
+  return call('enclave', 'POST', `/v2/api/wallet/${operation}`, {
+    headers: secret,
+    json: { op_jwt: await mintToken(policyApp, sub, { ttlSeconds: 120, claims }), access_key: wallet.access_key, wallet_id: wallet.wallet_id, ...fields },
+  });
+}
+
+function erc20Transfer(to: string) {
+  return {
+    transaction: {
+      type: 'eip1559',
+      chainId: 42161,
+      nonce: 0,
+      to: TOKEN,
+      value: '0',
+      data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to as `0x${string}`, 5_000_000n] }),
+      gas: '60000',
+      maxFeePerGas: '10',
+      maxPriorityFeePerGas: '1',
+    },
+  };
+}
+
+function expectDenied(response: { status: number; body: unknown }, ruleId: string | null) {
+  expect(response.status, JSON.stringify(response.body)).toBe(403);
+  const error = expectErrorShape(response.body) as { code: string; message: string; rule_id?: unknown };
+  expect(error.code).toBe('POLICY_DENIED');
+  expect(error.rule_id).toBe(ruleId);
+  if (ruleId !== null) expect(error.message).toContain(ruleId);
+}
+
+describe('PUT and GET /v2/api/policies', () => {
+  it('an app that set none gets the built-in default as version 0', async () => {
+    const response = await getPolicy({ 'x-service-secret-key': appOne.secret_key });
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({ success: true, version: 0, mode: 'enforce', built_in: true });
+    expect(response.body.rules.map((rule: { id: string }) => rule.id)).toContain('default.express-no-raw-hash');
+  });
+
+  it('401 without the app secret key (the API key is not one)', async () => {
+    for (const headers of [{}, { 'x-service-secret-key': policyApp.api_key }] as Record<string, string>[]) {
+      for (const response of [await getPolicy(headers), await putPolicy(ALLOW_ALL, headers)]) {
+        expect(response.status).toBe(401);
+        expect(expectErrorShape(response.body).code).toMatch(/^(MISSING|INVALID)_SECRET_KEY$/);
+      }
+    }
+  });
+
+  it('400 on a bad body, naming the field; nothing is stored', async () => {
+    const before = (await getPolicy()).body.version;
+    const cases: [unknown, string][] = [
+      [{ rules: [] }, 'body.mode'],
+      [{ mode: 'enforce', rules: [{ id: 'x', action: 'maybe', operations: ['sign_data'] }] }, 'body.rules.0.action'],
+      [{ mode: 'enforce', rules: [{ id: 'x', action: 'allow', operations: ['sign_data'], to: { allow: ['not-an-address'] } }] }, 'body.rules.0.to.allow.0'],
+      [{ mode: 'enforce', rules: [{ id: 'x', action: 'allow', operations: [] }] }, 'body.rules.0.operations'],
+    ];
+    for (const [body, field] of cases) {
+      const response = await putPolicy(body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(expectErrorShape(response.body).message).toContain(field);
+    }
+    expect((await getPolicy()).body.version).toBe(before);
+  });
+
+  it('each PUT is a new version; concurrent PUTs get distinct versions; GET returns the latest', async () => {
+    const first = await putPolicy(ALLOW_ALL);
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body).toMatchObject({ success: true, mode: 'enforce', rules: ALLOW_ALL.rules });
+    const v1 = first.body.version as number;
+    expect(v1).toBeGreaterThanOrEqual(1);
+    const second = await putPolicy({ ...ALLOW_ALL, mode: 'shadow' });
+    expect(second.body.version).toBe(v1 + 1);
+    const read = await getPolicy();
+    expect(read.body).toEqual({ success: true, version: v1 + 1, mode: 'shadow', rules: ALLOW_ALL.rules, built_in: false });
+
+    const concurrent = await Promise.all(Array.from({ length: 5 }, () => putPolicy(ALLOW_ALL)));
+    expect(concurrent.map((response) => response.status)).toEqual(Array(5).fill(200));
+    const versions = concurrent.map((response) => response.body.version as number).sort((x, y) => x - y);
+    expect(versions).toEqual([v1 + 2, v1 + 3, v1 + 4, v1 + 5, v1 + 6]);
+    expect((await getPolicy()).body).toMatchObject({ version: v1 + 6, mode: 'enforce', built_in: false });
+  });
+});
+
+describe('enforcement inside the enclave', () => {
+  const RECIPIENTS = {
+    mode: 'enforce',
+    rules: [
+      { id: 'no-c', action: 'deny', operations: ['sign_transaction'], to: { deny: [C] } },
+      { id: 'pay-a-only', action: 'allow', operations: ['sign_transaction'], to: { allow: [A] } },
+    ],
+  };
+
+  it('to.allow [A]: an ERC-20 transfer to B is 403 POLICY_DENIED, to A is signed; a deny rule names itself', async () => {
+    const sub = uniqueUser('policy-recipients');
+    const wallet = await enclaveWallet(sub);
+    try {
+      expect((await putPolicy(RECIPIENTS)).status).toBe(200);
+      expectDenied(await enclaveSign(sub, wallet, 'sign_transaction', erc20Transfer(B)), null);
+      expectDenied(await enclaveSign(sub, wallet, 'sign_transaction', erc20Transfer(C)), 'no-c');
+      // Nothing else is allowed either: no rule names sign_message.
+      expectDenied(await enclaveSign(sub, wallet, 'sign_message', { message: 'hi', encoding: 'utf8' }), null);
+      const toA = await enclaveSign(sub, wallet, 'sign_transaction', erc20Transfer(A));
+      expect(toA.status, JSON.stringify(toA.body)).toBe(200);
+      expect(await recoverTransactionAddress({ serializedTransaction: toA.body.signed_transaction })).toBe(wallet.public_address);
+    } finally {
+      await putPolicy(ALLOW_ALL);
+    }
+  });
+
+  it('shadow mode signs what it would deny', async () => {
+    const sub = uniqueUser('policy-shadow');
+    const wallet = await enclaveWallet(sub);
+    try {
+      expect((await putPolicy({ ...RECIPIENTS, mode: 'shadow' })).status).toBe(200);
+      const toB = await enclaveSign(sub, wallet, 'sign_transaction', erc20Transfer(B));
+      expect(toB.status, JSON.stringify(toB.body)).toBe(200);
+      expect(await recoverTransactionAddress({ serializedTransaction: toB.body.signed_transaction })).toBe(wallet.public_address);
+    } finally {
+      await putPolicy(ALLOW_ALL);
+    }
+  });
+
+  it('channels: the account service is `account`, a direct call `enclave`, and claiming `account` in an op_jwt changes nothing', async () => {
+    const sub = uniqueUser('policy-channels');
+    const hash = keccak256(stringToBytes('policy channels'));
+    const account = await call('account', 'POST', '/account', { headers: await accountHeaders(policyApp, sub) });
+    expect(account.status).toBe(200);
+    const wallet = await enclaveWallet(sub); // the account's EVM wallet (default group)
+    const accountSign = async () => call('account', 'POST', '/wallet/sign', { headers: await accountHeaders(policyApp, sub), json: { raw_data_hash: hash } });
+    try {
+      expect(
+        (
+          await putPolicy({
+            mode: 'enforce',
+            rules: [
+              { ...ALLOW_ALL.rules[0], id: 'all' },
+              { id: 'no-raw-hash-here', action: 'deny', operations: ['sign_data'], channels: ['enclave'] },
+            ],
+          })
+        ).status,
+      ).toBe(200);
+      expectDenied(await enclaveSign(sub, wallet, 'sign_data', { raw_data_hash: hash }), 'no-raw-hash-here');
+      expectDenied(await enclaveSign(sub, wallet, 'sign_data', { raw_data_hash: hash }, { channel: 'account' }), 'no-raw-hash-here');
+      const viaAccount = await accountSign();
+      expect(viaAccount.status, JSON.stringify(viaAccount.body)).toBe(200);
+      expect(await recoverAddress({ hash, signature: viaAccount.body.signature })).toBe(wallet.public_address);
+
+      expect(
+        (
+          await putPolicy({
+            mode: 'enforce',
+            rules: [
+              { ...ALLOW_ALL.rules[0], id: 'all' },
+              { id: 'not-for-account', action: 'deny', operations: ['sign_data'], channels: ['account'] },
+            ],
+          })
+        ).status,
+      ).toBe(200);
+      // Relayed by the account service as the enclave answered it.
+      expectDenied(await accountSign(), 'not-for-account');
+      expect((await enclaveSign(sub, wallet, 'sign_data', { raw_data_hash: hash })).status).toBe(200);
+    } finally {
+      await putPolicy(ALLOW_ALL);
+    }
+  });
+});
+
+describe('the built-in default (an app with no policy: appOne)', () => {
+  it('refuses express sign/data with 403 POLICY_DENIED; express messages and the account service still sign', async () => {
+    const sub = uniqueUser('policy-default');
+    const headers = await expressHeaders(appOne, sub, 'ARB');
+    const hash = keccak256(stringToBytes('raw hash through express'));
+    expectDenied(await call('express', 'POST', '/v2/wallet/sign/data', { headers, json: { raw_data_hash: hash } }), 'default.express-no-raw-hash');
+    const message = await call('express', 'POST', '/v2/wallet/sign/message', { headers, json: { message: 'hi' } });
+    expect(message.status, JSON.stringify(message.body)).toBe(200);
+
+    expect((await call('account', 'POST', '/account', { headers: await accountHeaders(appOne, sub) })).status).toBe(200);
+    const signed = await call('account', 'POST', '/wallet/sign', { headers: await accountHeaders(appOne, sub), json: { raw_data_hash: hash } });
+    expect(signed.status, JSON.stringify(signed.body)).toBe(200);
+    expect(await recoverAddress({ hash, signature: signed.body.signature })).toBe(message.body.public_address);
+  });
+});
