@@ -1,0 +1,143 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { JWK } from 'jose';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Application } from '../../shared/apps/application.ts';
+import { DEFAULT_V1_RETIREMENT } from '../../shared/config.ts';
+import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
+import { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
+import type { Table } from '../../shared/db/client.ts';
+import { getItem } from '../../shared/db/client.ts';
+import { keys } from '../../shared/db/keys.ts';
+import { createWallet, type EnclaveDeps } from '../../shared/enclave/create-wallet.ts';
+import { currentPolicy, putPolicy } from '../../shared/enclave/policy-store.ts';
+import { withWalletKey } from '../../shared/enclave/use-wallet.ts';
+import { PolicyDeniedError } from '../../shared/errors.ts';
+import { logger } from '../../shared/logger.ts';
+import type { Policy } from '../../shared/policies/policy.ts';
+import { startDynaliteTable } from './support/dynalite-table.ts';
+import { signTestOpJwt } from './support/op-jwt.ts';
+
+/**
+ * Issue 22 in the enclave's signing path (withWalletKey): the policy is read from the table and
+ * decides after the op_jwt and access-key checks, before the key is unwrapped. And the store:
+ * every PUT a kept version, concurrent PUTs distinct versions.
+ */
+let table: Table;
+let stop: () => Promise<void>;
+let keyWrapper: LocalKeyWrapper;
+let issuerKey: JWK;
+let app: Application;
+const deps = (): EnclaveDeps => ({ table, keyWrapper, now: () => new Date(), v1RetiresAt: new Date(DEFAULT_V1_RETIREMENT) });
+const opJwt = (sub: string) => signTestOpJwt(issuerKey, { iss: app.oidc.issuer, aud: 'policy-api', sub });
+const HASH = `0x${'ab'.repeat(32)}`;
+const NO_RAW_HASHES: Policy = {
+  mode: 'enforce',
+  rules: [
+    { id: 'messages', action: 'allow', operations: ['sign_message'] },
+    { id: 'no-raw', action: 'deny', operations: ['sign_data'] },
+  ],
+};
+
+beforeAll(async () => {
+  ({ table, stop } = await startDynaliteTable('policy-enforcement'));
+  keyWrapper = new LocalKeyWrapper(await mkdtemp(join(tmpdir(), 'policy-enforcement-')), 'enclave');
+  const { privateJwk, publicJwk } = await generateEs256Jwk();
+  issuerKey = privateJwk;
+  app = {
+    app_id: 'policy-app',
+    created_at: '2026-01-01T00:00:00Z',
+    oidc: { provider_id: 'idp', issuer: 'https://idp.policy.test', audience: 'policy-api', jwks: { keys: [publicJwk] } },
+    secret_key_hash: '00',
+    api_key_hash: '00',
+    trusted_keys: [],
+    default_wallet_group_id: 'default',
+  };
+});
+afterAll(() => stop());
+
+describe('policy store', () => {
+  it('keeps every version; CURRENT is the latest; concurrent PUTs get distinct consecutive versions', async () => {
+    const appId = 'store-app';
+    expect(await currentPolicy(table, appId)).toBeUndefined();
+    expect(await putPolicy(table, appId, NO_RAW_HASHES, new Date())).toEqual({ version: 1 });
+    const results = await Promise.all(Array.from({ length: 6 }, () => putPolicy(table, appId, { ...NO_RAW_HASHES, mode: 'shadow' }, new Date())));
+    expect(results.map((result) => result.version).sort((a, b) => a - b)).toEqual([2, 3, 4, 5, 6, 7]);
+    expect(await currentPolicy(table, appId)).toEqual({ version: 7, policy: { ...NO_RAW_HASHES, mode: 'shadow' } });
+    for (let version = 1; version <= 7; version++) expect((await getItem(table, keys.policyVersion(appId, version)))?.version).toBe(version);
+    expect(keys.policyVersion(appId, 7).sk).toBe('V#0000000007');
+  });
+});
+
+describe('withWalletKey and the policy', () => {
+  it('a denial is 403 POLICY_DENIED naming the rule, after the op_jwt is spent and before anything is unwrapped', async () => {
+    await putPolicy(table, app.app_id, NO_RAW_HASHES, new Date());
+    const sub = 'alice';
+    const wallet = await createWallet(deps(), { app, identity: { iss: app.oidc.issuer, sub }, network: 'ETH', walletGroupId: 'g' });
+    const auth = async () => ({ op_jwt: await opJwt(sub), access_key: wallet.access_key, wallet_id: wallet.wallet_id });
+    const operation = vi.fn(() => 'signed');
+    const unwrap = vi.spyOn(keyWrapper, 'decryptDataKey');
+    try {
+      const denied = withWalletKey(deps(), app, await auth(), operation, { operation: 'sign_data', body: { raw_data_hash: HASH } });
+      await expect(denied).rejects.toBeInstanceOf(PolicyDeniedError);
+      await expect(denied).rejects.toMatchObject({ status: 403, code: 'POLICY_DENIED', ruleId: 'no-raw', fields: { rule_id: 'no-raw' } });
+      // Not allowed by any rule: denied with rule_id null.
+      const unlisted = withWalletKey(deps(), app, await auth(), operation, { operation: 'sign_transaction', body: { transaction: 'AAAA' } });
+      await expect(unlisted).rejects.toMatchObject({ code: 'POLICY_DENIED', ruleId: null });
+      expect(unwrap).not.toHaveBeenCalled();
+      expect(operation).not.toHaveBeenCalled();
+      // A wrong access key is refused before the policy is asked (its answer says nothing of the policy).
+      const wrongKey = withWalletKey(deps(), app, { ...(await auth()), access_key: 'not-the-key' }, operation, { operation: 'sign_data', body: {} });
+      await expect(wrongKey).rejects.toMatchObject({ code: 'INVALID_ACCESS_KEY' });
+      expect(await withWalletKey(deps(), app, await auth(), operation, { operation: 'sign_message', body: { message: 'hi', encoding: 'utf8' } })).toBe(
+        'signed',
+      );
+    } finally {
+      unwrap.mockRestore();
+    }
+  });
+
+  it('shadow mode signs a would-be denial and logs it at WARN with the rule and operation, not the body', async () => {
+    await putPolicy(table, app.app_id, { ...NO_RAW_HASHES, mode: 'shadow' }, new Date());
+    const sub = 'bob';
+    const wallet = await createWallet(deps(), { app, identity: { iss: app.oidc.issuer, sub }, network: 'ETH', walletGroupId: 'g' });
+    const warn = vi.spyOn(logger, 'warn');
+    try {
+      const signed = await withWalletKey(
+        deps(),
+        app,
+        { op_jwt: await opJwt(sub), access_key: wallet.access_key, wallet_id: wallet.wallet_id },
+        () => 'signed',
+        {
+          operation: 'sign_data',
+          body: { raw_data_hash: HASH },
+        },
+      );
+      expect(signed).toBe('signed');
+      expect(warn).toHaveBeenCalledWith(
+        expect.stringContaining('shadow'),
+        expect.objectContaining({ rule_id: 'no-raw', operation: 'sign_data', channel: 'enclave' }),
+      );
+      expect(JSON.stringify(warn.mock.calls)).not.toContain(HASH);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it('an app without a policy gets the built-in default: everything on the enclave channel', async () => {
+    const other: Application = { ...app, app_id: 'no-policy-app' };
+    const wallet = await createWallet(deps(), { app: other, identity: { iss: app.oidc.issuer, sub: 'carol' }, network: 'ETH', walletGroupId: 'g' });
+    const signed = await withWalletKey(
+      deps(),
+      other,
+      { op_jwt: await opJwt('carol'), access_key: wallet.access_key, wallet_id: wallet.wallet_id },
+      () => 'signed',
+      {
+        operation: 'sign_data',
+        body: { raw_data_hash: HASH },
+      },
+    );
+    expect(signed).toBe('signed');
+  });
+});
