@@ -43,6 +43,7 @@ export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
  * | `sponsorKey`       | SPONSOR_SIGNER=kms, SPONSOR_KMS_KEY_ID       | the listed ops on the gas sponsor's signing key   |
  * | `enclaveUrl`       | TEE_URL (the enclave API's base URL)         | none (public HTTPS endpoint)                      |
  * | `chains`           | CHAINS_CONFIG (no rpc_url), RPC_URLS_SECRET  | secretsmanager:GetSecretValue, DescribeSecret on that secret |
+ * | `chainData`        | CHAINS_CONFIG (no rpc_url)                   | none (public chain ids and token contracts only)  |
  * | `delegates`        | ALLOWED_7702_DELEGATES                       | none                                             |
  * | `venues`           | VENUE_URLS (JSON: venue id to API base URL)  | none (the venues' public HTTPS APIs)             |
  * | `bridge`           | BRIDGE_URL (the bridge API's base URL)       | none (the bridge's public HTTPS API)             |
@@ -69,6 +70,11 @@ export interface RouteNeeds {
   readonly enclaveUrl?: true;
   /** Reads chains (public chain data plus RPC URLs from Secrets Manager). */
   readonly chains?: true;
+  /**
+   * Reads the public chain data alone (chain ids, token contracts), never an RPC URL: the enclave's
+   * signing policy names chains by code and prices USDC by contract (issue 22). Implied by `chains`.
+   */
+  readonly chainData?: true;
   /** Signs EIP-7702 authorisations, only to the delegates of the chains config. */
   readonly delegates?: true;
   /** Calls the venues' APIs (shared/venues: VenueDriver per venue, base URLs from VENUE_URLS). */
@@ -153,6 +159,7 @@ const TASK_EXECUTION: RouteNeeds = { table: { reads: BY_SECRET, writes: ['tasks'
 const ENCLAVE_V2_SIGN: RouteNeeds = {
   table: { reads: [...BY_SECRET, 'policy'], writes: ['wallet', 'opJwt'] },
   enclaveWalletKey: ['Decrypt', 'GenerateDataKey'],
+  chainData: true,
 };
 const ENCLAVE_V1_SIGN: RouteNeeds = { table: { reads: [...BY_SECRET, 'wallet'] } };
 

@@ -131,6 +131,16 @@ export function loadAllowedDelegates(env = process.env): ReadonlySet<string> {
  * start; the secret itself is read on first use.
  */
 export function loadChainsConfig(env = process.env): ChainsConfig {
+  const config = loadPublicChainsConfig(env);
+  const withoutUrl = CHAIN_KEYS.filter((code) => !config[code].rpc_url);
+  if (withoutUrl.length > 0 && !loadRpcUrlsSecret(env)) {
+    throw new ConfigError(`Invalid configuration: RPC_URLS_SECRET: required, since CHAINS_CONFIG has no rpc_url for ${withoutUrl.join(', ')}`);
+  }
+  return config;
+}
+
+/** CHAINS_CONFIG for its public data alone (need `chainData`: the enclave's policy facts), RPC URLs neither needed nor checked. */
+export function loadPublicChainsConfig(env = process.env): ChainsConfig {
   const raw = parseEnv(v.object({ CHAINS_CONFIG: nonEmpty }), env).CHAINS_CONFIG;
   let json: unknown;
   try {
@@ -141,10 +151,6 @@ export function loadChainsConfig(env = process.env): ChainsConfig {
   const result = v.safeParse(ChainsConfigSchema, json);
   if (!result.success) {
     throw new ConfigError(`Invalid configuration: CHAINS_CONFIG: ${result.issues.map((i) => `${v.getDotPath(i) ?? '(root)'}: ${i.message}`).join('; ')}`);
-  }
-  const withoutUrl = CHAIN_KEYS.filter((code) => !result.output[code].rpc_url);
-  if (withoutUrl.length > 0 && !loadRpcUrlsSecret(env)) {
-    throw new ConfigError(`Invalid configuration: RPC_URLS_SECRET: required, since CHAINS_CONFIG has no rpc_url for ${withoutUrl.join(', ')}`);
   }
   return result.output;
 }

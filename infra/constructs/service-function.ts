@@ -176,6 +176,7 @@ export class ServiceFunction extends Construct {
     if (needs.sponsorKey) this.bindSponsorKey(resources.sponsorKey, needs.sponsorKey);
     if (needs.enclaveUrl) this.bindTeeUrl(resources.enclaveUrl);
     if (needs.chains) this.bindChains(resources.publicChainsConfig, resources.rpcUrlsSecret);
+    else if (needs.chainData) this.lambda.addEnvironment('CHAINS_CONFIG', resources.publicChainsConfig);
     if (needs.delegates) this.lambda.addEnvironment('ALLOWED_7702_DELEGATES', resources.delegates);
     if (needs.venues) this.bindVenues(resources.venueUrls);
     if (needs.bridge && resources.bridgeUrl !== undefined) this.lambda.addEnvironment('BRIDGE_URL', resources.bridgeUrl);

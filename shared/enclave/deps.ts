@@ -1,8 +1,9 @@
 import type { AppRegistry } from '../apps/app-registry.ts';
-import { loadAllowedDelegates, loadV1RetirementAt } from '../config.ts';
+import { loadAllowedDelegates, loadPublicChainsConfig, loadV1RetirementAt } from '../config.ts';
 import type { Table } from '../db/client.ts';
 import { enclaveKeyWrapperFromEnv } from '../deps/clients.ts';
 import { appsFromEnv, systemClock } from '../deps/table.ts';
+import type { PolicyChains } from '../policies/facts.ts';
 import type { EnclaveDeps } from './create-wallet.ts';
 
 /**
@@ -23,6 +24,9 @@ export function v1DepsFromEnv(): V1Deps {
 export function v2DepsFromEnv(): V2Deps {
   return { ...v1DepsFromEnv(), keyWrapper: enclaveKeyWrapperFromEnv() };
 }
+
+/** Need `chainData`: the public chains config the signing policy reads chain codes and USDC contracts from (issue 22). */
+export const policyChainsFromEnv = (): PolicyChains => loadPublicChainsConfig();
 
 /** Need `delegates`: ALLOWED_7702_DELEGATES. */
 export const allowedDelegatesFromEnv = (): ReadonlySet<string> => loadAllowedDelegates();

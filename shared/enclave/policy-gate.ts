@@ -3,7 +3,7 @@ import { PolicyDeniedError } from '../errors.ts';
 import { logger } from '../logger.ts';
 import { defaultPolicy } from '../policies/default-policy.ts';
 import { evaluatePolicy, type PolicyDecision } from '../policies/evaluate.ts';
-import { signFacts } from '../policies/facts.ts';
+import { type PolicyChains, signFacts } from '../policies/facts.ts';
 import type { PolicyChannel, PolicyOperation } from '../policies/policy.ts';
 import { currentPolicy } from './policy-store.ts';
 
@@ -16,6 +16,8 @@ export interface SigningRequest {
    * authorisation rule; only sign_authorization needs them (other operations are not in its scope).
    */
   readonly allowedDelegates?: ReadonlySet<string>;
+  /** The public chains config (need `chainData`): chain codes and USDC contracts. Without it chains read `eip155:<id>` and USDC is unpriced. */
+  readonly chains?: PolicyChains;
 }
 
 /**
@@ -26,7 +28,7 @@ export interface SigningRequest {
  */
 export async function enforceSigningPolicy(table: Table, appId: string, channel: PolicyChannel, request: SigningRequest): Promise<PolicyDecision> {
   const policy = (await currentPolicy(table, appId))?.policy ?? defaultPolicy(request.allowedDelegates ?? []);
-  const decision = evaluatePolicy(policy, signFacts({ operation: request.operation, channel, body: request.body }));
+  const decision = evaluatePolicy(policy, signFacts({ operation: request.operation, channel, body: request.body, chains: request.chains }));
   if (decision.decision === 'deny') throw new PolicyDeniedError(decision.rule_id, decision.reason);
   if (decision.shadow) {
     // A would-be denial in shadow mode (evaluatePolicy returns it as allow): signed, and said so.

@@ -1,6 +1,7 @@
 import { encodeFunctionData, erc20Abi, getAddress, keccak256, recoverAddress, recoverTransactionAddress, stringToBytes } from 'viem';
 import { describe, expect, it } from 'vitest';
-import { accountHeaders, appOne, call, expectErrorShape, expressHeaders, mintToken, policyApp, uniqueUser } from './support/client.ts';
+import { chainInfo } from './support/chains.ts';
+import { accountHeaders, appOne, call, expectErrorShape, expressHeaders, mintToken, policyApp, sandbox, uniqueUser } from './support/client.ts';
 
 /**
  * Signing policies (issue 22, first increment): PUT/GET {tee_url}/v2/api/policies and their
@@ -52,15 +53,15 @@ async function enclaveSign(
   });
 }
 
-function erc20Transfer(to: string) {
+function erc20Transfer(to: string, options: { token?: string; chainId?: number; amount?: bigint } = {}) {
   return {
     transaction: {
       type: 'eip1559',
-      chainId: 42161,
+      chainId: options.chainId ?? 42161,
       nonce: 0,
-      to: TOKEN,
+      to: options.token ?? TOKEN,
       value: '0',
-      data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to as `0x${string}`, 5_000_000n] }),
+      data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to as `0x${string}`, options.amount ?? 5_000_000n] }),
       gas: '60000',
       maxFeePerGas: '10',
       maxPriorityFeePerGas: '1',
@@ -162,6 +163,32 @@ describe('enforcement inside the enclave', () => {
       const toB = await enclaveSign(sub, wallet, 'sign_transaction', erc20Transfer(B));
       expect(toB.status, JSON.stringify(toB.body)).toBe(200);
       expect(await recoverTransactionAddress({ serializedTransaction: toB.body.signed_transaction })).toBe(wallet.public_address);
+    } finally {
+      await putPolicy(ALLOW_ALL);
+    }
+  });
+
+  // The sandbox's USDC contracts (GET /sandbox/chains); a deployed stack's differ.
+  it.runIf(sandbox.appsFile !== undefined)('chains and max_usd_per_tx: the enclave reads chain codes and USDC amounts from the chains config', async () => {
+    const sub = uniqueUser('policy-usd');
+    const wallet = await enclaveWallet(sub);
+    const arb = await chainInfo('ARB');
+    const usdc = arb.tokens.find((token) => token.token === 'USDC')?.address;
+    expect(usdc).toBeDefined();
+    const usdcTransfer = (amount: bigint, chainId = arb.chain_id) => erc20Transfer(A, { token: usdc, chainId, amount });
+    try {
+      expect(
+        (
+          await putPolicy({
+            mode: 'enforce',
+            rules: [{ id: 'arb-usdc-small', action: 'allow', operations: ['sign_transaction'], chains: ['ARB'], max_usd_per_tx: '10' }],
+          })
+        ).status,
+      ).toBe(200);
+      expect((await enclaveSign(sub, wallet, 'sign_transaction', usdcTransfer(5_000_000n))).status).toBe(200);
+      expectDenied(await enclaveSign(sub, wallet, 'sign_transaction', usdcTransfer(11_000_000n)), null);
+      // Another chain is out of the rule's scope.
+      expectDenied(await enclaveSign(sub, wallet, 'sign_transaction', usdcTransfer(5_000_000n, 1)), null);
     } finally {
       await putPolicy(ALLOW_ALL);
     }

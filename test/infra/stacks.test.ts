@@ -328,6 +328,7 @@ describe('service stacks: functions', () => {
       if (needs.sponsorKey) expected.push('SPONSOR_SIGNER', 'SPONSOR_KMS_KEY_ID');
       if (needs.enclaveUrl) expected.push('TEE_URL');
       if (needs.chains) expected.push('CHAINS_CONFIG', 'RPC_URLS_SECRET');
+      else if (needs.chainData) expected.push('CHAINS_CONFIG');
       if (needs.delegates) expected.push('ALLOWED_7702_DELEGATES');
       if (needs.venues) expected.push('VENUE_URLS');
       // No -c bridgeUrl / platformFee here: BRIDGE_URL and PLATFORM_FEE stay unset (test/infra/transfer-machine.test.ts sets them).
@@ -347,6 +348,7 @@ describe('service stacks: functions', () => {
       for (const [name, value] of Object.entries(variables)) {
         if (typeof value === 'string') expect(value, `${route.id} ${name}`).not.toMatch(/https?:|wss?:|rpc_url/i);
       }
+      if (route.needs.chainData && !route.needs.chains) expect(variables.RPC_URLS_SECRET, route.id).toBeUndefined();
       if (route.needs.chains) {
         expect(variables.RPC_URLS_SECRET).toEqual(importedArn(stateful.rpcUrlsSecret, 'Ref'));
         expect(Object.keys(JSON.parse(variables.CHAINS_CONFIG as string))).toEqual(expect.arrayContaining(['ETH', 'ARB', 'POL', 'INK', 'SOL']));

@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ROUTES, type RouteDefinition, type RouteNeeds } from '../../functions/routes.ts';
@@ -44,6 +47,8 @@ function environment(needs: RouteNeeds): { env: Record<string, string>; required
   if (needs.chains) {
     add('CHAINS_CONFIG', CHAINS_CONFIG);
     add('RPC_URLS_SECRET', 'perp-wallet/unit-rpc-urls', false);
+  } else if (needs.chainData) {
+    add('CHAINS_CONFIG', CHAINS_CONFIG);
   }
   if (needs.delegates) add('ALLOWED_7702_DELEGATES', '', false);
   if (needs.venues) add('VENUE_URLS', '{"venue_b":"https://venue-b.example.com"}');
@@ -70,7 +75,8 @@ interface Case {
  * a fresh evaluation per case (a distinct `?case=` URL) sees that case's variables.
  */
 const CHILD = `
-const cases = JSON.parse(process.argv[1]);
+import { readFileSync } from 'node:fs';
+const cases = JSON.parse(readFileSync(process.argv[1], 'utf8'));
 const base = { ...process.env };
 const results = [];
 for (const [index, c] of cases.entries()) {
@@ -87,13 +93,20 @@ process.stdout.write(JSON.stringify(results));
 `;
 
 async function importAll(cases: readonly Case[]): Promise<{ ok: boolean; error: string }[]> {
-  const payload = JSON.stringify(cases.map((c) => ({ url: new URL(c.entry, ROOT).href, env: c.env })));
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', CHILD, payload], {
-    env: { PATH: process.env.PATH ?? '', AWS_REGION: 'us-east-1' },
-    timeout: 120_000,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  return JSON.parse(stdout);
+  // In a file, not an argument: every case's CHAINS_CONFIG together is past the kernel's limit for one argument (E2BIG).
+  const dir = await mkdtemp(join(tmpdir(), 'composition-roots-'));
+  try {
+    const payload = join(dir, 'cases.json');
+    await writeFile(payload, JSON.stringify(cases.map((c) => ({ url: new URL(c.entry, ROOT).href, env: c.env }))));
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', CHILD, payload], {
+      env: { PATH: process.env.PATH ?? '', AWS_REGION: 'us-east-1' },
+      timeout: 120_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return JSON.parse(stdout);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 describe('composition roots', () => {
