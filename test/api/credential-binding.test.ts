@@ -118,7 +118,9 @@ describe.skipIf(!sandbox.dataDir)('op_jwt: bound to the app it was issued for', 
 
   async function platformOpJwt(app: TestApp, sub: string, appId: string | undefined) {
     const iat = Math.floor(Date.now() / 1000);
-    return new SignJWT({ jti: crypto.randomUUID(), ...(appId === undefined ? {} : { app_id: appId }) })
+    // `channel: account`, as the account service mints them: a platform op_jwt without it is the express
+    // channel, where the built-in policy refuses sign_data (issue 22).
+    return new SignJWT({ jti: crypto.randomUUID(), channel: 'account', ...(appId === undefined ? {} : { app_id: appId }) })
       .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: platformKey.kid! })
       .setIssuer(app.issuer)
       .setAudience(app.audience)
