@@ -1,7 +1,6 @@
 import type { AppRegistry } from '../apps/app-registry.ts';
 import type { LeaseTiming } from '../chains/sender/sender-lease.ts';
 import { ConfigError, loadInclusionTimeoutMs, loadSenderLeaseTiming } from '../config.ts';
-import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
 import { loadPlatformFee } from '../transfers/platform-fee.ts';
 import { DEFAULT_STEP_DEADLINE_SECONDS, POLL_INTERVAL_MS, type StepCoreDeps } from '../transfers/steps/core.ts';
 import { enclaveStepWallets } from '../transfers/steps/wallets.ts';
@@ -43,7 +42,7 @@ export function stepCoreFromEnv(env = process.env): StepCoreParts {
       pollIntervalMs: wholeNumber(env, 'TRANSFER_POLL_INTERVAL_MS', POLL_INTERVAL_MS, { min: 10, max: 5_000, unit: 'milliseconds' }),
       deadlineSeconds: wholeNumber(env, 'TRANSFER_STEP_DEADLINE_SECONDS', DEFAULT_STEP_DEADLINE_SECONDS, { min: 1, max: 999_999, unit: 'seconds' }),
     },
-    signing: { apps, enclave, opJwtSigner },
+    signing: { apps, enclave },
     inclusionTimeoutMs: loadInclusionTimeoutMs(env),
     lease: loadSenderLeaseTiming(env),
   };
@@ -52,7 +51,7 @@ export function stepCoreFromEnv(env = process.env): StepCoreParts {
 export interface StepCoreParts {
   readonly core: Omit<StepCoreDeps, 'chains' | 'senders'>;
   /** For the gas sponsor of the kinds that sponsor (sponsoredGas). */
-  readonly signing: { readonly apps: AppRegistry; readonly enclave: WalletEnclave; readonly opJwtSigner: OpJwtSigner };
+  readonly signing: { readonly apps: AppRegistry; readonly enclave: WalletEnclave };
   readonly inclusionTimeoutMs: number;
   /** The senders' lease (SENDER_LEASE_MS). */
   readonly lease: LeaseTiming;
