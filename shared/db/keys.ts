@@ -18,6 +18,8 @@
  * | delegate deployment | SETUP#DELEGATE#<chain>#<address>   | SETUP         |  (the signed deployment transaction, recorded before broadcast: npm run sponsor:setup)
  * | op_jwt use        | OPJWT#<app_id>#<jti>                 | OPJWT         |  (first use of an op_jwt, `ttl` = its exp: shared/auth/op-jwt-replay.ts; the enclave's roles alone write the OPJWT# prefix)
  * | signing policy    | POLICY#<app_id>                      | V#<version, 10 digits>, CURRENT |  (every PUT kept as a version; CURRENT holds the latest and is the conditional write that numbers them: shared/enclave/policy-store.ts)
+ * | policy usage      | POLICYUSE#<app_id>#<sub>             | POLICYUSE     |  (a user's signatures of the rolling 24 h for max_usd_per_day, one item with a `rev` for optimistic concurrency: shared/enclave/policy-usage.ts)
+ * | policy decisions  | POLICYLOG#<app_id>                   | <ISO time>#<random> |  (the audit log of policy decisions, `ttl` 90 days: shared/enclave/policy-usage.ts)
  */
 export const keys = {
   app: (appId: string) => ({ pk: `APP#${appId}`, sk: 'APP' }),
@@ -44,6 +46,11 @@ export const keys = {
   currentPolicy: (appId: string) => ({ pk: `POLICY#${appId}`, sk: 'CURRENT' }),
   /** One kept version of the app's signing policy; zero-padded so sk order is version order. */
   policyVersion: (appId: string, version: number) => ({ pk: `POLICY#${appId}`, sk: `V#${String(version).padStart(10, '0')}` }),
+  /** A user's signatures counted by max_usd_per_day in the rolling 24 h (one item per app and op_jwt `sub`). */
+  policyUse: (appId: string, sub: string) => ({ pk: `POLICYUSE#${appId}#${sub}`, sk: 'POLICYUSE' }),
+  /** One policy decision in the app's audit log; sk order is time order. */
+  policyDecision: (appId: string, sk: string) => ({ pk: `POLICYLOG#${appId}`, sk }),
+  policyDecisionsOf: (appId: string) => `POLICYLOG#${appId}`,
 };
 
 /** Leading key of the op_jwt use records, for IAM `dynamodb:LeadingKeys` fences (`OPJWT#<app_id>#*`). */
