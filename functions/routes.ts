@@ -155,9 +155,10 @@ const TASK_EXECUTION: RouteNeeds = { table: { reads: BY_SECRET, writes: ['tasks'
  * writes the wallet, v1 sign only reads it. Service tokens are verified against the app's trusted
  * keys in the table: no KMS. v2 sign reads the app's signing policy (POLICY#, issue 22) before
  * anything is opened; only PUT /v2/api/policies writes it (app secret key only), GET reads it.
+ * v2 sign also writes the user's max_usd_per_day counter (POLICYUSE#) and the decision log (POLICYLOG#).
  */
 const ENCLAVE_V2_SIGN: RouteNeeds = {
-  table: { reads: [...BY_SECRET, 'policy'], writes: ['wallet', 'opJwt'] },
+  table: { reads: [...BY_SECRET, 'policy'], writes: ['wallet', 'opJwt', 'policyUse', 'policyLog'] },
   enclaveWalletKey: ['Decrypt', 'GenerateDataKey'],
   chainData: true,
 };
@@ -286,6 +287,14 @@ export const ROUTES: readonly RouteDefinition[] = [
     routeKey: 'PUT /v2/api/policies',
     entry: 'functions/enclave/put-policy.ts',
     needs: { table: { reads: BY_SECRET, writes: ['policy'] } },
+  },
+  // The app's audit log of policy decisions (POLICYLOG#, written by the v2 sign routes), newest first.
+  {
+    id: 'GetPolicyDecisions',
+    service: 'enclave',
+    routeKey: 'GET /v2/api/policies/decisions',
+    entry: 'functions/enclave/get-policy-decisions.ts',
+    needs: { table: { reads: [...BY_SECRET, 'policyLog'] } },
   },
   // `delegates`: the built-in default it shows names the platform's EIP-7702 delegates.
   {

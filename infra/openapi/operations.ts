@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { DemoBalanceQuery } from '../../shared/accounts/demo-balance.ts';
 import { Account, CreateAccountResponse, SignRequest, SignResponse } from '../../shared/accounts/schemas.ts';
+import { DecisionsQuery, PolicyDecisionsResponse } from '../../shared/enclave/policy-log.ts';
 import {
   CreateWalletRequest,
   CreateWalletResponse,
@@ -296,6 +297,16 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     body: PolicySchema,
     response: PolicyResponse,
     errors: [400, 401, 409, 415],
+  },
+  GetPolicyDecisions: {
+    summary: "The application's audit log of signing-policy decisions, newest first",
+    description:
+      'Every decision a v2 signature met (allow, deny, shadow_deny) with the rule, operation, channel, chain, recipients, USD value (decimal string, null when unknown), the user (op_jwt sub) and time; never the signed body, op_jwt or access key. Kept 90 days. ' +
+      POLICY_NOTE,
+    security: ['secretKey'],
+    query: DecisionsQuery,
+    response: PolicyDecisionsResponse,
+    errors: [400, 401],
   },
   GetPolicy: {
     summary: "The application's signing policy in force",

@@ -34,6 +34,10 @@ export const PARTITIONS = {
   opJwt: ['OPJWT#*'],
   /** `POLICY#<app_id>`: the app's signing policy, its versions and CURRENT (issue 22); written by PUT /v2/api/policies only, read by the enclave's v2 sign routes. */
   policy: ['POLICY#*'],
+  /** `POLICYUSE#<app_id>#<sub>`: a user's signatures counted by max_usd_per_day (issue 22); written by the enclave's v2 sign routes only. */
+  policyUse: ['POLICYUSE#*'],
+  /** `POLICYLOG#<app_id>`: the audit log of policy decisions (issue 22); written by the enclave's v2 sign routes, read by GET /v2/api/policies/decisions. */
+  policyLog: ['POLICYLOG#*'],
   /** `SPONSOR#BUDGET#…`: the gas sponsorship budget counters, written by the functions that sponsor gas (issue 21, part 6). */
   sponsorBudget: ['SPONSOR#BUDGET#*'],
   /** `SETUP#DELEGATE#<chain>#<address>`: written by the operator's `npm run sponsor:setup` only; no function. */

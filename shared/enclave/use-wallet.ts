@@ -73,7 +73,7 @@ export async function withWalletKey<T>(
   if (!digestsEqual(wallet.access_key_hash, hashSecret(auth.access_key))) {
     throw new ForbiddenError('INVALID_ACCESS_KEY', 'access_key does not match this wallet');
   }
-  await enforceSigningPolicy(deps.table, app.app_id, identity.channel, request);
+  await enforceSigningPolicy(deps.table, app.app_id, identity.channel, request, { sub: identity.sub, jti: identity.jti, now: deps.now });
   // Opens only if the record's binding (owner, access-key hash, ...) is the one it was sealed with.
   const { private_key } = await openWallet(deps, wallet, ['private_key']);
   try {

@@ -9,7 +9,9 @@ import { microToUsd, type Policy, type PolicyRule, usdToMicro } from './policy.t
  * rules without `chains`. A rule's conditions:
  * - `to.allow`: satisfied when the request is decodable (not opaque) and every recipient is listed;
  * - `to.deny`: satisfied when the request is decodable and no recipient is listed;
- * - `max_usd_per_tx`: satisfied when the USD value is known and at most the limit.
+ * - `max_usd_per_tx`: satisfied when the USD value is known and at most the limit;
+ * - `max_usd_per_day`: satisfied when the USD value and the user's rolling-24 h total
+ *   (`usdToday`) are known and their sum is at most the limit.
  * An `allow` rule matches when in scope and every condition it has is satisfied; a `deny` rule
  * matches when in scope and every condition it has is violated (none: always). So what cannot be
  * decoded or priced is never allowed by a condition and is caught by a deny rule's condition.
@@ -71,7 +73,32 @@ function conditions(rule: PolicyRule, facts: SignFacts): Check[] {
           : { satisfied: false, says: `${microToUsd(usd)} USD is over max_usd_per_tx ${rule.max_usd_per_tx}` },
     );
   }
+  if (rule.max_usd_per_day !== undefined) {
+    const limit = usdToMicro(rule.max_usd_per_day);
+    const usd = facts.usd?.value;
+    const today = facts.usdToday;
+    checks.push(
+      usd === undefined
+        ? { satisfied: false, says: `its USD value is unknown, so max_usd_per_day ${rule.max_usd_per_day} cannot hold` }
+        : today === undefined
+          ? { satisfied: false, says: `the user's spend of the last 24 h is unknown, so max_usd_per_day ${rule.max_usd_per_day} cannot hold` }
+          : today + usd <= limit
+            ? {
+                satisfied: true,
+                says: `${microToUsd(today)} USD in the last 24 h plus ${microToUsd(usd)} USD is within max_usd_per_day ${rule.max_usd_per_day}`,
+              }
+            : {
+                satisfied: false,
+                says: `${microToUsd(today)} USD in the last 24 h plus ${microToUsd(usd)} USD is over max_usd_per_day ${rule.max_usd_per_day}`,
+              },
+    );
+  }
   return checks;
+}
+
+/** True when a rule of `policy` has a daily limit, so signatures must be counted (shared/enclave/policy-usage.ts). */
+export function hasDailyLimit(policy: Policy): boolean {
+  return policy.rules.some((rule) => rule.max_usd_per_day !== undefined);
 }
 
 /** Why the rule matched, or null when it does not. */

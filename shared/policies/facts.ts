@@ -13,6 +13,11 @@ export type { DecodedFacts, PolicyChains } from './decoded-facts.ts';
 export interface SignFacts extends DecodedFacts {
   readonly operation: PolicyOperation;
   readonly channel: PolicyChannel;
+  /**
+   * Micro-USD the user (op_jwt app + `sub`) signed in the rolling 24 h before this request, as
+   * counted by shared/enclave/policy-usage.ts. Absent: unknown, so `max_usd_per_day` cannot hold.
+   */
+  readonly usdToday?: bigint;
 }
 
 /** The parts of the sign body facts are read from (the enclave has validated the rest). */

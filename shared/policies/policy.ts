@@ -38,7 +38,10 @@ export interface PolicyRule {
   readonly to?: { readonly allow?: readonly string[]; readonly deny?: readonly string[] };
   /** Decimal USD string, at most 6 decimals ("10", "0.5"). */
   readonly max_usd_per_tx?: string;
-  /** Refused by PolicySchema in this increment (not enforced yet); kept in the type for what comes next. */
+  /**
+   * Decimal USD string, at most 6 decimals: the most the user (op_jwt app + `sub`) may sign in the
+   * rolling 24 h, this signature included (counted by shared/enclave/policy-usage.ts).
+   */
   readonly max_usd_per_day?: string;
 }
 
@@ -133,13 +136,7 @@ const PolicyRuleSchema = v.strictObject({
     ),
   ),
   max_usd_per_tx: v.optional(UsdAmount),
-  // Accepted by the contract, not enforced yet: refused so that no policy pretends to hold a daily limit.
-  max_usd_per_day: v.optional(
-    v.pipe(
-      v.unknown(),
-      v.check(() => false, 'max_usd_per_day is not supported yet'),
-    ),
-  ),
+  max_usd_per_day: v.optional(UsdAmount),
 });
 
 /** The body of `PUT {tee_url}/v2/api/policies`; the output has every address normalised. */
@@ -152,6 +149,6 @@ export const PolicySchema = v.pipe(
       v.check((rules) => unique(rules.map((rule) => rule.id)), 'must not hold two rules with the same id'),
     ),
   }),
-  // The output type is the contract's (readonly arrays, the day limit never present).
+  // The output type is the contract's (readonly arrays).
   v.transform((policy): Policy => policy as Policy),
 );

@@ -42,6 +42,8 @@ const SAMPLE_KEYS: Record<Partition, string> = {
   tasks: keys.tasksOf('acme', 'user-1'),
   opJwt: 'OPJWT#acme#0b4c6a53-2f0e-4c57-9d5e-6f1b7f0a9c11',
   policy: keys.currentPolicy('acme').pk,
+  policyUse: keys.policyUse('acme', 'user-1').pk,
+  policyLog: keys.policyDecisionsOf('acme'),
   sponsorBudget: 'SPONSOR#BUDGET#acme#2026-11-25',
   delegateDeployment: keys.delegateDeployment('ETH', '0xAbC').pk,
 };
@@ -159,6 +161,14 @@ describe('table fence (dynamodb:LeadingKeys)', () => {
     expect(writers('policy')).toEqual(new Set(['PutPolicy']));
     const readers = FUNCTIONS.filter(({ id }) => allowsItem(statementsOf.get(id)!, 'dynamodb:GetItem', SAMPLE_KEYS.policy)).map(({ id }) => id);
     expect(new Set(readers)).toEqual(new Set(['PutPolicy', 'GetPolicy', 'SignDataV2', 'SignMessageV2', 'SignTransactionV2', 'SignAuthorizationV2']));
+  });
+
+  it("lets only the enclave's v2 sign routes write the max_usd_per_day counters and the decision log, which GET /v2/api/policies/decisions reads (issue 22)", () => {
+    const signers = new Set(['SignDataV2', 'SignMessageV2', 'SignTransactionV2', 'SignAuthorizationV2']);
+    expect(writers('policyUse')).toEqual(signers);
+    expect(writers('policyLog')).toEqual(signers);
+    const logReaders = FUNCTIONS.filter(({ id }) => allowsItem(statementsOf.get(id)!, 'dynamodb:Query', SAMPLE_KEYS.policyLog)).map(({ id }) => id);
+    expect(new Set(logReaders)).toEqual(new Set([...signers, 'GetPolicyDecisions']));
   });
 
   it('reads application items only where the code authenticates (by secret key, by API key, or the steps and the sponsor by app id)', () => {

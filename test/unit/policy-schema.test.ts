@@ -64,12 +64,18 @@ describe('PolicySchema', () => {
     ['usd form', { mode: 'enforce', rules: [rule({ max_usd_per_tx: '1e3' })] }, 'body.rules.0.max_usd_per_tx: must be a decimal string of USD'],
     ['usd decimals', { mode: 'enforce', rules: [rule({ max_usd_per_tx: '0.1234567' })] }, 'body.rules.0.max_usd_per_tx: must be a decimal string of USD'],
     ['usd as number', { mode: 'enforce', rules: [rule({ max_usd_per_tx: 10 })] }, 'body.rules.0.max_usd_per_tx: must be a decimal string'],
-    ['daily limit', { mode: 'enforce', rules: [rule({ max_usd_per_day: '10' })] }, 'body.rules.0.max_usd_per_day: max_usd_per_day is not supported yet'],
+    ['daily limit form', { mode: 'enforce', rules: [rule({ max_usd_per_day: '1e3' })] }, 'body.rules.0.max_usd_per_day: must be a decimal string of USD'],
+    ['daily limit as number', { mode: 'enforce', rules: [rule({ max_usd_per_day: 10 })] }, 'body.rules.0.max_usd_per_day: must be a decimal string'],
     ['unknown rule field', { mode: 'enforce', rules: [rule({ priority: 1 })] }, 'body.rules.0.priority: is not allowed'],
     ['duplicate ids', { mode: 'enforce', rules: [rule(), rule()] }, 'body.rules: must not hold two rules with the same id'],
     ['too many rules', { mode: 'enforce', rules: Array.from({ length: 101 }, (_, i) => rule({ id: `r${i}` })) }, 'body.rules: must hold at most 100 rules'],
   ])('refuses %s, naming the field', (_, body, message) => {
     expect(refusal(body)).toContain(message);
+  });
+
+  it('accepts max_usd_per_day (issue 22, second increment)', () => {
+    const parsed = v.safeParse(PolicySchema, { mode: 'enforce', rules: [rule({ max_usd_per_day: '10.25' })] });
+    expect(parsed.success && parsed.output.rules[0]?.max_usd_per_day).toBe('10.25');
   });
 
   it('never echoes a refused value', () => {

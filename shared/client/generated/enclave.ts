@@ -145,6 +145,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/api/policies/decisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The application's audit log of signing-policy decisions, newest first
+         * @description Every decision a v2 signature met (allow, deny, shadow_deny) with the rule, operation, channel, chain, recipients, USD value (decimal string, null when unknown), the user (op_jwt sub) and time; never the signed body, op_jwt or access key. Kept 90 days. Policies are evaluated inside the enclave on every v2 signature (account /wallet/sign, /withdraw, transfer steps; enclave sign_*; express /v2/wallet/sign/*), after the op_jwt and access-key checks and before the key is opened: any matching deny wins, else a matching allow is needed, else deny (403 POLICY_DENIED with rule_id). In shadow mode a would-be denial is signed and logged. Guide: docs/guide/policies.md.
+         */
+        get: operations["GetPolicyDecisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/wallet": {
         parameters: {
             query?: never;
@@ -956,7 +976,7 @@ export interface operations {
                                 deny?: string[];
                             };
                             max_usd_per_tx?: string;
-                            max_usd_per_day?: unknown;
+                            max_usd_per_day?: string;
                         }[];
                         built_in: boolean;
                     };
@@ -1012,7 +1032,7 @@ export interface operations {
                             deny?: string[];
                         };
                         max_usd_per_tx?: string;
-                        max_usd_per_day?: unknown;
+                        max_usd_per_day?: string;
                     }[];
                 };
             };
@@ -1044,7 +1064,7 @@ export interface operations {
                                 deny?: string[];
                             };
                             max_usd_per_tx?: string;
-                            max_usd_per_day?: unknown;
+                            max_usd_per_day?: string;
                         }[];
                     };
                 };
@@ -1091,6 +1111,87 @@ export interface operations {
             };
             /** @description Content-Type must be application/json */
             415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    GetPolicyDecisions: {
+        parameters: {
+            query?: {
+                limit?: string;
+            };
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        decisions: {
+                            /** @description ISO 8601 time of the decision */
+                            at: string;
+                            /**
+                             * @description shadow_deny: a shadow-mode would-be denial, signed
+                             * @enum {string}
+                             */
+                            decision: "allow" | "deny" | "shadow_deny";
+                            rule_id: string | null;
+                            reason: string;
+                            /** @enum {string} */
+                            operation: "sign_data" | "sign_message" | "sign_transaction" | "sign_authorization";
+                            /** @enum {string} */
+                            channel: "account" | "enclave" | "express";
+                            chain: string | null;
+                            recipients: string[];
+                            /** @description USD value as a decimal string; null when unknown */
+                            usd: string | null;
+                            /** @description the op_jwt's subject: the app's own user id */
+                            sub: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid input; the message names the field */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

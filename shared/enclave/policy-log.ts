@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import * as v from 'valibot';
+import type { Table } from '../db/client.ts';
+import { keys } from '../db/keys.ts';
+import { TABLE_TTL_ATTRIBUTE } from '../db/table-definition.ts';
+import { microToUsd, POLICY_CHANNELS, POLICY_OPERATIONS, type PolicyChannel, type PolicyOperation } from '../policies/policy.ts';
+
+/** How long a decision stays listable: DynamoDB TTL removes it after (may lag by days). */
+export const POLICY_LOG_TTL_DAYS = 90;
+
+/**
+ * One signing-policy decision in the app's audit log (issue 22), `POLICYLOG#<app_id>` /
+ * `<ISO time>#<random>`. Nothing secret: never the sign body, the op_jwt or the access key. `sub`
+ * is the app's own user id (the op_jwt's subject), shown to the app only.
+ */
+export interface PolicyDecisionRecord {
+  readonly at: string;
+  readonly decision: 'allow' | 'deny' | 'shadow_deny';
+  readonly rule_id: string | null;
+  readonly reason: string;
+  readonly operation: PolicyOperation;
+  readonly channel: PolicyChannel;
+  readonly chain: string | null;
+  readonly recipients: readonly string[];
+  /** The signature's USD value as a decimal string; null when unknown. */
+  readonly usd: string | null;
+  readonly sub: string | null;
+}
+
+export interface DecisionInput {
+  readonly decision: 'allow' | 'deny' | 'shadow_deny';
+  readonly rule_id: string | null;
+  readonly reason: string;
+  readonly operation: PolicyOperation;
+  readonly channel: PolicyChannel;
+  readonly chain?: string;
+  readonly recipients: readonly string[];
+  readonly usd?: bigint;
+  readonly sub?: string;
+}
+
+export async function recordPolicyDecision(table: Table, appId: string, input: DecisionInput, now: Date): Promise<PolicyDecisionRecord> {
+  const record: PolicyDecisionRecord = {
+    at: now.toISOString(),
+    decision: input.decision,
+    rule_id: input.rule_id,
+    reason: input.reason,
+    operation: input.operation,
+    channel: input.channel,
+    chain: input.chain ?? null,
+    recipients: [...input.recipients],
+    usd: input.usd === undefined ? null : microToUsd(input.usd),
+    sub: input.sub ?? null,
+  };
+  await table.doc.send(
+    new PutCommand({
+      TableName: table.name,
+      Item: {
+        ...keys.policyDecision(appId, `${record.at}#${randomUUID()}`),
+        ...record,
+        [TABLE_TTL_ATTRIBUTE]: Math.floor(now.getTime() / 1000) + POLICY_LOG_TTL_DAYS * 86_400,
+      },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    }),
+  );
+  return record;
+}
+
+/** The app's most recent decisions, newest first (`limit` 1-100). */
+export async function listPolicyDecisions(table: Table, appId: string, limit: number): Promise<PolicyDecisionRecord[]> {
+  const out = await table.doc.send(
+    new QueryCommand({
+      TableName: table.name,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': keys.policyDecisionsOf(appId) },
+      ScanIndexForward: false,
+      Limit: limit,
+      ConsistentRead: true,
+    }),
+  );
+  return (out.Items ?? []).map((item) => ({
+    at: item.at,
+    decision: item.decision,
+    rule_id: item.rule_id ?? null,
+    reason: item.reason,
+    operation: item.operation,
+    channel: item.channel,
+    chain: item.chain ?? null,
+    recipients: item.recipients ?? [],
+    usd: item.usd ?? null,
+    sub: item.sub ?? null,
+  }));
+}
+
+export const DECISIONS_DEFAULT_LIMIT = 20;
+export const DECISIONS_MAX_LIMIT = 100;
+const LIMIT_MESSAGE = `must be an integer from 1 to ${DECISIONS_MAX_LIMIT}`;
+
+/** The query of `GET {tee_url}/v2/api/policies/decisions`. */
+export const DecisionsQuery = v.object({
+  limit: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^[0-9]{1,3}$/, LIMIT_MESSAGE),
+      v.transform(Number),
+      v.minValue(1, LIMIT_MESSAGE),
+      v.maxValue(DECISIONS_MAX_LIMIT, LIMIT_MESSAGE),
+      v.description(`Default ${DECISIONS_DEFAULT_LIMIT}, at most ${DECISIONS_MAX_LIMIT}.`),
+    ),
+  ),
+});
+
+/** One entry of `GET {tee_url}/v2/api/policies/decisions` (OpenAPI). */
+export const PolicyDecisionEntry = v.object({
+  at: v.pipe(v.string(), v.description('ISO 8601 time of the decision')),
+  decision: v.pipe(v.picklist(['allow', 'deny', 'shadow_deny']), v.description('shadow_deny: a shadow-mode would-be denial, signed')),
+  rule_id: v.nullable(v.string()),
+  reason: v.string(),
+  operation: v.picklist(POLICY_OPERATIONS),
+  channel: v.picklist(POLICY_CHANNELS),
+  chain: v.nullable(v.string()),
+  recipients: v.array(v.string()),
+  usd: v.pipe(v.nullable(v.string()), v.description('USD value as a decimal string; null when unknown')),
+  sub: v.pipe(v.nullable(v.string()), v.description("the op_jwt's subject: the app's own user id")),
+});
+export const PolicyDecisionsResponse = v.object({ success: v.literal(true), decisions: v.array(PolicyDecisionEntry) });
