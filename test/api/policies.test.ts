@@ -194,6 +194,70 @@ describe('enforcement inside the enclave', () => {
     }
   });
 
+  // Issue 22, second increment: max_usd_per_day per user (op_jwt app + sub, rolling 24 h) and the decisions log.
+  it.runIf(sandbox.appsFile !== undefined)(
+    'max_usd_per_day 10 with to.allow [A]: 11 USDC denied, 5 allowed, B denied; of 20 concurrent 5-USDC signs of a fresh user exactly 2 pass; the decisions list shows them newest first',
+    async () => {
+      const sub = uniqueUser('policy-daily');
+      const racer = uniqueUser('policy-daily-race');
+      const [wallet, racerWallet] = [await enclaveWallet(sub), await enclaveWallet(racer)];
+      const arb = await chainInfo('ARB');
+      const usdc = arb.tokens.find((token) => token.token === 'USDC')?.address;
+      const pay = (to: string, usd: bigint) => erc20Transfer(to, { token: usdc, chainId: arb.chain_id, amount: usd * 1_000_000n });
+      try {
+        const put = await putPolicy({
+          mode: 'enforce',
+          rules: [{ id: 'daily-a', action: 'allow', operations: ['sign_transaction'], to: { allow: [A] }, max_usd_per_day: '10' }],
+        });
+        expect(put.status, JSON.stringify(put.body)).toBe(200);
+        expect(put.body.rules[0].max_usd_per_day).toBe('10');
+        expectDenied(await enclaveSign(sub, wallet, 'sign_transaction', pay(A, 11n)), null);
+        const five = await enclaveSign(sub, wallet, 'sign_transaction', pay(A, 5n));
+        expect(five.status, JSON.stringify(five.body)).toBe(200);
+        expectDenied(await enclaveSign(sub, wallet, 'sign_transaction', pay(B, 1n)), null);
+
+        const race = await Promise.all(Array.from({ length: 20 }, () => enclaveSign(racer, racerWallet, 'sign_transaction', pay(A, 5n))));
+        const statuses = race.map((response) => response.status);
+        expect(
+          statuses.filter((status) => status === 200),
+          JSON.stringify(statuses),
+        ).toHaveLength(2);
+        expect(statuses.filter((status) => status === 403)).toHaveLength(18);
+
+        const listed = await call('enclave', 'GET', '/v2/api/policies/decisions?limit=100', { headers: secret });
+        expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+        const decisions = listed.body.decisions as { sub: string; at: string; decision: string; usd: string | null; recipients: string[] }[];
+        const times = decisions.map((decision) => decision.at);
+        expect(times).toEqual([...times].sort().reverse());
+        const mine = decisions.filter((decision) => decision.sub === sub);
+        expect(mine.map((decision) => [decision.decision, decision.usd, decision.recipients])).toEqual([
+          ['deny', '1', [B]],
+          ['allow', '5', [A]],
+          ['deny', '11', [A]],
+        ]);
+        expect(mine[1]).toMatchObject({ rule_id: 'daily-a', operation: 'sign_transaction', channel: 'enclave', chain: 'ARB' });
+        const raced = decisions.filter((decision) => decision.sub === racer);
+        expect(raced.filter((decision) => decision.decision === 'allow')).toHaveLength(2);
+        // Nothing secret in the log.
+        expect(JSON.stringify(listed.body)).not.toMatch(/op_jwt|access_key|eyJ/);
+      } finally {
+        await putPolicy(ALLOW_ALL);
+      }
+    },
+  );
+
+  it('GET /v2/api/policies/decisions: 401 without the secret key, 400 on a bad limit, default 20', async () => {
+    expect((await call('enclave', 'GET', '/v2/api/policies/decisions', { headers: { 'x-service-secret-key': policyApp.api_key } })).status).toBe(401);
+    for (const limit of ['0', '101', 'x']) {
+      const response = await call('enclave', 'GET', `/v2/api/policies/decisions?limit=${limit}`, { headers: secret });
+      expect(response.status, limit).toBe(400);
+      expect(expectErrorShape(response.body).message).toContain('limit');
+    }
+    const response = await call('enclave', 'GET', '/v2/api/policies/decisions', { headers: secret });
+    expect(response.status).toBe(200);
+    expect(response.body.decisions.length).toBeLessThanOrEqual(20);
+  });
+
   it('channels: the account service is `account`, a direct call `enclave`, and claiming `account` in an op_jwt changes nothing', async () => {
     const sub = uniqueUser('policy-channels');
     const hash = keccak256(stringToBytes('policy channels'));
