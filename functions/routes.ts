@@ -304,6 +304,14 @@ export const ROUTES: readonly RouteDefinition[] = [
     entry: 'functions/enclave/get-policy.ts',
     needs: { table: { reads: [...BY_SECRET, 'policy'] }, delegates: true },
   },
+  // Reads only: the policy and the user's max_usd_per_day use (POLICYUSE#); signs, counts and logs nothing.
+  {
+    id: 'EvaluatePolicy',
+    service: 'enclave',
+    routeKey: 'POST /v2/api/policies/evaluate',
+    entry: 'functions/enclave/evaluate-policy.ts',
+    needs: { table: { reads: [...BY_SECRET, 'policy', 'policyUse'] }, chainData: true, delegates: true },
+  },
   {
     id: 'CreateWalletV1',
     service: 'enclave',

@@ -5,6 +5,8 @@ import { DecisionsQuery, PolicyDecisionsResponse } from '../../shared/enclave/po
 import {
   CreateWalletRequest,
   CreateWalletResponse,
+  EvaluatePolicyRequest,
+  EvaluatePolicyResponse,
   SignAuthorizationRequest,
   SignAuthorizationResponse,
   SignatureResponse,
@@ -314,6 +316,14 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     security: ['secretKey'],
     response: v.object({ ...PolicyResponse.entries, built_in: v.boolean() }),
     errors: [401],
+  },
+  EvaluatePolicy: {
+    summary: 'What the signing policy would decide for one request (signs nothing, counts nothing)',
+    description: `Body: sub, operation and the body that operation carries: a v2 sign_* body without op_jwt, access_key and wallet_id, or for operation withdraw the fields chain, token, to_address and amount (read as the ERC-20 transfer, native send or SPL transfer /withdraw would sign). channel defaults to enclave for sign_*, account for withdraw. max_usd_per_day is decided on the user's (sub) rolling-24 h total, as the signature would be; remaining_usd_today is what is left under the tightest daily limit in scope (null when none). ${POLICY_NOTE}`,
+    security: ['secretKey'],
+    body: EvaluatePolicyRequest,
+    response: EvaluatePolicyResponse,
+    errors: [400, 401, 415],
   },
   CreateWalletV1: {
     summary: 'v1: create a wallet sealed under an encryption_context',

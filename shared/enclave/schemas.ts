@@ -1,7 +1,9 @@
 import * as v from 'valibot';
 import { NonEmptyString } from '../http/schemas.ts';
+import { POLICY_CHANNELS } from '../policies/policy.ts';
 import { NetworkSchema } from '../wallets/networks.ts';
 import { Address, ChainId, Nonce, SignDataFields, SignMessageFields, SignTransactionFields } from '../wallets/schemas.ts';
+import { WithdrawRequest } from '../withdrawals/withdraw-rules.ts';
 
 /** Request and response schemas of the wallet enclave service (v2). */
 export const WalletGroupId = v.pipe(
@@ -94,4 +96,55 @@ export const SignAuthorizationResponse = v.object({
   wallet_id: v.string(),
   public_address: v.string(),
   authorization: v.object({ address: v.string(), chainId: v.number(), nonce: v.number(), r: v.string(), s: v.string(), yParity: v.number() }),
+});
+
+/**
+ * `POST {tee_url}/v2/api/policies/evaluate` (issue 22): what the app's policy would decide for one
+ * request, signing nothing and counting nothing. The body is a v2 sign body without its
+ * authorisation (op_jwt, access_key, wallet_id), or a withdrawal (`chain`, `token`, `to_address`,
+ * `amount`) read as the transaction /withdraw would have signed.
+ */
+const Common = {
+  sub: v.pipe(
+    NonEmptyString(256),
+    v.description("The user (the op_jwt's sub a signature would carry): max_usd_per_day is decided on their rolling-24 h total, read and never added to."),
+  ),
+  channel: v.optional(
+    v.pipe(
+      v.picklist(POLICY_CHANNELS, `must be one of ${POLICY_CHANNELS.join(', ')}`),
+      v.description(
+        'The channel the signature would come through. Default: enclave for the sign_* operations, account for withdraw (the only channel /withdraw signs on).',
+      ),
+    ),
+  ),
+};
+const { chain, token, to_address, amount } = WithdrawRequest.entries;
+
+export const EvaluatePolicyRequest = v.variant(
+  'operation',
+  [
+    v.object({ operation: v.literal('sign_data'), ...Common, ...SignDataFields }),
+    v.object({ operation: v.literal('sign_message'), ...Common, ...SignMessageFields }),
+    v.object({ operation: v.literal('sign_transaction'), ...Common, ...SignTransactionFields }),
+    v.object({ operation: v.literal('sign_authorization'), ...Common, ...SignAuthorizationFields }),
+    v.object({ operation: v.literal('withdraw'), ...Common, chain, token, to_address, amount }),
+  ],
+  'must be one of sign_data, sign_message, sign_transaction, sign_authorization, withdraw',
+);
+export type EvaluatePolicyInput = v.InferOutput<typeof EvaluatePolicyRequest>;
+
+export const EvaluatePolicyResponse = v.object({
+  success: v.literal(true),
+  decision: v.picklist(['allow', 'deny']),
+  rule_id: v.pipe(v.nullable(v.string()), v.description('The rule that decided; null when no rule allows the request.')),
+  reason: v.pipe(v.string(), v.description('Names the rule and the condition, never the body.')),
+  shadow: v.optional(
+    v.pipe(v.literal(true), v.description('Present when the policy is in shadow mode and would deny: the signature would go through, logged.')),
+  ),
+  remaining_usd_today: v.pipe(
+    v.nullable(v.string()),
+    v.description(
+      'Decimal USD the user (sub) may still sign in the rolling 24 h under the tightest max_usd_per_day of the rules in scope of the request (operation, channel, chain), after what was counted; null when no such rule is in scope.',
+    ),
+  ),
 });

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadDevCredentials } from '../../infra/local/cli/sandbox.ts';
 import { createAccountClient, unwrap } from '../../shared/client/index.ts';
 import { sandboxChains } from './support/chains.ts';
 import { appOne, mintToken, registerPublicHashes, sandbox, uniqueUser } from './support/client.ts';
@@ -87,6 +88,9 @@ describe.runIf(isSandbox)('npm run demo', () => {
 
     expectWholeWalk(run);
     expect(run.stdout).toContain(`acting as user "${sub}"`);
+    // Policies are per app: with --token the demo leaves the app's policy alone (appOne keeps none).
+    expect(run.stdout).not.toContain('Signing policies (the dev app)');
+    expect(run.stdout).toContain("with --token the demo leaves your app's policy alone");
     // Credentials are masked, never printed.
     expect(run.stdout).not.toContain(token);
     expect(run.stdout).not.toContain(token.split('.')[2]!);
@@ -150,6 +154,16 @@ describe.runIf(isSandbox && process.env.TEST_DYNAMODB === 'dynalite')('npm run d
       expectWholeWalk(run);
       expect(run.stdout).toMatch(/acting as user "demo-[0-9a-f]{8}" \(fresh for this run/);
       expect(run.stdout).toContain(`sandbox data in ${dataDir}; applications: the dev app`);
+      // The dev app's signing policy: a denial with its rule, the shadow decision, then the default's rules put back.
+      expect(run.stdout).toContain('\n12. Signing policies (the dev app)\n');
+      expect(run.stdout).toMatch(/refused +403 POLICY_DENIED, rule_id demo\.no-account-signing\n/);
+      expect(run.stdout).toMatch(/evaluate +allow \(shadow: true\), rule_id demo\.no-account-signing\n/);
+      expect(run.stdout).toMatch(/restored +version 3: the built-in default's rules, now stored/);
+      const devApp = await loadDevCredentials(dataDir);
+      const policy = await fetch(`${runtime.urls.enclave}/v2/api/policies`, { headers: { 'x-service-secret-key': devApp.secret_key } });
+      const current = (await policy.json()) as { version: number; mode: string; rules: { id: string }[]; built_in: boolean };
+      expect(current).toMatchObject({ version: 3, mode: 'enforce', built_in: false });
+      expect(current.rules.map((rule) => rule.id)).toContain('default.express-no-raw-hash');
       // The printed command follows the demo's task as the demo's user (without --sub it would be
       // alice's view: "no task"), and works as printed.
       const user = /acting as user "(demo-[0-9a-f]{8})"/.exec(run.stdout)![1]!;

@@ -160,7 +160,9 @@ describe('table fence (dynamodb:LeadingKeys)', () => {
   it("lets only PUT /v2/api/policies write an app's signing policy, and only the enclave read it (issue 22)", () => {
     expect(writers('policy')).toEqual(new Set(['PutPolicy']));
     const readers = FUNCTIONS.filter(({ id }) => allowsItem(statementsOf.get(id)!, 'dynamodb:GetItem', SAMPLE_KEYS.policy)).map(({ id }) => id);
-    expect(new Set(readers)).toEqual(new Set(['PutPolicy', 'GetPolicy', 'SignDataV2', 'SignMessageV2', 'SignTransactionV2', 'SignAuthorizationV2']));
+    expect(new Set(readers)).toEqual(
+      new Set(['PutPolicy', 'GetPolicy', 'EvaluatePolicy', 'SignDataV2', 'SignMessageV2', 'SignTransactionV2', 'SignAuthorizationV2']),
+    );
   });
 
   it("lets only the enclave's v2 sign routes write the max_usd_per_day counters and the decision log, which GET /v2/api/policies/decisions reads (issue 22)", () => {

@@ -1,13 +1,22 @@
 import { decodeJwt } from 'jose';
 import { type Address, formatUnits, getAddress, keccak256, parseUnits, recoverAddress, stringToBytes } from 'viem';
-import { type AccountClient, ApiError, createAccountClient, type Middleware, unwrap } from '../../../shared/client/index.ts';
+import {
+  type AccountClient,
+  ApiError,
+  createAccountClient,
+  createEnclaveClient,
+  type EnclaveClient,
+  type Middleware,
+  unwrap,
+} from '../../../shared/client/index.ts';
 import { CliError, discoverSandbox, parseCli, runCli, usageError, userCredentials } from './sandbox.ts';
 import { changes, failureLine } from './task-view.ts';
 
 /**
  * `npm run demo`: a guided walk through the product against the running sandbox, with the typed
  * client (shared/client/) for every call: an account and its wallets, a signature, faucet USDC, a
- * withdrawal, venue_b onboarding, a transfer to the venue watched to completion, and back. Each
+ * withdrawal, venue_b onboarding, a transfer to the venue watched to completion, and back; on the
+ * dev app also a signing policy (a denial, shadow mode, the previous policy put back). Each
  * request is printed (method, path, body; credentials masked) with the essential part of its answer.
  * Any unexpected answer ends it with one line naming the section and the answer, and exit code 1.
  */
@@ -148,6 +157,71 @@ async function watchTask(quiet: AccountClient, taskId: string, resumeFlags: stri
       unexpected(`task ${taskId} still ${task.status} after ${TASK_TIMEOUT_MS / 1000} s; follow it: npm run task:watch -- ${taskId}${resumeFlags}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
+}
+
+// ---------- signing policies ----------
+
+/** What the demo's policy refuses: the account service's message signatures (POST /wallet/sign). */
+const DENY_RULE = 'demo.no-account-signing';
+const demoRules = () => [
+  { id: DENY_RULE, action: 'deny' as const, operations: ['sign_data' as const, 'sign_message' as const], channels: ['account' as const] },
+  {
+    id: 'demo.everything-else',
+    action: 'allow' as const,
+    operations: ['sign_data' as const, 'sign_message' as const, 'sign_transaction' as const, 'sign_authorization' as const],
+  },
+];
+
+/**
+ * Sets a policy on the dev app, shows a denial (403 POLICY_DENIED with rule_id) and the same policy
+ * in shadow mode, then PUTs back the policy the app had: the built-in default's rules when it had
+ * none (there is no DELETE; GET then shows them as a stored version, built_in false).
+ */
+async function policiesSection(api: AccountClient, enclave: EnclaveClient): Promise<void> {
+  section(
+    'Signing policies (the dev app)',
+    "PUT {tee_url}/v2/api/policies (app secret key) sets what the app's wallets may sign; the enclave holds every signature to it before the key is opened. POST /v2/api/policies/evaluate says what it would decide, signing nothing.",
+  );
+  enclave.use(printingMiddleware());
+  const before = await expectOk(enclave.GET('/v2/api/policies'));
+  show('policy in force', before.built_in ? `the built-in default (version 0, ${before.rules.length} rules)` : `version ${before.version} (${before.mode})`);
+  const set = await expectOk(enclave.PUT('/v2/api/policies', { body: { mode: 'enforce', rules: demoRules() } }));
+  show('version', set.version);
+  const message = `perp-wallet demo policy ${new Date().toISOString()}`;
+  const refused = await api.POST('/wallet/sign', { body: { message } });
+  const error = (refused.error as { error?: { code?: string; rule_id?: string | null; message?: string } } | undefined)?.error;
+  if (refused.response.status !== 403 || error?.code !== 'POLICY_DENIED' || error.rule_id !== DENY_RULE) {
+    unexpected(`POST /wallet/sign answered ${refused.response.status} ${JSON.stringify(refused.error ?? refused.data)}, not 403 POLICY_DENIED (${DENY_RULE})`);
+  }
+  show('refused', `403 ${error.code}, rule_id ${error.rule_id}`);
+  show('reason', error.message ?? '');
+  const asked = await expectOk(
+    enclave.POST('/v2/api/policies/evaluate', {
+      body: { sub: 'demo-user', operation: 'sign_data', raw_data_hash: keccak256(stringToBytes(message)), channel: 'account' },
+    }),
+  );
+  show('evaluate', `${asked.decision} (rule_id ${asked.rule_id})`);
+  if (asked.decision !== 'deny') unexpected(`evaluate said ${asked.decision}, not deny`);
+
+  out('   The same rules in shadow mode: a would-be denial is signed, and logged at WARN.');
+  await expectOk(enclave.PUT('/v2/api/policies', { body: { mode: 'shadow', rules: demoRules() } }));
+  const shadowed = await expectOk(
+    enclave.POST('/v2/api/policies/evaluate', {
+      body: { sub: 'demo-user', operation: 'sign_data', raw_data_hash: keccak256(stringToBytes(message)), channel: 'account' },
+    }),
+  );
+  show('evaluate', `${shadowed.decision}${shadowed.shadow ? ' (shadow: true)' : ''}, rule_id ${shadowed.rule_id}`);
+  if (shadowed.decision !== 'allow' || !shadowed.shadow) unexpected(`evaluate in shadow mode said ${JSON.stringify(shadowed)}`);
+  const signed = await expectOk(api.POST('/wallet/sign', { body: { message } }));
+  show('signed anyway', `${signed.signature.slice(0, 20)}…${signed.signature.slice(-8)}`);
+
+  const restored = await expectOk(enclave.PUT('/v2/api/policies', { body: { mode: before.mode, rules: before.rules } }));
+  show(
+    'restored',
+    before.built_in
+      ? `version ${restored.version}: the built-in default's rules, now stored (no DELETE: GET shows built_in false)`
+      : `version ${restored.version}: the rules of version ${before.version}`,
+  );
 }
 
 // ---------- the walk ----------
@@ -318,8 +392,13 @@ async function main(): Promise<void> {
   show('wallet ARB USDC', wallet.assets.USDC ?? '(none)');
   show('wallet ARB ETH', wallet.assets.ETH ?? '(none)');
   show(`${VENUE} balance`, venue.assets ? `${venue.assets.balance} USDC` : `unreadable: ${venue.error}`);
+
+  if (info?.applications === 'dev') await policiesSection(api, createEnclaveClient({ baseUrl: info.urls.enclave, secretKey: credentials.secretKey }));
+  else out("\n(Signing policies are shown on the dev app only: with --token the demo leaves your app's policy alone.)");
   out();
-  out('Done: account, signature, faucet, withdrawal, venue onboarding and two transfers, all through the typed client (shared/client/).');
+  out(
+    `Done: account, signature, faucet, withdrawal, venue onboarding and two transfers${info?.applications === 'dev' ? ', a signing policy' : ''}, all through the typed client (shared/client/).`,
+  );
   out(`This user's tasks: npm run tasks --${resumeFlags}`);
   out('Next: docs/guide/ for each service, docs/openapi/ for the reference, GET /docs on each service for the rendered page.');
 }

@@ -165,6 +165,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/api/policies/evaluate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What the signing policy would decide for one request (signs nothing, counts nothing)
+         * @description Body: sub, operation and the body that operation carries: a v2 sign_* body without op_jwt, access_key and wallet_id, or for operation withdraw the fields chain, token, to_address and amount (read as the ERC-20 transfer, native send or SPL transfer /withdraw would sign). channel defaults to enclave for sign_*, account for withdraw. max_usd_per_day is decided on the user's (sub) rolling-24 h total, as the signature would be; remaining_usd_today is what is left under the tightest daily limit in scope (null when none). Policies are evaluated inside the enclave on every v2 signature (account /wallet/sign, /withdraw, transfer steps; enclave sign_*; express /v2/wallet/sign/*), after the op_jwt and access-key checks and before the key is opened: any matching deny wins, else a matching allow is needed, else deny (403 POLICY_DENIED with rule_id). In shadow mode a would-be denial is signed and logged. Guide: docs/guide/policies.md.
+         */
+        post: operations["EvaluatePolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/wallet": {
         parameters: {
             query?: never;
@@ -1192,6 +1212,222 @@ export interface operations {
             };
             /** @description Missing or invalid credentials */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    EvaluatePolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    operation: "sign_data";
+                    /** @description The user (the op_jwt's sub a signature would carry): max_usd_per_day is decided on their rolling-24 h total, read and never added to. */
+                    sub: string;
+                    /**
+                     * @description The channel the signature would come through. Default: enclave for the sign_* operations, account for withdraw (the only channel /withdraw signs on).
+                     * @enum {string}
+                     */
+                    channel?: "account" | "enclave" | "express";
+                    raw_data_hash: string;
+                } | {
+                    /** @constant */
+                    operation: "sign_message";
+                    /** @description The user (the op_jwt's sub a signature would carry): max_usd_per_day is decided on their rolling-24 h total, read and never added to. */
+                    sub: string;
+                    /**
+                     * @description The channel the signature would come through. Default: enclave for the sign_* operations, account for withdraw (the only channel /withdraw signs on).
+                     * @enum {string}
+                     */
+                    channel?: "account" | "enclave" | "express";
+                    /** @description utf8 text, or 0x-hex bytes when encoding is "hex". */
+                    message: string;
+                    /**
+                     * @default utf8
+                     * @enum {string}
+                     */
+                    encoding?: "utf8" | "hex";
+                } | {
+                    /** @constant */
+                    operation: "sign_transaction";
+                    /** @description The user (the op_jwt's sub a signature would carry): max_usd_per_day is decided on their rolling-24 h total, read and never added to. */
+                    sub: string;
+                    /**
+                     * @description The channel the signature would come through. Default: enclave for the sign_* operations, account for withdraw (the only channel /withdraw signs on).
+                     * @enum {string}
+                     */
+                    channel?: "account" | "enclave" | "express";
+                    transaction: {
+                        /** @enum {string} */
+                        type?: "legacy" | "eip2930" | "eip1559" | "eip4844" | "eip7702" | "0x0" | "0x1" | "0x2" | "0x3" | "0x4";
+                        /** @description EIP-155 chain id. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        chainId: string | number;
+                        /** @description The sender's transaction nonce. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        nonce: string | number;
+                        /** @description Optional; when given it must be this wallet's address (any case). */
+                        from?: string;
+                        to?: string | null;
+                        /** @description Wei. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        value?: string | number;
+                        data?: string;
+                        /** @description JSON-RPC's name for data; when both are given they must be equal. */
+                        input?: string;
+                        /** @description Gas limit. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        gas?: string | number;
+                        /** @description Wei per gas (legacy, eip2930). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        gasPrice?: string | number;
+                        /** @description Wei per gas (eip1559, eip4844, eip7702). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxFeePerGas?: string | number;
+                        /** @description Wei per gas (eip1559, eip4844, eip7702). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxPriorityFeePerGas?: string | number;
+                        /** @description Wei per blob gas (eip4844). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                        maxFeePerBlobGas?: string | number;
+                        accessList?: {
+                            address: string;
+                            storageKeys: string[];
+                        }[];
+                        blobVersionedHashes?: string[];
+                        authorizationList?: {
+                            address?: string;
+                            contractAddress?: string;
+                            /** @description The chain the authorisation is valid on (0: any). A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            chainId: string | number;
+                            /** @description The authorising account's nonce. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            nonce: string | number;
+                            r: string;
+                            s: string;
+                            /** @description The signature's y parity. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            yParity?: string | number;
+                            /** @description Deprecated form of yParity: 27 or 28. A decimal string, 0x hex or JSON integer; a JSON number must be a safe integer. */
+                            v?: string | number;
+                        }[];
+                    } | string;
+                } | {
+                    /** @constant */
+                    operation: "sign_authorization";
+                    /** @description The user (the op_jwt's sub a signature would carry): max_usd_per_day is decided on their rolling-24 h total, read and never added to. */
+                    sub: string;
+                    /**
+                     * @description The channel the signature would come through. Default: enclave for the sign_* operations, account for withdraw (the only channel /withdraw signs on).
+                     * @enum {string}
+                     */
+                    channel?: "account" | "enclave" | "express";
+                    chain_id: number;
+                    /** @description The delegate contract; must be one the enclave is configured to allow. */
+                    contract_address: string;
+                    /** @description The account's transaction nonce the authorisation is valid at. */
+                    nonce: number;
+                } | {
+                    /** @constant */
+                    operation: "withdraw";
+                    /** @description The user (the op_jwt's sub a signature would carry): max_usd_per_day is decided on their rolling-24 h total, read and never added to. */
+                    sub: string;
+                    /**
+                     * @description The channel the signature would come through. Default: enclave for the sign_* operations, account for withdraw (the only channel /withdraw signs on).
+                     * @enum {string}
+                     */
+                    channel?: "account" | "enclave" | "express";
+                    /**
+                     * @default ARB
+                     * @enum {string}
+                     */
+                    chain?: "ETH" | "ARB" | "POL" | "SOL" | "INK";
+                    /**
+                     * @default USDC
+                     * @enum {string}
+                     */
+                    token?: "ETH" | "USDC" | "USDC.E" | "POL" | "SOL";
+                    to_address: string;
+                    /** @description Decimal string, e.g. "12.5"; at most the token's decimals, and at most what the token can hold (2^256 - 1 base units on EVM chains, 2^64 - 1 on Solana). */
+                    amount: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @enum {string} */
+                        decision: "allow" | "deny";
+                        /** @description The rule that decided; null when no rule allows the request. */
+                        rule_id: string | null;
+                        /** @description Names the rule and the condition, never the body. */
+                        reason: string;
+                        /**
+                         * @description Present when the policy is in shadow mode and would deny: the signature would go through, logged.
+                         * @constant
+                         */
+                        shadow?: true;
+                        /** @description Decimal USD the user (sub) may still sign in the rolling 24 h under the tightest max_usd_per_day of the rules in scope of the request (operation, channel, chain), after what was counted; null when no such rule is in scope. */
+                        remaining_usd_today: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input; the message names the field */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;

@@ -8,6 +8,8 @@ export const sandbox: Sandbox = inject('sandbox');
 export const [appOne, appTwo] = sandbox.apps as [TestApp, TestApp];
 /** The app whose signing policy test/api/policies.test.ts sets (global-setup.ts TEST_APPS): no other file may use it. */
 export const policyApp = sandbox.apps[2] as TestApp;
+/** The app whose policies test/api/policies-evaluate.test.ts sets (global-setup.ts TEST_APPS): no other file may use it. */
+export const policyEvaluateApp = sandbox.apps[3] as TestApp;
 
 export interface ApiResponse<T = any> {
   readonly status: number;

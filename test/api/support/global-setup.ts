@@ -72,12 +72,15 @@ async function makeIdentityProvider(appId: string) {
  * app-one is a new app (created after 2026-07-31: banned from express v1); app-two is an older
  * app (redirected from express v1) that still has a legacy iframe-login provider id. app-policy
  * belongs to test/api/policies.test.ts alone: a signing policy is per app, and one set on a shared
- * app would refuse other files' signatures while they run alongside.
+ * app would refuse other files' signatures while they run alongside. app-policy-evaluate belongs to
+ * test/api/policies-evaluate.test.ts alone, for the same reason (its policies would change the
+ * decisions policies.test.ts asserts).
  */
 const TEST_APPS = [
   { label: 'app-one', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
   { label: 'app-two', created_at: '2026-03-01T00:00:00.000Z', legacy_provider_ids: ['app-two-legacy-iframe'] },
   { label: 'app-policy', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
+  { label: 'app-policy-evaluate', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
 ];
 
 function testApp(
