@@ -1,6 +1,7 @@
 import { encodeFunctionData, erc20Abi, getAddress } from 'viem';
 import { describe, expect, it } from 'vitest';
-import { appOne, call, expectErrorShape, policyEvaluateApp, uniqueUser } from './support/client.ts';
+import { chainInfo } from './support/chains.ts';
+import { appOne, call, expectErrorShape, mintToken, policyEvaluateApp, sandbox, uniqueUser } from './support/client.ts';
 
 /**
  * POST {tee_url}/v2/api/policies/evaluate (issue 22): the decision the enclave would make, signing
@@ -141,6 +142,47 @@ describe('POST /v2/api/policies/evaluate', () => {
     expect(eleven.body).toMatchObject({ decision: 'deny', rule_id: null, remaining_usd_today: '10' });
     // No daily limit in scope (sign_message): null.
     expectDecision(await evaluate({ sub, operation: 'sign_message', message: 'hello' }), 'allow', 'messages');
+  });
+
+  // A real signature counts; evaluate then reads what is left. The sandbox's USDC contract (GET /sandbox/chains); a deployed stack's differs.
+  it.runIf(sandbox.appsFile !== undefined)('after a signed 5 USDC transfer, remaining_usd_today is 5 and another 6 is denied', async () => {
+    await putPolicy({
+      mode: 'enforce',
+      rules: [{ id: 'daily', action: 'allow', operations: ['sign_transaction'], chains: ['ARB'], max_usd_per_day: '10' }],
+    });
+    const sub = uniqueUser('evaluate-counted');
+    const created = await call('enclave', 'POST', '/v2/api/wallet', {
+      headers: secret,
+      json: { auth_jwt: await mintToken(policyEvaluateApp, sub), network: 'ARB', wallet_group_id: 'default' },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const usdc = (await chainInfo('ARB')).tokens.find((entry) => entry.token === 'USDC')!.address!;
+    const transaction = {
+      type: 'eip1559',
+      chainId: 42161,
+      nonce: 0,
+      to: usdc,
+      value: '0',
+      data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [A, 5_000_000n] }),
+      gas: '60000',
+      maxFeePerGas: '10',
+      maxPriorityFeePerGas: '1',
+    };
+    const signed = await call('enclave', 'POST', '/v2/api/wallet/sign_transaction', {
+      headers: secret,
+      json: {
+        op_jwt: await mintToken(policyEvaluateApp, sub, { ttlSeconds: 120 }),
+        access_key: created.body.access_key,
+        wallet_id: created.body.wallet_id,
+        transaction,
+      },
+    });
+    expect(signed.status, JSON.stringify(signed.body)).toBe(200);
+    const five = await evaluate(withdraw({ sub }));
+    expect(five.body).toMatchObject({ decision: 'allow', rule_id: 'daily', remaining_usd_today: '5' });
+    const six = await evaluate(withdraw({ sub, amount: '6' }));
+    expect(six.body).toMatchObject({ decision: 'deny', rule_id: null, remaining_usd_today: '5' });
+    expect(six.body.reason).toContain('no rule allows');
   });
 
   it('in shadow mode a would-be denial is allow with shadow: true and the rule that would deny; evaluating stores nothing', async () => {
