@@ -1,12 +1,13 @@
 import * as v from 'valibot';
 import { DemoBalanceQuery } from '../../shared/accounts/demo-balance.ts';
 import { Account, CreateAccountResponse, SignRequest, SignResponse } from '../../shared/accounts/schemas.ts';
-import { DecisionsQuery, PolicyDecisionsResponse } from '../../shared/enclave/policy-log.ts';
 import {
   CreateWalletRequest,
   CreateWalletResponse,
+  DecisionsQuery,
   EvaluatePolicyRequest,
   EvaluatePolicyResponse,
+  PolicyDecisionsResponse,
   SignAuthorizationRequest,
   SignAuthorizationResponse,
   SignatureResponse,

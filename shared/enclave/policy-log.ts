@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import * as v from 'valibot';
 import type { Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
 import { TABLE_TTL_ATTRIBUTE } from '../db/table-definition.ts';
-import { microToUsd, POLICY_CHANNELS, POLICY_OPERATIONS, type PolicyChannel, type PolicyOperation } from '../policies/policy.ts';
+import { microToUsd, type PolicyChannel, type PolicyOperation } from '../policies/policy.ts';
 
 /** How long a decision stays listable: DynamoDB TTL removes it after (may lag by days). */
 export const POLICY_LOG_TTL_DAYS = 90;
@@ -92,36 +91,3 @@ export async function listPolicyDecisions(table: Table, appId: string, limit: nu
     sub: item.sub ?? null,
   }));
 }
-
-export const DECISIONS_DEFAULT_LIMIT = 20;
-export const DECISIONS_MAX_LIMIT = 100;
-const LIMIT_MESSAGE = `must be an integer from 1 to ${DECISIONS_MAX_LIMIT}`;
-
-/** The query of `GET {tee_url}/v2/api/policies/decisions`. */
-export const DecisionsQuery = v.object({
-  limit: v.optional(
-    v.pipe(
-      v.string(),
-      v.regex(/^[0-9]{1,3}$/, LIMIT_MESSAGE),
-      v.transform(Number),
-      v.minValue(1, LIMIT_MESSAGE),
-      v.maxValue(DECISIONS_MAX_LIMIT, LIMIT_MESSAGE),
-      v.description(`Default ${DECISIONS_DEFAULT_LIMIT}, at most ${DECISIONS_MAX_LIMIT}.`),
-    ),
-  ),
-});
-
-/** One entry of `GET {tee_url}/v2/api/policies/decisions` (OpenAPI). */
-export const PolicyDecisionEntry = v.object({
-  at: v.pipe(v.string(), v.description('ISO 8601 time of the decision')),
-  decision: v.pipe(v.picklist(['allow', 'deny', 'shadow_deny']), v.description('shadow_deny: a shadow-mode would-be denial, signed')),
-  rule_id: v.nullable(v.string()),
-  reason: v.string(),
-  operation: v.picklist(POLICY_OPERATIONS),
-  channel: v.picklist(POLICY_CHANNELS),
-  chain: v.nullable(v.string()),
-  recipients: v.array(v.string()),
-  usd: v.pipe(v.nullable(v.string()), v.description('USD value as a decimal string; null when unknown')),
-  sub: v.pipe(v.nullable(v.string()), v.description("the op_jwt's subject: the app's own user id")),
-});
-export const PolicyDecisionsResponse = v.object({ success: v.literal(true), decisions: v.array(PolicyDecisionEntry) });
