@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { NonEmptyString } from '../http/schemas.ts';
+import { LimitQuery, NonEmptyString } from '../http/schemas.ts';
 import { POLICY_CHANNELS, POLICY_OPERATIONS } from '../policies/policy.ts';
 import { NetworkSchema } from '../wallets/networks.ts';
 import { Address, ChainId, Nonce, SignDataFields, SignMessageFields, SignTransactionFields } from '../wallets/schemas.ts';
@@ -151,21 +151,8 @@ export const EvaluatePolicyResponse = v.object({
 
 export const DECISIONS_DEFAULT_LIMIT = 20;
 export const DECISIONS_MAX_LIMIT = 100;
-const LIMIT_MESSAGE = `must be an integer from 1 to ${DECISIONS_MAX_LIMIT}`;
-
 /** The query of `GET {tee_url}/v2/api/policies/decisions`. */
-export const DecisionsQuery = v.object({
-  limit: v.optional(
-    v.pipe(
-      v.string(),
-      v.regex(/^[0-9]{1,3}$/, LIMIT_MESSAGE),
-      v.transform(Number),
-      v.minValue(1, LIMIT_MESSAGE),
-      v.maxValue(DECISIONS_MAX_LIMIT, LIMIT_MESSAGE),
-      v.description(`Default ${DECISIONS_DEFAULT_LIMIT}, at most ${DECISIONS_MAX_LIMIT}.`),
-    ),
-  ),
-});
+export const DecisionsQuery = LimitQuery(DECISIONS_DEFAULT_LIMIT, DECISIONS_MAX_LIMIT);
 
 /** One entry of `GET {tee_url}/v2/api/policies/decisions` (OpenAPI). */
 export const PolicyDecisionEntry = v.object({

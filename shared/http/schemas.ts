@@ -53,3 +53,23 @@ export const DecimalUint = (bits: 64 | 256) => {
     v.description(`A uint${bits} as a decimal string: at most 2^${bits} - 1.`),
   );
 };
+
+/**
+ * A list route's `?limit=`: a whole number from 1 to `max` as a query string, `defaultLimit` when
+ * absent (the handler applies it); `note` adds to the OpenAPI description.
+ */
+export const LimitQuery = (defaultLimit: number, max: number, note = '') => {
+  const message = `must be an integer from 1 to ${max}`;
+  return v.object({
+    limit: v.optional(
+      v.pipe(
+        v.string(),
+        v.regex(/^[0-9]{1,3}$/, message),
+        v.transform(Number),
+        v.minValue(1, message),
+        v.maxValue(max, message),
+        v.description(`Default ${defaultLimit}, at most ${max}${note}.`),
+      ),
+    ),
+  });
+};

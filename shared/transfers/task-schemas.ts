@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { LimitQuery } from '../http/schemas.ts';
 import { TRANSFER_LOCATIONS } from './schemas.ts';
 
 /**
@@ -7,20 +8,7 @@ import { TRANSFER_LOCATIONS } from './schemas.ts';
  */
 export const TASKS_DEFAULT_LIMIT = 5;
 export const TASKS_MAX_LIMIT = 50;
-const LIMIT_MESSAGE = `must be an integer from 1 to ${TASKS_MAX_LIMIT}`;
-
-export const TasksQuery = v.object({
-  limit: v.optional(
-    v.pipe(
-      v.string(),
-      v.regex(/^[0-9]{1,3}$/, LIMIT_MESSAGE),
-      v.transform(Number),
-      v.minValue(1, LIMIT_MESSAGE),
-      v.maxValue(TASKS_MAX_LIMIT, LIMIT_MESSAGE),
-      v.description(`Default ${TASKS_DEFAULT_LIMIT}, at most ${TASKS_MAX_LIMIT} (our choice; the spec leaves the maximum open).`),
-    ),
-  ),
-});
+export const TasksQuery = LimitQuery(TASKS_DEFAULT_LIMIT, TASKS_MAX_LIMIT, ' (our choice; the spec leaves the maximum open)');
 
 export const TaskAccepted = v.object({
   success: v.literal(true),
