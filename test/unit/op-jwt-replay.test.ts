@@ -1,13 +1,9 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
 import { recordOpJwtUse } from '../../shared/auth/op-jwt-replay.ts';
 import { DEFAULT_V1_RETIREMENT } from '../../shared/config.ts';
-import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
-import { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
+import type { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { getItem } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
@@ -15,7 +11,7 @@ import { TABLE_TTL_ATTRIBUTE } from '../../shared/db/table-definition.ts';
 import { createWallet, type EnclaveDeps } from '../../shared/enclave/create-wallet.ts';
 import { withWalletKey } from '../../shared/enclave/use-wallet.ts';
 import { UnauthorizedError } from '../../shared/errors.ts';
-import { startDynaliteTable } from './support/dynalite-table.ts';
+import { startEnclaveFixture } from './support/enclave-fixture.ts';
 import { signTestOpJwt } from './support/op-jwt.ts';
 import { SIGN_MESSAGE } from './support/signing-request.ts';
 
@@ -30,19 +26,11 @@ const deps = (): EnclaveDeps => ({ table, keyWrapper, now: () => new Date(), v1R
 const opJwt = (sub: string, claims: Record<string, unknown> = {}) => signTestOpJwt(issuerKey, { iss: app.oidc.issuer, aud: 'replay-api', sub, extra: claims });
 
 beforeAll(async () => {
-  ({ table, stop } = await startDynaliteTable('op-jwt-replay'));
-  keyWrapper = new LocalKeyWrapper(await mkdtemp(join(tmpdir(), 'op-jwt-replay-')), 'enclave');
-  const { privateJwk, publicJwk } = await generateEs256Jwk();
-  issuerKey = privateJwk;
-  app = {
-    app_id: 'replay-app',
-    created_at: '2026-01-01T00:00:00Z',
-    oidc: { provider_id: 'idp', issuer: 'https://idp.replay.test', audience: 'replay-api', jwks: { keys: [publicJwk] } },
-    secret_key_hash: '00',
-    api_key_hash: '00',
-    trusted_keys: [],
-    default_wallet_group_id: 'default',
-  };
+  ({ table, stop, keyWrapper, issuerKey, app } = await startEnclaveFixture('op-jwt-replay', {
+    appId: 'replay-app',
+    issuer: 'https://idp.replay.test',
+    audience: 'replay-api',
+  }));
 });
 afterAll(() => stop());
 

@@ -1,12 +1,8 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
 import { DEFAULT_V1_RETIREMENT } from '../../shared/config.ts';
-import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
-import { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
+import type { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { getItem } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
@@ -16,7 +12,7 @@ import { withWalletKey } from '../../shared/enclave/use-wallet.ts';
 import { PolicyDeniedError } from '../../shared/errors.ts';
 import { logger } from '../../shared/logger.ts';
 import type { Policy } from '../../shared/policies/policy.ts';
-import { startDynaliteTable } from './support/dynalite-table.ts';
+import { startEnclaveFixture } from './support/enclave-fixture.ts';
 import { signTestOpJwt } from './support/op-jwt.ts';
 
 /**
@@ -41,19 +37,11 @@ const NO_RAW_HASHES: Policy = {
 };
 
 beforeAll(async () => {
-  ({ table, stop } = await startDynaliteTable('policy-enforcement'));
-  keyWrapper = new LocalKeyWrapper(await mkdtemp(join(tmpdir(), 'policy-enforcement-')), 'enclave');
-  const { privateJwk, publicJwk } = await generateEs256Jwk();
-  issuerKey = privateJwk;
-  app = {
-    app_id: 'policy-app',
-    created_at: '2026-01-01T00:00:00Z',
-    oidc: { provider_id: 'idp', issuer: 'https://idp.policy.test', audience: 'policy-api', jwks: { keys: [publicJwk] } },
-    secret_key_hash: '00',
-    api_key_hash: '00',
-    trusted_keys: [],
-    default_wallet_group_id: 'default',
-  };
+  ({ table, stop, keyWrapper, issuerKey, app } = await startEnclaveFixture('policy-enforcement', {
+    appId: 'policy-app',
+    issuer: 'https://idp.policy.test',
+    audience: 'policy-api',
+  }));
 });
 afterAll(() => stop());
 

@@ -1,21 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Application } from '../../shared/apps/application.ts';
 import { DEFAULT_V1_RETIREMENT } from '../../shared/config.ts';
-import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
-import { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
+import type { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import type { EnclaveDeps } from '../../shared/enclave/create-wallet.ts';
 import { withV1WalletKey, withWalletKey } from '../../shared/enclave/use-wallet.ts';
 import { createV1Wallet } from '../../shared/enclave/v1-wallets.ts';
 import { getWallet } from '../../shared/enclave/wallet-record.ts';
-import { startDynaliteTable } from './support/dynalite-table.ts';
+import { startEnclaveFixture } from './support/enclave-fixture.ts';
 import { signTestOpJwt } from './support/op-jwt.ts';
 import { SIGN_MESSAGE } from './support/signing-request.ts';
 
@@ -37,19 +33,11 @@ const deps = (): EnclaveDeps => ({ table, keyWrapper, now: () => BEFORE, v1Retir
 const opJwt = (sub: string) => signTestOpJwt(issuerKey, { iss: app.oidc.issuer, aud: 'migration-client', sub, now: BEFORE });
 
 beforeAll(async () => {
-  ({ table, stop } = await startDynaliteTable('v1-migration-binding'));
-  keyWrapper = new LocalKeyWrapper(await mkdtemp(join(tmpdir(), 'v1-migration-binding-')), 'enclave');
-  const { privateJwk, publicJwk } = await generateEs256Jwk();
-  issuerKey = privateJwk;
-  app = {
-    app_id: 'migration-app',
-    created_at: '2026-01-01T00:00:00Z',
-    oidc: { provider_id: 'idp', issuer: 'https://idp.migration.test', audience: 'migration-client', jwks: { keys: [publicJwk] } },
-    secret_key_hash: '00',
-    api_key_hash: '00',
-    trusted_keys: [],
-    default_wallet_group_id: 'default',
-  };
+  ({ table, stop, keyWrapper, issuerKey, app } = await startEnclaveFixture('v1-migration-binding', {
+    appId: 'migration-app',
+    issuer: 'https://idp.migration.test',
+    audience: 'migration-client',
+  }));
 });
 afterAll(() => stop());
 
