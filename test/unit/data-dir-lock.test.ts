@@ -59,6 +59,10 @@ describe.runIf(process.platform === 'linux')('DATA_DIR lock', () => {
     const parent = spawn('sh', ['-c', 'sleep 60 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
     cleanup.push(() => void parent.kill('SIGKILL'));
     const pid = Number(await new Promise<string>((done) => parent.stdout!.once('data', (chunk: Buffer) => done(chunk.toString()))));
+    // Until the shell has exec'd, it may still reap its background job (dash does, before exec):
+    // kill the child only once the parent is `sleep`, which never waits.
+    for (let i = 0; i < 200 && (await readFile(`/proc/${parent.pid}/comm`, 'utf8')).trim() !== 'sleep'; i++) await new Promise((done) => setTimeout(done, 10));
+    expect((await readFile(`/proc/${parent.pid}/comm`, 'utf8')).trim()).toBe('sleep');
     const dir = await dataDir(`${pid} ${await startTime(pid)}`);
     await expect(lockDataDir(dir)).rejects.toThrow(/in use/); // alive: refused
     process.kill(pid, 'SIGKILL');
