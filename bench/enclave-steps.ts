@@ -1,12 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { importJWK, SignJWT } from 'jose';
 import type { Application } from '../shared/apps/application.ts';
 import { verifyOpJwt } from '../shared/auth/jwt.ts';
+import { recordOpJwtUse } from '../shared/auth/op-jwt-replay.ts';
 import { generateEs256Jwk } from '../shared/crypto/es256-jwk.ts';
 import { LocalKeyWrapper } from '../shared/crypto/local-key-wrapper.ts';
 import { createWallet } from '../shared/enclave/create-wallet.ts';
+import { enforceSigningPolicy } from '../shared/enclave/policy-gate.ts';
+import { signData } from '../shared/enclave/sign-operations.ts';
+import { withWalletKey } from '../shared/enclave/use-wallet.ts';
 import { createV1Wallet, openV1Key } from '../shared/enclave/v1-wallets.ts';
 import { signHash } from '../shared/enclave/wallet-keys.ts';
 import { getWallet, type V1WalletRecord, type WalletRecord } from '../shared/enclave/wallet-record.ts';
@@ -17,9 +22,13 @@ import { startDynaliteTable } from '../test/unit/support/dynalite-table.ts';
  * `npm run bench:enclave`: where the time of one enclave sign_data goes, step by step, in process
  * (no HTTP): op_jwt verification, the wallet read, key unwrapping (local provider: AES-GCM data
  * key unwrap + private key open; in AWS the unwrap is a KMS Decrypt round trip instead), the
- * signature itself; and the one-off v1 cost (scrypt) paid at v1 use and migration.
+ * signature itself; the whole v2 path (withWalletKey) against the same calls made one after
+ * another; and the one-off v1 cost (scrypt) paid at v1 use and migration.
+ *
+ * `npm run bench:enclave -- 2000 --rtt 5` adds 5 ms to each table call and key unwrap (a network
+ * round trip in AWS) so the path's depth in round trips shows.
  */
-const ROUNDS = Number(process.argv[2] ?? 2000);
+const ROUNDS = /^\d+$/.test(process.argv[2] ?? '') ? Number(process.argv[2]) : 2000;
 const dataDir = await mkdtemp(join(tmpdir(), 'bench-enclave-'));
 const { table, stop } = await startDynaliteTable('bench-enclave');
 const keyWrapper = new LocalKeyWrapper(dataDir, 'enclave');
@@ -76,6 +85,61 @@ const total = steps.verify + steps.read + steps.unwrap + signOnly;
 process.stdout.write(
   `sum of steps ${total.toFixed(3)} ms; unwrapping is ${((steps.unwrap / total) * 100).toFixed(1)}% of it (signing alone ${signOnly.toFixed(3)} ms)\n`,
 );
+
+// The whole v2 path (withWalletKey: op_jwt single use, wallet + policy reads, policy decision and
+// its audit log, unwrap, sign), and the same calls one after another as before issue 22's
+// overlap. In process every round trip is a sub-millisecond dynalite call; `--rtt <ms>` adds that
+// much to each table call and each key unwrap, the way a DynamoDB or KMS round trip does in AWS.
+const RTT_MS = process.argv.includes('--rtt') ? Number(process.argv[process.argv.indexOf('--rtt') + 1]) || 0 : 0;
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+if (RTT_MS > 0) {
+  const send = table.doc.send.bind(table.doc) as (command: unknown) => Promise<unknown>;
+  (table.doc as { send: unknown }).send = async (command: unknown) => {
+    await sleep(RTT_MS);
+    return send(command);
+  };
+  const decrypt = keyWrapper.decryptDataKey.bind(keyWrapper);
+  keyWrapper.decryptDataKey = async (...args) => {
+    await sleep(RTT_MS);
+    return decrypt(...args);
+  };
+}
+const PATH_ROUNDS = Math.max(20, Math.floor(ROUNDS / (RTT_MS > 0 ? 20 : 4)));
+const freshTokens = async (count: number) => {
+  const key = await importJWK(privateJwk, 'ES256');
+  const now = Math.floor(Date.now() / 1000);
+  return Promise.all(
+    Array.from({ length: count }, () =>
+      new SignJWT({})
+        .setProtectedHeader({ alg: 'ES256', kid })
+        .setIssuer(app.oidc.issuer)
+        .setAudience('bench-api')
+        .setJti(randomUUID())
+        .setSubject('bench')
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(key),
+    ),
+  );
+};
+const auth = { access_key: created.access_key, wallet_id: created.wallet_id };
+const request = { operation: 'sign_data' as const, body: { raw_data_hash: hash } };
+process.stdout.write(`\nthe whole v2 sign_data path, ${PATH_ROUNDS} rounds, ${RTT_MS} ms added per table call and unwrap\n`);
+let tokens = await freshTokens(PATH_ROUNDS + 50);
+const sequential = await time('one after another (before): 5 round trips', PATH_ROUNDS, async () => {
+  const identity = await verifyOpJwt(app, tokens.pop()!);
+  await recordOpJwtUse(table, { appId: app.app_id, jti: identity.jti, exp: identity.exp });
+  const record = (await getWallet(table, wallet.wallet_id)) as WalletRecord;
+  await enforceSigningPolicy(table, app.app_id, identity.channel, request, { sub: identity.sub, jti: identity.jti, now: () => new Date() });
+  const { private_key } = await openWallet({ table, keyWrapper }, record, ['private_key']);
+  await signData(record, private_key, { raw_data_hash: hash });
+  private_key.fill(0);
+});
+tokens = await freshTokens(PATH_ROUNDS + 50);
+const overlapped = await time('withWalletKey (now): 2 round trips deep', PATH_ROUNDS, () =>
+  withWalletKey(deps, app, { ...auth, op_jwt: tokens.pop()! }, (record, secret) => signData(record, secret, { raw_data_hash: hash }), request),
+);
+process.stdout.write(`overlap saves ${(sequential - overlapped).toFixed(3)} ms per signature (${((1 - overlapped / sequential) * 100).toFixed(1)}%)\n\n`);
 
 const v1 = await createV1Wallet(deps, { app, encryptionContext: 'bench-context', network: 'ETH', walletGroupId: 'g' });
 const v1Record = (await getWallet(table, v1.wallet_id)) as V1WalletRecord;

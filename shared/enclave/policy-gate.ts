@@ -6,7 +6,7 @@ import { evaluatePolicy, hasDailyLimit, type PolicyDecision } from '../policies/
 import { type PolicyChains, signFacts } from '../policies/facts.ts';
 import type { PolicyChannel, PolicyOperation } from '../policies/policy.ts';
 import { recordPolicyDecision } from './policy-log.ts';
-import { currentPolicy } from './policy-store.ts';
+import { currentPolicy, type StoredPolicy } from './policy-store.ts';
 import { decideWithUsage } from './policy-usage.ts';
 
 /** One v2 signing request as the policy sees it: which operation, and the validated body it signs. */
@@ -29,6 +29,17 @@ export interface Signer {
   readonly now: () => Date;
 }
 
+/** A policy decision taken, and its audit-log write, still in flight. */
+export interface PolicyCheck {
+  readonly decision: PolicyDecision;
+  /**
+   * The decision's audit-log put. The caller awaits it before it returns a signature (no signature
+   * leaves without its log entry) and may overlap it with unwrapping the key. A denial awaits it
+   * inside checkSigningPolicy, before 403 POLICY_DENIED.
+   */
+  readonly logged: Promise<unknown>;
+}
+
 /**
  * Holds one signature to the app's policy (issue 22), or the built-in default when the app has
  * none. Runs inside the enclave after the op_jwt and access-key checks and before the key is
@@ -40,15 +51,19 @@ export interface Signer {
  * records its `jti` (shared/enclave/policy-usage.ts); a denial or a shadow would-be denial counts
  * nothing. Without `signer` the day's total is unknown, so no daily limit can allow. Every
  * decision (allow, deny, shadow deny) is stored in the app's audit log (shared/enclave/policy-log.ts).
+ *
+ * `stored` is the app's policy as read by the caller (currentPolicy), so the read can overlap the
+ * caller's other reads: withWalletKey reads it alongside the op_jwt's single-use put and the wallet.
  */
-export async function enforceSigningPolicy(
+export async function checkSigningPolicy(
   table: Table,
   appId: string,
   channel: PolicyChannel,
   request: SigningRequest,
+  stored: StoredPolicy | undefined,
   signer?: Signer,
-): Promise<PolicyDecision> {
-  const policy = (await currentPolicy(table, appId))?.policy ?? defaultPolicy(request.allowedDelegates ?? []);
+): Promise<PolicyCheck> {
+  const policy = stored?.policy ?? defaultPolicy(request.allowedDelegates ?? []);
   const facts = signFacts({ operation: request.operation, channel, body: request.body, chains: request.chains });
   const usd = facts.usd?.value;
   const decision =
@@ -59,7 +74,7 @@ export async function enforceSigningPolicy(
           return { count: decided.decision === 'allow' && !decided.shadow && usd > 0n ? usd : null, result: decided };
         })
       : evaluatePolicy(policy, facts);
-  await recordPolicyDecision(
+  const logged = recordPolicyDecision(
     table,
     appId,
     {
@@ -75,7 +90,12 @@ export async function enforceSigningPolicy(
     },
     signer?.now() ?? new Date(),
   );
-  if (decision.decision === 'deny') throw new PolicyDeniedError(decision.rule_id, decision.reason);
+  if (decision.decision === 'deny') {
+    await logged;
+    throw new PolicyDeniedError(decision.rule_id, decision.reason);
+  }
+  // Awaited by the caller; until then a failed put must not surface as an unhandled rejection.
+  logged.catch(() => undefined);
   if (decision.shadow) {
     // A would-be denial in shadow mode (evaluatePolicy returns it as allow): signed, and said so.
     logger.warn('policy shadow denial: signed anyway', {
@@ -86,5 +106,18 @@ export async function enforceSigningPolicy(
       reason: decision.reason,
     });
   }
+  return { decision, logged };
+}
+
+/** checkSigningPolicy with the app's policy read first and the audit-log write awaited. */
+export async function enforceSigningPolicy(
+  table: Table,
+  appId: string,
+  channel: PolicyChannel,
+  request: SigningRequest,
+  signer?: Signer,
+): Promise<PolicyDecision> {
+  const { decision, logged } = await checkSigningPolicy(table, appId, channel, request, await currentPolicy(table, appId), signer);
+  await logged;
   return decision;
 }

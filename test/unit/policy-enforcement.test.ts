@@ -128,4 +128,62 @@ describe('withWalletKey and the policy', () => {
     );
     expect(signed).toBe('signed');
   });
+
+  it('the overlapped round trips keep their order and guarantees: a replay is reported before a missing wallet; no signature leaves without its audit-log entry, and the key is zeroed', async () => {
+    const other: Application = { ...app, app_id: 'overlap-app' };
+    const sub = 'dave';
+    const wallet = await createWallet(deps(), { app: other, identity: { iss: app.oidc.issuer, sub }, network: 'ETH', walletGroupId: 'g' });
+    const request = { operation: 'sign_data' as const, body: { raw_data_hash: HASH } };
+    // A spent op_jwt naming a wallet that does not exist: the replay is what the caller hears.
+    const token = await opJwt(sub);
+    await withWalletKey(deps(), other, { op_jwt: token, access_key: wallet.access_key, wallet_id: wallet.wallet_id }, () => 'signed', request);
+    const replayed = withWalletKey(deps(), other, { op_jwt: token, access_key: wallet.access_key, wallet_id: 'no-such-wallet' }, () => 'signed', request);
+    await expect(replayed).rejects.toMatchObject({ code: 'OP_JWT_REPLAYED' });
+    await expect(
+      withWalletKey(deps(), other, { op_jwt: await opJwt(sub), access_key: 'x', wallet_id: 'no-such-wallet' }, () => 'x', request),
+    ).rejects.toMatchObject({
+      code: 'WALLET_NOT_FOUND',
+    });
+
+    // The decision log's put fails (while the key is being unwrapped): no signature is returned.
+    const send = table.doc.send.bind(table.doc);
+    const failLog = vi
+      .spyOn(table.doc, 'send')
+      .mockImplementation(((command: { input?: { Item?: { pk?: string } } }) =>
+        String(command.input?.Item?.pk ?? '').startsWith(keys.policyDecisionsOf(other.app_id))
+          ? Promise.reject(new Error('audit log unavailable'))
+          : send(command as never)) as never);
+    let seen: Buffer | undefined;
+    try {
+      const operation = vi.fn((_: unknown, secret: Buffer) => {
+        seen = secret;
+        return 'signed';
+      });
+      const refused = withWalletKey(
+        deps(),
+        other,
+        { op_jwt: await opJwt(sub), access_key: wallet.access_key, wallet_id: wallet.wallet_id },
+        operation,
+        request,
+      );
+      await expect(refused).rejects.toThrow('audit log unavailable');
+      expect(operation).not.toHaveBeenCalled();
+    } finally {
+      failLog.mockRestore();
+    }
+    // With the log back, the operation gets the key, which is zeroed once it returns.
+    const signed = await withWalletKey(
+      deps(),
+      other,
+      { op_jwt: await opJwt(sub), access_key: wallet.access_key, wallet_id: wallet.wallet_id },
+      (_, secret) => {
+        seen = secret;
+        expect(secret.some((byte) => byte !== 0)).toBe(true);
+        return 'signed';
+      },
+      request,
+    );
+    expect(signed).toBe('signed');
+    expect(seen?.every((byte) => byte === 0)).toBe(true);
+  });
 });
