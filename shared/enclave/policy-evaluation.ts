@@ -7,6 +7,7 @@ import { MAX_EVM_UNITS, MAX_SOLANA_UNITS, parseAmount } from '../money.ts';
 import { defaultPolicy } from '../policies/default-policy.ts';
 import { evaluatePolicy, hasDailyLimit, type PolicyDecision } from '../policies/evaluate.ts';
 import { type SignFacts, signFacts } from '../policies/facts.ts';
+import { hasUsdLimit, type NativePrices, priceNativeFacts } from '../policies/native-usd.ts';
 import { microToUsd, type Policy, type PolicyChannel, usdToMicro } from '../policies/policy.ts';
 import { assertWithdrawable, normaliseRecipient } from '../withdrawals/withdraw-rules.ts';
 import { currentPolicy } from './policy-store.ts';
@@ -30,8 +31,8 @@ export async function withdrawalFacts(input: Withdrawal, channel: PolicyChannel,
       const usd = usdc.decimals >= 6 ? (units + scale - 1n) / scale : units * scale;
       return { operation: 'sign_transaction', channel, chain: 'SOL', recipients: [ata], opaque: false, usd: { value: usd } };
     }
-    parseAmount(input.amount, NATIVE_DECIMALS.sol, 'body.amount', MAX_SOLANA_UNITS);
-    return { operation: 'sign_transaction', channel, chain: 'SOL', recipients: [to], opaque: false }; // lamports: not priced
+    const lamports = parseAmount(input.amount, NATIVE_DECIMALS.sol, 'body.amount', MAX_SOLANA_UNITS);
+    return { operation: 'sign_transaction', channel, chain: 'SOL', recipients: [to], opaque: false, native: { coin: 'SOL', amount: lamports, otherUsd: 0n } };
   }
   const evm = chains[input.chain];
   const body = { operation: 'sign_transaction' as const, channel, chains };
@@ -51,6 +52,8 @@ export interface EvaluationDeps {
   readonly chains: ChainsConfig;
   readonly allowedDelegates: ReadonlySet<string>;
   readonly now: () => Date;
+  /** Native coin prices, as the enclave reads them when it signs (policy-gate.ts). */
+  readonly prices?: NativePrices;
 }
 
 /** The rules with a daily limit in scope of the request (operation, channel, chain as evaluate.ts reads them). */
@@ -73,11 +76,12 @@ export async function evaluateForApp(
   input: EvaluatePolicyInput,
 ): Promise<PolicyDecision & { readonly remaining_usd_today: string | null }> {
   const channel: PolicyChannel = input.channel ?? (input.operation === 'withdraw' ? 'account' : 'enclave');
-  const facts =
+  const decoded =
     input.operation === 'withdraw'
       ? await withdrawalFacts(input, channel, deps.chains)
       : signFacts({ operation: input.operation, channel, body: input, chains: deps.chains });
   const policy = (await currentPolicy(deps.table, appId))?.policy ?? defaultPolicy(deps.allowedDelegates);
+  const facts = hasUsdLimit(policy) ? await priceNativeFacts(decoded, deps.prices) : decoded;
   if (!hasDailyLimit(policy)) return { ...evaluatePolicy(policy, facts), remaining_usd_today: null };
   // As the enclave decides (policy-gate.ts), on the user's rolling-24 h total; read, never counted.
   const spent = await usdSpentToday(deps.table, appId, input.sub, deps.now());

@@ -4,6 +4,7 @@ import { logger } from '../logger.ts';
 import { defaultPolicy } from '../policies/default-policy.ts';
 import { evaluatePolicy, hasDailyLimit, type PolicyDecision } from '../policies/evaluate.ts';
 import { type PolicyChains, signFacts } from '../policies/facts.ts';
+import { hasUsdLimit, type NativePrices, priceNativeFacts } from '../policies/native-usd.ts';
 import type { PolicyChannel, PolicyOperation } from '../policies/policy.ts';
 import { recordPolicyDecision } from './policy-log.ts';
 import { currentPolicy, type StoredPolicy } from './policy-store.ts';
@@ -20,6 +21,8 @@ export interface SigningRequest {
   readonly allowedDelegates?: ReadonlySet<string>;
   /** The public chains config (need `chainData`): chain codes and USDC contracts. Without it chains read `eip155:<id>` and USDC is unpriced. */
   readonly chains?: PolicyChains;
+  /** Native coin prices (need `prices`), read only when the policy has a USD limit and the request moves a native coin. Without it native value is unpriced. */
+  readonly prices?: NativePrices;
 }
 
 /** Who signs: the verified op_jwt's subject and `jti` (the signing record), for max_usd_per_day and the audit log. */
@@ -64,9 +67,10 @@ export async function checkSigningPolicy(
   signer?: Signer,
 ): Promise<PolicyCheck> {
   const policy = stored?.policy ?? defaultPolicy(request.allowedDelegates ?? []);
-  const facts = signFacts({ operation: request.operation, channel, body: request.body, chains: request.chains });
+  const decoded = signFacts({ operation: request.operation, channel, body: request.body, chains: request.chains });
+  const facts = hasUsdLimit(policy) ? await priceNativeFacts(decoded, request.prices) : decoded;
   const usd = facts.usd?.value;
-  const decision =
+  const evaluated =
     signer && usd !== undefined && hasDailyLimit(policy)
       ? await decideWithUsage(table, { appId, sub: signer.sub, jti: signer.jti }, signer.now, (spent) => {
           const decided = evaluatePolicy(policy, { ...facts, usdToday: spent });
@@ -74,6 +78,10 @@ export async function checkSigningPolicy(
           return { count: decided.decision === 'allow' && !decided.shadow && usd > 0n ? usd : null, result: decided };
         })
       : evaluatePolicy(policy, facts);
+  const decision =
+    'priceError' in facts && facts.priceError && (evaluated.decision === 'deny' || evaluated.shadow)
+      ? { ...evaluated, reason: `${evaluated.reason} (${facts.priceError})` }
+      : evaluated;
   const logged = recordPolicyDecision(
     table,
     appId,

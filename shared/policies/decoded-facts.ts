@@ -9,9 +9,22 @@ export interface DecodedFacts {
   readonly recipients: readonly string[];
   /** True when what is signed cannot be decoded (a raw hash; calldata or a Solana instruction of an unknown kind). */
   readonly opaque: boolean;
-  /** Micro-USD (6 decimals) the request moves or approves, when known: USDC and USDC.E at face value; absent when unknown (native coins, unknown tokens, opaque requests). */
+  /**
+   * Micro-USD (6 decimals) the request moves or approves, when known: USDC and USDC.E at face
+   * value, native coins once priced (native-usd.ts); absent when unknown (unknown tokens, opaque
+   * requests, a native coin not yet priced or without a price).
+   */
   readonly usd?: { readonly value: bigint };
+  /**
+   * The chain's native coin the request moves (EVM `value`; Solana System transfers, in lamports),
+   * in base units, with `otherUsd` the value of everything else it moves when that is known. Set
+   * only with `usd` absent: priceNativeFacts (native-usd.ts) fills `usd` from a price source.
+   */
+  readonly native?: { readonly coin: NativeCoin; readonly amount: bigint; readonly otherUsd?: bigint };
 }
+
+/** Native coins a policy can price: ETH (ETH, ARB, INK), POL, SOL. */
+export type NativeCoin = 'ETH' | 'POL' | 'SOL';
 
 /** The chains configuration as decoding reads it (a ChainsConfig is one): chain codes to `{ family, chain_id, tokens }`. */
 export interface PolicyChains {

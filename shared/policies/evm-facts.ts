@@ -1,5 +1,5 @@
 import { type Address, checksumAddress, decodeFunctionData, erc20Abi, type Hex, parseAbi } from 'viem';
-import type { DecodedFacts, PolicyChains } from './decoded-facts.ts';
+import type { DecodedFacts, NativeCoin, PolicyChains } from './decoded-facts.ts';
 
 type EvmChainView = {
   readonly family: 'evm';
@@ -46,6 +46,15 @@ function usdOfToken(chainId: number, token: string, amount: bigint, chains: Poli
   return undefined;
 }
 
+/** The native coin of a configured EVM chain code (`eip155:<id>`, an unconfigured chain: none, so unpriced). */
+const EVM_NATIVE: Readonly<Record<string, NativeCoin>> = { ETH: 'ETH', ARB: 'ETH', INK: 'ETH', POL: 'POL' };
+
+/** `native` for `value` wei moved on `chain` with the rest worth `otherUsd` (unknown: undefined); nothing when the coin is unknown. */
+function nativeMoved(chain: string | undefined, value: bigint, otherUsd: bigint | undefined): Pick<Facts, 'native'> {
+  const coin = chain === undefined ? undefined : EVM_NATIVE[chain];
+  return coin ? { native: { coin, amount: value, ...(otherUsd === undefined ? {} : { otherUsd }) } } : {};
+}
+
 function quantity(value: unknown): bigint | undefined {
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
   if (typeof value === 'string' && /^(0|[1-9][0-9]*|0x[0-9a-fA-F]+)$/.test(value)) return BigInt(value);
@@ -65,8 +74,9 @@ type TxBody = { readonly chainId?: unknown; readonly to?: unknown; readonly valu
  * An EVM transaction's facts. Recipients: `to` when it carries value or no calldata (a native
  * transfer or a plain call); the recipient or spender of ERC-20 transfer, transferFrom, approve
  * and permit calldata. Any other calldata, or a contract creation, is opaque. USD: the token
- * amount when the token is a configured USDC/USDC.E on that chain and no native value moves; zero
- * when nothing moves; otherwise unknown (native coins are not priced in this increment).
+ * amount when the token is a configured USDC/USDC.E on that chain; zero when nothing moves; native
+ * value (wei) on a configured chain is reported as `native`, priced later (native-usd.ts);
+ * otherwise unknown.
  */
 export function evmTransactionFacts(tx: TxBody, chains: PolicyChains | undefined): Facts {
   const chainIdBig = quantity(tx.chainId);
@@ -79,12 +89,15 @@ export function evmTransactionFacts(tx: TxBody, chains: PolicyChains | undefined
   if (value === undefined || !/^0x([0-9a-fA-F]{2})*$/.test(data)) return { ...scope, recipients: [], opaque: true };
   if (to === undefined) return { ...scope, recipients: [], opaque: true }; // a contract creation: the code is not read
   const nativeRecipients = value > 0n || data === '0x' ? [to] : [];
-  if (data === '0x') return { ...scope, recipients: nativeRecipients, opaque: false, ...(value === 0n ? { usd: { value: 0n } } : {}) };
+  if (data === '0x') {
+    return { ...scope, recipients: nativeRecipients, opaque: false, ...(value === 0n ? { usd: { value: 0n } } : nativeMoved(scope.chain, value, 0n)) };
+  }
   const call = decodeTokenCall(data as Hex);
   if (!call) return { ...scope, recipients: nativeRecipients, opaque: true };
   const recipients = [...nativeRecipients, ...(nativeRecipients.includes(call.recipient) ? [] : [call.recipient])];
   const tokenUsd = chainId === undefined ? undefined : usdOfToken(chainId, to, call.amount, chains);
-  return { ...scope, recipients, opaque: false, ...(tokenUsd !== undefined && value === 0n ? { usd: { value: tokenUsd } } : {}) };
+  if (value > 0n) return { ...scope, recipients, opaque: false, ...nativeMoved(scope.chain, value, tokenUsd) };
+  return { ...scope, recipients, opaque: false, ...(tokenUsd !== undefined ? { usd: { value: tokenUsd } } : {}) };
 }
 
 /** The recipient (or spender) and amount of a known token call; null for any other calldata. */

@@ -29,7 +29,8 @@ const u64 = (data: Uint8Array, offset: number) => new DataView(data.buffer, data
 /**
  * A Solana transaction message's facts (chain SOL). Recipients: the `to` of System transfers, the
  * destination token account of SPL Transfer / TransferChecked, the delegate of Approve /
- * ApproveChecked (token accounts, not their owners: the owner is not in the message). Compute
+ * ApproveChecked (token accounts, not their owners: the owner is not in the message). Lamports
+ * moved by System transfers are `native` (SOL), priced later (native-usd.ts). Compute
  * budget, memo and associated-token-account instructions are ignored; any other instruction, or an
  * account only a lookup table names, makes the message opaque. USD: USDC TransferChecked /
  * ApproveChecked amounts at face value when every transfer is one; zero when nothing moves.
@@ -49,6 +50,7 @@ export function solanaTransactionFacts(base64: string, chains: PolicyChains | un
   const recipients: string[] = [];
   let opaque = false;
   let usd: bigint | undefined = 0n;
+  let lamports = 0n;
   for (const instruction of message.instructions) {
     const program = accounts[instruction.programAddressIndex];
     const data = new Uint8Array(instruction.data ?? []);
@@ -61,7 +63,7 @@ export function solanaTransactionFacts(base64: string, chains: PolicyChains | un
       const to = account(1);
       if (to === undefined) opaque = true;
       else recipients.push(to);
-      if (u64(data, 4) > 0n) usd = undefined; // lamports are not priced in this increment
+      lamports += u64(data, 4); // priced later (native-usd.ts)
       continue;
     }
     if (program !== undefined && TOKEN_PROGRAMS.has(program) && data.length >= 9) {
@@ -88,5 +90,8 @@ export function solanaTransactionFacts(base64: string, chains: PolicyChains | un
     opaque = true;
   }
   const unique = [...new Set(recipients)];
-  return { ...scope, recipients: unique, opaque, ...(usd !== undefined && !opaque ? { usd: { value: usd } } : {}) };
+  if (opaque) return { ...scope, recipients: unique, opaque };
+  if (lamports > 0n)
+    return { ...scope, recipients: unique, opaque, native: { coin: 'SOL', amount: lamports, ...(usd === undefined ? {} : { otherUsd: usd }) } };
+  return { ...scope, recipients: unique, opaque, ...(usd !== undefined ? { usd: { value: usd } } : {}) };
 }

@@ -7,6 +7,7 @@ import type { Table } from '../../shared/db/client.ts';
 import { getItem } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { createWallet, type EnclaveDeps } from '../../shared/enclave/create-wallet.ts';
+import { listPolicyDecisions } from '../../shared/enclave/policy-log.ts';
 import { currentPolicy, putPolicy } from '../../shared/enclave/policy-store.ts';
 import { withWalletKey } from '../../shared/enclave/use-wallet.ts';
 import { PolicyDeniedError } from '../../shared/errors.ts';
@@ -185,5 +186,46 @@ describe('withWalletKey and the policy', () => {
     );
     expect(signed).toBe('signed');
     expect(seen?.every((byte) => byte === 0)).toBe(true);
+  });
+
+  it('native coins count through the price source: 0.002 ETH (6 USD) within max_usd_per_tx 10, 0.004 ETH (12 USD) over it; no price refuses', async () => {
+    const other: Application = { ...app, app_id: 'native-usd-app' };
+    await putPolicy(
+      table,
+      other.app_id,
+      { mode: 'enforce', rules: [{ id: 'small', action: 'allow', operations: ['sign_transaction'], max_usd_per_tx: '10' }] },
+      new Date(),
+    );
+    const sub = 'erin';
+    const wallet = await createWallet(deps(), { app: other, identity: { iss: app.oidc.issuer, sub }, network: 'ETH', walletGroupId: 'g' });
+    const chains = { ETH: { family: 'evm', chain_id: 1, tokens: {} } };
+    const prices = { usdPrice: vi.fn(async () => 3_000_000_000n) };
+    const send = (wei: string, source: typeof prices | { usdPrice: () => Promise<bigint> }) => ({
+      operation: 'sign_transaction' as const,
+      body: { transaction: { chainId: 1, to: '0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045', value: wei } },
+      chains,
+      prices: source,
+    });
+    const auth = async () => ({ op_jwt: await opJwt(sub), access_key: wallet.access_key, wallet_id: wallet.wallet_id });
+    expect(await withWalletKey(deps(), other, await auth(), () => 'signed', send('2000000000000000', prices))).toBe('signed');
+    await expect(withWalletKey(deps(), other, await auth(), () => 'signed', send('4000000000000000', prices))).rejects.toMatchObject({
+      code: 'POLICY_DENIED',
+    });
+    // The audit log records the priced value of each: 6 USD allowed, 12 USD denied.
+    expect((await listPolicyDecisions(table, other.app_id, 2)).map((entry) => [entry.decision, entry.usd])).toEqual([
+      ['deny', '12'],
+      ['allow', '6'],
+    ]);
+    expect(prices.usdPrice).toHaveBeenCalledWith('ETH');
+    const stale = { usdPrice: () => Promise.reject(new Error('PRICE_UNAVAILABLE')) };
+    await expect(withWalletKey(deps(), other, await auth(), () => 'signed', send('1', stale))).rejects.toMatchObject({
+      code: 'POLICY_DENIED',
+      message: expect.stringContaining('(the ETH price is unavailable)'),
+    });
+    // A policy without USD limits never asks for a price.
+    await putPolicy(table, other.app_id, { mode: 'enforce', rules: [{ id: 'any', action: 'allow', operations: ['sign_transaction'] }] }, new Date());
+    prices.usdPrice.mockClear();
+    expect(await withWalletKey(deps(), other, await auth(), () => 'signed', send('4000000000000000', prices))).toBe('signed');
+    expect(prices.usdPrice).not.toHaveBeenCalled();
   });
 });

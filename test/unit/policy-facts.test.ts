@@ -3,6 +3,7 @@ import { encodeFunctionData, erc20Abi, getAddress, parseAbi } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { signFacts } from '../../shared/policies/facts.ts';
 import type { PolicyChains } from '../../shared/policies/index.ts';
+import { nativeUsd, priceNativeFacts } from '../../shared/policies/native-usd.ts';
 
 const USDC = '0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48';
 const SOL_USDC = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
@@ -19,9 +20,18 @@ const tx = (fields: Record<string, unknown>) =>
   signFacts({ operation: 'sign_transaction', channel: 'express', body: { transaction: { chainId: 1, nonce: 0, ...fields } }, chains });
 
 describe('signFacts: EVM transactions', () => {
-  it('a native transfer: the recipient is `to`, value unpriced', () => {
+  it('a native transfer: the recipient is `to`; the wei are `native` ETH, USD unknown until priced', () => {
     const facts = tx({ to: ALICE.toLowerCase(), value: '1000' });
-    expect(facts).toMatchObject({ chain: 'ETH', recipients: [ALICE], opaque: false });
+    expect(facts).toMatchObject({ chain: 'ETH', recipients: [ALICE], opaque: false, native: { coin: 'ETH', amount: 1000n, otherUsd: 0n } });
+    expect(facts.usd).toBeUndefined();
+    // On an unconfigured chain the coin is unknown: no `native`, so never priced.
+    expect(tx({ chainId: 999, to: ALICE, value: '1000' }).native).toBeUndefined();
+  });
+
+  it('value sent along with a USDC transfer: native ETH plus the token at face value as `otherUsd`', () => {
+    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [BOB, 2_000_000n] });
+    const facts = tx({ to: USDC, data, value: '5' });
+    expect(facts).toMatchObject({ recipients: [getAddress(USDC), BOB], native: { coin: 'ETH', amount: 5n, otherUsd: 2_000_000n } });
     expect(facts.usd).toBeUndefined();
   });
 
@@ -129,15 +139,44 @@ describe('signFacts: Solana transactions', () => {
     expect(facts).toMatchObject({ chain: 'SOL', recipients: [destination], opaque: false, usd: { value: 5_000_000n } });
   });
 
-  it('a System transfer: the recipient, lamports unpriced', () => {
+  it('a System transfer: the recipient; the lamports are `native` SOL, USD unknown until priced', () => {
     const data = new Uint8Array([2, 0, 0, 0, ...u64(1000n)]);
     const facts = sol([payer, destination, SYSTEM], [{ programAddressIndex: 2, accountIndices: [0, 1], data }]);
-    expect(facts).toMatchObject({ recipients: [destination], opaque: false });
+    expect(facts).toMatchObject({ recipients: [destination], opaque: false, native: { coin: 'SOL', amount: 1000n, otherUsd: 0n } });
     expect(facts.usd).toBeUndefined();
   });
 
   it('an unknown program is opaque; bytes that are no message too', () => {
     expect(sol([payer, destination], [{ programAddressIndex: 1, accountIndices: [0], data: new Uint8Array([1]) }])).toMatchObject({ opaque: true });
     expect(signFacts({ operation: 'sign_transaction', channel: 'express', body: { transaction: 'AAAA' } })).toMatchObject({ chain: 'SOL', opaque: true });
+  });
+});
+
+describe('priceNativeFacts: native coins through the price source', () => {
+  const prices = { usdPrice: async (coin: string) => ({ ETH: 3_000_000_000n, POL: 250_000n, SOL: 150_000_000n })[coin as 'ETH']! };
+
+  it('the coin amount at the price, rounded up to the micro-USD, plus the rest', async () => {
+    // 0.002 ETH at 3,000 USD = 6 USD; 1 wei more rounds up one micro-USD.
+    expect((await priceNativeFacts(tx({ to: ALICE, value: '2000000000000000' }), prices)).usd).toEqual({ value: 6_000_000n });
+    expect((await priceNativeFacts(tx({ to: ALICE, value: '2000000000000001' }), prices)).usd).toEqual({ value: 6_000_001n });
+    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [BOB, 2_000_000n] });
+    expect((await priceNativeFacts(tx({ to: USDC, data, value: '1000000000000000' }), prices)).usd).toEqual({ value: 5_000_000n });
+    expect(nativeUsd('SOL', 1_500_000_000n, 150_000_000n)).toBe(225_000_000n);
+    expect(nativeUsd('POL', 4n * 10n ** 18n, 250_000n)).toBe(1_000_000n);
+  });
+
+  it('no source, an unknown rest, or a failing source: USD stays unknown and the reason says the price is missing, not why', async () => {
+    const facts = tx({ to: ALICE, value: '1000' });
+    expect(await priceNativeFacts(facts, undefined)).toMatchObject({ priceError: 'no price source for ETH' });
+    const failing = { usdPrice: () => Promise.reject(new Error('https://rpc.example/secret-key: stale')) };
+    const failed = await priceNativeFacts(facts, failing);
+    expect(failed.usd).toBeUndefined();
+    expect(failed.priceError).toBe('the ETH price is unavailable');
+    // A token the policy cannot price beside the coin: unknown whatever the price.
+    const unknownToken = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [BOB, 5n] });
+    expect((await priceNativeFacts(tx({ to: BOB, data: unknownToken, value: '1' }), prices)).usd).toBeUndefined();
+    // Facts that move no native coin are returned as they are.
+    const usdc = tx({ to: USDC, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [BOB, 7n] }) });
+    expect(await priceNativeFacts(usdc, failing)).toBe(usdc);
   });
 });
