@@ -9,6 +9,7 @@ import { evaluatePolicy, hasDailyLimit, type PolicyDecision } from '../policies/
 import { type SignFacts, signFacts } from '../policies/facts.ts';
 import { hasUsdLimit, type NativePrices, priceNativeFacts } from '../policies/native-usd.ts';
 import { microToUsd, type Policy, type PolicyChannel, usdToMicro } from '../policies/policy.ts';
+import { resolveTokenOwners } from '../policies/token-owners.ts';
 import { assertWithdrawable, normaliseRecipient } from '../withdrawals/withdraw-rules.ts';
 import { currentPolicy } from './policy-store.ts';
 import { usdSpentToday } from './policy-usage.ts';
@@ -29,7 +30,15 @@ export async function withdrawalFacts(input: Withdrawal, channel: PolicyChannel,
       const [ata] = await findAssociatedTokenPda({ owner: address(to), mint: address(usdc.mint), tokenProgram: TOKEN_PROGRAM_ADDRESS });
       const scale = 10n ** BigInt(Math.abs(usdc.decimals - 6));
       const usd = usdc.decimals >= 6 ? (units + scale - 1n) / scale : units * scale;
-      return { operation: 'sign_transaction', channel, chain: 'SOL', recipients: [ata], opaque: false, usd: { value: usd } };
+      return {
+        operation: 'sign_transaction',
+        channel,
+        chain: 'SOL',
+        recipients: [ata],
+        opaque: false,
+        usd: { value: usd },
+        owners: new Map([[ata as string, to]]),
+      };
     }
     const lamports = parseAmount(input.amount, NATIVE_DECIMALS.sol, 'body.amount', MAX_SOLANA_UNITS);
     return { operation: 'sign_transaction', channel, chain: 'SOL', recipients: [to], opaque: false, native: { coin: 'SOL', amount: lamports, otherUsd: 0n } };
@@ -81,7 +90,7 @@ export async function evaluateForApp(
       ? await withdrawalFacts(input, channel, deps.chains)
       : signFacts({ operation: input.operation, channel, body: input, chains: deps.chains });
   const policy = (await currentPolicy(deps.table, appId))?.policy ?? defaultPolicy(deps.allowedDelegates);
-  const facts = hasUsdLimit(policy) ? await priceNativeFacts(decoded, deps.prices) : decoded;
+  const facts = await resolveTokenOwners(hasUsdLimit(policy) ? await priceNativeFacts(decoded, deps.prices) : decoded, policy);
   if (!hasDailyLimit(policy)) return { ...evaluatePolicy(policy, facts), remaining_usd_today: null };
   // As the enclave decides (policy-gate.ts), on the user's rolling-24 h total; read, never counted.
   const spent = await usdSpentToday(deps.table, appId, input.sub, deps.now());

@@ -6,6 +6,7 @@ import { evaluatePolicy, hasDailyLimit, type PolicyDecision } from '../policies/
 import { type PolicyChains, signFacts } from '../policies/facts.ts';
 import { hasUsdLimit, type NativePrices, priceNativeFacts } from '../policies/native-usd.ts';
 import type { PolicyChannel, PolicyOperation } from '../policies/policy.ts';
+import { resolveTokenOwners } from '../policies/token-owners.ts';
 import { recordPolicyDecision } from './policy-log.ts';
 import { currentPolicy, type StoredPolicy } from './policy-store.ts';
 import { decideWithUsage } from './policy-usage.ts';
@@ -68,7 +69,8 @@ export async function checkSigningPolicy(
 ): Promise<PolicyCheck> {
   const policy = stored?.policy ?? defaultPolicy(request.allowedDelegates ?? []);
   const decoded = signFacts({ operation: request.operation, channel, body: request.body, chains: request.chains });
-  const facts = hasUsdLimit(policy) ? await priceNativeFacts(decoded, request.prices) : decoded;
+  const priced = hasUsdLimit(policy) ? await priceNativeFacts(decoded, request.prices) : decoded;
+  const facts = await resolveTokenOwners(priced, policy);
   const usd = facts.usd?.value;
   const evaluated =
     signer && usd !== undefined && hasDailyLimit(policy)

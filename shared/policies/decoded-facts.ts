@@ -21,6 +21,14 @@ export interface DecodedFacts {
    * only with `usd` absent: priceNativeFacts (native-usd.ts) fills `usd` from a price source.
    */
   readonly native?: { readonly coin: NativeCoin; readonly amount: bigint; readonly otherUsd?: bigint };
+  /**
+   * SPL TransferChecked destinations: token accounts, with the mint and token program that make
+   * them an owner's associated token account. The message names no owner; token-owners.ts finds
+   * which address a policy lists owns each (`owners`).
+   */
+  readonly tokenAccounts?: readonly { readonly account: string; readonly mint: string; readonly program: string }[];
+  /** A recipient token account → the listed owner whose associated token account it is (token-owners.ts). */
+  readonly owners?: ReadonlyMap<string, string>;
 }
 
 /** Native coins a policy can price: ETH (ETH, ARB, INK), POL, SOL. */

@@ -7,7 +7,8 @@ import { microToUsd, type Policy, type PolicyRule, usdToMicro } from './policy.t
  * A rule is in scope when the operation is listed, and its `channels` and `chains` (when given)
  * name the request's; a request naming no chain (sign_data, sign_message) is in scope only of
  * rules without `chains`. A rule's conditions:
- * - `to.allow`: satisfied when the request is decodable (not opaque) and every recipient is listed;
+ * - `to.allow`: satisfied when the request is decodable (not opaque) and every recipient is listed
+ *   (an SPL token account also through its listed owner: token-owners.ts);
  * - `to.deny`: satisfied when the request is decodable and no recipient is listed;
  * - `max_usd_per_tx`: satisfied when the USD value is known and at most the limit;
  * - `max_usd_per_day`: satisfied when the USD value and the user's rolling-24 h total
@@ -31,7 +32,7 @@ export interface PolicyDecision {
 
 type Check = { readonly satisfied: boolean; readonly says: string };
 
-function inScope(rule: PolicyRule, facts: SignFacts): boolean {
+export function inScope(rule: PolicyRule, facts: Pick<SignFacts, 'operation' | 'channel' | 'chain'>): boolean {
   if (!rule.operations.includes(facts.operation)) return false;
   if (rule.channels && !rule.channels.includes(facts.channel)) return false;
   if (rule.chains && (facts.chain === undefined || !rule.chains.includes(facts.chain))) return false;
@@ -41,12 +42,17 @@ function inScope(rule: PolicyRule, facts: SignFacts): boolean {
 /** EVM addresses compare without case (EIP-55 is only a checksum); base58 Solana addresses are case-sensitive. */
 const sameAddress = (a: string, b: string) => (a.startsWith('0x') && b.startsWith('0x') ? a.toLowerCase() === b.toLowerCase() : a === b);
 const listed = (list: readonly string[], address: string) => list.some((entry) => sameAddress(entry, address));
+/** A recipient is listed itself or, for an SPL token account, through the listed owner whose associated token account it is. */
+const listedRecipient = (list: readonly string[], recipient: string, facts: SignFacts) => {
+  const owner = facts.owners?.get(recipient);
+  return listed(list, recipient) || (owner !== undefined && listed(list, owner));
+};
 
 function conditions(rule: PolicyRule, facts: SignFacts): Check[] {
   const checks: Check[] = [];
   const allowList = rule.to?.allow;
   if (allowList) {
-    const unlisted = facts.recipients.some((recipient) => !listed(allowList, recipient));
+    const unlisted = facts.recipients.some((recipient) => !listedRecipient(allowList, recipient, facts));
     checks.push(
       facts.opaque
         ? { satisfied: false, says: 'its recipients cannot be decoded, so to.allow cannot hold' }
@@ -55,7 +61,7 @@ function conditions(rule: PolicyRule, facts: SignFacts): Check[] {
   }
   const denyList = rule.to?.deny;
   if (denyList) {
-    const hit = facts.recipients.some((recipient) => listed(denyList, recipient));
+    const hit = facts.recipients.some((recipient) => listedRecipient(denyList, recipient, facts));
     checks.push(
       facts.opaque
         ? { satisfied: false, says: 'its recipients cannot be decoded, so to.deny cannot be ruled out' }

@@ -29,7 +29,9 @@ const u64 = (data: Uint8Array, offset: number) => new DataView(data.buffer, data
 /**
  * A Solana transaction message's facts (chain SOL). Recipients: the `to` of System transfers, the
  * destination token account of SPL Transfer / TransferChecked, the delegate of Approve /
- * ApproveChecked (token accounts, not their owners: the owner is not in the message). Lamports
+ * ApproveChecked (token accounts, not their owners: the owner is not in the message; a
+ * TransferChecked destination is listed in `tokenAccounts` so token-owners.ts can match the owners a
+ * policy lists through their associated token accounts). Lamports
  * moved by System transfers are `native` (SOL), priced later (native-usd.ts). Compute
  * budget, memo and associated-token-account instructions are ignored; any other instruction, or an
  * account only a lookup table names, makes the message opaque. USD: USDC TransferChecked /
@@ -51,6 +53,7 @@ export function solanaTransactionFacts(base64: string, chains: PolicyChains | un
   let opaque = false;
   let usd: bigint | undefined = 0n;
   let lamports = 0n;
+  const tokenAccounts: { account: string; mint: string; program: string }[] = [];
   for (const instruction of message.instructions) {
     const program = accounts[instruction.programAddressIndex];
     const data = new Uint8Array(instruction.data ?? []);
@@ -76,6 +79,7 @@ export function solanaTransactionFacts(base64: string, chains: PolicyChains | un
         else recipients.push(to);
         const amount = u64(data, 1);
         const mint = checked ? account(1) : undefined;
+        if (kind === TOKEN_TRANSFER_CHECKED && to !== undefined && mint !== undefined) tokenAccounts.push({ account: to, mint, program });
         if (usdc && mint === usdc.mint && data[9] === usdc.decimals && usd !== undefined) {
           usd +=
             usdc.decimals >= 6
@@ -91,7 +95,7 @@ export function solanaTransactionFacts(base64: string, chains: PolicyChains | un
   }
   const unique = [...new Set(recipients)];
   if (opaque) return { ...scope, recipients: unique, opaque };
-  if (lamports > 0n)
-    return { ...scope, recipients: unique, opaque, native: { coin: 'SOL', amount: lamports, ...(usd === undefined ? {} : { otherUsd: usd }) } };
-  return { ...scope, recipients: unique, opaque, ...(usd !== undefined ? { usd: { value: usd } } : {}) };
+  const decoded = { ...scope, recipients: unique, opaque, ...(tokenAccounts.length ? { tokenAccounts } : {}) };
+  if (lamports > 0n) return { ...decoded, native: { coin: 'SOL', amount: lamports, ...(usd === undefined ? {} : { otherUsd: usd }) } };
+  return { ...decoded, ...(usd !== undefined ? { usd: { value: usd } } : {}) };
 }

@@ -1,9 +1,13 @@
-import { getCompiledTransactionMessageCodec } from '@solana/kit';
+import { address, getCompiledTransactionMessageCodec } from '@solana/kit';
+import { findAssociatedTokenPda } from '@solana-program/token';
 import { encodeFunctionData, erc20Abi, getAddress, parseAbi } from 'viem';
 import { describe, expect, it } from 'vitest';
+import { evaluatePolicy } from '../../shared/policies/evaluate.ts';
 import { signFacts } from '../../shared/policies/facts.ts';
 import type { PolicyChains } from '../../shared/policies/index.ts';
 import { nativeUsd, priceNativeFacts } from '../../shared/policies/native-usd.ts';
+import type { Policy } from '../../shared/policies/policy.ts';
+import { resolveTokenOwners } from '../../shared/policies/token-owners.ts';
 
 const USDC = '0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48';
 const SOL_USDC = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
@@ -144,6 +148,40 @@ describe('signFacts: Solana transactions', () => {
     const facts = sol([payer, destination, SYSTEM], [{ programAddressIndex: 2, accountIndices: [0, 1], data }]);
     expect(facts).toMatchObject({ recipients: [destination], opaque: false, native: { coin: 'SOL', amount: 1000n, otherUsd: 0n } });
     expect(facts.usd).toBeUndefined();
+  });
+
+  it('a USDC TransferChecked to the associated token account of a listed owner matches that owner in to.allow and to.deny', async () => {
+    const owner = 'BPFLoaderUpgradeab1e11111111111111111111111';
+    const stranger = 'Vote111111111111111111111111111111111111111';
+    const [ata] = await findAssociatedTokenPda({ owner: address(owner), mint: address(SOL_USDC), tokenProgram: address(TOKEN) });
+    const transfer = (to: string) =>
+      sol(
+        [payer, 'So11111111111111111111111111111111111111112', to, SOL_USDC, TOKEN],
+        [{ programAddressIndex: 4, accountIndices: [1, 3, 2, 0], data: new Uint8Array([12, ...u64(1_000_000n), 6]) }],
+      );
+    const toOwner = transfer(ata);
+    expect(toOwner.tokenAccounts).toEqual([{ account: ata, mint: SOL_USDC, program: TOKEN }]);
+    const allowOwner: Policy = {
+      mode: 'enforce',
+      rules: [{ id: 'payees', action: 'allow', operations: ['sign_transaction'], chains: ['SOL'], to: { allow: [ALICE, owner] } }],
+    };
+    const resolved = await resolveTokenOwners(toOwner, allowOwner);
+    expect(resolved.owners).toEqual(new Map([[ata, owner]]));
+    expect(evaluatePolicy(allowOwner, resolved)).toMatchObject({ decision: 'allow', rule_id: 'payees' });
+    // Another owner's token account (here: a token account that is nobody's ATA) is not the listed owner.
+    const elsewhere = await resolveTokenOwners(transfer(destination), allowOwner);
+    expect(elsewhere.owners).toBeUndefined();
+    expect(evaluatePolicy(allowOwner, elsewhere)).toMatchObject({ decision: 'deny', rule_id: null });
+    // The same derivation catches a denied owner.
+    const denyOwner: Policy = {
+      mode: 'enforce',
+      rules: [
+        { id: 'blocked', action: 'deny', operations: ['sign_transaction'], to: { deny: [stranger, owner] } },
+        { id: 'rest', action: 'allow', operations: ['sign_transaction'] },
+      ],
+    };
+    expect(evaluatePolicy(denyOwner, await resolveTokenOwners(toOwner, denyOwner))).toMatchObject({ decision: 'deny', rule_id: 'blocked' });
+    expect(evaluatePolicy(denyOwner, await resolveTokenOwners(transfer(destination), denyOwner))).toMatchObject({ decision: 'allow', rule_id: 'rest' });
   });
 
   it('an unknown program is opaque; bytes that are no message too', () => {
