@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { importJWK, type JWK, SignJWT } from 'jose';
 import * as v from 'valibot';
+import { encodeFunctionData, erc20Abi } from 'viem';
 import { devAppPaths } from '../infra/local/applications.ts';
 import { startLocalRuntime } from '../infra/local/runtime.ts';
 import { evaluatePolicy } from '../shared/policies/evaluate.ts';
@@ -16,7 +17,9 @@ import { PolicySchema } from '../shared/policies/policy.ts';
  * (embedded dynalite, local key provider): the dev app with no policy (the built-in default, no
  * item to parse), then with a 20-rule policy the request has to walk to its last rule. Requests
  * one at a time, a fresh op_jwt each (minted before timing). Also the in-process cost of parsing
- * the stored policy and evaluating it. Not a test: it prints numbers.
+ * the stored policy and evaluating it. Then a USDC transfer signed under an allow rule without
+ * limits and under one with `max_usd_per_day` (each signature counted in the user's daily item).
+ * Not a test: it prints numbers.
  */
 const { values } = parseArgs({ options: { requests: { type: 'string', default: '500' } } });
 const REQUESTS = Number(values.requests);
@@ -69,12 +72,27 @@ const POLICY = {
   rules: [...Array.from({ length: 19 }, (_, i) => rule(i + 1)), { id: 'allow-messages', action: 'allow', operations: ['sign_message'] }],
 };
 
-async function measure(name: string): Promise<number> {
+/** A 1 USDC transfer on the sandbox ETH chain, as sign_transaction signs it: a USD value the daily counter adds up. */
+const ethChain = runtime.chains.chains.find((entry) => entry.chain === 'ETH') as { chain_id: number; tokens: { token: string; address?: string }[] };
+const usdcTransfer = {
+  chainId: ethChain.chain_id,
+  nonce: 0,
+  to: ethChain.tokens.find((entry) => entry.token === 'USDC')!.address!,
+  value: '0',
+  gas: '60000',
+  maxFeePerGas: '1000000000',
+  maxPriorityFeePerGas: '1000000',
+  type: 'eip1559',
+  data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: ['0x00000000000000000000000000000000000000b0', 1_000_000n] }),
+};
+
+async function measure(name: string, operation: 'sign_message' | 'sign_transaction' = 'sign_message'): Promise<number> {
   const tokens = await Promise.all(Array.from({ length: REQUESTS + 20 }, () => token('bench-user', 290)));
   const latencies: number[] = [];
+  const fields = operation === 'sign_message' ? { message: 'bench' } : { transaction: usdcTransfer };
   for (const [i, opJwt] of tokens.entries()) {
     const started = performance.now();
-    await post('/v2/api/wallet/sign_message', { op_jwt: opJwt, access_key: wallet.access_key, wallet_id: wallet.wallet_id, message: 'bench' });
+    await post(`/v2/api/wallet/${operation}`, { op_jwt: opJwt, access_key: wallet.access_key, wallet_id: wallet.wallet_id, ...fields });
     if (i >= 20) latencies.push(performance.now() - started); // the first 20: warm-up
   }
   latencies.sort((a, b) => a - b);
@@ -89,6 +107,17 @@ await post('/v2/api/policies', POLICY, 'PUT');
 const withPolicy = await measure('20-rule policy (decided by the 20th)');
 const delta = withPolicy - without;
 process.stdout.write(`policy adds ${delta.toFixed(2)} ms p50 (target: at most 2 ms) ${delta <= 2 ? 'OK' : 'OVER'}\n`);
+
+// A daily limit counts each allowed signature in a conditional write (shared/enclave/policy-usage.ts): one more table round trip.
+await post('/v2/api/policies', { mode: 'enforce', rules: [{ id: 'usdc', action: 'allow', operations: ['sign_transaction'], chains: ['ETH'] }] }, 'PUT');
+const plainTransfer = await measure('USDC transfer, allow rule without limits', 'sign_transaction');
+await post(
+  '/v2/api/policies',
+  { mode: 'enforce', rules: [{ id: 'usdc-daily', action: 'allow', operations: ['sign_transaction'], chains: ['ETH'], max_usd_per_day: '1000000' }] },
+  'PUT',
+);
+const dailyTransfer = await measure('USDC transfer, max_usd_per_day (counted)', 'sign_transaction');
+process.stdout.write(`the daily counter adds ${(dailyTransfer - plainTransfer).toFixed(2)} ms p50 (${REQUESTS + 20} signatures counted for one user)\n`);
 
 // In process: what the enclave does per request once the item is read (parse the stored policy, read the body, evaluate).
 const ROUNDS = 20_000;
