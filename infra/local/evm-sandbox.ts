@@ -7,13 +7,16 @@ import { privateKeyToAccount } from 'viem/accounts';
 import type { EvmChainCode, EvmChainConfig } from '../../shared/chains/chain-config.ts';
 import { sponsoredExecutorArtifact } from '../../shared/chains/evm/contracts/sponsored-executor.artifact.ts';
 import mainnetTokens from '../config/mainnet-tokens.json' with { type: 'json' };
+import { sandboxPriceFeedArtifactAbi } from './contracts/sandbox-price-feed.artifact.ts';
 import { sandboxTokenArtifact } from './contracts/sandbox-token.artifact.ts';
 import { MAX_UNITS, tooLarge } from './faucet-refused.ts';
+import { installPriceFeeds, type PriceFeedChain, type SandboxPriceFeeds } from './price-feeds.ts';
 
 /**
  * The local EVM sandbox: one anvil per chain (ETH, ARB, POL, INK) with the real chain ids, the
  * SandboxToken faucet ERC-20 installed at the real USDC / USDC.e addresses of
- * infra/config/mainnet-tokens.json, and the SponsoredExecutor EIP-7702 delegate at SANDBOX_DELEGATE.
+ * infra/config/mainnet-tokens.json, the SponsoredExecutor EIP-7702 delegate at SANDBOX_DELEGATE,
+ * and on ETH the Chainlink price feeds at their mainnet proxy addresses (price-feeds.ts).
  * Chain state persists under <dataDir>/chains/<CODE>.json; anvil's errors and the line saying which
  * port it listens on go to <CODE>.log.
  */
@@ -24,6 +27,8 @@ export interface EvmSandbox {
   readonly sponsor: { readonly address: Address; readonly privateKey: Hex };
   /** Credits `amount` base units of the chain's native coin or of one of its tokens; throws for a token the chain lacks. */
   faucet(chain: EvmChainCode, address: Address, token: string, amount: bigint): Promise<void>;
+  /** The Chainlink feeds on the ETH chain (POST /sandbox/prices; the heartbeat runs on the sandbox's tick). */
+  readonly priceFeeds: SandboxPriceFeeds;
   /** Stops every anvil, letting each dump its state first. */
   stop(): Promise<void>;
 }
@@ -32,6 +37,8 @@ export interface EvmSandboxOptions {
   readonly dataDir: string;
   /** Interface anvil listens on; 127.0.0.1 by default. */
   readonly host?: string;
+  /** The price feeds' clock, unix seconds (default: the wall clock; tests move it to see the heartbeat). */
+  readonly priceClock?: () => number;
 }
 
 /** The faucet was asked for a chain or token the sandbox does not have (a client error, not a sandbox fault). */
@@ -130,6 +137,13 @@ export async function startEvmSandbox(options: EvmSandboxOptions): Promise<EvmSa
   }
 
   const byCode = Object.fromEntries(running.map((chain) => [chain.code, chain])) as Record<EvmChainCode, RunningChain>;
+  let priceFeeds: SandboxPriceFeeds;
+  try {
+    priceFeeds = await installPriceFeeds(priceFeedChain(byCode.ETH), options.priceClock);
+  } catch (error) {
+    await Promise.all(anvils.map(({ anvil }) => anvil.stop()));
+    throw error;
+  }
   let stopping: Promise<void> | undefined;
   return {
     chains: Object.fromEntries(running.map((chain) => [chain.code, chain.config])) as Record<EvmChainCode, EvmChainConfig>,
@@ -139,7 +153,19 @@ export async function startEvmSandbox(options: EvmSandboxOptions): Promise<EvmSa
       if (!chain) return Promise.reject(new UnknownFaucetTokenError(`faucet: unknown chain "${code}"; the sandbox runs ${CHAIN_CODES.join(', ')}`));
       return chain.serialize(() => faucet(chain, address, token, amount));
     },
+    priceFeeds,
     stop: () => (stopping ??= Promise.all(running.map((chain) => chain.anvil.stop())).then(() => undefined)),
+  };
+}
+
+/** The ETH chain as the price feeds use it: their operator is the funded account, its sends serialized with the faucet's. */
+function priceFeedChain(chain: RunningChain): PriceFeedChain {
+  const { clients } = chain;
+  return {
+    operator: SPONSOR.address,
+    setCode: (address, bytecode) => clients.test.setCode({ address, bytecode }),
+    read: (address, functionName) => clients.public.readContract({ address, abi: sandboxPriceFeedArtifactAbi, functionName }) as Promise<never>,
+    send: (to, data) => chain.serialize(() => sendAndConfirm(clients, () => clients.wallet.sendTransaction({ to, data }))),
   };
 }
 

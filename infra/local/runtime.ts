@@ -166,6 +166,11 @@ async function startOnLockedDataDir(
   const [evm, sol] = await Promise.all([startEvmSandbox({ dataDir, host }), startSolanaSandbox({ dataDir, host })]);
   const stopEvm = () => evm.stop();
   closers.push(stopEvm, () => sol.stop());
+  // The price feeds' heartbeat on the sandbox's tick (infra/local/price-feeds.ts): a round older
+  // than half its heartbeat is renewed, so a sandbox left running never goes stale. A failed write is tried next tick.
+  const heartbeat = setInterval(() => evm.priceFeeds.heartbeat().catch(() => undefined), tickMs);
+  heartbeat.unref();
+  closers.splice(closers.indexOf(stopEvm), 0, async () => clearInterval(heartbeat));
   // Sandbox venues: each its own server and state under DATA_DIR/venues, watching the chains.
   // One read of each chain's head per half tick, whichever of its watchers asks.
   const heads = new ChainHeads(tickMs / 2);
@@ -224,6 +229,8 @@ async function startOnLockedDataDir(
     TRANSFER_STEP_FUNCTIONS: JSON.stringify(localStepFunctionNames()),
     // A sandbox choice (README "Transfers"): 10 bps to recipients generated once under DATA_DIR.
     PLATFORM_FEE: process.env.PLATFORM_FEE ?? (await sandboxPlatformFee(dataDir)),
+    // Prices change on request here (POST /sandbox/prices): the next estimate must read them.
+    PRICE_CACHE_SECONDS: process.env.PRICE_CACHE_SECONDS ?? '0',
   });
   const sandbox: SandboxChains = { ...chains, info: sandboxInfo(dataDir, urls, options.appsFile, apps) };
   // Each service's URL as a stage variable, so a request sent to the wrong port is answered with

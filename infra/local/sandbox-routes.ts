@@ -7,6 +7,7 @@ import { parseInput } from '../../shared/http/validate.ts';
 import { formatAmount, parseAmount } from '../../shared/money.ts';
 import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
 import { FaultRequest } from '../../shared/sandbox/fault-request.ts';
+import { PricesRequest, SANDBOX_PRICE_DECIMALS } from '../../shared/sandbox/prices-request.ts';
 import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 import { CHAIN_CODES } from '../../shared/wallets/networks.ts';
 import { normaliseRecipient } from '../../shared/withdrawals/withdraw-rules.ts';
@@ -19,7 +20,7 @@ import { type SandboxVenues, VenueNotRunningError } from './venues/framework.ts'
 /**
  * Sandbox-only endpoints of the account service (never deployed to AWS; marked so in the
  * OpenAPI document): `GET /sandbox/info`, `GET /sandbox/chains`, `POST /sandbox/faucet`,
- * `GET /sandbox/venues`, `GET /sandbox/bridge` and `POST /sandbox/faults`. They need no credentials: the sandbox listens on 127.0.0.1 only.
+ * `GET /sandbox/venues`, `GET /sandbox/bridge`, `POST /sandbox/faults` and `GET`/`POST /sandbox/prices`. They need no credentials: the sandbox listens on 127.0.0.1 only.
  */
 export interface SandboxChains {
   readonly config: ChainsConfig;
@@ -40,6 +41,8 @@ const SANDBOX_ROUTES = new Set([
   'GET /sandbox/venues',
   'GET /sandbox/bridge',
   'POST /sandbox/faults',
+  'GET /sandbox/prices',
+  'POST /sandbox/prices',
 ]);
 
 function parseJsonBody(event: APIGatewayProxyEvent): unknown {
@@ -88,6 +91,28 @@ async function setFault(venues: SandboxVenues | undefined, bridge: SandboxBridge
   }
 }
 
+/** `GET /sandbox/prices`, and `POST` once its rounds are written: the feeds as the chain answers them. */
+async function pricesListing(evm: EvmSandbox) {
+  const feeds = await evm.priceFeeds.read();
+  const prices = Object.fromEntries(Object.entries(feeds).map(([coin, feed]) => [coin, feed.price]));
+  return { success: true, sandbox: true, prices, feeds };
+}
+
+/** `POST /sandbox/prices`: new rounds on the sandbox's Chainlink feeds (8 decimals), dated now or `updated_at`. */
+async function setPrices(evm: EvmSandbox, json: unknown) {
+  const body = parseInput(PricesRequest, json, 'body');
+  if (body.updated_at !== undefined && body.updated_at > Math.floor(Date.now() / 1000)) {
+    throw new ValidationError('body.updated_at: must not be in the future');
+  }
+  const answers: Partial<Record<'ETH' | 'POL' | 'SOL', bigint>> = {};
+  for (const coin of ['ETH', 'POL', 'SOL'] as const) {
+    const price = body[coin];
+    if (price !== undefined) answers[coin] = parseAmount(price, SANDBOX_PRICE_DECIMALS, `body.${coin}`);
+  }
+  await evm.priceFeeds.set(answers, body.updated_at);
+  return pricesListing(evm);
+}
+
 function decimalsOf(config: ChainsConfig, chain: (typeof CHAIN_CODES)[number], token: string): number {
   const entry = config[chain];
   if (token === entry.native) return entry.family === 'sol' ? 9 : 18;
@@ -128,7 +153,9 @@ export async function sandboxRoute(chains: SandboxChains, event: APIGatewayProxy
     if (route === 'GET /sandbox/chains') return jsonResponse(200, chainsListing(chains.config));
     if (route === 'GET /sandbox/venues') return jsonResponse(200, { sandbox: true, ...(chains.venues?.listing ?? { venues: [] }) });
     if (route === 'GET /sandbox/bridge') return jsonResponse(200, { sandbox: true, bridge: chains.bridge?.listing ?? null });
+    if (route === 'GET /sandbox/prices') return jsonResponse(200, await pricesListing(chains.evm));
     const json = parseJsonBody(event);
+    if (route === 'POST /sandbox/prices') return jsonResponse(200, await setPrices(chains.evm, json));
     if (route === 'POST /sandbox/faults') return jsonResponse(200, await setFault(chains.venues, chains.bridge, json));
     const body = parseInput(FaucetRequest, json, 'body');
     const decimals = decimalsOf(chains.config, body.chain, body.token);

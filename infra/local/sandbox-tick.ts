@@ -3,7 +3,8 @@ import { LocalRuntimeError } from './local-runtime-error.ts';
 /**
  * The sandbox's clock: one tick (SANDBOX_TICK_MS, 200 ms by default) sets how often the sandbox
  * venues' and the sandbox bridge's pollers look at the chains (venue_e's proxy mover every half
- * tick, a venue's payer at least every five), and how long each Wait of the local transfer machine
+ * tick, a venue's payer at least every five), how often the price feeds' heartbeat looks at their
+ * rounds (infra/local/price-feeds.ts), and how long each Wait of the local transfer machine
  * lasts (SANDBOX_STEP_WAIT_MS overrides just that). Tests run the sandbox on a short tick: only the
  * clock changes, not what happens nor how many transitions it takes.
  */

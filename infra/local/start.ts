@@ -62,6 +62,7 @@ for (const chain of runtime.chains.chains) {
 out.write(
   `Sandbox venues (GET ${runtime.urls.account}/sandbox/venues; POST /sandbox/faults): ${runtime.venues.venues.map((v) => `${v.dex} ${v.url}`).join(', ') || 'none'}\n`,
 );
+out.write(`Prices: Chainlink feeds (ETH, POL, SOL in USD) on the ETH chain; GET ${runtime.urls.account}/sandbox/prices reads them, POST sets them\n`);
 out.write(
   `Transfers: Step Functions (local, same ASL) ${runtime.stepFunctions.endpoint} (GET /executions lists them with transition counts); sandbox bridge GET ${runtime.urls.account}/sandbox/bridge\n`,
 );

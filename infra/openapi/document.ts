@@ -5,6 +5,7 @@ import { VALID_REQUEST_ID } from '../../shared/http/request-id.ts';
 import { ErrorResponse } from '../../shared/http/schemas.ts';
 import { FaucetRequest } from '../../shared/sandbox/faucet-request.ts';
 import { FaultRequest } from '../../shared/sandbox/fault-request.ts';
+import { PricesRequest } from '../../shared/sandbox/prices-request.ts';
 import { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 import { OPERATIONS, type OperationDoc } from './operations.ts';
 
@@ -30,7 +31,7 @@ const ERROR_TEXT: Record<number, string> = {
   415: 'Content-Type must be application/json',
   422: 'Well-formed but refused by a rule; the code says which (e.g. INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED)',
   502: 'A dependency (the wallet enclave, a chain, a venue) failed',
-  503: 'Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED)',
+  503: 'Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED, PRICE_UNAVAILABLE)',
   504: 'INCLUSION_TIMEOUT: broadcast but not included in time; retry with the same Idempotency-Key',
 };
 
@@ -147,6 +148,23 @@ function sandboxPaths() {
         description: `${note} The target's next \`count\` operations of the kind fail, stall (held until \`clear\`) or refund (a deposit is sent back on chain, a withdrawal returned to the venue balance); \`clear\` ends the fault and releases what a stall held. The \`bridge\` target takes operation \`bridge\`: its next deposits fail (refunded, FAILED/REFUNDED), stall (held until \`clear\` or the fill deadline, then refunded) or refund (DONE/REFUNDED). With \`address\` the fault is that wallet's only (a venue: its deposits, withdrawals or payouts to it; the bridge: deposits it sends or is paid by), several addresses' faults at once, and \`clear\` with the address releases only what that fault stalled; without it, the next operations of anyone. 400 INVALID_ADDRESS for an address of a kind the target does not see (a venue: EVM only); 400 VENUE_NOT_RUNNING for a venue that is not running.`,
         requestBody: { required: true, content: { 'application/json': { schema: schema(FaultRequest) } } },
         responses: { 200: ok('The fault now in force (null after clear)'), 400: errorResponse('Invalid input'), ...tooLarge },
+      },
+    },
+    '/sandbox/prices': {
+      get: {
+        operationId: 'SandboxPrices',
+        ...common,
+        summary: "The sandbox's Chainlink price feeds (ETH, POL, SOL in USD) as the chain answers them",
+        description: `${note} \`{ "prices": { "ETH": "3000", … }, "feeds": { "ETH": { "pair", "address", "decimals", "price", "round_id", "updated_at", "heartbeat_seconds", "frozen" }, … } }\`: the AggregatorV3Interface feeds the sandbox installs at the real Ethereum-mainnet proxy addresses on its ETH chain, which the transfer estimate reads (as a deployment reads the real ones). Initial answers: ETH 3000, POL 0.25, SOL 150 (8 decimals); a heartbeat renews each round before it is half its heartbeat old.`,
+        responses: { 200: ok('OK'), ...tooLarge },
+      },
+      post: {
+        operationId: 'SandboxSetPrices',
+        ...common,
+        summary: "Set the answers of the sandbox's Chainlink price feeds",
+        description: `${note} Body e.g. \`{ "ETH": "6000", "SOL": "140.5" }\`: USD per coin, positive decimal strings with at most 8 decimals, at least one of ETH, POL, SOL. Each becomes a new round of the feed, dated now, or \`updated_at\` (unix seconds, not in the future): a time older than the feed's heartbeat (ETH and POL 3600 s, SOL 86400 s, plus 10 %) makes it stale, so estimates answer 503 PRICE_UNAVAILABLE, and the heartbeat leaves the feed alone until it is set again without \`updated_at\`. Answers 200 with the feeds read back from the chain, as GET. 400 INVALID_REQUEST naming the field otherwise.`,
+        requestBody: { required: true, content: { 'application/json': { schema: schema(PricesRequest) } } },
+        responses: { 200: ok('The feeds after the new rounds'), 400: errorResponse('Invalid input'), ...tooLarge },
       },
     },
     '/sandbox/faucet': {

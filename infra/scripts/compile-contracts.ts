@@ -59,6 +59,12 @@ export const CONTRACT_TARGETS: readonly ContractTarget[] = [
     exportName: 'sandboxNadoEndpointArtifact',
     artifact: 'infra/local/contracts/sandbox-nado-endpoint.artifact.ts',
   },
+  {
+    source: 'infra/local/contracts/SandboxPriceFeed.sol',
+    contract: 'SandboxPriceFeed',
+    exportName: 'sandboxPriceFeedArtifact',
+    artifact: 'infra/local/contracts/sandbox-price-feed.artifact.ts',
+  },
 ];
 
 interface SolcMessage {

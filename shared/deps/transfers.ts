@@ -1,8 +1,10 @@
 import type { AppRegistry } from '../apps/app-registry.ts';
 import { ConfigError } from '../config.ts';
+import { ChainlinkPrices } from '../prices/chainlink-prices.ts';
+import { loadPriceCacheSeconds } from '../prices/config.ts';
 import { type BridgeClient, HttpBridgeClient } from '../transfers/bridge.ts';
 import { BridgeClientQuoter } from '../transfers/bridge-quoter.ts';
-import { ConfiguredPrices, type EstimateDeps } from '../transfers/estimate.ts';
+import type { EstimateDeps } from '../transfers/estimate.ts';
 import { loadTransfersConfig, SfnTransferExecutor } from '../transfers/executor.ts';
 import { ChainGasEstimator } from '../transfers/gas-estimator.ts';
 import { loadPlatformFee, platformFeeFor } from '../transfers/platform-fee.ts';
@@ -27,15 +29,16 @@ const NO_BRIDGE: BridgeClient = {
 };
 
 /**
- * The estimate's ports (needs: chains, bridge, platformFee): gas from the chains, configured
- * prices, the bridge's quotes, the platform fee for the route's first wallet chain.
+ * The estimate's ports (needs: chains, bridge, platformFee): gas from the chains, prices from the
+ * Chainlink feeds on the ETH chain (Ethereum mainnet; the sandbox's anvil carries feeds at the same
+ * addresses), the bridge's quotes, the platform fee for the route's first wallet chain.
  */
 function estimatePortsFromEnv(): Pick<TransferServiceDeps, 'estimateDeps' | 'bridgeConfigured' | 'balances'> {
   const chains = chainsFromEnv();
   const bridgeUrl = loadBridgeUrl();
   const bridge = bridgeUrl ? new HttpBridgeClient({ baseUrl: bridgeUrl }) : NO_BRIDGE;
   const fees = loadPlatformFee();
-  const prices = new ConfiguredPrices();
+  const prices = new ChainlinkPrices({ client: async () => (await chains.evm('ETH')).client, cacheSeconds: loadPriceCacheSeconds() });
   return {
     bridgeConfigured: bridgeUrl !== undefined,
     balances: chains,

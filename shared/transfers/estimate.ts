@@ -1,5 +1,6 @@
 import { DomainError, UnprocessableError } from '../errors.ts';
 import { formatAmount } from '../money.ts';
+import type { NativeCoin, PriceSource } from '../prices/price-source.ts';
 import type { VenueId } from '../venues/default-status.ts';
 import { VENUE_RULES } from '../venues/rules.ts';
 import type { ChainCode } from '../wallets/networks.ts';
@@ -11,7 +12,8 @@ import { type Holding, type PlannedStep, type StepAction, TRANSFER_DECIMALS, typ
  * - gas: each step's `estimated_gas` from the GasEstimator over every transaction the step sends
  *   from the user's wallet (issue 19: the platform fee transfer of the step that takes it, approvals,
  *   bridge and venue deposits; eth_estimateGas, or on Solana one signature per transaction) times
- *   the chain's gas price, converted to USD and to ETH with the PriceSource. A venue withdrawal's
+ *   the chain's gas price, converted to USD and to ETH with the PriceSource (Chainlink feeds:
+ *   shared/prices/; no fresh price is 503 PRICE_UNAVAILABLE, never a default). A venue withdrawal's
  *   only such transaction is the platform fee out of the payout (none without a fee: no gas);
  * - `bridge_fee_usdc` from the BridgeQuoter (the bridge's own quote for this amount and route);
  * - `platform_fee_usdc` from configuration (PlatformFeeConfig);
@@ -24,7 +26,8 @@ import { type Holding, type PlannedStep, type StepAction, TRANSFER_DECIMALS, typ
  * sponsored EVM step, by the platform (then it is shown in `gas_breakdown` but not charged).
  */
 
-export type NativeCoin = 'ETH' | 'POL' | 'SOL';
+export type { NativeCoin, PriceSource } from '../prices/price-source.ts';
+
 const NATIVE: Readonly<Record<ChainCode, NativeCoin>> = { ETH: 'ETH', ARB: 'ETH', INK: 'ETH', POL: 'POL', SOL: 'SOL' };
 const NATIVE_DECIMALS: Readonly<Record<NativeCoin, number>> = { ETH: 18, POL: 18, SOL: 9 };
 const ETH_DECIMALS = 18;
@@ -66,29 +69,6 @@ export interface GasEstimator {
   estimateGas(leg: GasLeg): Promise<bigint>;
   /** Native base units per gas unit: EVM maxFeePerGas (wei); Solana lamports per signature (getFeeForMessage / signatures). */
   gasPrice(chain: ChainCode): Promise<bigint>;
-}
-
-/** Port: the USD price of a native coin, in micro-USD (USDC base units) per whole coin. */
-export interface PriceSource {
-  usdPrice(coin: NativeCoin): Promise<bigint>;
-}
-
-/**
- * Configured prices (the sandbox's price source; also usable in AWS with configured values).
- * Sandbox defaults: ETH 3,000 USD, POL 0.25 USD, SOL 150 USD (round figures of late 2026, a
- * sandbox choice: the sandbox chains have no market).
- */
-export const DEFAULT_SANDBOX_PRICES: Readonly<Record<NativeCoin, bigint>> = { ETH: 3_000_000_000n, POL: 250_000n, SOL: 150_000_000n };
-
-export class ConfiguredPrices implements PriceSource {
-  readonly #prices: Readonly<Record<NativeCoin, bigint>>;
-  constructor(prices: Readonly<Record<NativeCoin, bigint>> = DEFAULT_SANDBOX_PRICES) {
-    for (const [coin, price] of Object.entries(prices)) if (price <= 0n) throw new Error(`price of ${coin} must be positive`);
-    this.#prices = prices;
-  }
-  usdPrice(coin: NativeCoin): Promise<bigint> {
-    return Promise.resolve(this.#prices[coin]);
-  }
 }
 
 export interface BridgeRoute {

@@ -219,6 +219,9 @@ const FUZZ_ROUTES = [
     ? [
         { service: 'account' as const, method: 'GET', path: '/sandbox/chains' },
         { service: 'account' as const, method: 'POST', path: '/sandbox/faucet' },
+        // GET only: a fuzzed POST /sandbox/prices that happened to be valid would move the prices
+        // under other files' estimates (its validation: test/api/sandbox-prices.test.ts).
+        { service: 'account' as const, method: 'GET', path: '/sandbox/prices' },
       ]
     : []),
 ];

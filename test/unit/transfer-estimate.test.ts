@@ -9,7 +9,6 @@ import {
   BridgeQuoteError,
   type BridgeQuoter,
   type BridgeRoute,
-  ConfiguredPrices,
   DEFAULT_PLATFORM_FEE,
   type EstimateDeps,
   estimateTransferCost,
@@ -22,6 +21,7 @@ import {
 import { planTransfer } from '../../shared/transfers/planner.ts';
 import { TransferCostEstimateResponse, TransferRequest } from '../../shared/transfers/schemas.ts';
 import type { ChainCode } from '../../shared/wallets/networks.ts';
+import { ConfiguredPrices } from './support/configured-prices.ts';
 
 /**
  * Test double: gas units per `action:chain` for the step's own send, plus the platform fee

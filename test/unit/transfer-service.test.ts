@@ -6,7 +6,7 @@ import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { setLogLevel } from '../../shared/logger.ts';
-import { type BridgeQuoter, ConfiguredPrices, type EstimateDeps, type GasEstimator } from '../../shared/transfers/estimate.ts';
+import type { BridgeQuoter, EstimateDeps, GasEstimator } from '../../shared/transfers/estimate.ts';
 import type { ExecutionStatus, StepFunctions, TransferExecutor } from '../../shared/transfers/executor.ts';
 import type { TransferInput } from '../../shared/transfers/schemas.ts';
 import {
@@ -21,6 +21,7 @@ import {
 } from '../../shared/transfers/service.ts';
 import type { ExecutionInput, TaskRecord } from '../../shared/transfers/task.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
+import { ConfiguredPrices } from './support/configured-prices.ts';
 import { DYNAMO_ENGINES, startEngineTable } from './support/dynamodb-engines.ts';
 
 /**

@@ -213,7 +213,7 @@ export interface paths {
         put?: never;
         /**
          * The route of a transfer and its computed costs (gas, bridge, platform and venue fees)
-         * @description Body: the transfer body. Each step's gas comes from eth_estimateGas on the chain (a state override of the token balance, so an unfunded wallet can estimate; Solana: the fee per signature) times the chain's gas price, converted with the configured prices; bridge_fee_usdc from the bridge's quote (route.bridge_estimation_error when it fails); platform_fee_usdc from PLATFORM_FEE. 400 names the field of a bad combination (INVALID_ROUTE, UNSUPPORTED_CHAIN, UNSUPPORTED_TOKEN, NO_BRIDGE_ROUTE); 422 AMOUNT_BELOW_EFFECTIVE_MINIMUM with the effective minimum, 422 AMOUNT_ABOVE_BRIDGE_MAXIMUM, 422 UNSUPPORTED_ROUTE; 502 CHAIN_UNAVAILABLE when a chain cannot be read; 503 BRIDGE_NOT_CONFIGURED for a route with a bridge step on a deployment without a bridge (BRIDGE_URL). Writes nothing.
+         * @description Body: the transfer body. Each step's gas comes from eth_estimateGas on the chain (a state override of the token balance, so an unfunded wallet can estimate; Solana: the fee per signature) times the chain's gas price, converted to USD and ETH with Chainlink's ETH/USD, MATIC/USD and SOL/USD feeds on Ethereum mainnet (AggregatorV3Interface latestRoundData); bridge_fee_usdc from the bridge's quote (route.bridge_estimation_error when it fails); platform_fee_usdc from PLATFORM_FEE. 400 names the field of a bad combination (INVALID_ROUTE, UNSUPPORTED_CHAIN, UNSUPPORTED_TOKEN, NO_BRIDGE_ROUTE); 422 AMOUNT_BELOW_EFFECTIVE_MINIMUM with the effective minimum, 422 AMOUNT_ABOVE_BRIDGE_MAXIMUM, 422 UNSUPPORTED_ROUTE; 502 CHAIN_UNAVAILABLE when a chain cannot be read; 503 BRIDGE_NOT_CONFIGURED for a route with a bridge step on a deployment without a bridge (BRIDGE_URL); 503 PRICE_UNAVAILABLE (Retry-After) when a needed price feed is stale (not updated within its heartbeat plus 10 %), not positive or unreadable: never a default price. Writes nothing.
          */
         post: operations["EstimateTransferCost"];
         delete?: never;
@@ -233,7 +233,7 @@ export interface paths {
         put?: never;
         /**
          * Start a transfer: answers 202 with the task id; execution is asynchronous
-         * @description Same body, validation and estimate as estimate-transfer-cost (its 400 and 422 apply; the estimate is kept in the task's metadata.route). 409 DEX_NOT_INITIALIZED when the source or destination venue is not initialized for the user. 422 INSUFFICIENT_FUNDS, with the numbers and no task, when a `self` source's wallet does not hold what the first step spends (the amount; where the user pays gas, the first step's estimated gas with 20 % headroom); a venue source is refused by the venue when the task runs. 202 `{success, task_id, message}` with header X-Task-ID; the task is `pending` and its Step Functions execution is started (should the start be lost, the first GET /task/{task_id} starts it, once). Header `Idempotency-Key` (8-128 chars) as on POST /withdraw: a retry with the same key and body returns the same task (`Idempotent-Replayed: true`); another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 TRANSFER_IN_PROGRESS with Retry-After; a retry after a crash finds the task the first attempt stored (its id is bound to the key before the task is stored), never a second task. 503 BRIDGE_NOT_CONFIGURED as the estimate; 503 BRIDGE_UNAVAILABLE when the bridge gives no quote (no task is made with an unknown fee).
+         * @description Same body, validation and estimate as estimate-transfer-cost (its 400 and 422 apply; the estimate is kept in the task's metadata.route). 409 DEX_NOT_INITIALIZED when the source or destination venue is not initialized for the user. 422 INSUFFICIENT_FUNDS, with the numbers and no task, when a `self` source's wallet does not hold what the first step spends (the amount; where the user pays gas, the first step's estimated gas with 20 % headroom); a venue source is refused by the venue when the task runs. 202 `{success, task_id, message}` with header X-Task-ID; the task is `pending` and its Step Functions execution is started (should the start be lost, the first GET /task/{task_id} starts it, once). Header `Idempotency-Key` (8-128 chars) as on POST /withdraw: a retry with the same key and body returns the same task (`Idempotent-Replayed: true`); another body is 422 IDEMPOTENCY_KEY_REUSED; while the first is running, 409 TRANSFER_IN_PROGRESS with Retry-After; a retry after a crash finds the task the first attempt stored (its id is bound to the key before the task is stored), never a second task. 503 BRIDGE_NOT_CONFIGURED and 503 PRICE_UNAVAILABLE as the estimate; 503 BRIDGE_UNAVAILABLE when the bridge gives no quote (no task is made with an unknown fee).
          */
         post: operations["CreateTransfer"];
         delete?: never;
@@ -396,6 +396,30 @@ export interface paths {
          * @description SANDBOX ONLY: served by `npm start`, absent from AWS deployments. No credentials (the sandbox listens on 127.0.0.1). The target's next `count` operations of the kind fail, stall (held until `clear`) or refund (a deposit is sent back on chain, a withdrawal returned to the venue balance); `clear` ends the fault and releases what a stall held. The `bridge` target takes operation `bridge`: its next deposits fail (refunded, FAILED/REFUNDED), stall (held until `clear` or the fill deadline, then refunded) or refund (DONE/REFUNDED). With `address` the fault is that wallet's only (a venue: its deposits, withdrawals or payouts to it; the bridge: deposits it sends or is paid by), several addresses' faults at once, and `clear` with the address releases only what that fault stalled; without it, the next operations of anyone. 400 INVALID_ADDRESS for an address of a kind the target does not see (a venue: EVM only); 400 VENUE_NOT_RUNNING for a venue that is not running.
          */
         post: operations["SandboxFaults"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandbox/prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The sandbox's Chainlink price feeds (ETH, POL, SOL in USD) as the chain answers them
+         * @description SANDBOX ONLY: served by `npm start`, absent from AWS deployments. No credentials (the sandbox listens on 127.0.0.1). `{ "prices": { "ETH": "3000", … }, "feeds": { "ETH": { "pair", "address", "decimals", "price", "round_id", "updated_at", "heartbeat_seconds", "frozen" }, … } }`: the AggregatorV3Interface feeds the sandbox installs at the real Ethereum-mainnet proxy addresses on its ETH chain, which the transfer estimate reads (as a deployment reads the real ones). Initial answers: ETH 3000, POL 0.25, SOL 150 (8 decimals); a heartbeat renews each round before it is half its heartbeat old.
+         */
+        get: operations["SandboxPrices"];
+        put?: never;
+        /**
+         * Set the answers of the sandbox's Chainlink price feeds
+         * @description SANDBOX ONLY: served by `npm start`, absent from AWS deployments. No credentials (the sandbox listens on 127.0.0.1). Body e.g. `{ "ETH": "6000", "SOL": "140.5" }`: USD per coin, positive decimal strings with at most 8 decimals, at least one of ETH, POL, SOL. Each becomes a new round of the feed, dated now, or `updated_at` (unix seconds, not in the future): a time older than the feed's heartbeat (ETH and POL 3600 s, SOL 86400 s, plus 10 %) makes it stale, so estimates answer 503 PRICE_UNAVAILABLE, and the heartbeat leaves the feed alone until it is set again without `updated_at`. Answers 200 with the feeds read back from the chain, as GET. 400 INVALID_REQUEST naming the field otherwise.
+         */
+        post: operations["SandboxSetPrices"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1235,7 +1259,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED) */
+            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED, PRICE_UNAVAILABLE) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1386,7 +1410,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED) */
+            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED, PRICE_UNAVAILABLE) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1545,7 +1569,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED) */
+            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED, PRICE_UNAVAILABLE) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2017,7 +2041,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED) */
+            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED, PRICE_UNAVAILABLE) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2194,7 +2218,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED) */
+            /** @description Not configured on this deployment or not available now (e.g. VENUE_NOT_CONFIGURED, BRIDGE_NOT_CONFIGURED, PRICE_UNAVAILABLE) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2703,6 +2727,97 @@ export interface operations {
         };
         responses: {
             /** @description The fault now in force (null after clear) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown>;
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 10 MB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    SandboxPrices: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown>;
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 10 MB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    SandboxSetPrices: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description USD per whole coin, a decimal string with at most 8 decimals (the feed’s own). */
+                    ETH?: string;
+                    /** @description USD per whole coin, a decimal string with at most 8 decimals (the feed’s own). */
+                    POL?: string;
+                    /** @description USD per whole coin, a decimal string with at most 8 decimals (the feed’s own). */
+                    SOL?: string;
+                    /** @description Unix seconds the new rounds are dated; a past time past the heartbeat makes the feed stale. Default: now. */
+                    updated_at?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The feeds after the new rounds */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
