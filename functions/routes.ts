@@ -272,7 +272,9 @@ export const ROUTES: readonly RouteDefinition[] = [
     service: 'enclave',
     routeKey: 'POST /v2/api/wallet/sign_transaction',
     entry: 'functions/enclave/sign-transaction.ts',
-    needs: ENCLAVE_V2_SIGN,
+    // The one signature that can move a native coin: a policy's USD limit prices it from the
+    // Chainlink feeds on the ETH chain (issue 22), so it reads the ETH RPC URL.
+    needs: { ...ENCLAVE_V2_SIGN, chains: true },
   },
   {
     id: 'SignAuthorizationV2',
@@ -304,13 +306,14 @@ export const ROUTES: readonly RouteDefinition[] = [
     entry: 'functions/enclave/get-policy.ts',
     needs: { table: { reads: [...BY_SECRET, 'policy'] }, delegates: true },
   },
-  // Reads only: the policy and the user's max_usd_per_day use (POLICYUSE#); signs, counts and logs nothing.
+  // Reads only: the policy and the user's max_usd_per_day use (POLICYUSE#); signs, counts and logs
+  // nothing. Chains: native coin prices, as sign_transaction reads them.
   {
     id: 'EvaluatePolicy',
     service: 'enclave',
     routeKey: 'POST /v2/api/policies/evaluate',
     entry: 'functions/enclave/evaluate-policy.ts',
-    needs: { table: { reads: [...BY_SECRET, 'policy', 'policyUse'] }, chainData: true, delegates: true },
+    needs: { table: { reads: [...BY_SECRET, 'policy', 'policyUse'] }, chains: true, delegates: true },
   },
   {
     id: 'CreateWalletV1',

@@ -3,7 +3,7 @@ import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import { authenticateApp } from '../../shared/auth/authenticate.ts';
 import { loadPublicChainsConfig } from '../../shared/config.ts';
 import { appsFromEnv, systemClock } from '../../shared/deps/table.ts';
-import { allowedDelegatesFromEnv } from '../../shared/enclave/deps.ts';
+import { allowedDelegatesFromEnv, policyPricesFromEnv } from '../../shared/enclave/deps.ts';
 import { type EvaluationDeps, evaluateForApp } from '../../shared/enclave/policy-evaluation.ts';
 import { EvaluatePolicyRequest } from '../../shared/enclave/schemas.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
@@ -22,9 +22,15 @@ export const makeEvaluatePolicy = (deps: EvaluationDeps & { readonly apps: AppRe
   return jsonResponse(200, { success: true, decision, rule_id, reason, ...(shadow ? { shadow } : {}), remaining_usd_today });
 };
 
-/** Composition root (needs: table read of the policy and the user's daily use, chain data, delegates for the built-in default). */
+/** Composition root (needs: table read of the policy and the user's daily use, chains: chain data and native coin prices, delegates for the built-in default). */
 export const handler = httpHandler(
-  makeEvaluatePolicy({ ...appsFromEnv(), chains: loadPublicChainsConfig(), allowedDelegates: allowedDelegatesFromEnv(), now: systemClock }),
+  makeEvaluatePolicy({
+    ...appsFromEnv(),
+    chains: loadPublicChainsConfig(),
+    prices: policyPricesFromEnv(),
+    allowedDelegates: allowedDelegatesFromEnv(),
+    now: systemClock,
+  }),
   {
     jsonBody: true,
   },

@@ -10,6 +10,7 @@ import { jsonResponse } from '../../shared/http/response.ts';
 import { parseInput } from '../../shared/http/validate.ts';
 import { measureSigning } from '../../shared/observability/metrics.ts';
 import type { PolicyChains } from '../../shared/policies/facts.ts';
+import type { NativePrices } from '../../shared/policies/native-usd.ts';
 import type { PolicyOperation } from '../../shared/policies/policy.ts';
 
 type Operation<S extends v.GenericSchema, R> = (wallet: SigningWallet, secret: Buffer, body: v.InferOutput<S>) => Promise<R>;
@@ -21,13 +22,19 @@ type Operation<S extends v.GenericSchema, R> = (wallet: SigningWallet, secret: B
  */
 export const makeV2Signer =
   <S extends v.GenericSchema, R extends object>(name: PolicyOperation, schema: S, operation: Operation<S, R>, allowedDelegates?: ReadonlySet<string>) =>
-  (deps: V2Deps & { readonly policyChains?: PolicyChains }) =>
+  (deps: V2Deps & { readonly policyChains?: PolicyChains; readonly policyPrices?: NativePrices }) =>
   async (event: APIGatewayProxyEvent & { body: unknown }) => {
     const app = await authenticateEnclaveCaller(deps.apps, event, deps.now());
     const body = parseInput(schema, event.body, 'body');
     const run = (wallet: SigningWallet, secret: Buffer) => operation(wallet, secret, body);
     const result = await measureSigning(routeOf(event), () =>
-      withWalletKey(deps, app, body as WalletAuthorization, run, { operation: name, body, allowedDelegates, chains: deps.policyChains }),
+      withWalletKey(deps, app, body as WalletAuthorization, run, {
+        operation: name,
+        body,
+        allowedDelegates,
+        chains: deps.policyChains,
+        prices: deps.policyPrices,
+      }),
     );
     return jsonResponse(200, { success: true, ...result });
   };

@@ -1,7 +1,5 @@
 import type { AppRegistry } from '../apps/app-registry.ts';
 import { ConfigError } from '../config.ts';
-import { ChainlinkPrices } from '../prices/chainlink-prices.ts';
-import { loadPriceCacheSeconds } from '../prices/config.ts';
 import { type BridgeClient, HttpBridgeClient } from '../transfers/bridge.ts';
 import { BridgeClientQuoter } from '../transfers/bridge-quoter.ts';
 import type { EstimateDeps } from '../transfers/estimate.ts';
@@ -9,7 +7,7 @@ import { loadTransfersConfig, SfnTransferExecutor } from '../transfers/executor.
 import { ChainGasEstimator } from '../transfers/gas-estimator.ts';
 import { loadPlatformFee, platformFeeFor } from '../transfers/platform-fee.ts';
 import { BridgeNotConfiguredError, type EstimateRouteDeps, type TaskDeps, type TransferServiceDeps } from '../transfers/service.ts';
-import { chainsFromEnv } from './chains.ts';
+import { chainlinkPricesFor, chainsFromEnv } from './chains.ts';
 import { appsFromEnv, systemClock } from './table.ts';
 
 type WithApps<T> = T & { readonly apps: AppRegistry };
@@ -38,7 +36,7 @@ function estimatePortsFromEnv(): Pick<TransferServiceDeps, 'estimateDeps' | 'bri
   const bridgeUrl = loadBridgeUrl();
   const bridge = bridgeUrl ? new HttpBridgeClient({ baseUrl: bridgeUrl }) : NO_BRIDGE;
   const fees = loadPlatformFee();
-  const prices = new ChainlinkPrices({ client: async () => (await chains.evm('ETH')).client, cacheSeconds: loadPriceCacheSeconds() });
+  const prices = chainlinkPricesFor(chains);
   return {
     bridgeConfigured: bridgeUrl !== undefined,
     balances: chains,

@@ -1,9 +1,11 @@
 import type { AppRegistry } from '../apps/app-registry.ts';
 import { loadAllowedDelegates, loadPublicChainsConfig, loadV1RetirementAt } from '../config.ts';
 import type { Table } from '../db/client.ts';
+import { chainlinkPricesFor, chainsFromEnv } from '../deps/chains.ts';
 import { enclaveKeyWrapperFromEnv } from '../deps/clients.ts';
 import { appsFromEnv, systemClock } from '../deps/table.ts';
 import type { PolicyChains } from '../policies/facts.ts';
+import type { NativePrices } from '../policies/native-usd.ts';
 import type { EnclaveDeps } from './create-wallet.ts';
 
 /**
@@ -25,8 +27,15 @@ export function v2DepsFromEnv(): V2Deps {
   return { ...v1DepsFromEnv(), keyWrapper: enclaveKeyWrapperFromEnv() };
 }
 
-/** Need `chainData`: the public chains config the signing policy reads chain codes and USDC contracts from (issue 22). */
+/** Need `chainData` (implied by `chains`): the public chains config the signing policy reads chain codes and USDC contracts from (issue 22). */
 export const policyChainsFromEnv = (): PolicyChains => loadPublicChainsConfig();
+
+/**
+ * Need `chains`: native coin prices for the signing policy's USD limits (issue 22), from the
+ * Chainlink feeds on the ETH chain. Read only when a policy with a USD limit meets a request that
+ * moves a native coin; the ETH chain's RPC URL comes from the RPC URLs secret on that first read.
+ */
+export const policyPricesFromEnv = (): NativePrices => chainlinkPricesFor(chainsFromEnv());
 
 /** Need `delegates`: ALLOWED_7702_DELEGATES. */
 export const allowedDelegatesFromEnv = (): ReadonlySet<string> => loadAllowedDelegates();

@@ -96,7 +96,11 @@ describe('POST /v2/api/policies/evaluate', () => {
     expect(over.body.reason).toContain('no rule allows sign_transaction on the account channel (ARB)');
     expectDecision(await evaluate(withdraw({ to_address: B })), 'deny', null);
     expectDecision(await evaluate(withdraw({ chain: 'ETH' })), 'deny', null);
-    expectDecision(await evaluate(withdraw({ token: 'ETH', amount: '0.001' })), 'deny', null); // native: not priced, so max_usd_per_tx cannot hold
+    // Native coins at the sandbox's Chainlink prices (ETH 3,000 USD, SOL 150 USD; another file may
+    // halve ETH for a moment, so the amounts stay far from the limit): 3 USD and 30 USD of ETH.
+    expectDecision(await evaluate(withdraw({ token: 'ETH', amount: '0.001' })), 'allow', 'treasury');
+    expectDecision(await evaluate(withdraw({ token: 'ETH', amount: '0.01' })), 'deny', null);
+    expectDecision(await evaluate(withdraw({ chain: 'SOL', token: 'SOL', to_address: SOL_RECIPIENT, amount: '0.01' })), 'allow', 'sol-small');
     expectDecision(await evaluate(withdraw({ chain: 'SOL', to_address: SOL_RECIPIENT })), 'allow', 'sol-small');
     expectDecision(await evaluate(withdraw({ chain: 'SOL', to_address: SOL_RECIPIENT, amount: '11' })), 'deny', null);
     expectDecision(await evaluate(withdraw({ chain: 'SOL', token: 'SOL', to_address: SOL_RECIPIENT, amount: '1' })), 'deny', null);

@@ -155,6 +155,30 @@ describe('enforcement inside the enclave', () => {
     }
   });
 
+  it('a native coin counts at the Chainlink price (sandbox ETH/USD feed): 0.001 ETH within max_usd_per_tx 10, 0.01 ETH over it', async () => {
+    const sub = uniqueUser('policy-native');
+    const wallet = await enclaveWallet(sub);
+    // Amounts far from the limit: test/api/sandbox-prices.test.ts halves the ETH price for a moment while files run side by side.
+    const send = (wei: bigint) => ({
+      transaction: { type: 'eip1559', chainId: 42161, nonce: 0, to: A, value: wei.toString(), gas: '21000', maxFeePerGas: '10', maxPriorityFeePerGas: '1' },
+    });
+    try {
+      const small = { mode: 'enforce', rules: [{ id: 'small-sends', action: 'allow', operations: ['sign_transaction'], max_usd_per_tx: '10' }] };
+      expect((await putPolicy(small)).status).toBe(200);
+      const signed = await enclaveSign(sub, wallet, 'sign_transaction', send(10n ** 15n));
+      expect(signed.status, JSON.stringify(signed.body)).toBe(200);
+      expectDenied(await enclaveSign(sub, wallet, 'sign_transaction', send(10n ** 16n)), null);
+      const decisions = await call('enclave', 'GET', '/v2/api/policies/decisions?limit=2', { headers: secret });
+      const [denied, allowed] = decisions.body.decisions as { decision: string; usd: string | null }[];
+      expect([denied?.decision, allowed?.decision]).toEqual(['deny', 'allow']);
+      // Priced: the USD value is known (about 30 and 3 USD at the sandbox's 3,000 USD ETH).
+      expect(Number(denied?.usd)).toBeGreaterThan(10);
+      expect(Number(allowed?.usd)).toBeLessThanOrEqual(10);
+    } finally {
+      await putPolicy(ALLOW_ALL);
+    }
+  });
+
   it('shadow mode signs what it would deny', async () => {
     const sub = uniqueUser('policy-shadow');
     const wallet = await enclaveWallet(sub);

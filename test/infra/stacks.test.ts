@@ -964,11 +964,16 @@ describe('least privilege per route', () => {
             'TransferDepositStep',
             'EstimateTransferCost',
             'CreateTransfer',
+            // Issue 22: a policy's USD limit prices a native coin from the Chainlink feeds.
+            'SignTransactionV2',
+            'EvaluatePolicy',
           ].includes(route.id),
         ),
       ),
     );
     expect(chainRoutes.has(roleId('TransferSettle'))).toBe(false);
+    // The other enclave signatures move no native coin: no RPC URL for them.
+    for (const id of ['SignDataV2', 'SignMessageV2', 'SignAuthorizationV2', 'CreateWalletV2']) expect(chainRoutes.has(roleId(id)), id).toBe(false);
     const secretArn = importedArn(stateful.rpcUrlsSecret, 'Ref');
     expect(rolesAllowed('secretsmanager:GetSecretValue', secretArn)).toEqual(chainRoutes);
     const secretStatements = roleStatements().filter(({ statement }) => asArray(statement.Action).some((a) => String(a).startsWith('secretsmanager:')));
