@@ -1,6 +1,6 @@
 import { encodeFunctionData, erc20Abi, getAddress, keccak256, recoverAddress, recoverTransactionAddress, stringToBytes } from 'viem';
 import { describe, expect, it } from 'vitest';
-import { chainInfo } from './support/chains.ts';
+import { chainBalance, chainInfo, faucet, newAccount } from './support/chains.ts';
 import { accountHeaders, appOne, call, expectErrorShape, expressHeaders, mintToken, policyApp, sandbox, uniqueUser } from './support/client.ts';
 
 /**
@@ -178,6 +178,36 @@ describe('enforcement inside the enclave', () => {
       await putPolicy(ALLOW_ALL);
     }
   });
+
+  it.runIf(sandbox.appsFile !== undefined)(
+    'POST /withdraw under max_usd_per_day 10 with to.allow [A]: 11 USDC and an unlisted recipient are 403 POLICY_DENIED (nothing sent), a listed 5 USDC is sent',
+    async () => {
+      const user = await newAccount(policyApp, uniqueUser('policy-withdraw'));
+      await faucet('ARB', user.evm, 'ETH', '1');
+      await faucet('ARB', user.evm, 'USDC', '50');
+      const withdraw = (to: string, amount: string) =>
+        call('account', 'POST', '/withdraw', { headers: user.headers, json: { to_address: to, amount, chain: 'ARB', token: 'USDC' } });
+      try {
+        expect(
+          (
+            await putPolicy({
+              mode: 'enforce',
+              rules: [{ id: 'payees', action: 'allow', operations: ['sign_transaction'], to: { allow: [A] }, max_usd_per_day: '10' }],
+            })
+          ).status,
+        ).toBe(200);
+        expectDenied(await withdraw(A, '11'), null);
+        expectDenied(await withdraw(B, '1'), null);
+        expect(await chainBalance('ARB', user.evm, 'USDC')).toBe(50_000_000n);
+        const sent = await withdraw(A, '5');
+        expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+        expect(await chainBalance('ARB', A, 'USDC')).toBeGreaterThanOrEqual(5_000_000n);
+        expect(await chainBalance('ARB', user.evm, 'USDC')).toBe(45_000_000n);
+      } finally {
+        await putPolicy(ALLOW_ALL);
+      }
+    },
+  );
 
   it('shadow mode signs what it would deny', async () => {
     const sub = uniqueUser('policy-shadow');
