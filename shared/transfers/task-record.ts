@@ -49,6 +49,8 @@ const RecordedSendSchema = v.object({
   raw: v.string(),
   /** What it must move to count as sent (shared/chains/sender/effect.ts); absent on older records. */
   effect: v.optional(ExpectedEffectSchema),
+  /** EVM: every transaction signed for this send when it was replaced (same nonce: at most one mined); tx_hash is the latest or the mined one. */
+  candidates: v.optional(v.array(v.object({ tx_hash: v.string(), raw: v.string() }))),
 });
 export type RecordedSend = v.InferOutput<typeof RecordedSendSchema>;
 

@@ -119,6 +119,15 @@ export class IdempotencyRecord implements SendJournal {
     this.#recorded = true;
   }
 
+  /**
+   * A replacement candidate (before its broadcast) or the mined candidate, in place of the
+   * recorded broadcast: fenced by this attempt like `record` (one attempt holds the key, so
+   * `current` is what it recorded). Throws 409 when the key was taken over.
+   */
+  async replace(next: Broadcast, _current: Broadcast): Promise<void> {
+    await this.record(next);
+  }
+
   /** Keeps the key's state right after a failed send (see classifySendFailure). */
   async settleFailure(error: unknown): Promise<void> {
     const outcome = classifySendFailure(error, this.#recorded);

@@ -2,16 +2,10 @@ import { type Address, type Hex, keccak256 } from 'viem';
 import type { Table } from '../../db/client.ts';
 import { UnprocessableError } from '../../errors.ts';
 import { logger } from '../../logger.ts';
-import {
-  BroadcastRejectedError,
-  CallWouldFailError,
-  describeChainError,
-  InclusionTimeoutError,
-  TransactionNoEffectError,
-  TransactionRevertedError,
-} from '../errors.ts';
+import { BroadcastRejectedError, CallWouldFailError, describeChainError } from '../errors.ts';
 import type { EvmCall, EvmChain } from '../evm-chain.ts';
 import { evmEffectHeld } from './effect.ts';
+import { awaitEvmInclusion, DEFAULT_REPLACEMENT, includedCandidate, type ReplacementPolicy, type Replacer } from './evm-inclusion.ts';
 import { insufficient } from './funds.ts';
 import type { Broadcast, EvmSigner, ExpectedEffect, SendJournal, SendReceipt, SendTimings } from './ports.ts';
 import { type LeaseTiming, withSenderLease } from './sender-lease.ts';
@@ -49,13 +43,17 @@ export interface EvmSenderOptions {
   readonly inclusionTimeoutMs: number;
   readonly lease: LeaseTiming;
   readonly now?: () => number;
+  /** When and how far a send the chain does not take is replaced (evm-inclusion.ts); DEFAULT_REPLACEMENT when unset. */
+  readonly replacement?: ReplacementPolicy;
 }
 
 /**
  * Sends a call from an EVM account exactly once: under the account's lease it checks funds and
  * gas, picks the nonce (max of the RPC's pending nonce and the lease's stored next nonce), signs
  * through the signer port, proves the lease still held (renewing it), records the signed
- * transaction in the journal, broadcasts; then waits for the receipt. With `journal.previous` it resumes: re-broadcasts that transaction and waits.
+ * transaction in the journal, broadcasts; then waits for the receipt, replacing the transaction
+ * (same nonce, higher fees, journaled first) when the chain does not take it (evm-inclusion.ts).
+ * With `journal.previous` it resumes: re-broadcasts the latest journaled candidate and waits.
  */
 export class EvmSender {
   readonly #options: EvmSenderOptions;
@@ -68,9 +66,12 @@ export class EvmSender {
     const { chain, journal, timings } = request;
     const { table, inclusionTimeoutMs, lease: timing, now } = this.#options;
     const previous = journal?.previous;
+    const wait = (sent: Broadcast) =>
+      awaitEvmInclusion(chain, sent, { timeoutMs: inclusionTimeoutMs, ...(timings ? { timings } : {}), ...this.#replacer(request) });
     if (previous) {
+      // The latest journaled candidate (a crash may have come between its record and its broadcast).
       await timed(timings, 'broadcast', () => rebroadcastEvm(chain, previous.raw as Hex));
-      return { txHash: await confirmEvm(chain, previous, inclusionTimeoutMs, timings), resumed: true };
+      return { txHash: await wait(previous), resumed: true };
     }
     const effect = expectedEffect(request.from, request.spends);
     const sent = await withSenderLease(table, { chain: chain.code, address: request.from }, { ...timing, now }, async (lease) => {
@@ -95,7 +96,18 @@ export class EvmSender {
       await recordThenBroadcast(chain, broadcast, journal, timings);
       return { result: broadcast, nonce };
     });
-    return { txHash: await confirmEvm(chain, sent, inclusionTimeoutMs, timings), resumed: false };
+    return { txHash: await wait(sent), resumed: false };
+  }
+
+  /**
+   * Replacement needs a journal that can record it before its broadcast (SendJournal.replace):
+   * without one the send only waits. No lease: a replacement keeps its nonce.
+   */
+  #replacer({ from, signer, journal }: EvmSend): { replacer?: Replacer } {
+    const { replacement = DEFAULT_REPLACEMENT } = this.#options;
+    if (!journal?.replace || replacement.maxReplacements <= 0) return {};
+    const replace = journal.replace.bind(journal);
+    return { replacer: { from, sign: (transaction) => signer.signTransaction(transaction), replace, policy: replacement } };
   }
 
   /** Under the lease: earlier sends from this account are already counted in the pending balances. */
@@ -136,10 +148,11 @@ export async function recordThenBroadcast(
  * (not included yet, or the RPC did not answer).
  */
 export async function evmSendOutcome(chain: EvmChain, broadcast: Broadcast): Promise<'landed' | 'failed' | 'unknown'> {
-  const receipt = await chain.receipt(broadcast.tx_hash as Hex).catch(() => null);
-  if (!receipt) return 'unknown';
+  const included = await includedCandidate(chain, broadcast);
+  if (!included) return 'unknown';
+  const { candidate, receipt } = included;
   if (receipt.status !== 'success') return 'failed';
-  return !broadcast.effect || evmEffectHeld(chain, { logs: receipt.logs, raw: broadcast.raw as Hex }, broadcast.effect) ? 'landed' : 'failed';
+  return !broadcast.effect || evmEffectHeld(chain, { logs: receipt.logs, raw: candidate.raw as Hex }, broadcast.effect) ? 'landed' : 'failed';
 }
 
 export async function rebroadcastEvm(chain: EvmChain, raw: Hex): Promise<void> {
@@ -158,16 +171,8 @@ export async function rebroadcastEvm(chain: EvmChain, raw: Hex): Promise<void> {
 /**
  * Waits for inclusion, then decides by the effect: reverted, or successful without the effect the
  * broadcast names (effect.ts), is final and nothing was sent. A broadcast recorded without an
- * effect (older records) is decided by its status.
+ * effect (older records) is decided by its status. No replacement (see evm-inclusion.ts).
  */
-export async function confirmEvm(chain: EvmChain, broadcast: Broadcast, timeoutMs: number, timings: SendTimings | undefined): Promise<Hex> {
-  const hash = broadcast.tx_hash as Hex;
-  const receipt = await timed(timings, 'inclusion', () => chain.waitForReceipt(hash, timeoutMs));
-  if (!receipt) throw new InclusionTimeoutError(hash, timeoutMs);
-  if (receipt.status !== 'success') throw new TransactionRevertedError(hash);
-  if (broadcast.effect && !evmEffectHeld(chain, { logs: receipt.logs, raw: broadcast.raw as Hex }, broadcast.effect)) {
-    logger.error('transaction included without its effect', { chain: chain.code, tx_hash: hash, token: broadcast.effect.token });
-    throw new TransactionNoEffectError(hash);
-  }
-  return hash;
+export function confirmEvm(chain: EvmChain, broadcast: Broadcast, timeoutMs: number, timings: SendTimings | undefined): Promise<Hex> {
+  return awaitEvmInclusion(chain, broadcast, { timeoutMs, ...(timings ? { timings } : {}) });
 }

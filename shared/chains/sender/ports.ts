@@ -68,13 +68,28 @@ export interface ExpectedEffect {
   readonly executor_nonce?: string;
 }
 
-/** A signed transaction: its hash (EVM) or signature (Solana) and its wire form, public once broadcast. */
+/** One signed transaction of a send. */
+export interface SendCandidate {
+  readonly tx_hash: string;
+  readonly raw: string;
+}
+
+/**
+ * A signed transaction: its hash (EVM) or signature (Solana) and its wire form, public once
+ * broadcast. A send that was replaced (evm-inclusion.ts) keeps every candidate; `tx_hash`/`raw`
+ * is then the latest one (what a resume re-broadcasts), or the mined one once it is known.
+ */
 export interface Broadcast {
   readonly tx_hash: string;
   /** 0x-hex (EVM) or base64 (Solana). */
   readonly raw: string;
   /** What it must move (absent on records written before effects were checked: then status alone decides). */
   readonly effect?: ExpectedEffect;
+  /**
+   * Every transaction signed for this send, in signing order, `tx_hash` among them; absent until
+   * a first replacement. EVM: one nonce, so at most one of them is ever mined.
+   */
+  readonly candidates?: readonly SendCandidate[];
 }
 
 /**
@@ -89,6 +104,13 @@ export interface SendJournal {
   /** What an earlier attempt of this send recorded, if anything: the sender resumes it. */
   readonly previous?: Broadcast;
   record(broadcast: Broadcast): Promise<void>;
+  /**
+   * Stores `next` in place of `current` (what this send's journal holds now): a replacement
+   * candidate, before its broadcast, or the candidate that was mined. Durable when it returns;
+   * throws when the journal no longer holds `current` (another invocation moved on: do not
+   * broadcast). A journal without it gets no replacements (its send only waits).
+   */
+  replace?(next: Broadcast, current: Broadcast): Promise<void>;
 }
 
 /** Milliseconds spent signing, broadcasting and waiting for inclusion, added up across calls. */

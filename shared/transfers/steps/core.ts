@@ -364,19 +364,43 @@ class RecordTaken extends Error {}
  */
 export async function sendOnce(ctx: Ctx, label: string, chain: ChainCode, send: (journal: SendJournal) => Promise<{ txHash: string }>): Promise<string> {
   const known = ctx.step.sends?.[label];
-  // Already included with its effect: nothing to re-broadcast (a poll only looks).
-  if (known && (await sendOutcome(ctx, known)) === 'landed') return known.tx_hash;
+  // Already included with its effect: nothing to re-broadcast (a poll only looks). A replaced send
+  // goes through the sender, which reports (and records) the candidate that was mined.
+  if (known && !known.candidates && (await sendOutcome(ctx, known)) === 'landed') return known.tx_hash;
   for (let round = 0; round < 2; round++) {
     const recorded = ctx.step.sends?.[label];
+    const entry = (broadcast: Broadcast): RecordedSend => ({
+      chain,
+      tx_hash: broadcast.tx_hash,
+      raw: broadcast.raw,
+      ...(broadcast.effect ? { effect: broadcast.effect } : {}),
+      ...(broadcast.candidates ? { candidates: broadcast.candidates.map(({ tx_hash, raw }) => ({ tx_hash, raw })) } : {}),
+    });
     const journal: SendJournal = {
-      ...(recorded ? { previous: { tx_hash: recorded.tx_hash, raw: recorded.raw, ...(recorded.effect ? { effect: recorded.effect } : {}) } } : {}),
+      ...(recorded
+        ? {
+            previous: {
+              tx_hash: recorded.tx_hash,
+              raw: recorded.raw,
+              ...(recorded.effect ? { effect: recorded.effect } : {}),
+              ...(recorded.candidates ? { candidates: recorded.candidates } : {}),
+            },
+          }
+        : {}),
       record: async (broadcast: Broadcast) => {
-        const entry: RecordedSend = { chain, tx_hash: broadcast.tx_hash, raw: broadcast.raw, ...(broadcast.effect ? { effect: broadcast.effect } : {}) };
         const ok = await writeOwnStep(ctx, {
           stepStatusIn: ['submitted'],
-          sends: { [label]: entry },
+          sends: { [label]: entry(broadcast) },
         });
         if (!ok) throw new RecordTaken(`${label} was recorded by another invocation`);
+      },
+      // A replacement (before its broadcast) or the mined candidate: only over the entry this invocation holds.
+      replace: async (next: Broadcast, current: Broadcast) => {
+        const ok = await writeOwnStep(ctx, {
+          stepStatusIn: ['submitted'],
+          replaceSend: { label, send: entry(next), current: current.tx_hash },
+        });
+        if (!ok) throw new RecordTaken(`${label} was replaced by another invocation`);
       },
     };
     try {

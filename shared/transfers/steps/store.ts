@@ -28,6 +28,11 @@ export interface StepWrite {
   readonly step?: Readonly<Record<string, unknown>>;
   /** Entries of steps[index].sends to set (each only when absent). */
   readonly sends?: Readonly<Record<string, RecordedSend>>;
+  /**
+   * One entry of steps[index].sends to overwrite, only while it still names `current` (its
+   * tx_hash): a replacement candidate or the mined one (shared/chains/sender/evm-inclusion.ts).
+   */
+  readonly replaceSend?: { readonly label: string; readonly send: RecordedSend; readonly current: string };
   /** Fields of steps[index] that must be absent (intent chosen once). */
   readonly absent?: readonly string[];
   /** The step's status must be one of these. */
@@ -88,6 +93,16 @@ export async function writeStep(table: Table, write: StepWrite): Promise<boolean
       conditions.push(`attribute_not_exists(${at}.#sends.#l${n})`);
       n++;
     }
+  }
+  if (write.replaceSend) {
+    names['#sends'] = 'sends';
+    names[`#l${n}`] = write.replaceSend.label;
+    names['#txh'] = 'tx_hash';
+    values[`:l${n}`] = write.replaceSend.send;
+    values[`:cur${n}`] = write.replaceSend.current;
+    sets.push(`${at}.#sends.#l${n} = :l${n}`);
+    conditions.push(`${at}.#sends.#l${n}.#txh = :cur${n}`);
+    n++;
   }
   for (const field of write.absent ?? []) {
     names[`#a${n}`] = field;
