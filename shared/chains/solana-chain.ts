@@ -186,6 +186,17 @@ export class SolanaChain {
     }
   }
 
+  /** The finalized block height: a transaction whose lastValidBlockHeight is below it can never be included any more. */
+  async finalizedBlockHeight(): Promise<bigint> {
+    return this.#rpc.getBlockHeight({ commitment: 'finalized' }).send();
+  }
+
+  /** True when the node knows the signature anywhere in its history (`searchTransactionHistory`), at any commitment. */
+  async knowsSignature(signature: string): Promise<boolean> {
+    const { value } = await this.#rpc.getSignatureStatuses([signature as Signature], { searchTransactionHistory: true }).send();
+    return value[0] !== null && value[0] !== undefined;
+  }
+
   /** Polls until the signature is confirmed; `{ err }` when it failed, `null` when the bound passed. */
   async waitForConfirmation(signature: string, timeoutMs: number): Promise<{ err: unknown } | null> {
     const deadline = Date.now() + timeoutMs;

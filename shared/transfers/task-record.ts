@@ -51,6 +51,8 @@ const RecordedSendSchema = v.object({
   effect: v.optional(ExpectedEffectSchema),
   /** EVM: every transaction signed for this send when it was replaced (same nonce: at most one mined); tx_hash is the latest or the mined one. */
   candidates: v.optional(v.array(v.object({ tx_hash: v.string(), raw: v.string() }))),
+  /** Solana: the block height past which its blockhash is expired (decimal); what proves it can no longer land. */
+  last_valid_block_height: v.optional(v.string()),
 });
 export type RecordedSend = v.InferOutput<typeof RecordedSendSchema>;
 

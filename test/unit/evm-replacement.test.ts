@@ -8,7 +8,8 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
-import { bumpedFee, candidatesOf, replacementFees } from '../../shared/chains/sender/evm-inclusion.ts';
+import { candidatesOf } from '../../shared/chains/sender/candidates.ts';
+import { bumpedFee, replacementFees } from '../../shared/chains/sender/evm-inclusion.ts';
 import { EvmSender, evmSendOutcome } from '../../shared/chains/sender/evm-sender.ts';
 import type { Broadcast, EvmSigner, SendJournal } from '../../shared/chains/sender/ports.ts';
 import type { Table } from '../../shared/db/client.ts';
@@ -18,6 +19,7 @@ import { writeStep } from '../../shared/transfers/steps/store.ts';
 import type { RecordedSend } from '../../shared/transfers/task.ts';
 import { claimIdempotencyKey, requestHash } from '../../shared/withdrawals/idempotency.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
+import { memoryJournal, type SendEvent } from './support/memory-send-journal.ts';
 
 /**
  * Issue 23 part 4: an EVM send the chain does not take is replaced (same nonce, higher fees,
@@ -68,27 +70,7 @@ function localSigner(): EvmSigner & { address: Address; signed: number } {
   return signer;
 }
 
-/** What happened, in order: journal writes and broadcasts, by transaction hash. */
-type Event = { readonly kind: 'record' | 'replace' | 'broadcast'; readonly tx_hash: string };
-
-/** A journal in memory (record + replace), logging into `events`; `crashOnReplace` dies after storing the first replacement. */
-function memoryJournal(events: Event[], previous?: Broadcast, crashOnReplace = false): SendJournal & { stored: Broadcast | undefined } {
-  const journal: SendJournal & { stored: Broadcast | undefined } = {
-    previous,
-    stored: previous,
-    record: async (broadcast) => {
-      journal.stored = broadcast;
-      events.push({ kind: 'record', tx_hash: broadcast.tx_hash });
-    },
-    replace: async (next, current) => {
-      expect(current.tx_hash).toBe(journal.stored?.tx_hash); // the sender replaces what the journal holds
-      journal.stored = next;
-      events.push({ kind: 'replace', tx_hash: next.tx_hash });
-      if (crashOnReplace) throw new Error('process died');
-    },
-  };
-  return journal;
-}
+type Event = SendEvent;
 
 /**
  * The sandbox chain, logging broadcasts; with `strandFirst` the first broadcast is stranded:

@@ -16,7 +16,9 @@ import { serveHttp } from './transport.ts';
  * slot and block height move by one per transaction, and everything processed is immediately
  * `finalized`. There is no websocket endpoint, so no subscriptions (web3.js `confirmTransaction`
  * needs one): poll `getSignatureStatuses`, as `SolanaChain` does. Blockhashes stay valid for 150
- * blocks, as on mainnet.
+ * blocks, as on mainnet; `advanceBlocks` (in process, tests only) adds empty blocks to expire them.
+ * `getSignatureStatuses` always searches the kept history (the last 1000 transactions), with or
+ * without `searchTransactionHistory`.
  *
  * Persistence, in `<dataDir>/chains/` (persistence.ts):
  * - `SOL.litesvm`: the engine snapshot (`LiteSVM.toBytes`: accounts, sysvars, features, the
@@ -44,6 +46,11 @@ export interface SolanaSandbox {
   readonly chain: { family: 'sol'; rpc_url: string; native: 'SOL'; tokens: { USDC: { mint: string; decimals: number } } };
   /** Credits `address` with `amount` base units: lamports for SOL, 6-decimal units of USDC (into its associated token account). */
   faucet(address: string, token: 'SOL' | 'USDC', amount: bigint): Promise<void>;
+  /**
+   * Sandbox only (tests): moves the slot and block height on by `count` empty blocks, so a
+   * blockhash expires without 150 transactions (a validator's chain moves on by itself).
+   */
+  advanceBlocks(count: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -72,6 +79,7 @@ export async function startSolanaSandbox(options: { dataDir: string; host?: stri
     rpcUrl,
     chain: { family: 'sol', rpc_url: rpcUrl, native: 'SOL', tokens: { USDC: { mint: USDC_MINT, decimals: USDC_DECIMALS } } },
     faucet: async (address, token, amount) => chain.faucet(address, token, amount),
+    advanceBlocks: async (count) => chain.advanceBlocks(count),
     stop: () =>
       (stopping ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -150,6 +150,12 @@ export class SandboxChain {
     }
   }
 
+  /** Empty blocks (tests: expire a blockhash), durable before it returns. */
+  advanceBlocks(count: number): void {
+    for (let i = 0; i < count; i++) this.advance();
+    this.saveNow();
+  }
+
   /** Agave's EpochSchedule::get_epoch_and_slot_index, warmup epochs included. */
   epochOf(slot: number): { epoch: number; slotIndex: number; slotsInEpoch: number } {
     const schedule = this.svm.getEpochSchedule();

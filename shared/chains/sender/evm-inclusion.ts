@@ -2,8 +2,9 @@ import { type Address, type Hex, keccak256, parseTransaction } from 'viem';
 import { logger } from '../../logger.ts';
 import { describeChainError, InclusionTimeoutError, TransactionNoEffectError, TransactionRevertedError } from '../errors.ts';
 import type { EvmChain } from '../evm-chain.ts';
+import { candidatesOf } from './candidates.ts';
 import { evmEffectHeld } from './effect.ts';
-import type { Broadcast, EvmTransactionRequest, SendCandidate, SendJournal, SendTimings } from './ports.ts';
+import type { Broadcast, EvmTransactionRequest, SendJournal, SendTimings } from './ports.ts';
 import { timed } from './timings.ts';
 
 /**
@@ -66,11 +67,6 @@ export function replacementFees(
   const cappedTip = min(tip, fee);
   if (fee < minFee || cappedTip < minTip) return undefined;
   return { maxFeePerGas: fee, maxPriorityFeePerGas: cappedTip };
-}
-
-/** Every transaction signed for the send, in signing order (one when it was never replaced). */
-export function candidatesOf(send: Broadcast): readonly SendCandidate[] {
-  return send.candidates?.length ? send.candidates : [{ tx_hash: send.tx_hash, raw: send.raw }];
 }
 
 /** The candidate that is included, with its receipt, if any (no waiting; an RPC failure counts as "none yet"). */

@@ -87,9 +87,12 @@ export interface Broadcast {
   readonly effect?: ExpectedEffect;
   /**
    * Every transaction signed for this send, in signing order, `tx_hash` among them; absent until
-   * a first replacement. EVM: one nonce, so at most one of them is ever mined.
+   * a first replacement. EVM: one nonce, so at most one of them is ever mined. Solana: each
+   * earlier one was proven expired and absent before the next was signed.
    */
   readonly candidates?: readonly SendCandidate[];
+  /** Solana: the block height past which the transaction's blockhash is expired (decimal). */
+  readonly last_valid_block_height?: string;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { logger } from '../../logger.ts';
 import { InclusionTimeoutError, TransactionNoEffectError, TransactionRevertedError } from '../errors.ts';
 import { SolanaChain } from '../solana-chain.ts';
+import { candidatesOf } from './candidates.ts';
 import { insufficient } from './funds.ts';
 import type { Broadcast, ExpectedEffect, SendJournal, SendReceipt, SendTimings, SolanaSigner } from './ports.ts';
 import { timed } from './timings.ts';
@@ -21,12 +22,30 @@ export interface SolanaSend {
 
 export interface SolanaSenderOptions {
   readonly inclusionTimeoutMs: number;
+  /** How long past its expiry a send may still be declared not sent; DEFAULT_MAX_EXPIRED_AGE_BLOCKS when unset. */
+  readonly maxExpiredAgeBlocks?: number;
 }
+
+/**
+ * A send whose blockhash expired is declared not sent only while the expiry is this recent (9,000
+ * blocks, about an hour at 400 ms): `getSignatureStatuses` with history search answers from the
+ * node's ledger, and a node whose ledger no longer reaches back would say "absent" of a landed
+ * transaction. Older sends stay unknown (504) rather than risk a second transfer.
+ */
+export const DEFAULT_MAX_EXPIRED_AGE_BLOCKS = 9_000;
+/** How often a wait looks at the block height once the signature is not confirmed. */
+const EXPIRY_CHECK_MS = 1_000;
 
 /**
  * Sends a Solana transfer exactly once. No lease: a transaction is bound to a recent blockhash,
  * not to an account nonce, and its signature is its identity; the signed transaction is recorded
  * before the broadcast, and a retry re-sends that one (the cluster keeps at most one).
+ *
+ * A send that did not land is declared not sent only when the chain proves it (solana.com/docs/
+ * advanced/retry): the finalized block height is past its `lastValidBlockHeight` (no block can
+ * include it any more) and the node has no status for its signature with history search. Only then
+ * is the transfer signed anew with a fresh blockhash, journaled (SendJournal.replace) before its
+ * broadcast like the first. Until then the send waits (504 after the bound; a retry resumes).
  */
 export class SolanaSender {
   readonly #options: SolanaSenderOptions;
@@ -37,51 +56,100 @@ export class SolanaSender {
 
   async send(request: SolanaSend): Promise<SendReceipt> {
     const { chain, journal, timings } = request;
-    let signature: string;
+    const { inclusionTimeoutMs } = this.#options;
     const resumed = journal?.previous;
+    let current: Broadcast;
     if (resumed) {
-      signature = resumed.tx_hash;
+      current = resumed;
       await timed(timings, 'broadcast', () =>
         chain.broadcast(Buffer.from(resumed.raw, 'base64')).catch(() => {
-          logger.info('re-broadcast not accepted (already known or landed)', { chain: 'SOL' });
-          return signature;
+          logger.info('re-broadcast not accepted (already known, landed or expired)', { chain: 'SOL' });
+          return resumed.tx_hash;
         }),
       );
     } else {
-      const built = await chain.transferMessage(request.from, request.to, request.token, request.amount, request.reference);
-      const lamports = await chain.balance(request.from, 'SOL');
-      if (request.token !== 'SOL') {
-        const available = await chain.balance(request.from, request.token);
-        if (available < request.amount) throw insufficient(`${request.token} on SOL`, request.amount, available, chain.decimals(request.token));
-      }
-      const neededLamports = built.fee + built.rent + (request.token === 'SOL' ? request.amount : 0n);
-      if (lamports < neededLamports) {
-        const what = built.createsTokenAccount
-          ? 'SOL for the fee and the recipient token account'
-          : request.token === 'SOL'
-            ? 'SOL for the amount and the fee'
-            : 'SOL for the fee';
-        throw insufficient(what, neededLamports, lamports, 9);
-      }
-      signature = await timed(timings, 'sign', () => request.signer.signMessage(built.messageBytes));
-      const wire = SolanaChain.assemble(built.messageBytes, signature);
-      await journal?.record({
-        tx_hash: signature,
-        raw: Buffer.from(wire).toString('base64'),
-        effect: { token: request.token, amount: request.amount.toString(), from: request.from, to: request.to },
-      });
-      await timed(timings, 'broadcast', () => chain.broadcast(wire));
+      current = await this.#signAndSend(request, (broadcast) => journal?.record(broadcast));
     }
-    const status = await timed(timings, 'inclusion', () => chain.waitForConfirmation(signature, this.#options.inclusionTimeoutMs));
-    if (!status) throw new InclusionTimeoutError(signature, this.#options.inclusionTimeoutMs, 'confirmed');
+    const deadline = Date.now() + inclusionTimeoutMs;
+    let status: { err: unknown } | null = null;
+    // A resumed send may have expired long ago: its first look (one status poll) comes before the first expiry check.
+    let slice = resumed ? 1 : EXPIRY_CHECK_MS;
+    for (;;) {
+      const signature = current.tx_hash;
+      const wait = Math.max(1, Math.min(slice, deadline - Date.now()));
+      status = await timed(timings, 'inclusion', () => chain.waitForConfirmation(signature, wait));
+      slice = EXPIRY_CHECK_MS;
+      if (status || Date.now() >= deadline) break;
+      if (journal?.replace && (await this.#provenNotSent(chain, current))) {
+        const replace = journal.replace.bind(journal);
+        const expired = current;
+        logger.info('send expired and absent: signing it anew', { chain: 'SOL', tx_hash: expired.tx_hash });
+        current = await this.#signAndSend(request, (next) =>
+          replace({ ...next, candidates: [...candidatesOf(expired), { tx_hash: next.tx_hash, raw: next.raw }] }, expired),
+        );
+      }
+    }
+    const signature = current.tx_hash;
+    if (!status) throw new InclusionTimeoutError(signature, inclusionTimeoutMs, 'confirmed');
     if (status.err) throw new TransactionRevertedError(signature, 'failed on chain; nothing was sent');
     // Decided by the effect: the recipient's balance went up by the amount in this very transaction.
-    const effect = resumed ? resumed.effect : { token: request.token, amount: request.amount.toString(), from: request.from, to: request.to };
-    if (!(await solanaEffectHeld(chain, signature, effect))) {
-      logger.error('transaction confirmed without its effect', { chain: 'SOL', tx_hash: signature, token: effect?.token });
+    if (!(await solanaEffectHeld(chain, signature, current.effect))) {
+      logger.error('transaction confirmed without its effect', { chain: 'SOL', tx_hash: signature, token: current.effect?.token });
       throw new TransactionNoEffectError(signature);
     }
     return { txHash: signature, resumed: Boolean(resumed) };
+  }
+
+  /** Funds, message (fresh blockhash), signature, journal (`store`), broadcast. */
+  async #signAndSend(request: SolanaSend, store: (broadcast: Broadcast) => Promise<void> | undefined): Promise<Broadcast> {
+    const { chain, timings } = request;
+    const built = await chain.transferMessage(request.from, request.to, request.token, request.amount, request.reference);
+    const lamports = await chain.balance(request.from, 'SOL');
+    if (request.token !== 'SOL') {
+      const available = await chain.balance(request.from, request.token);
+      if (available < request.amount) throw insufficient(`${request.token} on SOL`, request.amount, available, chain.decimals(request.token));
+    }
+    const neededLamports = built.fee + built.rent + (request.token === 'SOL' ? request.amount : 0n);
+    if (lamports < neededLamports) {
+      const what = built.createsTokenAccount
+        ? 'SOL for the fee and the recipient token account'
+        : request.token === 'SOL'
+          ? 'SOL for the amount and the fee'
+          : 'SOL for the fee';
+      throw insufficient(what, neededLamports, lamports, 9);
+    }
+    const signature = await timed(timings, 'sign', () => request.signer.signMessage(built.messageBytes));
+    const wire = SolanaChain.assemble(built.messageBytes, signature);
+    const broadcast: Broadcast = {
+      tx_hash: signature,
+      raw: Buffer.from(wire).toString('base64'),
+      effect: { token: request.token, amount: request.amount.toString(), from: request.from, to: request.to },
+      last_valid_block_height: built.lastValidBlockHeight.toString(),
+    };
+    await store(broadcast);
+    await timed(timings, 'broadcast', () => chain.broadcast(wire));
+    return broadcast;
+  }
+
+  /**
+   * The chain's proof that `send` was not and will never be included: its blockhash expired at the
+   * finalized height (read first), then no status for its signature in the node's history. Any
+   * doubt (no recorded height, an RPC failure, an expiry too old for the node's history) is "no".
+   */
+  async #provenNotSent(chain: SolanaChain, send: Broadcast): Promise<boolean> {
+    if (send.last_valid_block_height === undefined) return false;
+    const lastValid = BigInt(send.last_valid_block_height);
+    try {
+      const height = await chain.finalizedBlockHeight();
+      if (height <= lastValid) return false;
+      if (height - lastValid > BigInt(this.#options.maxExpiredAgeBlocks ?? DEFAULT_MAX_EXPIRED_AGE_BLOCKS)) {
+        logger.warn('send expired too long ago to prove it absent; left unknown', { chain: 'SOL', tx_hash: send.tx_hash });
+        return false;
+      }
+      return !(await chain.knowsSignature(send.tx_hash));
+    } catch {
+      return false;
+    }
   }
 }
 

@@ -375,6 +375,7 @@ export async function sendOnce(ctx: Ctx, label: string, chain: ChainCode, send: 
       raw: broadcast.raw,
       ...(broadcast.effect ? { effect: broadcast.effect } : {}),
       ...(broadcast.candidates ? { candidates: broadcast.candidates.map(({ tx_hash, raw }) => ({ tx_hash, raw })) } : {}),
+      ...(broadcast.last_valid_block_height ? { last_valid_block_height: broadcast.last_valid_block_height } : {}),
     });
     const journal: SendJournal = {
       ...(recorded
@@ -384,6 +385,7 @@ export async function sendOnce(ctx: Ctx, label: string, chain: ChainCode, send: 
               raw: recorded.raw,
               ...(recorded.effect ? { effect: recorded.effect } : {}),
               ...(recorded.candidates ? { candidates: recorded.candidates } : {}),
+              ...(recorded.last_valid_block_height ? { last_valid_block_height: recorded.last_valid_block_height } : {}),
             },
           }
         : {}),
