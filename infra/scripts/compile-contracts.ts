@@ -54,6 +54,12 @@ export const CONTRACT_TARGETS: readonly ContractTarget[] = [
     artifact: 'infra/local/contracts/sandbox-starkgate-bridge.artifact.ts',
   },
   {
+    source: 'infra/local/contracts/SandboxPayoutPool.sol',
+    contract: 'SandboxPayoutPool',
+    exportName: 'sandboxPayoutPoolArtifact',
+    artifact: 'infra/local/contracts/sandbox-payout-pool.artifact.ts',
+  },
+  {
     source: 'infra/local/contracts/SandboxNadoEndpoint.sol',
     contract: 'SandboxNadoEndpoint',
     exportName: 'sandboxNadoEndpointArtifact',

@@ -14,6 +14,7 @@
  * | venue setup lease | LEASE#VENUE#<venue>#<app_id>#<app_user_id> | LEASE   |  (one venue onboarding at a time)
  * | venue balance lock| LEASE#VENUEBAL#<venue>#<app_id>#<app_user_id> | LEASE |  (one transfer step moving a user's venue balance; built in shared/transfers/steps/venue-lock.ts, venueBalanceLease, so it is not in every bundle: bench:bundles)
  * | transfer task     | TASKS#<app_id>#<app_user_id>         | TASK#<task_id> |  (UUIDv7: sk order = creation order; shared/transfers/task.ts)
+ * | venue payout claim| TASKS#<app_id>#<app_user_id>         | PAYOUT#<chain>#<tx_hash>#<log_index> |  (the withdrawal that a venue's on-chain payout completed, one holder per log; built in shared/transfers/steps/payout-claim.ts, payoutClaimKey, beside the steps that take it)
  * | sponsorship budget | SPONSOR#BUDGET#<app_id>#<yyyy-mm-dd> | APP, USER#<sub> |  (sponsored transactions counted per UTC day; TTL two days after)
  * | delegate deployment | SETUP#DELEGATE#<chain>#<address>   | SETUP         |  (the signed deployment transaction, recorded before broadcast: npm run sponsor:setup)
  * | op_jwt use        | OPJWT#<app_id>#<jti>                 | OPJWT         |  (first use of an op_jwt, `ttl` = its exp: shared/auth/op-jwt-replay.ts; the enclave's roles alone write the OPJWT# prefix)

@@ -4,6 +4,7 @@ import type { EvmChains } from '../chains/evm-chains.ts';
 import { loadVenueNetwork, loadVenueUrls } from '../config.ts';
 import type { Table } from '../db/client.ts';
 import type { VenueId } from '../venues/default-status.ts';
+import { type TransferLogs, transferLogsOf } from '../venues/payouts.ts';
 import { type VenueDriverFactory, VenueRegistry } from '../venues/registry.ts';
 import { chainReader, type InitPerpDexDeps, type RequirementsDeps, type VenueSigningDeps } from '../venues/service.ts';
 import { VENUE_A_SANDBOX_PROFILE } from '../venues/venue-a/api.ts';
@@ -25,7 +26,7 @@ export function venueDriverFactories(chains: EvmChains, network: 'live' | 'sandb
   const sandbox = network === 'sandbox';
   return {
     venue_a: ({ baseUrl }) => new VenueADriver({ baseUrl, ...(sandbox ? VENUE_A_SANDBOX_PROFILE : {}) }),
-    venue_b: ({ baseUrl }) => new VenueBDriver({ baseUrl }),
+    venue_b: ({ baseUrl }) => new VenueBDriver({ baseUrl, payouts: chainTransferLogs(chains, 'ARB') }),
     venue_c: ({ baseUrl }) => new VenueCDriver({ baseUrl }),
     // The sandbox's INK USDC stands in for Nado's collateral (USDT0, the live default).
     // The sandbox serves the CLOB and the Bridge API on one URL; live, the Bridge API is bridge.polymarket.com (the default).
@@ -36,7 +37,17 @@ export function venueDriverFactories(chains: EvmChains, network: 'live' | 'sandb
         polygonBalanceOf: async (token, owner) =>
           (await chains.evm('POL')).client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] }),
       }),
-    venue_d: ({ baseUrl }) => new VenueDDriver({ baseUrl, ...(sandbox ? { collateral: sandboxInkUsdc(chains) } : {}) }),
+    venue_d: ({ baseUrl }) =>
+      new VenueDDriver({ baseUrl, payouts: chainTransferLogs(chains, 'INK'), ...(sandbox ? { collateral: sandboxInkUsdc(chains) } : {}) }),
+  };
+}
+
+/** A chain's Transfer logs through the account service's client for it (built on first use: its RPC URL may come from a secret). */
+function chainTransferLogs(chains: EvmChains, code: 'ARB' | 'INK'): TransferLogs {
+  const logs = async () => transferLogsOf((await chains.evm(code)).client);
+  return {
+    head: async () => (await logs()).head(),
+    transfers: async (query) => (await logs()).transfers(query),
   };
 }
 

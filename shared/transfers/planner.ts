@@ -218,9 +218,19 @@ export function planTransfer(
   };
 }
 
+/**
+ * A venue whose rules say it does not support the direction is refused before anything starts
+ * (issue 23): a withdrawal this service cannot follow to the payout would start and then hang.
+ */
 function assertSupported(venue: VenueId, direction: 'deposit' | 'withdrawal') {
-  if (!VENUE_RULES[venue][direction].supported)
-    throw new UnprocessableError('UNSUPPORTED_ROUTE', `${venue} does not support ${direction === 'deposit' ? 'deposits' : 'withdrawals'}`);
+  const rule = VENUE_RULES[venue][direction];
+  if (rule.supported) return;
+  if (direction === 'withdrawal')
+    throw new UnprocessableError(
+      'VENUE_WITHDRAWAL_UNSUPPORTED',
+      `${venue} withdrawals are not supported by this service: ${rule.note ?? 'see the venue page'}`,
+    );
+  throw new UnprocessableError('UNSUPPORTED_ROUTE', `${venue} does not support deposits`);
 }
 
 /** E.g. `venue_b>ARB.USDC>SOL.USDC>self`: the locations and the holdings the money passes through. */

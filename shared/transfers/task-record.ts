@@ -70,8 +70,19 @@ const perTry = {
   error: v.optional(ErrorSchema),
 };
 
-/** The venue withdrawal's intent: its key (a UUIDv7, chosen once per try), the venue balance before the request, the venue's reference. */
-const withdrawalTry = { ...perTry, idempotency_key: v.optional(v.string()), baseline: v.optional(v.string()), reference: v.optional(v.string()) };
+/**
+ * The venue withdrawal's intent: its key (a UUIDv7, chosen once per try), the venue balance before
+ * the request, the payout chain's head before it (`payout_from_block`, venues whose payout is
+ * found on chain), the venue's reference; then the payout log it claimed (`<tx hash>:<log index>`).
+ */
+const withdrawalTry = {
+  ...perTry,
+  idempotency_key: v.optional(v.string()),
+  baseline: v.optional(v.string()),
+  payout_from_block: v.optional(v.string()),
+  reference: v.optional(v.string()),
+  payout_log: v.optional(v.string()),
+};
 /** The bridge deposit's quote id. */
 const bridgeTry = { ...perTry, reference: v.optional(v.string()) };
 /**

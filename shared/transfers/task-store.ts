@@ -13,7 +13,18 @@ type TaskKey = { readonly app_id: string; readonly app_user_id: string; readonly
 const keyOf = (task: TaskKey) => keys.task(task.app_id, task.app_user_id, task.task_id);
 
 /** The per-try fields of a step that a resume moves to `previous_tries`. */
-export const PER_TRY_FIELDS = ['sends', 'idempotency_key', 'reference', 'baseline', 'expected_credit', 'deposit_calls', 'amount_in', 'error'] as const;
+export const PER_TRY_FIELDS = [
+  'sends',
+  'idempotency_key',
+  'reference',
+  'baseline',
+  'payout_from_block',
+  'payout_log',
+  'expected_credit',
+  'deposit_calls',
+  'amount_in',
+  'error',
+] as const;
 const PER_TRY = new Set<string>(PER_TRY_FIELDS);
 
 export async function putTask(table: Table, task: TaskRecord): Promise<void> {

@@ -1,11 +1,13 @@
 import type { Address, Hex, TypedDataDefinition } from 'viem';
 import type { VenueId } from './default-status.ts';
+import type { PayoutWatch } from './payouts.ts';
 
 /**
  * The account service's port to one perpetual-trading venue (issue 10). One adapter per venue
  * (shared/venues/<venue>/driver.ts) speaks that venue's own HTTP API at a configured base URL
  * (VENUE_URLS): the sandbox venues locally (infra/local/venues/), the live venue when pointed at
- * it. Adapters hold no sandbox-only shortcut: the base URL is the only difference.
+ * it. Adapters hold no sandbox-only shortcut and read no field only a sandbox writes: the base URL
+ * (and chain facts such as a token address) is the only difference.
  *
  * Amounts are bigint base units of the venue's token (`rules.decimals`); wire formats (decimal
  * strings, x18 fixed point, 8-decimal Starknet amounts) are the adapter's business.
@@ -53,7 +55,20 @@ export interface VenueDriver {
    */
   withdraw(wallet: VenueWallet, fields: VenueFields, amount: bigint, idempotencyKey: string): Promise<{ readonly reference: string }>;
 
-  withdrawalStatus(wallet: VenueWallet, fields: VenueFields, reference: string): Promise<WithdrawalStatus>;
+  /**
+   * Where the withdrawal stands, from what the live venue shows: its own API, or the payout on
+   * chain. Drivers that find the payout on chain (venue_b, venue_d: shared/venues/payouts.ts) look
+   * from `watch.fromBlock` and claim the log they match through `watch.claim`, so one payout never
+   * completes two withdrawals; without `watch` they look back `payoutLookbackBlocks` and claim in
+   * process.
+   */
+  withdrawalStatus(wallet: VenueWallet, fields: VenueFields, reference: string, watch?: PayoutWatch): Promise<WithdrawalStatus>;
+
+  /**
+   * The head block of the chain the payouts arrive on, for drivers that watch the chain: the
+   * caller records it before the first request and passes it back as `watch.fromBlock`.
+   */
+  payoutBlock?(): Promise<bigint>;
 }
 
 /** The user's EVM wallet as a driver sees it: signatures through the enclave (the account service's signing path). */
@@ -91,7 +106,8 @@ export interface DepositPlan {
 
 export type WithdrawalStatus =
   | { readonly state: 'pending' }
-  | { readonly state: 'completed'; readonly txHash: Hex }
+  /** `logIndex`: the payout's Transfer log in `txHash`, where the payout was found on chain. */
+  | { readonly state: 'completed'; readonly txHash: Hex; readonly logIndex?: number }
   | { readonly state: 'failed'; readonly reason: string };
 
 export type EvmChainCode = 'ETH' | 'ARB' | 'POL' | 'INK';

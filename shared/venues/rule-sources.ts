@@ -44,6 +44,8 @@ export const VENUE_RULE_SOURCES: Readonly<Record<VenueId, Readonly<Record<string
     'deposit.fee': '[O] H1 (none documented); the 1-USDC activation fee ([O] H7) is not applied to bridge deposits: sandbox choice (research §6.2)',
     'withdrawal.minimum': '[S] H11 (must be greater than the fee)',
     'withdrawal.fee': '[O] H3 ($1)',
+    'withdrawal.payout':
+      "[O] Bridge2.sol (research E: batchedFinalizeWithdrawals transfers USDC from Bridge2 to the destination); the ledger's withdraw delta from nktkas/hyperliquid [S]; the sandbox pays from Bridge2's address too",
     'approveBuilderFee.builderMinimum': '[O] H5 (builder needs at least 100 USDC account value)',
     'approveBuilderFee.maxFeeRate': '[O] H5 (at most 0.1% for perps; at most 10 builder approvals)',
     'approveAgent.limits': '[O] H3, H4 (1 unnamed + 3 named; same name or a new unnamed replaces; valid_until at most 180 days)',
@@ -64,6 +66,8 @@ export const VENUE_RULE_SOURCES: Readonly<Record<VenueId, Readonly<Record<string
     'deposit.fee': '[O] P3 (none documented)',
     'withdrawal.minimum': 'sandbox choice: 1 USDC (unknown in research)',
     'withdrawal.fee': '[O] P5 (no fee; socialized-loss factor, 0 in the sandbox: sandbox choice)',
+    'withdrawal.supported':
+      'not by this service (issue 23): [O] P3 (a Starknet withdrawal, up to 8 hours of proving before the L1 payout), not sent or followed here',
     'deposit.messageFee': '[O] P1 (StarkGate bridge; its estimateDepositFeeWei() = 20000 gas x 5 gwei, sent as msg.value with the deposit)',
     'deposit.outsideLimits':
       'sandbox choice: a deposit below the minimum or above 500,000 USDC that reaches the bridge anyway is not credited and is returned to the L1 sender by the vault',
@@ -92,6 +96,8 @@ export const VENUE_RULE_SOURCES: Readonly<Record<VenueId, Readonly<Record<string
     'withdrawal.fee':
       'sandbox choice: 1 USDC ([O] N2, N5: a per-product sequencer fee exists, fee_rates.withdraw_sequencer_fees, x18; its current value is unknown; the API reference example shows 0.01 for product 0)',
     'withdrawal.feeOnTop': '[O] N5 useWithdrawForm (the tx amount excludes the fee; the app signs input minus fee)',
+    'withdrawal.payout':
+      '[O] nado-contracts BaseWithdrawPool.sol (research E: submitWithdrawal transfers the token from the WithdrawPool to the owner, no event); the sandbox pays from the WithdrawPool address too',
     'withdrawal.signer': '[O] N8 (the owner or the linked signer may withdraw); v1 WithdrawCollateral pays the owner',
     'firstDeposit.belowMinimum': 'sandbox choice: a first deposit below 5 opens nothing and is returned to the depositor on chain (live behaviour unknown)',
     'deposit.belowMinimum': 'sandbox choice: a later deposit below 1 USDC is returned to the depositor on chain',
@@ -114,6 +120,8 @@ export const VENUE_RULE_SOURCES: Readonly<Record<VenueId, Readonly<Record<string
     'deposit.fee': '[O] M17 (no Polymarket fee)',
     'withdrawal.minimum': 'sandbox choice: 1 USDC (unknown in research)',
     'withdrawal.fee': '[O] M17 (CN: no withdrawal fee)',
+    'withdrawal.supported':
+      'not by this service (issue 23): [O] M17 (pUSD sent out of the proxy wallet to a one-time Bridge API address, tracked by GET /status), not sent or followed here',
     'account.proxyWallet': '[O] M5, M6 (Polymarket Proxy: CREATE2 of ProxyWalletFactory, salt keccak256(encodePacked(eoa)))',
     'account.serviceWallet': "sandbox choice: service_wallet_address is the user's EOA in this service, the proxy's owner (POLY_ADDRESS, the order signer)",
     'deposit.belowMinimum': 'sandbox choice: not wrapped, stays USDC.e in the proxy wallet ([O] M15: "Deposits below this threshold may fail to process")',

@@ -79,8 +79,9 @@ export const VENUE_RULES: Readonly<Record<VenueId, VenueRules>> = {
     }),
     withdrawal: direction({
       token: 'USDC',
+      supported: false,
       minimum: 1n * USDC,
-      note: 'A socialized-loss factor may reduce withdrawals while the insurance fund is short (none in the sandbox).',
+      note: "Paradex pays a withdrawal out through Starknet: a withdraw transaction on its appchain, then up to 8 hours of proving before the payout on Ethereum. This service does not yet send that transaction or follow it to the payout, so transfers out of venue_c are refused (422 VENUE_WITHDRAWAL_UNSUPPORTED); withdraw in the venue's own app.",
     }),
   },
   venue_d: {
@@ -119,8 +120,9 @@ export const VENUE_RULES: Readonly<Record<VenueId, VenueRules>> = {
     }),
     withdrawal: direction({
       token: 'USDC.E',
+      supported: false,
       minimum: 1n * USDC,
-      note: 'pUSD taken out of the proxy wallet and paid as USDC.e on Polygon to the wallet; no venue fee (bridge or swap costs apply live).',
+      note: "Polymarket withdraws through its Bridge API: the owner sends pUSD out of the proxy wallet (a call through the proxy factory) to a one-time address from POST /withdraw, and the bridge pays on the chosen chain. This service does not yet make that call or follow the bridge's status, so transfers out of venue_e are refused (422 VENUE_WITHDRAWAL_UNSUPPORTED); withdraw in the venue's own app.",
     }),
   },
 };

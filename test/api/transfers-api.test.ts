@@ -126,6 +126,24 @@ describe.runIf(isSandbox)('POST /transfer/estimate-transfer-cost', () => {
     expect(anonymous.status).toBe(401);
   });
 
+  it('422 VENUE_WITHDRAWAL_UNSUPPORTED for any route starting at venue_c or venue_e, estimate and transfer, nothing stored (issue 23)', async () => {
+    const { headers } = await newAccount(appOne, uniqueUser('est-unsupported'));
+    for (const body of [
+      { source: 'venue_c', destination: 'self', amount: '25' },
+      { source: 'venue_e', destination: 'self', amount: '25', chain: 'POL', token: 'USDC.E' },
+      { source: 'venue_e', destination: 'venue_b', amount: '25' },
+    ]) {
+      for (const answer of [await estimate(headers, body), await call('account', 'POST', '/transfer', { headers, json: body })]) {
+        expect(answer.status, JSON.stringify(answer.body)).toBe(422);
+        expect(expectErrorShape(answer.body)).toMatchObject({
+          code: 'VENUE_WITHDRAWAL_UNSUPPORTED',
+          message: expect.stringMatching(new RegExp(`^${body.source} withdrawals are not supported by this service: `)),
+        });
+      }
+    }
+    expect((await call('account', 'GET', '/tasks', { headers })).body.tasks).toEqual([]);
+  });
+
   it('answers in a fraction of a second (p50 of 10 estimates, logged)', async () => {
     const { headers } = await newAccount(appOne, uniqueUser('est-latency'));
     const times: number[] = [];

@@ -65,7 +65,13 @@ const CASES: readonly VenueCase[] = [
     oneTimeKey: 'linked_signer_private_key',
     metadata: { name: 'desk' },
     // The sandbox's INK USDC stands in for Nado's USDT0 collateral.
-    driver: async (baseUrl) => new VenueDDriver({ baseUrl, collateral: (await chainInfo('INK')).tokens.find((t) => t.token === 'USDC')!.address as Address }),
+    driver: async (baseUrl) =>
+      new VenueDDriver({
+        baseUrl,
+        collateral: (await chainInfo('INK')).tokens.find((t) => t.token === 'USDC')!.address as Address,
+        // Onboarding and balances only: no withdrawal, so no payout is looked for.
+        payouts: { head: () => Promise.reject(new Error('no payouts here')), transfers: () => Promise.reject(new Error('no payouts here')) },
+      }),
   },
   {
     dex: 'venue_e',

@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ExchangeClient, HttpTransport, InfoClient } from '@nktkas/hyperliquid';
 import { v7 as uuidv7 } from 'uuid';
-import { type Address, encodeFunctionData, erc20Abi, type Hex } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, type Hex, pad } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { VenueRuleError } from '../../shared/venues/driver.ts';
+import { transferLogsOf } from '../../shared/venues/payouts.ts';
 import { ARBITRUM_USDC, toWireSignature, userSignedTypedData, VENUE_B_BRIDGE } from '../../shared/venues/venue-b/actions.ts';
 import { VenueBDriver, VenueBRefusedError } from '../../shared/venues/venue-b/driver.ts';
 import { depositThroughPlan, eventually, fundedTestWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
@@ -34,7 +35,7 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'sandbox-venue-b-'));
   evm = await startEvmSandbox({ dataDir });
   venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS });
-  driver = new VenueBDriver({ baseUrl: venues.urls.venue_b! });
+  driver = newDriver();
 }, 120_000);
 
 afterAll(async () => {
@@ -44,6 +45,8 @@ afterAll(async () => {
 }, 60_000);
 
 const arbitrum = () => sandboxChainClient(evm, 'ARB');
+/** The production adapter, watching ARB for its payouts as the account service does. */
+const newDriver = () => new VenueBDriver({ baseUrl: venues.urls.venue_b!, payouts: transferLogsOf(arbitrum().client) });
 
 /** A fresh user with gas and `usdc` base units on ARB, as the venue driver sees it. */
 async function newUser(usdc: bigint) {
@@ -305,7 +308,7 @@ describe('venue_b sandbox speaks to the official SDK (@nktkas/hyperliquid) as th
 });
 
 describe('venue_b sandbox: withdrawals', () => {
-  it('withdraw 10 pays exactly 9 on chain from the vault; the fee is applied once; a retry with the same key pays nothing more', async () => {
+  it('withdraw 10 pays exactly 9 on chain from the bridge; the fee is applied once; a retry with the same key pays nothing more', async () => {
     const user = await newUser(20n * USDC);
     await deposit(user, 20n * USDC);
     const chainBefore = await usdcOnChain(user.account.address);
@@ -321,10 +324,13 @@ describe('venue_b sandbox: withdrawals', () => {
     console.info(`venue_b withdraw call to payout confirmed on chain: ${(performance.now() - started).toFixed(0)} ms`);
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 9n * USDC);
 
-    // The receipt shows one transfer of exactly 9 USDC to the user.
+    // The receipt shows one transfer of exactly 9 USDC from Bridge2 to the user: what the driver found on chain.
     const receipt = await arbitrum().client.getTransactionReceipt({ hash: (status as { txHash: Hex }).txHash });
     expect(receipt.logs).toHaveLength(1);
     expect(BigInt(receipt.logs[0]!.data)).toBe(9n * USDC);
+    expect(receipt.logs[0]!.topics[1]).toBe(pad(VENUE_B_BRIDGE.toLowerCase() as Hex));
+    expect(receipt.logs[0]!.topics[2]).toBe(pad(user.account.address.toLowerCase() as Hex));
+    expect(status).toMatchObject({ logIndex: receipt.logs[0]!.logIndex });
 
     expect(await driver.withdraw(user.wallet, user.fields, 10n * USDC, key)).toEqual({ reference });
     await ticks(5); // nothing more happens within a few of the venues' ticks
@@ -334,6 +340,39 @@ describe('venue_b sandbox: withdrawals', () => {
     expect(ledger.filter((entry: any) => entry.delta.type === 'withdraw').map((entry: any) => entry.delta)).toEqual([
       { type: 'withdraw', usdc: '10.0', nonce: Number(reference), fee: '1.0' },
     ]);
+    // Hyperliquid's row shape only: nothing a live ledger lacks.
+    for (const entry of ledger) expect(Object.keys(entry).sort()).toEqual(['delta', 'hash', 'time']);
+  });
+
+  it('two withdrawals of the same amount each complete with their own payout log, never one log for both', async () => {
+    const user = await newUser(20n * USDC);
+    await deposit(user, 20n * USDC);
+    const fromBlock = await arbitrum().client.getBlockNumber();
+    const claims = new Map<string, string>();
+    // The claim a transfer step holds in the table, here in a map: one holder per log.
+    const watchFor = (holder: string) => ({
+      fromBlock,
+      claim: async (log: { txHash: Hex; logIndex: number }) => {
+        const key = `${log.txHash}:${log.logIndex}`;
+        if (!claims.has(key)) claims.set(key, holder);
+        return claims.get(key) === holder;
+      },
+    });
+    await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'stall', count: 2, address: user.account.address });
+    const first = await driver.withdraw(user.wallet, user.fields, 5n * USDC, uuidv7());
+    const second = await driver.withdraw(user.wallet, user.fields, 5n * USDC, uuidv7());
+    expect(await driver.withdrawalStatus(user.wallet, user.fields, first.reference, watchFor('first'))).toEqual({ state: 'pending' });
+    await venues.setFault({ target: 'venue_b', operation: 'withdrawal', mode: 'clear', count: 0, address: user.account.address });
+    const done = async (reference: string, holder: string) =>
+      (await eventually(
+        () => driver.withdrawalStatus(user.wallet, user.fields, reference, watchFor(holder)),
+        (s) => s.state !== 'pending',
+      )) as { state: string; txHash: Hex; logIndex: number };
+    // The second asks first: it may take either payout, and the first then takes the other.
+    const [b, a] = [await done(second.reference, 'second'), await done(first.reference, 'first')];
+    expect([a.state, b.state]).toEqual(['completed', 'completed']);
+    expect(`${a.txHash}:${a.logIndex}`).not.toBe(`${b.txHash}:${b.logIndex}`);
+    expect(claims.size).toBe(2);
   });
 
   it('amounts up to the 1 USDC fee are refused by the driver and by the venue; more than the balance is refused', async () => {
@@ -562,7 +601,7 @@ describe('venue_b sandbox: durable state', () => {
     await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
     venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS });
     expect(venues.urls.venue_b).toBe(url);
-    driver = new VenueBDriver({ baseUrl: venues.urls.venue_b! });
+    driver = newDriver();
     const balances = await eventually(
       () => driver.balances(user.wallet, user.fields),
       (b) => b.balance === 17n * USDC,

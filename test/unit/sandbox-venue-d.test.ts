@@ -3,13 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EngineClient } from '@nadohq/engine-client';
 import { subaccountToHex } from '@nadohq/shared';
-import { type Address, encodeFunctionData, erc20Abi, type Hex, zeroAddress } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, type Hex, pad, zeroAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { venueDModule } from '../../infra/local/venues/venue-d.ts';
 import { VenueRuleError } from '../../shared/venues/driver.ts';
+import { transferLogsOf } from '../../shared/venues/payouts.ts';
 import { VenueDDriver, VenueDRefusedError } from '../../shared/venues/venue-d/driver.ts';
 import {
   linkedSignerBytes32,
@@ -45,7 +46,8 @@ let driver: VenueDDriver;
 let inkUsdc: Address;
 
 const start = () => startSandboxVenues({ dataDir, evm, pollMs: TICK_MS, modules: [venueDModule()] });
-const newDriver = () => new VenueDDriver({ baseUrl: venues.urls.venue_d!, collateral: inkUsdc });
+const newDriver = () =>
+  new VenueDDriver({ baseUrl: venues.urls.venue_d!, collateral: inkUsdc, payouts: transferLogsOf(sandboxChainClient(evm, 'INK').client) });
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'sandbox-venue-d-'));
@@ -345,7 +347,7 @@ describe('venue_d sandbox speaks to the official engine client (@nadohq/engine-c
 });
 
 describe('venue_d sandbox: withdrawals', () => {
-  it('withdraw 10 takes exactly 10 from the venue and pays exactly 9 on chain; a retry with the same key pays nothing more', async () => {
+  it('withdraw 10 takes exactly 10 from the venue and pays exactly 9 on chain from the WithdrawPool; a retry with the same key pays nothing more', async () => {
     const user = await newUser(20n * USDC);
     await deposit(user, 20n * USDC);
     const chainBefore = await usdcOnChain(user.account.address);
@@ -360,9 +362,14 @@ describe('venue_d sandbox: withdrawals', () => {
     expect(status.state).toBe('completed');
     console.info(`venue_d withdraw call to payout confirmed on chain: ${(performance.now() - started).toFixed(0)} ms`);
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 9n * USDC);
+    expect(reference).toMatch(/^[0-9]+:9000000$/);
     const receipt = await ink().client.getTransactionReceipt({ hash: (status as { txHash: Hex }).txHash });
     expect(receipt.logs).toHaveLength(1);
     expect(BigInt(receipt.logs[0]!.data)).toBe(9n * USDC);
+    // The USDC Transfer from Nado's WithdrawPool address to the owner, as live (no venue query says so).
+    expect(receipt.logs[0]!.topics[1]).toBe(pad(NADO_INK_MAINNET.withdrawPool.toLowerCase() as Hex));
+    expect(receipt.logs[0]!.topics[2]).toBe(pad(user.account.address.toLowerCase() as Hex));
+    expect(status).toMatchObject({ logIndex: receipt.logs[0]!.logIndex });
 
     expect(await driver.withdraw(user.wallet, user.fields, 10n * USDC, key)).toEqual({ reference });
     await ticks(5); // nothing more happens within a few of the venues' ticks
@@ -444,12 +451,15 @@ describe('venue_d sandbox: faults', () => {
     expect(await usdcOnChain(user.account.address)).toBe(chainBefore + 8n * USDC);
   });
 
-  it('withdrawal refund: accepted, then back on the venue balance, reported failed; deposit refund: sent back on chain', async () => {
+  it('withdrawal refund: accepted, then back on the venue balance, never paid: pending, as the live gateway shows it; deposit refund: sent back on chain', async () => {
     const user = await newUser(20n * USDC);
     await deposit(user, 10n * USDC);
+    const chainBefore = await usdcOnChain(user.account.address);
     await venues.setFault({ target: 'venue_d', operation: 'withdrawal', mode: 'refund', count: 1 });
     const { reference } = await driver.withdraw(user.wallet, user.fields, 5n * USDC, crypto.randomUUID());
-    expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toMatchObject({ state: 'failed' });
+    await ticks(5); // nothing is paid within a few of the venues' ticks
+    expect(await driver.withdrawalStatus(user.wallet, user.fields, reference)).toEqual({ state: 'pending' });
+    expect(await usdcOnChain(user.account.address)).toBe(chainBefore);
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);
 
     await venues.setFault({ target: 'venue_d', operation: 'deposit', mode: 'refund', count: 1 });

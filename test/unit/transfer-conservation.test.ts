@@ -62,6 +62,11 @@ const VENUES = {
 } as const;
 type Venue = keyof typeof VENUES;
 const VENUE_IDS = Object.keys(VENUES) as Venue[];
+/**
+ * The venues a route may start at: venue_e's withdrawals are refused up front (422
+ * VENUE_WITHDRAWAL_UNSUPPORTED, issue 23), so it is drawn as a destination only.
+ */
+const WITHDRAWING: readonly Venue[] = ['venue_b', 'venue_d'];
 /** Wallet holdings a self side may use: USDC everywhere, USDC.E on POL (and ARB where configured). */
 const HOLDINGS: readonly { chain: Chain; token: 'USDC' | 'USDC.E' }[] = [
   { chain: 'ETH', token: 'USDC' },
@@ -312,7 +317,7 @@ type Body = Record<string, unknown>;
 function chooseBody(rng: ReturnType<typeof prng>, venueFunds: Record<Venue, bigint>): { shape: string; body: Body } {
   const amount = `${rng.int(6, 18)}.${String(rng.int(0, 999_999)).padStart(6, '0')}`;
   const units = toUnits(amount);
-  const funded = VENUE_IDS.filter((dex) => venueFunds[dex] >= units + 2_000_000n);
+  const funded = WITHDRAWING.filter((dex) => venueFunds[dex] >= units + 2_000_000n);
   const roll = rng.next();
   if (roll < 0.3 || funded.length === 0) {
     const dex = rng.pick(VENUE_IDS);
@@ -384,9 +389,12 @@ async function injectFault(rng: ReturnType<typeof prng>, body: Body) {
     if (venues.length === 0) return;
     target = rng.pick(venues);
   }
-  await ok(undefined, 'POST', '/sandbox/faults', { target, operation: fault.operation, mode: fault.mode, count: 1 });
-  bump(stats.faults, `${fault.target === 'venue' ? 'venue' : 'bridge'} ${fault.operation} ${fault.mode}`);
-  if (fault.mode === 'stall') {
+  // venue_d's gateway shows nothing of a withdrawal it accepted and then dropped (as live): the step
+  // would wait out its deadline on every resume. The sandbox-venue-d test covers it; here it fails instead.
+  const mode = target === 'venue_d' && fault.operation === 'withdrawal' && fault.mode === 'refund' ? 'fail' : fault.mode;
+  await ok(undefined, 'POST', '/sandbox/faults', { target, operation: fault.operation, mode, count: 1 });
+  bump(stats.faults, `${fault.target === 'venue' ? 'venue' : 'bridge'} ${fault.operation} ${mode}`);
+  if (mode === 'stall') {
     const delay = rng.int(1_000, 3_000);
     clears.push(
       new Promise((wake) => setTimeout(wake, delay)).then(() =>

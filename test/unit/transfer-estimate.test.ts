@@ -341,8 +341,8 @@ describe('transfer cost estimate: venues not initialized (issue 19)', () => {
   });
 
   it('both sides, and none when both are initialized or the estimate is not told about the account', async () => {
-    expect((await withVenues({ source: 'venue_c', destination: 'venue_e', amount: '100' })).route.warnings.map((w) => [w.side, w.dex])).toEqual([
-      ['source', 'venue_c'],
+    expect((await withVenues({ source: 'venue_d', destination: 'venue_e', amount: '100' })).route.warnings.map((w) => [w.side, w.dex])).toEqual([
+      ['source', 'venue_d'],
       ['destination', 'venue_e'],
     ]);
     const ready = await withVenues({ source: 'venue_a', destination: 'venue_b', amount: '100' });
@@ -385,11 +385,11 @@ describe('transfer cost estimate: the effective minimum', () => {
 
   it.each([
     ...['venue_a', 'venue_b', 'venue_c', 'venue_d', 'venue_e'].map((venue) => ({ source: 'self', destination: venue })),
-    ...['venue_a', 'venue_b', 'venue_c', 'venue_d', 'venue_e'].map((venue) => ({ source: venue, destination: 'self' })),
+    ...['venue_a', 'venue_b', 'venue_d'].map((venue) => ({ source: venue, destination: 'self' })),
     { source: 'venue_b', destination: 'venue_d' },
-    { source: 'venue_c', destination: 'venue_e' },
+    { source: 'venue_d', destination: 'venue_e' },
     { source: 'venue_a', destination: 'venue_b' },
-    { source: 'venue_e', destination: 'venue_b', gas_sponsored: true },
+    { source: 'venue_d', destination: 'venue_b', gas_sponsored: true },
     { source: 'self', destination: 'self', destination_chain: 'SOL', destination_token: 'USDC' },
     { source: 'self', destination: 'self', chain: 'SOL', destination_chain: 'POL', destination_token: 'USDC' },
   ])('is exact for %j: accepted at it, 422 one base unit below', async (body) => {
@@ -401,6 +401,19 @@ describe('transfer cost estimate: the effective minimum', () => {
     const below = await refusal({ ...body, amount: `${oneBelow.slice(0, -6)}.${oneBelow.slice(-6)}` });
     expect(below.code).toBe('AMOUNT_BELOW_EFFECTIVE_MINIMUM');
     expect(below.message).toContain(`effective minimum of ${minimum} `);
+  });
+
+  it.each(['venue_c', 'venue_e'])('a withdrawal from %s is refused up front: 422 VENUE_WITHDRAWAL_UNSUPPORTED naming the venue and why', async (venue) => {
+    for (const body of [
+      { source: venue, destination: 'self', amount: '100' },
+      { source: venue, destination: 'venue_b', amount: '100' },
+    ]) {
+      const error = await refusal(body);
+      expect([error.status, error.code]).toEqual([422, 'VENUE_WITHDRAWAL_UNSUPPORTED']);
+      expect(error.message).toMatch(new RegExp(`^${venue} withdrawals are not supported by this service: .+(Starknet|Bridge API)`));
+    }
+    // Deposits to it are still estimated.
+    expect((await estimate({ source: 'self', destination: venue, amount: '100' })).steps.at(-1)).toMatchObject({ action: 'deposit' });
   });
 
   it('an amount above the bridge maximum is a 422 naming the maximum', async () => {
@@ -479,8 +492,8 @@ describe('unit conversions round up, against the user', () => {
 
 describe('the estimate matches its response schema (the OpenAPI source)', () => {
   it.each([
-    // The sponsor pays the bridge and the deposit; the wallet pays the platform fee transfer out of venue_c's payout.
-    [{ source: 'venue_c', destination: 'venue_e', gas_sponsored: true }, 'mixed'],
+    // The sponsor pays the bridge and the deposit; the wallet pays the platform fee transfer out of venue_d's payout.
+    [{ source: 'venue_d', destination: 'venue_e', gas_sponsored: true }, 'mixed'],
     [{ source: 'self', destination: 'venue_e', chain: 'POL', token: 'USDC.E', gas_sponsored: true }, 'sponsored'],
     [{ source: 'self', destination: 'venue_d', chain: 'SOL' }, 'user'],
     [{ source: 'venue_a', destination: 'self' }, 'user'],

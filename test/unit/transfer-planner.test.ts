@@ -79,11 +79,29 @@ describe('route planner: route shapes', () => {
   it.each([
     ['venue_a', {}, ['withdrawal venue_a ARB.USDC']],
     ['venue_b', { chain: 'SOL' }, ['withdrawal venue_b ARB.USDC', 'bridge ARB.USDC>SOL.USDC (user)']],
-    ['venue_c', {}, ['withdrawal venue_c ETH.USDC', 'bridge ETH.USDC>ARB.USDC (user)']],
     ['venue_d', { destination_chain: 'POL', destination_token: 'USDC.E' }, ['withdrawal venue_d INK.USDC', 'bridge INK.USDC>POL.USDC.E (user)']],
-    ['venue_e', { chain: 'POL', token: 'USDC.E' }, ['withdrawal venue_e POL.USDC.E']],
   ])('%s to self %j', (venue, extra, expected) => {
     expect(route({ source: venue, destination: 'self', ...extra })).toEqual(expected);
+  });
+
+  it.each([
+    ['venue_c', {}],
+    ['venue_c', { destination: 'venue_b' }],
+    ['venue_e', { chain: 'POL', token: 'USDC.E' }],
+    ['venue_e', { destination: 'venue_d' }],
+  ])('%s as the source %j: refused up front, 422 VENUE_WITHDRAWAL_UNSUPPORTED (this service cannot follow its withdrawal)', (venue, extra) => {
+    let refused: unknown;
+    try {
+      plan({ source: venue, destination: 'self', ...extra });
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(DomainError);
+    expect(refused).toMatchObject({
+      status: 422,
+      code: 'VENUE_WITHDRAWAL_UNSUPPORTED',
+      message: expect.stringMatching(new RegExp(`^${venue} withdrawals are not supported`)),
+    });
   });
 
   it("venue to venue goes through the user's wallet, bridging across chains", () => {
@@ -92,9 +110,9 @@ describe('route planner: route shapes', () => {
       'bridge ARB.USDC>INK.USDC (user)',
       'deposit venue_d INK.USDC (user)',
     ]);
-    expect(route({ source: 'venue_c', destination: 'venue_e' })).toEqual([
-      'withdrawal venue_c ETH.USDC',
-      'bridge ETH.USDC>POL.USDC.E (user)',
+    expect(route({ source: 'venue_d', destination: 'venue_e' })).toEqual([
+      'withdrawal venue_d INK.USDC',
+      'bridge INK.USDC>POL.USDC.E (user)',
       'deposit venue_e POL.USDC.E (user)',
     ]);
     // Same chain and token on both sides: no bridge.
@@ -234,7 +252,8 @@ describe('route planner: every bridge step it plans is a route of the bridge', (
                 try {
                   p = plan(body);
                 } catch (error) {
-                  expect(error).toBeInstanceOf(ValidationError);
+                  // 400 for a bad combination; 422 for a source venue whose withdrawals are refused up front.
+                  if (!(error instanceof ValidationError)) expect(error).toMatchObject({ code: 'VENUE_WITHDRAWAL_UNSUPPORTED' });
                   continue;
                 }
                 planned += 1;

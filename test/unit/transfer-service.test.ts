@@ -212,7 +212,10 @@ describe.each(DYNAMO_ENGINES)('transfer service on %s', { timeout: 120_000 }, (e
   it('refuses uninitialized venues (409), amounts below the effective minimum (422) and bad bodies (400), storing nothing', async () => {
     const { deps, user, executor } = await newUser();
     expect((await failure(createTransfer(deps, user, body({ destination: 'venue_a' })))).code).toBe('DEX_NOT_INITIALIZED');
-    expect((await failure(createTransfer(deps, user, body({ source: 'venue_c', destination: 'self' })))).message).toContain('body.source');
+    expect((await failure(createTransfer(deps, user, body({ source: 'venue_a', destination: 'self' })))).message).toContain('body.source');
+    // A source venue whose withdrawals this service cannot follow: refused before anything else.
+    const unsupported = await failure(createTransfer(deps, user, body({ source: 'venue_c', destination: 'self' })));
+    expect([unsupported.status, unsupported.code]).toEqual([422, 'VENUE_WITHDRAWAL_UNSUPPORTED']);
     expect((await failure(createTransfer(deps, user, body({ amount: '0.5' })))).code).toBe('AMOUNT_BELOW_EFFECTIVE_MINIMUM');
     const bad = await failure(createTransfer(deps, user, body({ destination_chain: 'SOL' })));
     expect([bad.status, bad.message]).toEqual([400, expect.stringContaining('body.destination_chain')]);

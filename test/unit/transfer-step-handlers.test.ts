@@ -33,6 +33,8 @@ import { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
  * made through the API (POST /account, POST /account/init-perp-dex) as a user would.
  */
 const USDC = 1_000_000n;
+/** For a driver that only reads balances here: no withdrawal, so no payout is looked for. */
+const UNUSED_PAYOUT_LOGS = { head: () => Promise.reject(new Error('no payouts here')), transfers: () => Promise.reject(new Error('no payouts here')) };
 let dataDir: string;
 let runtime: LocalRuntime;
 let table: Table;
@@ -157,7 +159,7 @@ describe('step handlers through the enclave (no user JWT)', () => {
     expect(task.steps[0]).toMatchObject({ amount_in: '10000000', platform_fee: '10000', amount_out: '9990000' });
     expect(await usdcOn('ARB', feeRecipient)).toBe(10_000n);
     expect(await usdcOn('ARB', evmAddress)).toBe(20n * USDC);
-    const venueB = new VenueBDriver({ baseUrl: runtime.venues.venues.find((venue) => venue.dex === 'venue_b')!.url });
+    const venueB = new VenueBDriver({ baseUrl: runtime.venues.venues.find((venue) => venue.dex === 'venue_b')!.url, payouts: UNUSED_PAYOUT_LOGS });
     const wallet = {
       address: evmAddress,
       signTypedData: () => Promise.reject(new Error('read only')),

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { Keypair } from '@solana/web3.js';
 import bs58 from 'bs58';
@@ -30,6 +30,7 @@ import type { PlatformFeeSettings } from '../../shared/transfers/platform-fee.ts
 import { BRIDGE_KIND, type BridgeStepDeps } from '../../shared/transfers/steps/bridge.ts';
 import { runStep as runKinds, settle } from '../../shared/transfers/steps/core.ts';
 import { DEPOSIT_KIND } from '../../shared/transfers/steps/deposit.ts';
+import { payoutClaim } from '../../shared/transfers/steps/payout-claim.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
 import type { VenueStepDeps } from '../../shared/transfers/steps/venue.ts';
 import type { StepWallets } from '../../shared/transfers/steps/wallets.ts';
@@ -385,6 +386,33 @@ describe('withdrawal step (venue_b → self)', () => {
     expect(await usdcOn('ARB', user.evmAddress)).toBe(9n * USDC - fee);
     expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(fee);
     expect((await venueB().balances(wallet, fields)).balance).toBe(10n * USDC);
+
+    // Seen on chain as live (the USDC Transfer from Bridge2 after the recorded head), claimed once.
+    const first = stepOf(task, 0, 'withdrawal');
+    expect(first.payout_from_block).toMatch(/^[0-9]+$/);
+    expect(first.payout_log).toMatch(new RegExp(`^${task.steps[0]!.result_tx_hashes!.payout}:[0-9]+$`));
+
+    // The same amount again: its own payout log, never the first one.
+    const again = await drive(
+      await newTask(user, 'venue_b', 'self', '10', [{ action: 'withdrawal', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'venue' }]),
+      0,
+    );
+    expect(again.status).toBe('completed');
+    const second = stepOf(again, 0, 'withdrawal');
+    expect(second.payout_log).toMatch(/^0x[0-9a-f]{64}:[0-9]+$/);
+    expect(second.payout_log).not.toBe(first.payout_log);
+    const claims = await table.doc.send(
+      new QueryCommand({
+        TableName: table.name,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :payout)',
+        ExpressionAttributeValues: { ':pk': keys.tasksOf(ref.app_id, ref.app_user_id), ':payout': 'PAYOUT#ARB#' },
+      }),
+    );
+    expect(claims.Items!.map((item) => `${item.tx_hash}:${item.log_index}`).sort()).toEqual([first.payout_log, second.payout_log].sort());
+    // Another withdrawal cannot take a claimed log; its own holder takes it again.
+    const [txHash, logIndex] = first.payout_log!.split(':') as [Hex, string];
+    expect(await payoutClaim(table, ref, 'ARB', 0, 'someone-else')({ txHash, logIndex: Number(logIndex) })).toBe(false);
+    expect(await payoutClaim(table, ref, 'ARB', 0, first.idempotency_key!)({ txHash, logIndex: Number(logIndex) })).toBe(true);
   });
 });
 

@@ -20,6 +20,7 @@ import type { VenueId } from '../../../shared/venues/default-status.ts';
 import type { VenueRules } from '../../../shared/venues/driver.ts';
 import { venueRulesJson } from '../../../shared/venues/rules.ts';
 import { ChainHeads } from '../chain-heads.ts';
+import { sandboxPayoutPoolArtifact } from '../contracts/sandbox-payout-pool.artifact.ts';
 import type { EvmSandbox } from '../evm-sandbox.ts';
 import { ANY_ADDRESS, type FaultTable, faultTableOf, scopeOf, type TakenFault, takeFault } from '../fault-scopes.ts';
 import { listenPreferring } from '../listen-preferring.ts';
@@ -42,7 +43,10 @@ import { DurableState } from './durable-state.ts';
  * - `host.pay` queues a payout from the vault (an EOA whose key lives in the state file, funded
  *   from the sandbox faucet at start): it is signed, recorded (raw tx + hash) before broadcast,
  *   broadcast, and confirmed, and resumed after a restart, so it is paid exactly once. A payout
- *   `held` by a withdrawal `stall` fault waits for `clear`.
+ *   `held` by a withdrawal `stall` fault waits for `clear`. A venue whose live payouts come from
+ *   a contract (`module.payoutContract`: Hyperliquid's Bridge2, Nado's WithdrawPool) gets a
+ *   SandboxPayoutPool installed at that address, operated by the vault and kept funded from the
+ *   faucet: its payouts are that contract's token transfers, the same Transfer logs as live.
  * - Faults: `host.takeFault(draft, 'withdrawal', parties)` inside a transaction consumes one
  *   operation of the fault scoped to one of `parties` (the withdrawer, the recipient), else of the
  *   unscoped one; the module decides what fail / stall / refund mean for its requests, and a payout
@@ -169,6 +173,12 @@ export interface VenueModule<S> {
   readonly rules: VenueRules;
   /** Where the venue's deposits go (listed as `deposit_address`). */
   readonly depositAddress: Address;
+  /**
+   * The live venue's payout contract on its chain, where payouts come from (absent: the vault
+   * pays directly). A SandboxPayoutPool is installed there at start; a faucet mint that funds it
+   * is no one's deposit (a module watching Transfers to it must skip the zero-address sender).
+   */
+  readonly payoutContract?: Address;
   /** The deposit logs: `event` emitted by `address`, filtered by indexed `args` (none: every such log). */
   readonly watch: { readonly address: Address; readonly event: AbiEvent; readonly args?: Record<string, unknown> };
   initialState(): S;
@@ -318,6 +328,8 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
   const vaultTokens = await client.readContract({ address: tokenAddress, abi: erc20Abi, functionName: 'balanceOf', args: [vault.address] });
   if (vaultTokens < VAULT_TOKEN_MINIMUM) await options.evm.faucet(module.rules.chain, vault.address, module.rules.token, VAULT_TOKEN_FUNDING);
 
+  if (module.payoutContract) await installPayoutPool(module.payoutContract, client, wallet, vault.address, tokenAddress, options, module.rules, receiptPollMs);
+
   // A venue's life on the chain starts at its first start: earlier transfers are not its deposits.
   if (store.read().cursor === '') {
     const head = await client.getBlockNumber();
@@ -389,7 +401,7 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
   const payer = (async () => {
     while (!stopped) {
       try {
-        await payPending(store, client, wallet, vault.address, receiptPollMs);
+        await payPending(store, client, wallet, vault.address, receiptPollMs, module.payoutContract);
       } catch (error) {
         if (!stopped) process.stderr.write(`sandbox ${module.id}: payer: ${(error as Error).message.split('\n')[0]}\n`);
       }
@@ -580,6 +592,7 @@ async function payPending<S>(
   wallet: ReturnType<typeof createWalletClient>,
   vault: Address,
   receiptPollMs: number,
+  payoutContract: Address | undefined,
 ): Promise<void> {
   for (;;) {
     const payouts = Object.values(store.read().payouts).filter((p) => !p.held && (p.state === 'queued' || p.state === 'sent'));
@@ -590,8 +603,12 @@ async function payPending<S>(
       const request = await wallet.prepareTransactionRequest({
         account: wallet.account!,
         chain: wallet.chain,
-        to: payout.token,
-        data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [payout.to, BigInt(payout.amount)] }),
+        ...(payoutContract
+          ? {
+              to: payoutContract,
+              data: encodeFunctionData({ abi: sandboxPayoutPoolArtifact.abi, functionName: 'pay', args: [payout.token, payout.to, BigInt(payout.amount)] }),
+            }
+          : { to: payout.token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [payout.to, BigInt(payout.amount)] }) }),
         nonce: await client.getTransactionCount({ address: vault, blockTag: 'pending' }),
       });
       rawTx = await wallet.signTransaction(request as never);
@@ -613,6 +630,41 @@ async function payPending<S>(
       if (receipt.status !== 'success') entry.reason = `payout transaction ${txHash} reverted`;
     });
   }
+}
+
+/**
+ * The payout contract at the live venue's address, once: code by anvil_setCode, then
+ * initialize(vault); topped up from the faucet whenever it holds less than the vault's minimum.
+ */
+async function installPayoutPool(
+  address: Address,
+  client: PublicClient,
+  wallet: ReturnType<typeof createWalletClient>,
+  vault: Address,
+  token: Address,
+  options: SandboxVenuesOptions,
+  rules: VenueRules,
+  receiptPollMs: number,
+): Promise<void> {
+  const code = await client.getCode({ address });
+  if (code === undefined || code === '0x') {
+    await client.request({ method: 'anvil_setCode' as never, params: [address, sandboxPayoutPoolArtifact.deployedBytecode] as never });
+  }
+  const initialized = await client.readContract({ address, abi: sandboxPayoutPoolArtifact.abi, functionName: 'initialized' });
+  if (!initialized) {
+    const hash = await wallet.sendTransaction({
+      account: wallet.account!,
+      chain: wallet.chain,
+      to: address,
+      data: encodeFunctionData({ abi: sandboxPayoutPoolArtifact.abi, functionName: 'initialize', args: [vault] }),
+    });
+    const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: receiptPollMs });
+    if (receipt.status !== 'success') throw new Error(`payout contract ${address}: initialize reverted`);
+  }
+  const operator = await client.readContract({ address, abi: sandboxPayoutPoolArtifact.abi, functionName: 'operator' });
+  if (getAddress(operator) !== getAddress(vault)) throw new Error(`payout contract ${address} is operated by ${operator}, not this venue's vault ${vault}`);
+  const held = await client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [address] });
+  if (held < VAULT_TOKEN_MINIMUM) await options.evm.faucet(rules.chain, address, rules.token, VAULT_TOKEN_FUNDING);
 }
 
 class BodyTooLargeError extends Error {}

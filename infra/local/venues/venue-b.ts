@@ -1,5 +1,17 @@
 import * as v from 'valibot';
-import { type Address, formatUnits, getAddress, type Hex, isAddress, keccak256, parseAbiItem, parseUnits, recoverTypedDataAddress, toHex } from 'viem';
+import {
+  type Address,
+  formatUnits,
+  getAddress,
+  type Hex,
+  isAddress,
+  keccak256,
+  parseAbiItem,
+  parseUnits,
+  recoverTypedDataAddress,
+  toHex,
+  zeroAddress,
+} from 'viem';
 import { VENUE_RULES } from '../../../shared/venues/rules.ts';
 import {
   ARBITRUM_USDC,
@@ -21,12 +33,13 @@ import type { VenueHost, VenueModule, VenueRequest, VenueResponse, VenueState } 
  * `{"status":"err","response":"…"}`.
  *
  * Deposits: a USDC Transfer on the ARB sandbox chain to the bridge address credits its sender;
- * less than 5 USDC is not credited (lost, as published). Withdrawals: the amount minus the 1 USDC
- * fee is paid from the vault to `destination` on chain.
- *
- * Sandbox extension (not in Hyperliquid's API): a `withdraw` entry of `userNonFundingLedgerUpdates`
- * carries `sandbox_payout` `{ state: pending|completed|failed, tx_hash, reason }`, since the live
- * venue shows no Arbitrum payout transaction. Drivers must work without it.
+ * less than 5 USDC is not credited (lost, as published). Withdrawals: an accepted withdraw3 is a
+ * `withdraw` entry `{ usdc, nonce, fee }` on the user's ledger, and the amount minus the 1 USDC
+ * fee is paid on chain from Bridge2 itself (a SandboxPayoutPool at its address, the framework's
+ * `payoutContract`) to `destination`: the same USDC Transfer from the bridge as Hyperliquid's
+ * finalized withdrawals (research E). Nothing here that the live API lacks: the driver sees the
+ * payout on chain. Sandbox choice: a withdrawal the `refund` fault returns leaves no ledger entry
+ * (what Hyperliquid's ledger shows for a failed withdrawal is unknown).
  */
 const RULES = VENUE_RULES.venue_b;
 const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
@@ -50,8 +63,9 @@ interface LedgerEntry {
   readonly time: number;
   readonly hash: Hex;
   readonly delta: LedgerDelta;
-  /** The vault payout id of a withdrawal, or why there is none. */
+  /** The vault payout id of a withdrawal. */
   readonly payout?: string;
+  /** Older state files: a withdrawal the refund fault returned (not shown). */
   readonly refused?: string;
 }
 
@@ -114,11 +128,14 @@ export function venueBModule(): VenueModule<VenueBState> {
     id: 'venue_b',
     rules: RULES,
     depositAddress: VENUE_B_BRIDGE,
+    payoutContract: VENUE_B_BRIDGE,
     watch: { address: ARBITRUM_USDC, event: TRANSFER, args: { to: VENUE_B_BRIDGE } },
     initialState: () => ({ users: {}, agentOwners: {} }),
     decodeDeposit: (log) => {
       const { from, value } = log.args as { from?: Address; value?: bigint };
-      return from && typeof value === 'bigint' ? { depositor: getAddress(from), amount: value } : undefined;
+      // A mint (the faucet funding the bridge's payouts) is no one's deposit.
+      if (!from || from === zeroAddress || typeof value !== 'bigint') return undefined;
+      return { depositor: getAddress(from), amount: value };
     },
     credit: (draft, deposit) => {
       // Below the minimum the real venue keeps the money and credits nothing ([O] H1).
@@ -177,25 +194,10 @@ function info(request: v.InferOutput<typeof InfoRequest>, state: Draft): unknown
       const start = request.startTime ?? 0;
       const end = request.endTime ?? Number.MAX_SAFE_INTEGER;
       return (user?.ledger ?? [])
-        .filter((entry) => entry.time >= start && entry.time <= end)
-        .map((entry) => ({
-          time: entry.time,
-          hash: entry.hash,
-          delta: entry.delta,
-          ...(entry.delta.type === 'withdraw' ? { sandbox_payout: payoutView(state, entry) } : {}),
-        }));
+        .filter((entry) => entry.time >= start && entry.time <= end && !entry.refused)
+        .map((entry) => ({ time: entry.time, hash: entry.hash, delta: entry.delta }));
     }
   }
-}
-
-/** The sandbox extension on withdraw ledger entries: where the on-chain payout stands. */
-function payoutView(state: Draft, entry: LedgerEntry) {
-  if (entry.refused) return { state: 'failed', tx_hash: null, reason: entry.refused };
-  const payout = entry.payout ? state.payouts[entry.payout] : undefined;
-  if (!payout) return { state: 'pending', tx_hash: null, reason: null };
-  if (payout.state === 'completed') return { state: 'completed', tx_hash: payout.txHash, reason: null };
-  if (payout.state === 'failed') return { state: 'failed', tx_hash: payout.txHash ?? null, reason: payout.reason ?? 'payout failed' };
-  return { state: 'pending', tx_hash: null, reason: null };
 }
 
 // --- /exchange ---------------------------------------------------------------------------------
@@ -301,13 +303,10 @@ function withdraw(draft: Draft, user: UserRecord, signer: Address, action: Extra
     user.nonces = user.nonces.filter((nonce) => nonce !== action.time);
     return err('Withdrawal failed (sandbox fault)');
   }
+  // Accepted, then returned to the venue balance: nothing debited, nothing on the ledger (sandbox choice).
+  if (fault?.mode === 'refund') return ok;
   const hash = keccak256(toHex(`withdraw:${signer.toLowerCase()}:${action.time}`));
   const delta = { type: 'withdraw', usdc: usdc(amount), nonce: action.time, fee: usdc(fee) } as const;
-  if (fault?.mode === 'refund') {
-    // Accepted, then returned to the venue balance: the ledger shows a failed withdrawal.
-    user.ledger.push({ time: now, hash, delta, refused: 'Withdrawal refunded to the venue balance (sandbox fault)' });
-    return ok;
-  }
   user.balance = (balance - amount).toString();
   const payout = `withdraw:${signer.toLowerCase()}:${action.time}`;
   host.pay(draft, {

@@ -34,11 +34,11 @@ import type { VenueHost, VenueModule, VenueRequest, VenueResponse, VenueState } 
  *
  * Withdrawals: `amount` is what arrives (base units); the per-product sequencer fee is debited on
  * top ([O] N5 useWithdrawForm: "the amount in tx is exclusive" of the fee), and the amount is paid
- * from the vault to the subaccount owner on INK.
- *
- * Sandbox extension (not in Nado's API): the query `sandbox_withdrawal` `{ sender, nonce }`
- * answers `{ state: pending|completed|failed, tx_hash, reason }`, since the live venue shows the
- * on-chain submission only later (gas threshold) and through its indexer. Drivers must work without it.
+ * on INK from Nado's WithdrawPool address (a SandboxPayoutPool there, the framework's
+ * `payoutContract`) to the subaccount owner: the same token Transfer as Nado's
+ * `submitWithdrawal` (research E). No query beyond Nado's own: the driver sees the payout on
+ * chain. A withdrawal the `refund` fault returns is never paid, and nothing shows it failed (the
+ * live gateway has no per-withdrawal query either).
  */
 const RULES = VENUE_RULES.venue_d;
 const X18_PER_UNIT = 10n ** 12n; // 6-decimal token units to x18
@@ -137,7 +137,6 @@ const Query = v.variant('type', [
   v.object({ type: v.literal('subaccount_info'), subaccount: Bytes32 }),
   v.object({ type: v.literal('linked_signer'), subaccount: Bytes32 }),
   v.object({ type: v.literal('fee_rates'), sender: Bytes32 }),
-  v.object({ type: v.literal('sandbox_withdrawal'), sender: Bytes32, nonce: Uint }),
 ]);
 
 export function venueDModule(): VenueModule<VenueDState> {
@@ -145,6 +144,7 @@ export function venueDModule(): VenueModule<VenueDState> {
     id: 'venue_d',
     rules: RULES,
     depositAddress: NADO_INK_MAINNET.endpoint,
+    payoutContract: NADO_INK_MAINNET.withdrawPool,
     watch: { address: NADO_INK_MAINNET.endpoint, event: DEPOSIT_EVENT },
     initialState: () => ({ subaccounts: {}, txNonces: {}, depositSenders: {} }),
     install,
@@ -258,11 +258,6 @@ function query(input: unknown, host: Host): unknown {
         maker_fee_rates_x18: ['0'],
         fee_tier: 0,
       });
-    case 'sandbox_withdrawal': {
-      const record = state.subaccounts[q.sender]?.withdrawals[q.nonce.toString()];
-      if (!record) return failure('query_sandbox_withdrawal', 'No withdrawal with this nonce for this subaccount', VENUE_D_ERROR.invalidExecuteMessage);
-      return success('query_sandbox_withdrawal', payoutView(host.read(), record));
-    }
   }
 }
 
@@ -310,14 +305,6 @@ function subaccountInfo(sender: Hex, account: SubaccountRecord | undefined, toke
     ],
     perp_products: [],
   };
-}
-
-function payoutView(state: Draft, record: WithdrawalRecord) {
-  if (record.refused) return { state: 'failed', tx_hash: null, reason: record.refused };
-  const payout = record.payout ? state.payouts[record.payout] : undefined;
-  if (payout?.state === 'completed') return { state: 'completed', tx_hash: payout.txHash ?? null, reason: null };
-  if (payout?.state === 'failed') return { state: 'failed', tx_hash: payout.txHash ?? null, reason: payout.reason ?? 'payout failed' };
-  return { state: 'pending', tx_hash: null, reason: null };
 }
 
 // --- executes ----------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { VenueDriver, VenueFields } from '../../venues/driver.ts';
+import type { PayoutWatch } from '../../venues/payouts.ts';
 import { amountInOf, type Ctx, type Outcome, recordIntent, type StepKind, takePlatformFee } from './core.ts';
 import { StepFailure, StepTransient } from './outcomes.ts';
+import { payoutClaim } from './payout-claim.ts';
 import { type VenueStepDeps, venueDriver, venueFailure } from './venue.ts';
 import { releaseVenueLock, takeVenueLock } from './venue-lock.ts';
 
@@ -13,6 +15,11 @@ import { releaseVenueLock, takeVenueLock } from './venue-lock.ts';
  * asked again; venue_d (no client id, its memory is per process) is asked again only when its
  * balance still shows no debit since `baseline`, otherwise the step fails WITHDRAWAL_UNRECONCILED
  * (the payout still reaches the user's own wallet; nothing is requested twice).
+ *
+ * Completion is what the live venue shows (issue 23): venue_b and venue_d pay from their bridge /
+ * withdraw pool on chain, found after `payout_from_block` (the payout chain's head, recorded with
+ * the intent, before the first request) and claimed in the table (payout-claim.ts), so one
+ * payout log never completes two withdrawals; the claimed log is recorded as `payout_log`.
  */
 async function withdrawal(ctx: Ctx<VenueStepDeps, 'withdrawal'>): Promise<Outcome> {
   const { driver, fields } = venueDriver(ctx);
@@ -34,9 +41,16 @@ async function withdrawal(ctx: Ctx<VenueStepDeps, 'withdrawal'>): Promise<Outcom
     const adopted = await adoptWithdrawal(ctx, driver, fields);
     // An adopted request keeps its own baseline: the venue_d check below must compare with the balance before IT.
     const baseline = adopted?.baseline ?? (await driver.balances(wallet, fields)).balance.toString();
+    // Likewise its payout is looked for from before IT; a new request's from the head now, before it is made.
+    const fromBlock = adopted ? adopted.fromBlock : driver.payoutBlock ? (await driver.payoutBlock()).toString() : undefined;
     await recordIntent(
       ctx,
-      { idempotency_key: adopted?.key ?? uuidv7(), baseline, ...(adopted?.reference ? { reference: adopted.reference } : {}) },
+      {
+        idempotency_key: adopted?.key ?? uuidv7(),
+        baseline,
+        ...(fromBlock !== undefined ? { payout_from_block: fromBlock } : {}),
+        ...(adopted?.reference ? { reference: adopted.reference } : {}),
+      },
       'idempotency_key',
     );
   }
@@ -58,9 +72,12 @@ async function withdrawal(ctx: Ctx<VenueStepDeps, 'withdrawal'>): Promise<Outcom
   if (locking) await releaseVenueLock(ctx.deps.table, ctx.inv.task, ctx.step); // the venue has debited (or an adopted request had)
   const reference = ctx.step.reference;
   if (!reference) throw new StepTransient('the withdrawal reference is not recorded');
-  const status = await driver.withdrawalStatus(wallet, fields, reference);
+  const key = ctx.step.idempotency_key;
+  if (!key) throw new StepTransient('the withdrawal key is not recorded');
+  const status = await driver.withdrawalStatus(wallet, fields, reference, payoutWatch(ctx, driver, ctx.step.index, key, ctx.step.payout_from_block));
   if (status.state === 'pending') return { done: false };
   if (status.state === 'failed') throw new StepFailure('VENUE_WITHDRAWAL_FAILED', `${driver.id} reports the withdrawal failed: ${status.reason}`);
+  if (status.logIndex !== undefined) await recordIntent(ctx, { payout_log: `${status.txHash}:${status.logIndex}` }, 'payout_log');
   const payout = amount - driver.rules.withdrawal.fee.amount;
   const holding = ctx.step.holding;
   const fee = await takePlatformFee(ctx, holding.chain, holding.token);
@@ -72,15 +89,29 @@ async function adoptWithdrawal(
   ctx: Ctx<VenueStepDeps, 'withdrawal'>,
   driver: VenueDriver,
   fields: VenueFields,
-): Promise<{ key: string; reference?: string; baseline?: string } | undefined> {
+): Promise<{ key: string; reference?: string; baseline?: string; fromBlock: string | undefined } | undefined> {
   for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
     if (!previous.idempotency_key) continue;
     const baseline = previous.baseline !== undefined ? { baseline: previous.baseline } : {};
-    if (!previous.reference) return { key: previous.idempotency_key, ...baseline };
-    const status = await driver.withdrawalStatus(ctx.wallet.venue, fields, previous.reference);
-    if (status.state !== 'failed') return { key: previous.idempotency_key, reference: previous.reference, ...baseline };
+    const fromBlock = previous.payout_from_block;
+    if (!previous.reference) return { key: previous.idempotency_key, ...baseline, fromBlock };
+    const watch = payoutWatch(ctx, driver, ctx.step.index, previous.idempotency_key, fromBlock);
+    const status = await driver.withdrawalStatus(ctx.wallet.venue, fields, previous.reference, watch);
+    if (status.state !== 'failed') return { key: previous.idempotency_key, reference: previous.reference, ...baseline, fromBlock };
   }
   return undefined;
+}
+
+/** Where a driver that watches the chain looks for this withdrawal's payout; none for a step recorded before payout_from_block (the driver's own lookback). */
+function payoutWatch(
+  ctx: Ctx<VenueStepDeps, 'withdrawal'>,
+  driver: VenueDriver,
+  index: number,
+  key: string,
+  fromBlock: string | undefined,
+): PayoutWatch | undefined {
+  if (fromBlock === undefined) return undefined;
+  return { fromBlock: BigInt(fromBlock), claim: payoutClaim(ctx.deps.table, ctx.inv.task, driver.rules.chain, index, key) };
 }
 
 /** The withdrawal kind (functions/transfers/withdrawal-step.ts): venues and EVM only. */

@@ -29,9 +29,9 @@ import { EXTENDED_COLLATERAL_ID, EXTENDED_MAINNET_STARKNET_DOMAIN, type Starknet
 
 /**
  * venue_a's adapter (modelled on Extended, Starknet era; research §2), speaking Extended's own API
- * at `baseUrl`: the sandbox venue locally, https://api.starknet.extended.exchange live. The
- * live values (EIP-712 signing domain and onboarding host, Starknet domain, Arbitrum USDC) are
- * the defaults; the sandbox's are passed by configuration (`VENUE_A_SANDBOX_PROFILE`).
+ * at `baseUrl`: the local stand-in, or https://api.starknet.extended.exchange live. The live
+ * values (EIP-712 signing domain and onboarding host, Starknet domain, Arbitrum USDC) are the
+ * defaults; the local ones are passed by configuration (the local profile in ./api.ts).
  *
  * - Account: the wallet signs AccountCreation (→ the Stark key, deterministic per wallet and
  *   account index 0) and AccountRegistration (+ the Stark key's L2 proof) for `POST

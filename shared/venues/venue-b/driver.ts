@@ -2,6 +2,7 @@ import { type Address, encodeFunctionData, erc20Abi, formatUnits, getAddress, ty
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import type { DepositPlan, TradingSetup, VenueBalances, VenueDriver, VenueFields, VenueWallet, WithdrawalStatus } from '../driver.ts';
 import { VenueRuleError } from '../driver.ts';
+import { type PayoutWatch, PayoutWatcher, type TransferLogs } from '../payouts.ts';
 import { VENUE_RULES } from '../rules.ts';
 import {
   ARBITRUM_USDC,
@@ -16,9 +17,14 @@ import {
 
 /**
  * venue_b's adapter (modelled on Hyperliquid, research §1), speaking Hyperliquid's own API at
- * `baseUrl` (`POST /info`, `POST /exchange`): the sandbox venue locally, the live venue
- * (https://api.hyperliquid.xyz) when pointed at it. Nothing here knows it talks to a sandbox;
- * the one sandbox extension it reads (`sandbox_payout` on ledger entries) is optional.
+ * `baseUrl` (`POST /info`, `POST /exchange`): the local stand-in, or the live venue
+ * (https://api.hyperliquid.xyz) when pointed at it. Nothing here knows which it talks to.
+ *
+ * Withdrawal status, as the live venue shows it (research E): the user's ledger
+ * (`userNonFundingLedgerUpdates`) has a `withdraw` entry with the request's nonce once the venue
+ * accepted it (none: failed), and the validators pay `usdc - fee` from Bridge2 to the destination
+ * on Arbitrum: the USDC Transfer from the bridge to the user, after the request, claimed once
+ * (shared/venues/payouts.ts), completes it.
  *
  * Withdrawal idempotency: Hyperliquid has no client id on withdraw3, so the request's nonce
  * (`time`) is derived from the idempotency key, which must be a UUIDv7: its millisecond timestamp
@@ -34,7 +40,12 @@ export interface VenueBDriverOptions {
   /** The chain id the user's wallet signs with, hex; Arbitrum One (0xa4b1) by default. */
   readonly signatureChainId?: Hex;
   readonly usdc?: Address;
+  /** Bridge2: where deposits go and payouts come from. */
   readonly bridge?: Address;
+  /** Arbitrum's USDC Transfer logs (the account service's chain client): where payouts are seen. */
+  readonly payouts: TransferLogs;
+  /** Without a PayoutWatch, how far back a payout is looked for: 50,000 blocks (about 3.5 hours of Arbitrum). */
+  readonly payoutLookbackBlocks?: bigint;
   readonly now?: () => number;
   readonly timeoutMs?: number;
 }
@@ -59,9 +70,11 @@ export class VenueBDriver implements VenueDriver {
   readonly id = 'venue_b' as const;
   readonly rules = RULES;
   private readonly options: Required<VenueBDriverOptions>;
+  private readonly payouts: PayoutWatcher;
 
   constructor(options: VenueBDriverOptions) {
     this.options = {
+      payoutLookbackBlocks: 50_000n,
       hyperliquidChain: 'Mainnet',
       signatureChainId: '0xa4b1',
       usdc: ARBITRUM_USDC,
@@ -71,6 +84,7 @@ export class VenueBDriver implements VenueDriver {
       ...options,
       baseUrl: options.baseUrl.replace(/\/+$/, ''),
     };
+    this.payouts = new PayoutWatcher(this.options.payouts, this.options.payoutLookbackBlocks);
   }
 
   /** The venue account is the user's own address ([O] H1): no venue call is needed. */
@@ -207,16 +221,21 @@ export class VenueBDriver implements VenueDriver {
     return { reference };
   }
 
-  async withdrawalStatus(wallet: VenueWallet, fields: VenueFields, reference: string): Promise<WithdrawalStatus> {
+  async withdrawalStatus(wallet: VenueWallet, fields: VenueFields, reference: string, watch?: PayoutWatch): Promise<WithdrawalStatus> {
     const time = Number(reference);
-    if (!Number.isSafeInteger(time)) throw new VenueRuleError('INVALID_REFERENCE', `venue_b withdrawal references are nonces, got "${reference}"`);
-    const entry = await this.findWithdrawal(accountOf(wallet, fields), time);
+    if (!/^[0-9]{1,16}$/.test(reference) || !Number.isSafeInteger(time))
+      throw new VenueRuleError('INVALID_REFERENCE', `venue_b withdrawal references are nonces, got "${reference}"`);
+    const user = accountOf(wallet, fields);
+    const entry = await this.findWithdrawal(user, time);
     if (!entry) return { state: 'failed', reason: 'venue_b has no withdrawal with this reference' };
-    const payout = entry.sandbox_payout;
-    if (payout?.state === 'completed' && payout.tx_hash) return { state: 'completed', txHash: payout.tx_hash };
-    if (payout?.state === 'failed') return { state: 'failed', reason: payout.reason ?? 'the withdrawal failed' };
-    // Live, the venue shows no payout transaction: accepted withdrawals stay pending here.
-    return { state: 'pending' };
+    // The destination receives the withdrawn amount minus the venue's fee, both on the ledger entry.
+    const amount = decimalUnits(entry.delta?.usdc, 'delta.usdc') - decimalUnits(entry.delta?.fee ?? '0', 'delta.fee');
+    return this.payouts.status(watch, `${user}:${reference}`, { token: this.options.usdc, from: this.options.bridge, to: getAddress(wallet.address), amount });
+  }
+
+  /** Arbitrum's head: recorded before a withdrawal is requested, its payout is looked for after it. */
+  payoutBlock(): Promise<bigint> {
+    return this.payouts.head();
   }
 
   private async findWithdrawal(user: Address, nonce: number) {
@@ -264,11 +283,10 @@ export class VenueBDriver implements VenueDriver {
   }
 }
 
+/** A `userNonFundingLedgerUpdates` row; a withdraw delta is `{ type: "withdraw", usdc, nonce, fee }` (research E). */
 interface LedgerEntry {
   readonly time: number;
-  readonly delta?: { readonly type?: string; readonly nonce?: number };
-  /** Sandbox extension; absent live. */
-  readonly sandbox_payout?: { readonly state: 'pending' | 'completed' | 'failed'; readonly tx_hash: Hex | null; readonly reason: string | null };
+  readonly delta?: { readonly type?: string; readonly nonce?: number; readonly usdc?: string; readonly fee?: string };
 }
 
 /**
@@ -296,8 +314,12 @@ function optionalString(value: unknown, name: string): string | undefined {
 
 /** A venue decimal string as USDC base units; digits past the sixth are cut (the venue's own precision). */
 function units(value: string | undefined, field: string): bigint {
+  return decimalUnits(value, field, 'clearinghouseState');
+}
+
+function decimalUnits(value: string | undefined, field: string, answer = 'userNonFundingLedgerUpdates'): bigint {
   if (typeof value !== 'string' || !/^-?[0-9]+(\.[0-9]+)?$/.test(value))
-    throw new VenueBUnavailableError(`venue_b answered clearinghouseState without a decimal ${field}`);
+    throw new VenueBUnavailableError(`venue_b answered ${answer} without a decimal ${field}`);
   const [whole, fraction = ''] = value.split('.');
   return parseUnits(`${whole}.${fraction.slice(0, VENUE_B_DECIMALS) || '0'}`, VENUE_B_DECIMALS);
 }

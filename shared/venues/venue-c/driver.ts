@@ -17,7 +17,7 @@ import { formatWithdrawalSignature, PARACLEAR_DECIMALS, type WithdrawalRequestBo
 
 /**
  * venue_c's adapter (modelled on Paradex, research §3), speaking Paradex's REST API at
- * `baseUrl` + `/v1/...`: the sandbox venue locally, the live venue (https://api.prod.paradex.trade)
+ * `baseUrl` + `/v1/...`: the local stand-in, or the live venue (https://api.prod.paradex.trade)
  * when pointed at it. Everything chain-specific (L1 chain id, Starknet chain id, account class
  * hashes, the USDC bridge) is read from the venue's own `GET /v1/system/config`.
  *
@@ -25,9 +25,11 @@ import { formatWithdrawalSignature, PARACLEAR_DECIMALS, type WithdrawalRequestBo
  * registration, withdrawal) it asks the wallet for the EIP-712 "STARK Key" signature again and
  * grinds the key from it (deterministic: the same wallet gives the same key).
  *
- * Untested live: the withdrawal request (`POST /v1/withdrawals`, shared/venues/venue-c/withdrawal.ts)
- * is the sandbox's HTTP stand-in for Paradex's Starknet withdraw transaction; live, withdrawals go
- * through Starknet and this call would have to be replaced by an invoke via the venue's full node.
+ * Withdrawals are not live: the request (`POST /v1/withdrawals`, shared/venues/venue-c/withdrawal.ts)
+ * is the local stand-in's HTTP shortcut for Paradex's Starknet withdraw transaction, which live
+ * would be an invoke through the venue's full node followed by hours of proving before the L1
+ * payout. The venue rules mark venue_c withdrawals unsupported, so no transfer route reaches
+ * `withdraw` (the planner answers 422 VENUE_WITHDRAWAL_UNSUPPORTED).
  */
 export interface VenueCDriverOptions {
   /** The venue's API origin, without `/v1` (live: https://api.prod.paradex.trade). */

@@ -2,6 +2,7 @@ import { type Address, encodeFunctionData, erc20Abi, formatUnits, getAddress, ty
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import type { DepositPlan, TradingSetup, VenueBalances, VenueDriver, VenueFields, VenueWallet, WithdrawalStatus } from '../driver.ts';
 import { VenueRuleError } from '../driver.ts';
+import { type PayoutWatch, PayoutWatcher, type TransferLogs } from '../payouts.ts';
 import { VENUE_RULES } from '../rules.ts';
 import {
   linkedSignerBytes32,
@@ -20,10 +21,10 @@ import {
 
 /**
  * venue_d's adapter (modelled on Nado, research §4), speaking Nado's gateway API at `baseUrl`
- * (`POST {baseUrl}/v1/query`, `POST {baseUrl}/v1/execute`): the sandbox venue locally, the live
+ * (`POST {baseUrl}/v1/query`, `POST {baseUrl}/v1/execute`): the local stand-in, or the live
  * gateway (https://gateway.prod.nado.xyz) when pointed at it. The options that differ between
- * the two are the chain facts, with Nado's live values as defaults: the sandbox passes its INK
- * USDC as `collateral` (it stands in for USDT0, product 0).
+ * the two are the chain facts, with Nado's live values as defaults: the local chains pass their
+ * INK USDC as `collateral` (it stands in for USDT0, product 0).
  *
  * The venue account is the primary subaccount: `account_address` is its bytes32 `sender`
  * (owner address ‖ "default" as 12 bytes, hex), which the venue opens on the first deposit of at
@@ -36,6 +37,13 @@ import {
  * signed request per idempotency key and a retry re-sends that same request, which the venue
  * executes at most once (its nonce is then used). The memory is per driver instance: a retry in
  * another process signs anew (see docs/venues/venue_d.md).
+ *
+ * Withdrawal status, as the live venue shows it (research E): the gateway has no per-withdrawal
+ * query; the sequencer settles the request on Ink, where the WithdrawPool transfers the signed
+ * amount of the collateral to the owner (no event of its own). That Transfer, after the request,
+ * claimed once (shared/venues/payouts.ts), completes the withdrawal. The reference is
+ * `<nonce>:<signed amount>`. A request the venue accepts and then drops shows nothing: it stays
+ * pending until the caller's deadline.
  */
 export interface VenueDDriverOptions {
   /** The gateway's origin, without `/v1` (live: https://gateway.prod.nado.xyz). */
@@ -44,8 +52,14 @@ export interface VenueDDriverOptions {
   readonly chainId?: number;
   /** Nado's Endpoint on Ink by default: the deposit contract and the EIP-712 verifying contract. */
   readonly endpoint?: Address;
-  /** Product 0's token: USDT0 on Ink by default; the sandbox passes its INK USDC. */
+  /** Product 0's token: USDT0 on Ink by default; the local chains pass their INK USDC. */
   readonly collateral?: Address;
+  /** Nado's WithdrawPool on Ink by default: where payouts come from. */
+  readonly withdrawPool?: Address;
+  /** Ink's Transfer logs (the account service's chain client): where payouts are seen. */
+  readonly payouts: TransferLogs;
+  /** Without a PayoutWatch, how far back a payout is looked for: 50,000 blocks. */
+  readonly payoutLookbackBlocks?: bigint;
   readonly timeoutMs?: number;
 }
 
@@ -82,9 +96,12 @@ export class VenueDDriver implements VenueDriver {
   private readonly domain: NadoDomainConfig;
   /** Signed withdraw_collateral requests by idempotency key (re-sent on a retry). */
   private readonly withdrawals = new Map<string, { reference: string; body: unknown }>();
+  private readonly payouts: PayoutWatcher;
 
   constructor(options: VenueDDriverOptions) {
     this.options = {
+      withdrawPool: NADO_INK_MAINNET.withdrawPool,
+      payoutLookbackBlocks: 50_000n,
       chainId: NADO_INK_MAINNET.chainId,
       endpoint: NADO_INK_MAINNET.endpoint,
       collateral: NADO_INK_MAINNET.quote,
@@ -93,6 +110,7 @@ export class VenueDDriver implements VenueDriver {
       baseUrl: options.baseUrl.replace(/\/+$/, ''),
     };
     this.domain = { chainId: this.options.chainId, endpoint: getAddress(this.options.endpoint) };
+    this.payouts = new PayoutWatcher(this.options.payouts, this.options.payoutLookbackBlocks);
   }
 
   /**
@@ -152,7 +170,7 @@ export class VenueDDriver implements VenueDriver {
   /**
    * approve(Endpoint, amount) on product 0's token, then Endpoint.depositCollateral(name, 0,
    * amount) ([O] N2, N4). The first deposit must open the subaccount (at least 5, [O] N5), later
-   * ones meet the sandbox-chosen minimum; below either it is refused before anything is prepared.
+   * ones meet the venue rules' minimum; below either it is refused before anything is prepared.
    */
   async prepareDeposit(wallet: VenueWallet, fields: VenueFields, amount: bigint): Promise<DepositPlan> {
     const sender = senderOf(wallet, fields);
@@ -191,7 +209,8 @@ export class VenueDDriver implements VenueDriver {
   /**
    * Withdraws `amount` from the venue balance: the venue's withdrawal fee (its `fee_rates`) is
    * charged on top of the signed amount, so the driver signs `amount - fee` and the wallet
-   * receives that, as Nado's own app does ([O] N5 useWithdrawForm). The reference is the nonce.
+   * receives that, as Nado's own app does ([O] N5 useWithdrawForm). The reference is the nonce
+   * and that signed amount (`<nonce>:<amount>`): what the payout on chain will be.
    */
   async withdraw(wallet: VenueWallet, fields: VenueFields, amount: bigint, idempotencyKey: string): Promise<{ readonly reference: string }> {
     if (idempotencyKey.length === 0) throw new VenueRuleError('INVALID_IDEMPOTENCY_KEY', 'venue_d withdrawals need an idempotency key');
@@ -217,24 +236,29 @@ export class VenueDDriver implements VenueDriver {
       throw new VenueRuleError('BELOW_MINIMUM_WITHDRAWAL', `venue_d withdrawals must exceed its ${formatUnits(fee, RULES.decimals)} withdrawal fee`);
     const tx = { sender, productId: QUOTE_PRODUCT_ID, amount: amount - fee, nonce: await this.txNonce(wallet.address) };
     const body = withdrawCollateralExecuteBody(tx, await wallet.signTypedData(withdrawCollateralTypedData(this.domain, tx)));
-    const reference = tx.nonce.toString();
+    const reference = `${tx.nonce}:${tx.amount}`;
     this.remember(idempotencyKey, { reference, body });
     await this.execute(body);
     return { reference };
   }
 
-  /**
-   * Reads the sandbox's `sandbox_withdrawal` extension; the live gateway has no such query (its
-   * indexer shows the on-chain submission later), so an accepted withdrawal stays pending there.
-   */
-  async withdrawalStatus(wallet: VenueWallet, fields: VenueFields, reference: string): Promise<WithdrawalStatus> {
-    if (!/^[0-9]{1,20}$/.test(reference)) throw new VenueRuleError('INVALID_REFERENCE', `venue_d withdrawal references are nonces, got "${reference}"`);
-    const answer = await this.post('/v1/query', { type: 'sandbox_withdrawal', sender: senderOf(wallet, fields), nonce: reference });
-    if (answer.status !== 'success') return { state: 'pending' };
-    const data = answer.data as { state?: string; tx_hash?: Hex | null; reason?: string | null };
-    if (data?.state === 'completed' && data.tx_hash) return { state: 'completed', txHash: data.tx_hash };
-    if (data?.state === 'failed') return { state: 'failed', reason: data.reason ?? 'the withdrawal failed' };
-    return { state: 'pending' };
+  /** The WithdrawPool's Transfer of the signed amount to the owner, after the request (see the class comment). */
+  async withdrawalStatus(wallet: VenueWallet, fields: VenueFields, reference: string, watch?: PayoutWatch): Promise<WithdrawalStatus> {
+    const signed = /^[0-9]{1,20}:([0-9]{1,39})$/.exec(reference)?.[1];
+    if (signed === undefined) throw new VenueRuleError('INVALID_REFERENCE', `venue_d withdrawal references are <nonce>:<amount>, got "${reference}"`);
+    const sender = senderOf(wallet, fields);
+    const owner = parseSubaccountSender(sender).owner;
+    return this.payouts.status(watch, `${sender}:${reference}`, {
+      token: getAddress(this.options.collateral),
+      from: getAddress(this.options.withdrawPool),
+      to: owner,
+      amount: BigInt(signed),
+    });
+  }
+
+  /** Ink's head: recorded before a withdrawal is requested, its payout is looked for after it. */
+  payoutBlock(): Promise<bigint> {
+    return this.payouts.head();
   }
 
   private remember(key: string, entry: { reference: string; body: unknown }): void {

@@ -30,6 +30,8 @@ export const NADO_INK_MAINNET = {
   chainId: 57073,
   endpoint: '0x05ec92D78ED421f3D3Ada77FFdE167106565974E',
   quote: '0x0200C29006150606B650577BBE7B6248F58470c1',
+  /** Pays withdrawals out (BaseWithdrawPool.submitWithdrawal: an ERC-20 transfer to the owner, no event of its own; research E). */
+  withdrawPool: '0x09fb495AA7859635f755E827d64c4C9A2e5b9651',
   quoteProductId: 0,
 } as const;
 

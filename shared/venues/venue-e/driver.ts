@@ -9,7 +9,7 @@ import { type ClobApiCredentials, createL1Headers, createL2Headers, POLYGON_CHAI
  * venue_e's adapter (modelled on Polymarket, research §5), speaking Polymarket's CLOB API at
  * `baseUrl` (`/auth/api-key`, `/auth/derive-api-key`, `/balance-allowance`) and its Bridge API at
  * `bridgeUrl` (`/withdraw`, `/status/{address}`), and reading the proxy wallet's USDC.e and pUSD
- * on Polygon through `polygonBalanceOf` (the account service's Polygon client). Locally both URLs are the sandbox venue's; live they are
+ * on Polygon through `polygonBalanceOf` (the account service's Polygon client). Locally both URLs are the local stand-in's; live they are
  * https://clob.polymarket.com and https://bridge.polymarket.com.
  *
  * - Account: the Polymarket Proxy wallet of the user's EOA (published CREATE2 derivation) and,
@@ -25,12 +25,15 @@ import { type ClobApiCredentials, createL1Headers, createL2Headers, POLYGON_CHAI
  * - Balance: `GET /balance-allowance?asset_type=COLLATERAL` with L2 headers once the credentials
  *   exist (derived again with an L1 signature: the secret is never stored); before that, the
  *   proxy's pUSD on chain (what the CLOB counts).
- * - Withdrawal: the sandbox-choice signed `POST /withdraw` (bridge.ts); untested live.
+ * - Withdrawal: not live. `POST /withdraw` signed by the owner (bridge.ts) is the local
+ *   stand-in's shortcut; live, Polymarket's Bridge API answers with a one-time address the owner
+ *   must send pUSD to out of the proxy wallet. The venue rules mark venue_e withdrawals
+ *   unsupported, so no transfer route reaches `withdraw` (422 VENUE_WITHDRAWAL_UNSUPPORTED).
  */
 export interface VenueEDriverOptions {
   /** The CLOB API. */
   readonly baseUrl: string;
-  /** The Bridge API; https://bridge.polymarket.com by default (the sandbox serves both on one URL). */
+  /** The Bridge API; https://bridge.polymarket.com by default (the local stand-in serves both on one URL). */
   readonly bridgeUrl?: string;
   /** Reads an ERC-20 balance on Polygon (the account service's chains, whose RPC URL may come from a secret): the proxy wallet's on-chain balances. */
   readonly polygonBalanceOf: (token: Address, owner: Address) => Promise<bigint>;
