@@ -11,7 +11,8 @@ import { EvmChain } from '../../shared/chains/evm-chain.ts';
 import { candidatesOf } from '../../shared/chains/sender/candidates.ts';
 import { bumpedFee, replacementFees } from '../../shared/chains/sender/evm-inclusion.ts';
 import { EvmSender, evmSendOutcome } from '../../shared/chains/sender/evm-sender.ts';
-import type { Broadcast, EvmSigner, SendJournal } from '../../shared/chains/sender/ports.ts';
+import type { Broadcast, EvmSigner, GasPayer, SendJournal } from '../../shared/chains/sender/ports.ts';
+import { SponsoredEvmSender } from '../../shared/chains/sender/sponsored-sender.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { sendOnce } from '../../shared/transfers/steps/core.ts';
@@ -321,6 +322,51 @@ describe('a send the chain does not take (sandbox anvil, base fee raised past it
     expect(journal.stored!.candidates).toBeUndefined();
     expect(sent.txHash).toBe(journal.stored!.tx_hash);
     expect(signer.signed).toBe(1);
+  });
+});
+
+describe('a sponsored send the chain does not take (EIP-7702, the sponsor pays)', { timeout: 30_000 }, () => {
+  it("the sponsor's transaction is replaced (sponsor's nonce, same execute and authorisation); one is mined, the user signs nothing more", async () => {
+    await fundedSender(); // base fee back at 1 gwei
+    const sponsorKey = privateKeyToAccount(generatePrivateKey());
+    await evm.faucet(CODE, sponsorKey.address, 'ETH', ETHER);
+    const sponsor: GasPayer = { address: async () => sponsorKey.address, signTransaction: (transaction) => sponsorKey.signTransaction(transaction as never) };
+    const user = privateKeyToAccount(generatePrivateKey());
+    await evm.faucet(CODE, user.address, 'USDC', 5n * USDC);
+    let userSignatures = 0;
+    const userSigner: EvmSigner = {
+      signTransaction: () => Promise.reject(new Error('the user pays no gas')),
+      signAuthorization: async (request) => {
+        userSignatures++;
+        const signed = await user.signAuthorization(request);
+        return { address: signed.address, chainId: signed.chainId, nonce: signed.nonce, r: signed.r, s: signed.s, yParity: signed.yParity ?? 0 };
+      },
+      signDigest: (digest) => {
+        userSignatures++;
+        return user.sign({ hash: digest });
+      },
+    };
+    const events: Event[] = [];
+    const chain = new SandboxChain(events, true);
+    const to = freshAddress();
+    const journal = memoryJournal(events);
+    const sender = new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 10_000, lease, replacement });
+    const sent = await sender.send({
+      chain,
+      account: user.address,
+      call: chain.transferCall('USDC', to, 2n * USDC),
+      spends: { token: 'USDC', amount: 2n * USDC },
+      signer: userSigner,
+      journal,
+    });
+    const final = journal.stored!;
+    const candidates = candidatesOf(final);
+    expect(candidates.length).toBeGreaterThanOrEqual(2);
+    expectJournaledBeforeBroadcast(events);
+    expect(candidates.map((c) => parseTransaction(c.raw as Hex).type)).toEqual(candidates.map(() => 'eip7702'));
+    expect(userSignatures).toBe(2); // one authorisation, one execute digest: none for the replacement
+    await expectSentOnce(final, sent.txHash, to, 2n * USDC, sponsorKey.address);
+    expect(await chain.executorNonce(user.address)).toBe(1n);
   });
 });
 

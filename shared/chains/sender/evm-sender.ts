@@ -167,12 +167,3 @@ export async function rebroadcastEvm(chain: EvmChain, raw: Hex): Promise<void> {
     });
   }
 }
-
-/**
- * Waits for inclusion, then decides by the effect: reverted, or successful without the effect the
- * broadcast names (effect.ts), is final and nothing was sent. A broadcast recorded without an
- * effect (older records) is decided by its status. No replacement (see evm-inclusion.ts).
- */
-export function confirmEvm(chain: EvmChain, broadcast: Broadcast, timeoutMs: number, timings: SendTimings | undefined): Promise<Hex> {
-  return awaitEvmInclusion(chain, broadcast, { timeoutMs, ...(timings ? { timings } : {}) });
-}

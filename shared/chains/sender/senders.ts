@@ -20,7 +20,9 @@ export { classifySendFailure, type SendFailure } from './outcome.ts';
  * step, next nonce stored in the lease), sign through the signer port (enclave-signers.ts),
  * lease proved still held, `journal.record` before the broadcast, broadcast, wait for inclusion.
  * With `journal.previous` (an earlier attempt recorded a transaction) it re-broadcasts that one
- * and waits: never a second transaction. Failures are typed: 422 INSUFFICIENT_FUNDS /
+ * and waits: never a second transaction. A send the chain does not take is replaced (EVM: same
+ * nonce, higher fees, evm-inclusion.ts) or signed anew (Solana: only once its blockhash expired
+ * and the node has no status for it), each through `journal.replace` before its broadcast. Failures are typed: 422 INSUFFICIENT_FUNDS /
  * TRANSACTION_WOULD_FAIL / TRANSACTION_REVERTED, 409 SENDER_BUSY, 502 BROADCAST_REJECTED /
  * CHAIN_UNAVAILABLE / SPONSOR_UNAVAILABLE, 504 INCLUSION_TIMEOUT; classifySendFailure tells the
  * caller whether anything may have left (outcome.ts).

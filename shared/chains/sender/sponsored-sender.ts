@@ -5,7 +5,8 @@ import { UnprocessableError, UpstreamError } from '../../errors.ts';
 import { logger } from '../../logger.ts';
 import { executeCalldata, executorTypedData } from '../evm/sponsored-executor.ts';
 import type { EvmCall, EvmChain } from '../evm-chain.ts';
-import { confirmEvm, expectedEffect, rebroadcastEvm, recordThenBroadcast, type Spend } from './evm-sender.ts';
+import { awaitEvmInclusion, DEFAULT_REPLACEMENT, type ReplacementPolicy, type Replacer } from './evm-inclusion.ts';
+import { expectedEffect, rebroadcastEvm, recordThenBroadcast, type Spend } from './evm-sender.ts';
 import { insufficient } from './funds.ts';
 import type { Broadcast, EvmSigner, GasPayer, SendJournal, SendReceipt, SendTimings, SignedAuthorization } from './ports.ts';
 import { type LeaseTiming, type NonceState, senderBusy, withSenderLease } from './sender-lease.ts';
@@ -48,6 +49,8 @@ export interface SponsoredSenderOptions {
   readonly inclusionTimeoutMs: number;
   readonly lease: LeaseTiming;
   readonly now?: () => number;
+  /** When and how far a sponsor's transaction the chain does not take is replaced; DEFAULT_REPLACEMENT when unset. */
+  readonly replacement?: ReplacementPolicy;
 }
 
 /**
@@ -70,13 +73,16 @@ export class SponsoredEvmSender {
     const { chain, account, journal, timings } = request;
     const { table, inclusionTimeoutMs } = this.#options;
     const previous = journal?.previous;
+    const sponsor = await this.#options.sponsor.address();
+    const wait = (sent: Broadcast) =>
+      awaitEvmInclusion(chain, sent, { timeoutMs: inclusionTimeoutMs, ...(timings ? { timings } : {}), ...this.#replacer(sponsor, journal) });
     if (previous) {
+      // The latest journaled candidate (a crash may have come between its record and its broadcast).
       await timed(timings, 'broadcast', () => rebroadcastEvm(chain, previous.raw as Hex));
-      return { txHash: await confirmEvm(chain, previous, inclusionTimeoutMs, timings), resumed: true };
+      return { txHash: await wait(previous), resumed: true };
     }
     const delegate = chain.config.delegate as Address | undefined;
     if (!delegate) throw new UnprocessableError('GAS_SPONSORSHIP_UNAVAILABLE', `Gas sponsorship is not configured on ${chain.code}`);
-    const sponsor = await this.#options.sponsor.address();
     // The wallet's own lease, the very one its plain sends take (EvmSender): an authorisation is
     // signed over the wallet's account nonce, so no other send of the wallet may take that nonce
     // between the signature and the inclusion (issue 19: the chain skips a stale authorisation).
@@ -106,7 +112,19 @@ export class SponsoredEvmSender {
       // An included authorisation consumes the wallet's account nonce: the next holder starts after it.
       return { result, ...(execute.authorizationNonce === undefined ? {} : { nonce: execute.authorizationNonce }) };
     });
-    return { txHash: await confirmEvm(chain, sent, inclusionTimeoutMs, timings), resumed: false };
+    return { txHash: await wait(sent), resumed: false };
+  }
+
+  /**
+   * The sponsor's transaction is replaced like an own-gas send (evm-inclusion.ts): the sponsor's
+   * nonce, the same execute calldata and authorisation, higher fees, signed by the sponsor and
+   * journaled first. The account signs nothing again; its executor nonce lets one execute run.
+   */
+  #replacer(sponsor: Address, journal: SendJournal | undefined): { replacer?: Replacer } {
+    const { replacement = DEFAULT_REPLACEMENT } = this.#options;
+    if (!journal?.replace || replacement.maxReplacements <= 0) return {};
+    const replace = journal.replace.bind(journal);
+    return { replacer: { from: sponsor, sign: (transaction) => this.#options.sponsor.signTransaction(transaction), replace, policy: replacement } };
   }
 
   /**
