@@ -1,6 +1,5 @@
 import type { Address, Hex, TypedDataDefinition } from 'viem';
 import type { VenueId } from './default-status.ts';
-import type { PayoutWatch } from './payouts.ts';
 
 /**
  * The account service's port to one perpetual-trading venue (issue 10). One adapter per venue
@@ -145,4 +144,16 @@ export class VenueRuleError extends Error {
     super(message);
     this.code = code;
   }
+}
+
+/**
+ * Takes one payout log for one withdrawal: true when this withdrawal holds it (now or from an
+ * earlier look), false when another withdrawal does.
+ */
+export type PayoutClaim = (log: { readonly txHash: Hex; readonly logIndex: number }) => Promise<boolean>;
+
+/** Where a withdrawal's payout is looked for: blocks from `fromBlock` (the head before the request), claimed through `claim`. */
+export interface PayoutWatch {
+  readonly fromBlock: bigint;
+  readonly claim: PayoutClaim;
 }

@@ -1,5 +1,7 @@
 import { type Address, type Client, type Hex, hexToBigInt, hexToNumber, numberToHex, pad } from 'viem';
-import type { WithdrawalStatus } from './driver.ts';
+import type { PayoutClaim, PayoutWatch, WithdrawalStatus } from './driver.ts';
+
+export type { PayoutClaim, PayoutWatch } from './driver.ts';
 
 /**
  * Venue payouts as the chain shows them (issue 23): the token `Transfer` from the venue's payout
@@ -24,18 +26,6 @@ export interface TransferLogs {
   head(): Promise<bigint>;
   /** `token`'s Transfer logs from `from` to `to` in blocks [fromBlock, toBlock], in chain order. */
   transfers(query: { token: Address; from: Address; to: Address; fromBlock: bigint; toBlock: bigint }): Promise<readonly PayoutLog[]>;
-}
-
-/**
- * Takes one payout log for one withdrawal: true when this withdrawal holds it (now or from an
- * earlier look), false when another withdrawal does.
- */
-export type PayoutClaim = (log: { readonly txHash: Hex; readonly logIndex: number }) => Promise<boolean>;
-
-/** Where a withdrawal's payout is looked for: blocks from `fromBlock` (the head before the request), claimed through `claim`. */
-export interface PayoutWatch {
-  readonly fromBlock: bigint;
-  readonly claim: PayoutClaim;
 }
 
 /** topic0 of ERC-20 `Transfer(address indexed from, address indexed to, uint256 value)`. */
