@@ -81,7 +81,7 @@ new ServiceStacks(app, {
   apiGatewayCloudWatchRole: booleanContext(app, 'apiGatewayCloudWatchRole', true),
   // Checked at synth (venue ids, http(s) URLs).
   venueUrls: venueUrlsContext(app),
-  // `-c bridgeUrl=https://…`: the bridge API (BRIDGE_URL). Absent: the transfer routes answer 503.
+  // `-c bridgeUrl=https://…`: the bridge API (BRIDGE_URL). Absent: LI.FI's public API (https://li.quest).
   bridgeUrl: (app.node.tryGetContext('bridgeUrl') as string | undefined) || undefined,
   // `-c platformFee='{…}'` (docs/deploy.md, "Transfers in AWS"). Absent: no platform fee.
   platformFee: platformFeeContext(app),

@@ -54,8 +54,8 @@ export interface ServiceStacksProps extends StatefulResources {
   readonly venueUrls?: VenueUrls;
   /**
    * The bridge API's base URL (BRIDGE_URL of the routes and steps that need `bridge`; an http(s)
-   * URL, trailing slashes dropped). @default none: BRIDGE_URL is not set and the transfer routes
-   * answer 503 (no bridge configured)
+   * URL, trailing slashes dropped), speaking LI.FI's public API (docs/bridge.md).
+   * @default LIFI_API_URL, LI.FI's public endpoint
    */
   readonly bridgeUrl?: string;
   /**
@@ -99,7 +99,7 @@ export class ServiceStacks {
       delegates: allowedDelegates(props.chainsConfig),
       // Parsed as the functions parse it: a bad URL or venue id stops the synth, not a cold start.
       venueUrls: JSON.stringify(loadVenueUrls({ VENUE_URLS: JSON.stringify(props.venueUrls ?? {}) })),
-      ...(props.bridgeUrl !== undefined ? { bridgeUrl: checkedBridgeUrl(props.bridgeUrl) } : {}),
+      bridgeUrl: checkedBridgeUrl(props.bridgeUrl ?? LIFI_API_URL),
       ...(props.platformFee !== undefined ? { platformFee: checkedPlatformFee(props.platformFee) } : {}),
     };
 
@@ -159,6 +159,9 @@ export class ServiceStacks {
     ]);
   }
 }
+
+/** LI.FI's public API (research B: base `https://li.quest/v1`; the client adds `/v1/…`). */
+export const LIFI_API_URL = 'https://li.quest';
 
 /** BRIDGE_URL as the stack sets it: an http(s) URL without trailing slashes; anything else stops the synth. */
 export function checkedBridgeUrl(url: string): string {

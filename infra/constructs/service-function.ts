@@ -56,7 +56,7 @@ export interface NeedsResources {
   readonly delegates: string;
   /** VENUE_URLS: JSON of venue id to the venue API's base URL (`{}`: no venue configured). */
   readonly venueUrls: string;
-  /** BRIDGE_URL: the bridge API's base URL. Absent: BRIDGE_URL is not set and the transfer routes answer 503. */
+  /** BRIDGE_URL: the bridge API's base URL (the services stack defaults it to LI.FI's). Absent: BRIDGE_URL is not set and the transfer routes answer 503. */
   readonly bridgeUrl?: string;
   /** PLATFORM_FEE: JSON (shared/transfers/platform-fee.ts). Absent: not set, no fee. */
   readonly platformFee?: string;

@@ -216,6 +216,7 @@ async function startOnLockedDataDir(
     CHAINS_CONFIG: JSON.stringify(rpcGateway.config),
     VENUE_URLS: JSON.stringify(venues.urls),
     BRIDGE_URL: bridge.url,
+    BRIDGE_CONTRACTS: JSON.stringify(bridge.contracts),
     VENUE_NETWORK: 'sandbox',
     ALLOWED_7702_DELEGATES: [
       ...new Set(

@@ -77,3 +77,22 @@ export function secretRpcUrls(secretId: string): RpcUrlSource {
     }
   };
 }
+
+/** The optional field of the same secret with LI.FI's API key (docs/bridge.md; `x-lifi-api-key` only raises rate limits). */
+export const BRIDGE_API_KEY_FIELD = 'LIFI_API_KEY';
+
+/**
+ * The bridge API key from the RPC URLs' secret (same cache as secretRpcUrls), or none: the key is
+ * optional, so a secret without it, or one that cannot be read, means requests without it.
+ */
+export function secretBridgeApiKey(secretId: string): () => Promise<string | undefined> {
+  return async () => {
+    try {
+      const raw = await getSecret(secretId, { maxAge: RPC_URLS_MAX_AGE_SECONDS });
+      const value = typeof raw === 'string' ? (JSON.parse(raw) as Record<string, unknown>)[BRIDGE_API_KEY_FIELD] : undefined;
+      return typeof value === 'string' && value !== '' ? value : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+}

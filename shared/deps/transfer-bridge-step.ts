@@ -1,10 +1,12 @@
 import { createSenders } from '../chains/sender/senders.ts';
 import { logger } from '../logger.ts';
-import { type BridgeClient, HttpBridgeClient } from '../transfers/bridge.ts';
+import type { BridgeClient } from '../transfers/bridge.ts';
+import { HttpBridgeClient } from '../transfers/http-bridge-client.ts';
 import type { BridgeStepDeps } from '../transfers/steps/bridge.ts';
 import { chainsFromEnv } from './chains.ts';
 import { systemClock } from './table.ts';
 import { gasSponsor, sponsorshipBudget, stepCoreFromEnv } from './transfer-steps.ts';
+import { bridgeClientOptions } from './transfers.ts';
 
 /**
  * Composition root of the bridge step Lambda: the common step pieces, every chain (a bridge
@@ -41,5 +43,5 @@ export function bridgeClientFromEnv(env: NodeJS.ProcessEnv): BridgeClient | unde
     logger.error('BRIDGE_URL is not an http(s) URL: bridge steps fail BRIDGE_NOT_CONFIGURED');
     return undefined;
   }
-  return new HttpBridgeClient({ baseUrl: url });
+  return new HttpBridgeClient(bridgeClientOptions(url, env));
 }

@@ -1,10 +1,14 @@
+import * as v from 'valibot';
 import type { AppRegistry } from '../apps/app-registry.ts';
-import { ConfigError } from '../config.ts';
-import { type BridgeClient, HttpBridgeClient } from '../transfers/bridge.ts';
+import { secretBridgeApiKey } from '../chains/rpc-urls.ts';
+import { ConfigError, loadRpcUrlsSecret } from '../config.ts';
+import type { BridgeClient } from '../transfers/bridge.ts';
 import { BridgeClientQuoter } from '../transfers/bridge-quoter.ts';
+import { BRIDGE_CHAINS } from '../transfers/bridge-routes.ts';
 import type { EstimateDeps } from '../transfers/estimate.ts';
 import { loadTransfersConfig, SfnTransferExecutor } from '../transfers/executor.ts';
 import { ChainGasEstimator } from '../transfers/gas-estimator.ts';
+import { HttpBridgeClient, type HttpBridgeClientOptions } from '../transfers/http-bridge-client.ts';
 import { loadPlatformFee, platformFeeFor } from '../transfers/platform-fee.ts';
 import { BridgeNotConfiguredError, type EstimateRouteDeps, type TaskDeps, type TransferServiceDeps } from '../transfers/service.ts';
 import { chainlinkPricesFor, chainsFromEnv } from './chains.ts';
@@ -18,6 +22,31 @@ export function loadBridgeUrl(env = process.env): string | undefined {
   if (url === undefined || url === '') return undefined;
   if (!/^https?:\/\/\S+$/.test(url)) throw new ConfigError('Invalid configuration: BRIDGE_URL: must be an http(s) URL');
   return url;
+}
+
+const BridgeContractsSchema = v.record(v.picklist(BRIDGE_CHAINS), v.array(v.pipe(v.string(), v.minLength(1))));
+
+/**
+ * The bridge client's options: BRIDGE_CONTRACTS (optional, JSON `{ "<chain>": [address, …] }`) replaces
+ * LI.FI's published diamonds as the allow-list of what a quote may pay (the local sandbox sets its
+ * own). LI.FI's API key (optional, `x-lifi-api-key`) is the `LIFI_API_KEY` field of the RPC URLs'
+ * secret (RPC_URLS_SECRET), read with it on the first bridge call.
+ */
+export function bridgeClientOptions(baseUrl: string, env = process.env): HttpBridgeClientOptions {
+  let contracts: HttpBridgeClientOptions['contracts'];
+  if (env.BRIDGE_CONTRACTS) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(env.BRIDGE_CONTRACTS);
+    } catch {
+      parsed = undefined;
+    }
+    const result = v.safeParse(BridgeContractsSchema, parsed);
+    if (!result.success) throw new ConfigError('Invalid configuration: BRIDGE_CONTRACTS: must be JSON {"<chain>": ["<address>", …]}');
+    contracts = result.output;
+  }
+  const secret = loadRpcUrlsSecret(env);
+  return { baseUrl, ...(contracts ? { contracts } : {}), ...(secret ? { apiKey: secretBridgeApiKey(secret) } : {}) };
 }
 
 /** The bridge of a deployment without one: never called, the service answers 503 before (bridgeConfigured false). */
@@ -34,7 +63,7 @@ const NO_BRIDGE: BridgeClient = {
 function estimatePortsFromEnv(): Pick<TransferServiceDeps, 'estimateDeps' | 'bridgeConfigured' | 'balances'> {
   const chains = chainsFromEnv();
   const bridgeUrl = loadBridgeUrl();
-  const bridge = bridgeUrl ? new HttpBridgeClient({ baseUrl: bridgeUrl }) : NO_BRIDGE;
+  const bridge = bridgeUrl ? new HttpBridgeClient(bridgeClientOptions(bridgeUrl)) : NO_BRIDGE;
   const fees = loadPlatformFee();
   const prices = chainlinkPricesFor(chains);
   return {

@@ -25,7 +25,9 @@ export class BridgeClientQuoter implements BridgeQuoter {
     const on = (chain: string) => (chain === 'SOL' ? this.#wallet.sol : this.#wallet.evm);
     try {
       const quote = await this.#client.quote({ route, amount, sender: on(route.from.chain), recipient: on(route.to.chain) });
-      return { fee: quote.fee, minAmount: quote.min, maxAmount: quote.max, expiresAt: quote.expires_at };
+      // LI.FI's quote names no limits: the route table's (the planner only plans its routes).
+      const table = findBridgeRoute(route.from, route.to);
+      return { fee: quote.fee, minAmount: table?.min ?? 0n, maxAmount: table?.max ?? quote.amount, expiresAt: quote.expires_at };
     } catch (error) {
       const table = findBridgeRoute(route.from, route.to);
       if (error instanceof BridgeRefusedError && table && (error.code === 'AMOUNT_TOO_LOW' || error.code === 'AMOUNT_TOO_HIGH')) {

@@ -1,16 +1,15 @@
 import type { BridgeChain, BridgeEndpoint } from './bridge-routes.ts';
 
 /**
- * The account service's port to a bridge, and its HTTP adapter for the sandbox bridge
- * (infra/local/bridge/, API in docs/bridge.md). Amounts are base units (bigint inside, decimal
- * strings on the wire). Statuses follow LI.FI (research C.2): NOT_FOUND, PENDING, DONE, FAILED,
- * with a substatus.
+ * The account service's port to a bridge; its adapter for LI.FI's public API
+ * (`GET /v1/quote`, `GET /v1/status`; docs/bridge.md) is http-bridge-client.ts. Amounts are base units (bigint inside,
+ * decimal strings on the wire). Statuses are LI.FI's: NOT_FOUND, PENDING, DONE, FAILED, with a
+ * substatus.
  *
- * Flow: `quote` → send every `deposit` call from `sender` on the source chain (EVM: a plain
- * transaction; SOL: an SPL transfer of `amount` to `to` carrying `memo`, e.g. with
- * SolanaChain.transferMessage(sender, to, 'USDC', amount, memo)) → `status({chain, tx})` until DONE
- * or FAILED. The bridge credits a deposit only from what the chain shows; `status` of a
- * transaction it has not read yet makes it read the chain (NOT_FOUND while not there).
+ * Flow: `quote` (checked before anything is signed: bridge-quote-checks.ts) → send the `deposit`
+ * call from `sender` on the source chain (EVM: the quote's transactionRequest; SOL: the SPL
+ * transfer with memo its transaction carries, built anew by the Solana sender) → `status({chain,
+ * tx})` until DONE or FAILED.
  */
 export interface BridgeQuoteRequest {
   readonly route: { readonly from: BridgeEndpoint; readonly to: BridgeEndpoint };
@@ -46,8 +45,8 @@ export interface BridgeQuote {
   readonly fee: bigint;
   /** amount − fee: what the fill pays, to the base unit. */
   readonly to_amount: bigint;
-  readonly min: bigint;
-  readonly max: bigint;
+  /** What the bridge guarantees after slippage (LI.FI `estimate.toAmountMin`), checked before signing. */
+  readonly to_amount_min: bigint;
   /** ISO time; a deposit landing later is refunded, not filled. */
   readonly expires_at: string;
   readonly estimated_fill_ms: number;
@@ -109,89 +108,9 @@ export class BridgeUnavailableError extends Error {
   readonly code = 'BRIDGE_UNAVAILABLE';
 }
 
-interface WireLeg {
-  chain: BridgeChain;
-  tx_hash: string;
-  amount: string;
-}
-
-export class HttpBridgeClient implements BridgeClient {
-  readonly #baseUrl: string;
-  readonly #fetch: typeof fetch;
-  readonly #timeoutMs: number;
-
-  constructor(options: { baseUrl: string; fetch?: typeof fetch; timeoutMs?: number }) {
-    this.#baseUrl = options.baseUrl.replace(/\/+$/, '');
-    this.#fetch = options.fetch ?? fetch;
-    this.#timeoutMs = options.timeoutMs ?? 10_000;
-  }
-
-  async quote(request: BridgeQuoteRequest): Promise<BridgeQuote> {
-    const query = new URLSearchParams({
-      fromChain: request.route.from.chain,
-      fromToken: request.route.from.token,
-      toChain: request.route.to.chain,
-      toToken: request.route.to.token,
-      fromAmount: request.amount.toString(),
-      fromAddress: request.sender,
-      toAddress: request.recipient,
-    });
-    const body = (await this.#get(`/v1/quote?${query}`)) as Record<string, unknown> & { deposit: Record<string, unknown>[] };
-    return {
-      quote_id: String(body.quote_id),
-      route_id: String(body.route_id),
-      amount: BigInt(body.amount as string),
-      fee: BigInt(body.fee as string),
-      to_amount: BigInt(body.to_amount as string),
-      min: BigInt(body.min as string),
-      max: BigInt(body.max as string),
-      expires_at: String(body.expires_at),
-      estimated_fill_ms: Number(body.estimated_fill_ms),
-      deposit: body.deposit.map((call) =>
-        call.kind === 'spl_transfer'
-          ? ({ ...call, amount: BigInt(call.amount as string) } as BridgeDepositCall)
-          : ({ ...call, value: BigInt(call.value as string) } as BridgeDepositCall),
-      ),
-    };
-  }
-
-  async status(reference: BridgeReference): Promise<BridgeStatus> {
-    const body = (await this.#get(`/v1/status?${new URLSearchParams({ fromChain: reference.chain, txHash: reference.tx })}`)) as Record<string, unknown>;
-    const leg = (value: unknown) => {
-      if (!value) return undefined;
-      const wire = value as WireLeg;
-      return { chain: wire.chain, tx_hash: wire.tx_hash, amount: BigInt(wire.amount) };
-    };
-    return {
-      status: body.status as BridgeStatusCode,
-      ...(body.substatus ? { substatus: body.substatus as BridgeSubstatus } : {}),
-      ...(body.message ? { message: String(body.message) } : {}),
-      ...(body.quote_id ? { quote_id: String(body.quote_id) } : {}),
-      ...(body.sending ? { sending: leg(body.sending) } : {}),
-      ...(body.receiving ? { receiving: leg(body.receiving) } : {}),
-      ...(body.refund ? { refund: leg(body.refund) } : {}),
-    };
-  }
-
-  async #get(path: string): Promise<unknown> {
-    let response: Response;
-    try {
-      response = await this.#fetch(`${this.#baseUrl}${path}`, { signal: AbortSignal.timeout(this.#timeoutMs) });
-    } catch (error) {
-      throw new BridgeUnavailableError(`bridge unreachable: ${(error as Error).message}`);
-    }
-    const text = await response.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new BridgeUnavailableError(`bridge answered ${response.status} with a body that is not JSON`);
-    }
-    if (response.status >= 500) throw new BridgeUnavailableError(`bridge answered ${response.status}`);
-    if (response.status >= 400) {
-      const error = (json as { error?: { code?: string; message?: string } }).error;
-      throw new BridgeRefusedError(error?.code ?? 'BRIDGE_REFUSED', error?.message ?? `bridge answered ${response.status}`, response.status);
-    }
-    return json;
+/** A quote that fails a check before signing (shared/transfers/bridge-quote-checks.ts): refused, nothing is sent. */
+export class BridgeQuoteRejectedError extends BridgeRefusedError {
+  constructor(code: string, message: string) {
+    super(code, message, 422);
   }
 }

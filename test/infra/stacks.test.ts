@@ -331,7 +331,8 @@ describe('service stacks: functions', () => {
       else if (needs.chainData) expected.push('CHAINS_CONFIG');
       if (needs.delegates) expected.push('ALLOWED_7702_DELEGATES');
       if (needs.venues) expected.push('VENUE_URLS');
-      // No -c bridgeUrl / platformFee here: BRIDGE_URL and PLATFORM_FEE stay unset (test/infra/transfer-machine.test.ts sets them).
+      // No -c bridgeUrl here: BRIDGE_URL is LI.FI's public API; no platformFee: PLATFORM_FEE stays unset (test/infra/transfer-machine.test.ts sets both).
+      if (needs.bridge) expected.push('BRIDGE_URL');
       if (needs.transfers) expected.push('TRANSFER_STATE_MACHINE_ARN', 'TRANSFER_STEP_FUNCTIONS');
       const variables = environmentOf(route.id);
       expect(Object.keys(variables).sort(), route.id).toEqual(expected.sort());
@@ -346,7 +347,9 @@ describe('service stacks: functions', () => {
     for (const route of FUNCTIONS) {
       const variables = environmentOf(route.id);
       for (const [name, value] of Object.entries(variables)) {
-        if (typeof value === 'string') expect(value, `${route.id} ${name}`).not.toMatch(/https?:|wss?:|rpc_url/i);
+        // BRIDGE_URL is LI.FI's public API (docs/bridge.md), not an RPC URL.
+        if (name === 'BRIDGE_URL') expect(value, route.id).toBe('https://li.quest');
+        else if (typeof value === 'string') expect(value, `${route.id} ${name}`).not.toMatch(/https?:|wss?:|rpc_url/i);
       }
       if (route.needs.chainData && !route.needs.chains) expect(variables.RPC_URLS_SECRET, route.id).toBeUndefined();
       if (route.needs.chains) {

@@ -345,16 +345,19 @@ describe('routes that start transfers (need `transfers`)', () => {
     expect([...new Set(actions.filter((a) => a.startsWith('states:')))].sort()).toEqual(['states:DescribeExecution', 'states:StartExecution']);
   });
 
-  it('sets BRIDGE_URL and PLATFORM_FEE only when configured (absent: no bridge, no fee), and refuses bad values at synth', () => {
+  it("sets BRIDGE_URL to LI.FI's public API unless configured, PLATFORM_FEE only when configured (absent: no fee), and refuses bad values at synth", () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const { services: bare } = buildStacks(app, { prefix: 'Bare' });
     expect(bare.functions.size).toBe(ROUTES.length + TRANSFER_STEP_FUNCTIONS.length);
     for (const fn of bare.functions.values()) {
       const bareResources = Template.fromStack(Stack.of(fn)).toJSON().Resources as Resources;
       const variables = (bareResources[id(fn.lambda)]!.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
-      expect(variables.BRIDGE_URL, fn.node.id).toBeUndefined();
+      // No -c bridgeUrl: LI.FI's public API where the bridge is needed.
+      expect([undefined, 'https://li.quest'], fn.node.id).toContain(variables.BRIDGE_URL);
+      if (fn === bare.transfers.transfers.stepFunctions.get('bridge')) expect(variables.BRIDGE_URL).toBe('https://li.quest');
       expect(variables.PLATFORM_FEE, fn.node.id).toBeUndefined();
     }
+    expect([...bare.functions.values()]).toContain(bare.transfers.transfers.stepFunctions.get('bridge'));
     const build = (prefix: string, options: { bridgeUrl?: string; platformFee?: unknown }) => () =>
       buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix, services: options });
     expect(build('B1', { bridgeUrl: 'ftp://bridge.example.com' })).toThrow(/bridgeUrl must be an http\(s\) URL/);

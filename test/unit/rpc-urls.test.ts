@@ -4,8 +4,9 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Chains } from '../../shared/chains/chains.ts';
 import { ChainUnavailableError } from '../../shared/chains/errors.ts';
-import { parseRpcUrls, RPC_URLS_PLACEHOLDER_KEY, RpcUrlsError, secretRpcUrls } from '../../shared/chains/rpc-urls.ts';
+import { parseRpcUrls, RPC_URLS_PLACEHOLDER_KEY, RpcUrlsError, secretBridgeApiKey, secretRpcUrls } from '../../shared/chains/rpc-urls.ts';
 import { ConfigError, loadChainsConfig, loadRpcUrlsSecret } from '../../shared/config.ts';
+import { bridgeClientOptions } from '../../shared/deps/transfers.ts';
 import { setLogLevel } from '../../shared/logger.ts';
 
 /**
@@ -45,6 +46,30 @@ const WITHOUT_URLS = {
   INK: evm(57073, 'ETH'),
   SOL: { family: 'sol', native: 'SOL', tokens: { USDC: { mint: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', decimals: 6 } } },
 };
+
+describe("the bridge's API key (LIFI_API_KEY) from the same secret", () => {
+  it('is read with the URLs, which still parse beside it; absent, or the secret unreadable, means no key', async () => {
+    secrets.on(GetSecretValueCommand).resolves(answer(JSON.stringify({ ...URLS, LIFI_API_KEY: 'lifi-key-1' })));
+    expect(await secretBridgeApiKey(SECRET_ID)()).toBe('lifi-key-1');
+    expect(await secretRpcUrls(SECRET_ID)()).toEqual(URLS);
+    expect(secrets).toReceiveCommandTimes(GetSecretValueCommand, 1);
+    clearCaches();
+    secrets.reset();
+    secrets.on(GetSecretValueCommand).resolves(answer(JSON.stringify(URLS)));
+    expect(await secretBridgeApiKey(SECRET_ID)()).toBeUndefined();
+    clearCaches();
+    secrets.reset();
+    secrets.on(GetSecretValueCommand).rejects(new ResourceNotFoundException({ message: 'gone', $metadata: {} }));
+    expect(await secretBridgeApiKey(SECRET_ID)()).toBeUndefined();
+  });
+
+  it('the bridge client is given it only where RPC_URLS_SECRET is set; BRIDGE_CONTRACTS replaces the allow-list', () => {
+    expect(bridgeClientOptions('https://li.quest', {})).toEqual({ baseUrl: 'https://li.quest' });
+    expect(typeof bridgeClientOptions('https://li.quest', { RPC_URLS_SECRET: SECRET_ID }).apiKey).toBe('function');
+    expect(bridgeClientOptions('http://127.0.0.1:1', { BRIDGE_CONTRACTS: '{"ARB":["0x01"]}' }).contracts).toEqual({ ARB: ['0x01'] });
+    expect(() => bridgeClientOptions('http://127.0.0.1:1', { BRIDGE_CONTRACTS: '{"XYZ":["0x01"]}' })).toThrow(ConfigError);
+  });
+});
 
 describe('secretRpcUrls', () => {
   it('reads the secret once, on first use', async () => {

@@ -12,8 +12,9 @@ import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana
 import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';
-import { type BridgeQuote, BridgeRefusedError, type BridgeStatus, HttpBridgeClient } from '../../shared/transfers/bridge.ts';
+import { type BridgeQuote, BridgeRefusedError, type BridgeStatus } from '../../shared/transfers/bridge.ts';
 import { BRIDGE_ROUTES, type BridgeRoute, bridgeFee, findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
+import { HttpBridgeClient } from '../../shared/transfers/http-bridge-client.ts';
 
 /** The bridge's tick here (its pollMs): a wait for "nothing happens" lasts a few ticks. */
 const TICK_MS = 50;
@@ -43,7 +44,7 @@ let solana: SolanaChain;
 
 const startBridge = async () => {
   bridge = await startSandboxBridge({ dataDir, evm, sol, routes: ROUTES, pollMs: TICK_MS, receiptTimeoutMs: 2_000 });
-  client = new HttpBridgeClient({ baseUrl: bridge.url });
+  client = new HttpBridgeClient({ baseUrl: bridge.url, contracts: bridge.contracts });
 };
 
 beforeAll(async () => {
@@ -125,8 +126,9 @@ describe('quotes', () => {
     // 1.5 USDC + ceil(1000.000001 × 4 / 10 000) = 1.5 + 0.400001 (C.6's 1,000 USDC → 998.1).
     expect(quote.fee).toBe(1_500_000n + 400_001n);
     expect(quote.to_amount).toBe(amount - quote.fee);
-    expect(quote.min).toBe(5n * USDC);
-    expect(Date.parse(quote.expires_at) - Date.now()).toBeGreaterThan(290_000);
+    expect(quote.to_amount_min).toBe(((amount - quote.fee) * 995_000n) / 1_000_000n);
+    // LI.FI's quotes are good for about 60 s; the client counts from receipt.
+    expect(Date.parse(quote.expires_at) - Date.now()).toBeGreaterThan(50_000);
     expect(quote.deposit).toHaveLength(1);
     expect(quote.deposit[0]).toMatchObject({ kind: 'evm_transaction', chain: 'ARB', to: evm.chains.ARB.tokens.USDC!.address, value: 0n });
     expect((quote.deposit[0] as { data: string }).data.endsWith(quote.quote_id.replaceAll('-', ''))).toBe(true);
@@ -135,10 +137,10 @@ describe('quotes', () => {
   it('refuses amounts below the minimum or above the maximum, routes that do not exist and bad addresses (4xx with a code)', async () => {
     const route = { from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'ETH', token: 'USDC' } } as const;
     const who = { sender: '0x000000000000000000000000000000000000dEaD', recipient: '0x000000000000000000000000000000000000bEEF' };
-    await expect(client.quote({ route, amount: 4_999_999n, ...who })).rejects.toMatchObject({ code: 'AMOUNT_TOO_LOW', httpStatus: 422 });
-    await expect(client.quote({ route, amount: 1_000_000n * USDC + 1n, ...who })).rejects.toMatchObject({ code: 'AMOUNT_TOO_HIGH', httpStatus: 422 });
+    await expect(client.quote({ route, amount: 4_999_999n, ...who })).rejects.toMatchObject({ code: 'AMOUNT_TOO_LOW', httpStatus: 404 });
+    await expect(client.quote({ route, amount: 1_000_000n * USDC + 1n, ...who })).rejects.toMatchObject({ code: 'AMOUNT_TOO_HIGH', httpStatus: 404 });
     await expect(client.quote({ route: { from: route.from, to: { chain: 'SOL', token: 'USDC.E' } }, amount: 10n * USDC, ...who })).rejects.toMatchObject({
-      code: 'NO_ROUTE',
+      code: 'NO_POSSIBLE_ROUTE',
       httpStatus: 404,
     });
     await expect(client.quote({ route, amount: 10n * USDC, ...who, recipient: 'nope' })).rejects.toBeInstanceOf(BridgeRefusedError);
@@ -146,6 +148,80 @@ describe('quotes', () => {
 
   it('answers NOT_FOUND for a transaction that is not a deposit into it', async () => {
     expect((await client.status({ chain: 'ARB', tx: `0x${'ab'.repeat(32)}` })).status).toBe('NOT_FOUND');
+  });
+});
+
+describe("LI.FI's public API shapes (GET /v1/quote, GET /v1/status)", () => {
+  const get = async (path: string) => {
+    const response = await fetch(`${bridge.url}${path}`);
+    return { status: response.status, body: (await response.json()) as Record<string, any> };
+  };
+
+  it('answers LI.FI quote parameters (chain ids or keys, token symbols or addresses) with a LiFiStep: action, estimate, transactionRequest', async () => {
+    const sender = '0x000000000000000000000000000000000000dEaD';
+    const query = new URLSearchParams({
+      fromChain: '42161',
+      toChain: 'eth',
+      fromToken: evm.chains.ARB.tokens.USDC!.address,
+      toToken: 'USDC',
+      fromAmount: '20000000',
+      fromAddress: sender,
+      slippage: '0.01',
+      integrator: 'test-suite',
+    });
+    const { status, body } = await get(`/v1/quote?${query}`);
+    expect(status).toBe(200);
+    const fee = bridgeFee(findBridgeRoute({ chain: 'ARB', token: 'USDC' }, { chain: 'ETH', token: 'USDC' })!, 20n * USDC);
+    expect(body).toMatchObject({
+      type: 'lifi',
+      tool: 'across',
+      integrator: 'test-suite',
+      action: { fromChainId: 42161, toChainId: 1, fromAmount: '20000000', fromAddress: sender, toAddress: sender, slippage: 0.01 },
+      estimate: {
+        fromAmount: '20000000',
+        toAmount: (20n * USDC - fee).toString(),
+        toAmountMin: (((20n * USDC - fee) * 99n) / 100n).toString(),
+        approvalAddress: bridge.listing.vaults.evm,
+        gasCosts: [],
+        executionDuration: 0,
+      },
+      transactionRequest: { to: evm.chains.ARB.tokens.USDC!.address, chainId: 42161, value: '0x0', from: sender },
+    });
+    expect(body.action.fromToken).toMatchObject({ chainId: 42161, symbol: 'USDC', decimals: 6 });
+    const feeCosts = body.estimate.feeCosts as { amount: string; included: boolean; token: { symbol: string } }[];
+    expect(feeCosts.reduce((sum, cost) => sum + BigInt(cost.amount), 0n)).toBe(fee);
+    expect(body.transactionRequest.data.endsWith(String(body.id).replaceAll('-', ''))).toBe(true);
+  });
+
+  it("a Solana source's transactionRequest is LI.FI's Solana form: only `data`, a base64 transaction", async () => {
+    const user = solUser();
+    const query = new URLSearchParams({
+      fromChain: '1151111081099710',
+      toChain: '42161',
+      fromToken: 'USDC',
+      toToken: 'USDC',
+      fromAmount: '5000000',
+      fromAddress: user.address,
+      toAddress: '0x000000000000000000000000000000000000bEEF',
+    });
+    const { status, body } = await get(`/v1/quote?${query}`);
+    expect(status).toBe(200);
+    expect(Object.keys(body.transactionRequest)).toEqual(['data']);
+    expect(Buffer.from(body.transactionRequest.data, 'base64').length).toBeGreaterThan(100);
+    expect(body.estimate.approvalAddress).toBe(bridge.listing.vaults.sol);
+  });
+
+  it("refuses as LI.FI does: 400 code 1011 for a bad parameter, 404 code 1002 with the tool's errors[] for no quote", async () => {
+    const base = { fromChain: 'ARB', toChain: 'ETH', fromToken: 'USDC', toToken: 'USDC', fromAddress: '0x000000000000000000000000000000000000dEaD' };
+    expect(await get(`/v1/quote?${new URLSearchParams({ ...base, fromAmount: 'x' })}`)).toMatchObject({ status: 400, body: { code: 1011 } });
+    expect(await get(`/v1/quote?${new URLSearchParams({ ...base, fromAmount: '1' })}`)).toMatchObject({
+      status: 404,
+      body: { code: 1002, errors: [{ errorType: 'NO_QUOTE', code: 'AMOUNT_TOO_LOW' }] },
+    });
+    expect(await get(`/v1/status?${new URLSearchParams({ txHash: `0x${'cd'.repeat(32)}`, fromChain: '42161' })}`)).toMatchObject({
+      status: 200,
+      body: { status: 'NOT_FOUND' },
+    });
   });
 });
 
@@ -161,6 +237,14 @@ describe('deposits and fills on chain', () => {
     const elapsed = performance.now() - started;
     expect(status).toMatchObject({ status: 'DONE', substatus: 'COMPLETED', quote_id: quote.quote_id, sending: { chain: 'ARB', amount: 20n * USDC } });
     expect(status.receiving).toMatchObject({ chain: 'POL', amount: 20n * USDC - bridgeFee(route, 20n * USDC) });
+    const raw = (await (await fetch(`${bridge.url}/v1/status?${new URLSearchParams({ txHash: tx, fromChain: '42161', toChain: '137' })}`)).json()) as object;
+    expect(raw).toMatchObject({
+      status: 'DONE',
+      substatus: 'COMPLETED',
+      transactionId: quote.quote_id,
+      sending: { txHash: tx, chainId: 42161, amount: (20n * USDC).toString() },
+      receiving: { txHash: status.receiving!.tx_hash, chainId: 137, amount: (20n * USDC - bridgeFee(route, 20n * USDC)).toString() },
+    });
     expect(await usdcOf('POL', recipient, 'USDC.E')).toBe(20n * USDC - bridgeFee(route, 20n * USDC));
     expect(await usdcOf('ARB', user.address)).toBe(30n * USDC);
     process.stdout.write(`sandbox bridge: quote → fill (EVM → EVM, latency 0) ${elapsed.toFixed(0)} ms\n`);

@@ -24,8 +24,8 @@ import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { bridgeClientFromEnv } from '../../shared/deps/transfer-bridge-step.ts';
 import { venueDriverFactories } from '../../shared/deps/venues.ts';
-import { HttpBridgeClient } from '../../shared/transfers/bridge.ts';
 import { platformFee } from '../../shared/transfers/estimate.ts';
+import { HttpBridgeClient } from '../../shared/transfers/http-bridge-client.ts';
 import type { PlatformFeeSettings } from '../../shared/transfers/platform-fee.ts';
 import { BRIDGE_KIND, type BridgeStepDeps } from '../../shared/transfers/steps/bridge.ts';
 import { runStep as runKinds, settle } from '../../shared/transfers/steps/core.ts';
@@ -161,7 +161,7 @@ beforeAll(async () => {
     wallets: localWallets,
     platformFee: FEE,
     venues: new VenueRegistry({ venue_b: venues.urls.venue_b, venue_d: venues.urls.venue_d }, venueDriverFactories(chains, 'sandbox')),
-    bridge: new HttpBridgeClient({ baseUrl: bridge.url }),
+    bridge: new HttpBridgeClient({ baseUrl: bridge.url, contracts: bridge.contracts }),
     now: () => new Date(),
     pollSeconds: 1,
     sponsorship: new SponsorshipBudget({ table, limits: DEFAULT_SPONSORSHIP_LIMITS, now: () => new Date() }),
@@ -701,6 +701,21 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
     await expect(runStep(withoutBridge, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
     const task = (await loadTask(table, ref))!;
     expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_NOT_CONFIGURED' } });
+    expect(task.steps[0]!.sends ?? {}).toEqual({});
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+  });
+
+  it("a bridge quote that pays a contract off the allow-list (LI.FI's diamonds) fails the step before signing: BRIDGE_QUOTE_UNKNOWN_CONTRACT, nothing sent", async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'POL',
+      destination_token: 'USDC',
+    });
+    // The sandbox's deposit is a token transfer into its vault: not LI.FI's diamond.
+    const strict = { ...deps, bridge: new HttpBridgeClient({ baseUrl: bridge.url }) };
+    await expect(runStep(strict, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = (await loadTask(table, ref))!;
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_QUOTE_UNKNOWN_CONTRACT' } });
     expect(task.steps[0]!.sends ?? {}).toEqual({});
     expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
   });

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import { join, resolve } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { getAddressDecoder, getBase58Decoder, getBase58Encoder } from '@solana/kit';
+import {
+  getAddressDecoder,
+  getBase58Decoder,
+  getBase58Encoder,
+  getCompiledTransactionMessageDecoder,
+  getTransactionEncoder,
+  type Transaction,
+} from '@solana/kit';
 import {
   type Address,
   createPublicClient,
@@ -24,7 +31,6 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { EvmChainCode } from '../../../shared/chains/chain-config.ts';
 import { SolanaChain } from '../../../shared/chains/solana-chain.ts';
 import {
-  BRIDGE_CHAINS,
   BRIDGE_ROUTES,
   type BridgeChain,
   type BridgeRoute,
@@ -33,6 +39,7 @@ import {
   bridgeRouteJson,
   findBridgeRoute,
 } from '../../../shared/transfers/bridge-routes.ts';
+import { bridgeChainOfLifi, LIFI_CHAIN_IDS, LIFI_TOKEN_SYMBOLS } from '../../../shared/transfers/lifi.ts';
 import { ChainHeads } from '../chain-heads.ts';
 import type { EvmSandbox } from '../evm-sandbox.ts';
 import { ANY_ADDRESS, type FaultTable, faultTableOf, scopeOf, takeFault } from '../fault-scopes.ts';
@@ -44,12 +51,16 @@ import { DurableState } from '../venues/durable-state.ts';
  * The sandbox bridge (issue 11 §2): a separate component like the sandbox venues, with its own
  * HTTP server, its state in DATA_DIR/bridge/bridge.json (DurableState) and vaults holding USDC
  * (and USDC.E) on every sandbox chain, SOL included. Modelled on Across / CCTP as research C.6
- * recommends; the API is documented in docs/bridge.md.
+ * recommends. It speaks LI.FI's public API (`GET /v1/quote`, `GET /v1/status`, LI.FI's field
+ * names and error bodies), so the production HttpBridgeClient is the same code; docs/bridge.md
+ * lists where it cannot follow LI.FI and why.
  *
- * - Quote (`GET /v1/quote`): fee = fixed + bps of the route (shared/transfers/bridge-routes.ts),
- *   min / max, an expiry, and the deposit call(s): EVM, the token's `transfer(vault, amount)`
- *   with the quote id appended to the calldata (ERC-20 ignores the suffix, the bridge reads it
- *   from the transaction); SOL, an SPL transfer to the vault with the quote id as memo.
+ * - Quote (`GET /v1/quote`): a LiFiStep; fee = fixed + bps of the route
+ *   (shared/transfers/bridge-routes.ts), refused (404, `AMOUNT_TOO_LOW/HIGH`) outside min / max;
+ *   the quote expires after the route's TTL. Its `transactionRequest` is the deposit: EVM, the
+ *   token's `transfer(vault, amount)` with the quote id appended to the calldata (ERC-20 ignores
+ *   the suffix, the bridge reads it from the transaction); SOL, a base64 transaction of an SPL
+ *   transfer to the vault with the quote id as memo.
  * - Deposits are credited only from the chain: the EVM watcher reads Transfer logs to the vault on
  *   every EVM chain; a Solana deposit (and any EVM one not yet seen) is read from the chain when
  *   its status is asked (`GET /v1/status?fromChain&txHash`). Each is recorded once, keyed
@@ -157,6 +168,12 @@ export interface SandboxBridgeListing {
 
 export interface SandboxBridge {
   readonly url: string;
+  /**
+   * What its quotes send to or ask an allowance for, per source chain (the token contracts and the
+   * vault on EVM, the vault on Solana): the allow-list HttpBridgeClient is given in the sandbox
+   * (BRIDGE_CONTRACTS) in place of LI.FI's diamonds.
+   */
+  readonly contracts: Readonly<Record<BridgeChain, readonly string[]>>;
   readonly listing: SandboxBridgeListing;
   /**
    * Sets (or with `clear`, ends) the bridge's fault for `address` (EVM or Solana: only deposits it
@@ -179,13 +196,20 @@ const TOKEN_FUNDING = 2_000_000n * 10n ** 6n;
 const SOL_LAMPORTS_FUNDING = 100n * 10n ** 9n;
 const BODY_LIMIT = 64 * 1024;
 
+/** LI.FI's error body (research B, @lifi/types src/errors.ts): a numeric `code`, and for a quote not given the tool's `errors[]`. */
 class BridgeHttpError extends Error {
   readonly status: number;
-  readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  readonly code: number;
+  readonly toolCode: string | undefined;
+  constructor(status: number, code: number, message: string, toolCode?: string) {
     super(message);
     this.status = status;
     this.code = code;
+    this.toolCode = toolCode;
+  }
+  body() {
+    const errors = this.toolCode ? [{ errorType: 'NO_QUOTE', code: this.toolCode, action: {}, tool: 'sandbox', message: this.message }] : undefined;
+    return { message: this.message, code: this.code, ...(errors ? { errors } : {}) };
   }
 }
 
@@ -575,21 +599,35 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     ),
   ];
 
-  // --- the HTTP API ----------------------------------------------------------------------------
-  const quote = (query: Record<string, string>) => {
+  // --- the HTTP API (LI.FI's public shapes, docs/bridge.md) ------------------------------------
+  const tokenOf = (chain: BridgeChain, token: BridgeToken) => ({
+    address: chain === 'SOL' ? options.sol.chain.tokens.USDC.mint : tokenAddress(chain, token)!,
+    chainId: LIFI_CHAIN_IDS[chain],
+    symbol: LIFI_TOKEN_SYMBOLS[token],
+    decimals: 6,
+    name: token === 'USDC' ? 'USD Coin' : 'Bridged USD Coin',
+    coinKey: 'USDC',
+    priceUSD: '1',
+  });
+  const usd = (amount: bigint) => (Number(amount) / 1e6).toFixed(2);
+
+  const quote = async (query: Record<string, string>) => {
     const from = endpoint(query, 'fromChain', 'fromToken');
     const to = endpoint(query, 'toChain', 'toToken');
     const route = findBridgeRoute(from, to, routes);
-    if (!route) throw new BridgeHttpError(404, 'NO_ROUTE', `no route from ${from.chain} ${from.token} to ${to.chain} ${to.token}`);
+    if (!route) throw new BridgeHttpError(404, 1002, `no route from ${from.chain} ${from.token} to ${to.chain} ${to.token}`, 'NO_POSSIBLE_ROUTE');
     const amountText = query.fromAmount ?? '';
-    if (!/^[1-9][0-9]{0,30}$/.test(amountText)) throw new BridgeHttpError(400, 'INVALID_AMOUNT', 'fromAmount: must be a positive integer of base units');
+    if (!/^[1-9][0-9]{0,30}$/.test(amountText)) throw new BridgeHttpError(400, 1011, 'fromAmount: must be a positive integer of base units');
     const amount = BigInt(amountText);
     const fee = bridgeFee(route, amount);
     if (amount < route.min || amount <= fee)
-      throw new BridgeHttpError(422, 'AMOUNT_TOO_LOW', `fromAmount: the route's minimum is ${route.min} and its fee for ${amount} is ${fee}`);
-    if (amount > route.max) throw new BridgeHttpError(422, 'AMOUNT_TOO_HIGH', `fromAmount: the route's maximum is ${route.max}`);
+      throw new BridgeHttpError(404, 1002, `fromAmount: the route's minimum is ${route.min} and its fee for ${amount} is ${fee}`, 'AMOUNT_TOO_LOW');
+    if (amount > route.max) throw new BridgeHttpError(404, 1002, `fromAmount: the route's maximum is ${route.max}`, 'AMOUNT_TOO_HIGH');
     const sender = chainAddress(from.chain, query.fromAddress, 'fromAddress');
-    const recipient = chainAddress(to.chain, query.toAddress, 'toAddress');
+    // LI.FI: toAddress defaults to fromAddress (only possible on the same kind of chain).
+    const recipient = chainAddress(to.chain, query.toAddress ?? query.fromAddress, 'toAddress');
+    const slippage = query.slippage === undefined ? 0.005 : Number(query.slippage);
+    if (!Number.isFinite(slippage) || slippage < 0 || slippage >= 1) throw new BridgeHttpError(400, 1011, 'slippage: must be a decimal in [0, 1)');
     const id = randomUUID();
     const now = Date.now();
     const record: QuoteRecord = {
@@ -602,57 +640,119 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
       created_ms: now,
       expires_ms: now + route.quote_ttl_s * 1000,
     };
-    const deposit =
+    const toAmount = amount - fee;
+    // The sandbox fills exactly toAmount; toAmountMin is LI.FI's guarantee after the slippage asked for.
+    const toAmountMin = (toAmount * BigInt(Math.round((1 - slippage) * 1_000_000))) / 1_000_000n;
+    // The deposit the watcher credits: a token transfer into the vault carrying the quote id
+    // (EVM: 16 bytes after the calldata; Solana: an SPL Memo), LI.FI-shaped as a transactionRequest.
+    const transactionRequest =
       from.chain === 'SOL'
-        ? [{ kind: 'spl_transfer', chain: 'SOL', token: 'USDC', mint: options.sol.chain.tokens.USDC.mint, to: solVault, amount: amount.toString(), memo: id }]
-        : [
-            {
-              kind: 'evm_transaction',
-              chain: from.chain,
-              to: tokenAddress(from.chain, from.token),
-              data: `${encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [vault.address, amount] })}${id.replaceAll('-', '')}`,
-              value: '0',
-            },
-          ];
+        ? { data: await unsignedSolanaTransfer(sender, amount, id) }
+        : {
+            from: sender,
+            to: tokenAddress(from.chain, from.token)!,
+            chainId: LIFI_CHAIN_IDS[from.chain],
+            data: `${encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [vault.address, amount] })}${id.replaceAll('-', '')}`,
+            value: '0x0',
+            gasLimit: '0x186a0',
+          };
+    const fromToken = tokenOf(from.chain, from.token);
+    const toToken = tokenOf(to.chain, to.token);
+    const tool = route.model;
+    const executionDuration = Math.ceil(route.fill_latency_ms / 1000);
     return {
       record,
       body: {
-        quote_id: id,
-        route_id: route.id,
-        amount: amount.toString(),
-        fee: fee.toString(),
-        fee_breakdown: { fixed: route.fee_fixed.toString(), bps: route.fee_bps.toString() },
-        to_amount: (amount - fee).toString(),
-        min: route.min.toString(),
-        max: route.max.toString(),
-        quoted_at: new Date(now).toISOString(),
-        expires_at: new Date(record.expires_ms).toISOString(),
-        estimated_fill_ms: route.fill_latency_ms,
-        deposit,
+        id,
+        type: 'lifi',
+        tool,
+        toolDetails: { key: tool, name: tool === 'cctp' ? 'Circle CCTP (sandbox)' : 'Across (sandbox)', logoURI: '' },
+        ...(query.integrator ? { integrator: query.integrator } : {}),
+        action: {
+          fromChainId: LIFI_CHAIN_IDS[from.chain],
+          fromAmount: amount.toString(),
+          fromToken,
+          fromAddress: sender,
+          toChainId: LIFI_CHAIN_IDS[to.chain],
+          toToken,
+          toAddress: recipient,
+          slippage,
+        },
+        estimate: {
+          tool,
+          fromAmount: amount.toString(),
+          fromAmountUSD: usd(amount),
+          toAmount: toAmount.toString(),
+          toAmountMin: toAmountMin.toString(),
+          toAmountUSD: usd(toAmount),
+          approvalAddress: from.chain === 'SOL' ? solVault : vault.address,
+          feeCosts: [
+            {
+              name: 'Bridge fixed fee',
+              description: `${route.id}: the relayer's destination gas / forward fee`,
+              percentage: (Number(route.fee_fixed) / Number(amount)).toFixed(6),
+              token: fromToken,
+              amount: route.fee_fixed.toString(),
+              amountUSD: usd(route.fee_fixed),
+              included: true,
+            },
+            {
+              name: 'Bridge fee',
+              description: `${route.id}: ${route.fee_bps} bps`,
+              percentage: (Number(route.fee_bps) / 10_000).toFixed(6),
+              token: fromToken,
+              amount: (fee - route.fee_fixed).toString(),
+              amountUSD: usd(fee - route.fee_fixed),
+              included: true,
+            },
+          ],
+          gasCosts: [],
+          executionDuration,
+        },
+        includedSteps: [],
+        transactionRequest,
       },
     };
   };
 
+  /** LI.FI's Solana form: a base64 transaction (v0, unsigned, the sender as fee payer) of the SPL transfer into the vault with the quote id as memo. */
+  async function unsignedSolanaTransfer(sender: string, amount: bigint, memo: string): Promise<string> {
+    const built = await solana.transferMessage(sender, solVault, 'USDC', amount, memo);
+    const compiled = getCompiledTransactionMessageDecoder().decode(built.messageBytes);
+    const signatures = Object.fromEntries(compiled.staticAccounts.slice(0, compiled.header.numSignerAccounts).map((signer) => [signer, null]));
+    const wire = getTransactionEncoder().encode({ messageBytes: built.messageBytes, signatures } as unknown as Transaction);
+    return Buffer.from(wire).toString('base64');
+  }
+
   const status = async (query: Record<string, string>) => {
-    const chain = query.fromChain as BridgeChain;
-    if (!BRIDGE_CHAINS.includes(chain)) throw new BridgeHttpError(400, 'INVALID_CHAIN', `fromChain: must be one of ${BRIDGE_CHAINS.join(', ')}`);
+    const chain = bridgeChainOfLifi(query.fromChain);
+    if (!chain) throw new BridgeHttpError(400, 1011, `fromChain: must be one of ${Object.values(LIFI_CHAIN_IDS).join(', ')}`);
     const tx = query.txHash ?? '';
     const valid = chain === 'SOL' ? /^[1-9A-HJ-NP-Za-km-z]{64,88}$/.test(tx) : /^0x[0-9a-fA-F]{64}$/.test(tx);
-    if (!valid) throw new BridgeHttpError(400, 'INVALID_TX', `txHash: must be ${chain === 'SOL' ? 'a base58 signature' : 'a 0x-prefixed 32-byte hash'}`);
+    if (!valid) throw new BridgeHttpError(400, 1011, `txHash: must be ${chain === 'SOL' ? 'a base58 signature' : 'a 0x-prefixed 32-byte hash'}`);
     const key = `${chain}:${chain === 'SOL' ? tx : tx.toLowerCase()}`;
     if (!(await discover(chain, chain === 'SOL' ? tx : tx.toLowerCase())))
-      return { status: 'NOT_FOUND', message: 'no deposit into the bridge in this transaction (yet)' };
+      return { status: 'NOT_FOUND', substatusMessage: 'no deposit into the bridge in this transaction (yet)' };
     const state = store.read();
     const transfer = state.transfers[key]!;
+    const quoteRecord = transfer.quote_id ? state.quotes[transfer.quote_id] : undefined;
+    const route = quoteRecord ? routes.find((r) => r.id === quoteRecord.route_id) : undefined;
+    const destination = route?.to.chain ?? chain;
     const leg = (payoutId: string | undefined) => {
       const payout = payoutId ? state.payouts[payoutId] : undefined;
-      return payout?.hash ? { chain: payout.chain, tx_hash: payout.hash, amount: payout.amount } : undefined;
+      return payout?.hash
+        ? { txHash: payout.hash, chainId: LIFI_CHAIN_IDS[payout.chain], amount: payout.amount, token: tokenOf(payout.chain, payout.token) }
+        : undefined;
     };
+    // LI.FI reports a refund as the `receiving` leg on the source chain.
+    const receiving = leg(transfer.refund_payout) ?? leg(transfer.fill_payout) ?? { chainId: LIFI_CHAIN_IDS[destination] };
     const base = {
-      quote_id: transfer.quote_id,
-      sending: { chain: transfer.chain, tx_hash: transfer.tx, amount: transfer.amount },
-      ...(leg(transfer.fill_payout) ? { receiving: leg(transfer.fill_payout) } : {}),
-      ...(leg(transfer.refund_payout) ? { refund: leg(transfer.refund_payout) } : {}),
+      ...(transfer.quote_id ? { transactionId: transfer.quote_id } : {}),
+      tool: route?.model ?? 'sandbox',
+      fromAddress: transfer.sender,
+      ...(quoteRecord ? { toAddress: quoteRecord.recipient } : {}),
+      sending: { txHash: transfer.tx, chainId: LIFI_CHAIN_IDS[transfer.chain], amount: transfer.amount, token: tokenOf(transfer.chain, transfer.token) },
+      receiving,
     };
     switch (transfer.state) {
       case 'waiting':
@@ -662,9 +762,9 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
       case 'completed':
         return { status: 'DONE', substatus: 'COMPLETED', ...base };
       case 'refunding':
-        return { status: 'PENDING', substatus: 'REFUND_IN_PROGRESS', message: transfer.refund_as?.message, ...base };
+        return { status: 'PENDING', substatus: 'REFUND_IN_PROGRESS', substatusMessage: transfer.refund_as?.message, ...base };
       case 'refunded':
-        return { status: transfer.refund_as!.status, substatus: transfer.refund_as!.substatus, message: transfer.refund_as!.message, ...base };
+        return { status: transfer.refund_as!.status, substatus: transfer.refund_as!.substatus, substatusMessage: transfer.refund_as!.message, ...base };
     }
   };
 
@@ -673,26 +773,26 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     const mark = target.indexOf('?');
     const path = mark === -1 ? target : target.slice(0, mark);
     const query = mark === -1 ? {} : Object.fromEntries(new URLSearchParams(target.slice(mark + 1)));
-    if (req.method !== 'GET') throw new BridgeHttpError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed`);
+    if (req.method !== 'GET') throw new BridgeHttpError(405, 1011, `${req.method} is not allowed`);
     if (path === '/v1/routes') return { status: 200, body: listing() };
     if (path === '/v1/quote') {
-      const { record, body } = quote(query);
+      const { record, body } = await quote(query);
       await transact((draft) => {
         draft.quotes[record.id] = record;
       });
       return { status: 200, body };
     }
     if (path === '/v1/status') return { status: 200, body: await status(query) };
-    throw new BridgeHttpError(404, 'NOT_FOUND', `no route ${path}`);
+    throw new BridgeHttpError(404, 1003, `no route ${path}`);
   };
 
   const server = createServer((req, res) => {
     drain(req)
       .then(() => handle(req))
       .catch((error: unknown) => {
-        if (error instanceof BridgeHttpError) return { status: error.status, body: { success: false, error: { code: error.code, message: error.message } } };
+        if (error instanceof BridgeHttpError) return { status: error.status, body: error.body() };
         process.stderr.write(`sandbox bridge: ${(error as Error).message.split('\n')[0]}\n`);
-        return { status: 500, body: { success: false, error: { code: 'INTERNAL', message: 'Internal error' } } };
+        return { status: 500, body: { message: 'Internal error', code: 1006 } };
       })
       .then((answer) => {
         res.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body));
@@ -709,8 +809,14 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
   const url = `http://${urlHost}:${port}`;
   const listing = (): SandboxBridgeListing => ({ url, vaults: { evm: vault.address, sol: solVault }, routes: routes.map(bridgeRouteJson) });
 
+  const contracts = Object.fromEntries([
+    ...EVM_CHAINS.map((code) => [code, [vault.address, ...(['USDC', 'USDC.E'] as const).flatMap((t) => tokenAddress(code, t) ?? [])]]),
+    ['SOL', [solVault]],
+  ]) as Record<BridgeChain, string[]>;
+
   return {
     url,
+    contracts,
     listing: listing(),
     setFault: async (input) => {
       const scope = scopeOf(input.address);
@@ -746,11 +852,13 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     },
   };
 
+  /** A `fromChain`/`fromToken` pair: a LI.FI chain id or key, a token symbol (USDC, USDC.e) or address. */
   function endpoint(query: Record<string, string>, chainField: string, tokenField: string) {
-    const chain = query[chainField] as BridgeChain;
-    if (!BRIDGE_CHAINS.includes(chain)) throw new BridgeHttpError(400, 'INVALID_CHAIN', `${chainField}: must be one of ${BRIDGE_CHAINS.join(', ')}`);
-    const token = (query[tokenField] ?? 'USDC') as BridgeToken;
-    if (token !== 'USDC' && token !== 'USDC.E') throw new BridgeHttpError(400, 'INVALID_TOKEN', `${tokenField}: must be USDC or USDC.E`);
+    const chain = bridgeChainOfLifi(query[chainField]);
+    if (!chain) throw new BridgeHttpError(400, 1011, `${chainField}: must be one of ${Object.values(LIFI_CHAIN_IDS).join(', ')}`);
+    const given = (query[tokenField] ?? '').trim();
+    const token = (['USDC', 'USDC.E'] as const).find((t) => given.toUpperCase() === t || given.toLowerCase() === tokenOf(chain, t).address?.toLowerCase());
+    if (!token) throw new BridgeHttpError(400, 1011, `${tokenField}: must be USDC or USDC.e (symbol or address)`);
     return { chain, token };
   }
 }
@@ -773,9 +881,9 @@ function chainAddress(chain: BridgeChain, value: string | undefined, field: stri
     } catch {
       // falls through to the refusal
     }
-    throw new BridgeHttpError(400, 'INVALID_ADDRESS', `${field}: must be a base58 Solana address`);
+    throw new BridgeHttpError(400, 1011, `${field}: must be a base58 Solana address`);
   }
-  if (!value || !isAddress(value, { strict: false })) throw new BridgeHttpError(400, 'INVALID_ADDRESS', `${field}: must be a 0x-prefixed 20-byte address`);
+  if (!value || !isAddress(value, { strict: false })) throw new BridgeHttpError(400, 1011, `${field}: must be a 0x-prefixed 20-byte address`);
   return getAddress(value);
 }
 
@@ -812,7 +920,7 @@ async function drain(req: IncomingMessage): Promise<void> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > BODY_LIMIT) throw new BridgeHttpError(413, 'BODY_TOO_LARGE', 'Request body too large');
+    if (size > BODY_LIMIT) throw new BridgeHttpError(413, 1011, 'Request body too large');
   }
 }
 
