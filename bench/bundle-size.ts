@@ -68,6 +68,8 @@ const IMPORT_ENV: Record<string, string> = {
   ACCOUNT_KMS_KEY_ID: 'alias/bench-account',
   OP_JWT_SIGNER: 'kms',
   OP_JWT_KMS_KEY_ID: 'alias/bench-op-jwt',
+  SPONSOR_SIGNER: 'kms',
+  SPONSOR_KMS_KEY_ID: 'alias/bench-sponsor',
   TEE_URL: 'https://enclave.example.com',
   CHAINS_CONFIG: await readFile(new URL('../infra/config/chains.mainnet.json', import.meta.url), 'utf8'),
   RPC_URLS_SECRET: 'bench/rpc-urls',

@@ -11,7 +11,8 @@ import { ChainGasEstimator } from '../transfers/gas-estimator.ts';
 import { HttpBridgeClient, type HttpBridgeClientOptions } from '../transfers/http-bridge-client.ts';
 import { loadPlatformFee, platformFeeFor } from '../transfers/platform-fee.ts';
 import { BridgeNotConfiguredError, type EstimateRouteDeps, type TaskDeps, type TransferServiceDeps } from '../transfers/service.ts';
-import { chainlinkPricesFor, chainsFromEnv } from './chains.ts';
+import { chainsFromEnv } from './chains.ts';
+import { chainlinkPricesFor } from './evm-chains.ts';
 import { appsFromEnv, systemClock } from './table.ts';
 
 type WithApps<T> = T & { readonly apps: AppRegistry };

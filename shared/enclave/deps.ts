@@ -1,8 +1,8 @@
 import type { AppRegistry } from '../apps/app-registry.ts';
 import { loadAllowedDelegates, loadPublicChainsConfig, loadV1RetirementAt } from '../config.ts';
 import type { Table } from '../db/client.ts';
-import { chainlinkPricesFor, chainsFromEnv } from '../deps/chains.ts';
 import { enclaveKeyWrapperFromEnv } from '../deps/clients.ts';
+import { chainlinkPricesFor, evmChainsFromEnv } from '../deps/evm-chains.ts';
 import { appsFromEnv, systemClock } from '../deps/table.ts';
 import type { PolicyChains } from '../policies/facts.ts';
 import type { NativePrices } from '../policies/native-usd.ts';
@@ -35,7 +35,7 @@ export const policyChainsFromEnv = (): PolicyChains => loadPublicChainsConfig();
  * Chainlink feeds on the ETH chain. Read only when a policy with a USD limit meets a request that
  * moves a native coin; the ETH chain's RPC URL comes from the RPC URLs secret on that first read.
  */
-export const policyPricesFromEnv = (): NativePrices => chainlinkPricesFor(chainsFromEnv());
+export const policyPricesFromEnv = (): NativePrices => chainlinkPricesFor(evmChainsFromEnv());
 
 /** Need `delegates`: ALLOWED_7702_DELEGATES. */
 export const allowedDelegatesFromEnv = (): ReadonlySet<string> => loadAllowedDelegates();
