@@ -217,6 +217,7 @@ async function startOnLockedDataDir(
     VENUE_URLS: JSON.stringify(venues.urls),
     BRIDGE_URL: bridge.url,
     BRIDGE_CONTRACTS: JSON.stringify(bridge.contracts),
+    BRIDGE_PROVIDER: 'sandbox_bridge',
     VENUE_NETWORK: 'sandbox',
     ALLOWED_7702_DELEGATES: [
       ...new Set(

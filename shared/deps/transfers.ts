@@ -25,6 +25,19 @@ export function loadBridgeUrl(env = process.env): string | undefined {
   return url;
 }
 
+/**
+ * BRIDGE_PROVIDER (optional): the bridge provider id an estimate names as a bridge step's `dex`.
+ * Default `lifi`, the API the bridge client speaks (LI.FI's public endpoint is the default
+ * BRIDGE_URL); the local sandbox, which speaks the same API, names itself `sandbox_bridge`.
+ */
+export function loadBridgeProvider(env = process.env): string {
+  const provider = env.BRIDGE_PROVIDER;
+  if (provider === undefined || provider === '') return 'lifi';
+  if (!/^[a-z][a-z0-9_]{0,31}$/.test(provider))
+    throw new ConfigError('Invalid configuration: BRIDGE_PROVIDER: must be a lowercase id (a-z, 0-9, _), at most 32 characters');
+  return provider;
+}
+
 const BridgeContractsSchema = v.record(v.picklist(BRIDGE_CHAINS), v.array(v.pipe(v.string(), v.minLength(1))));
 
 /**
@@ -67,13 +80,14 @@ function estimatePortsFromEnv(): Pick<TransferServiceDeps, 'estimateDeps' | 'bri
   const bridge = bridgeUrl ? new HttpBridgeClient(bridgeClientOptions(bridgeUrl)) : NO_BRIDGE;
   const fees = loadPlatformFee();
   const prices = chainlinkPricesFor(chains);
+  const provider = loadBridgeProvider();
   return {
     bridgeConfigured: bridgeUrl !== undefined,
     balances: chains,
     estimateDeps: (wallet, feeChain): EstimateDeps => ({
       gas: new ChainGasEstimator(chains, wallet, bridge),
       prices,
-      bridge: new BridgeClientQuoter(bridge, wallet),
+      bridge: new BridgeClientQuoter(bridge, wallet, provider),
       platformFee: platformFeeFor(fees, feeChain),
     }),
   };

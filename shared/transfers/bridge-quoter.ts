@@ -15,7 +15,7 @@ export class BridgeClientQuoter implements BridgeQuoter {
   readonly #client: BridgeClient;
   readonly #wallet: { readonly evm: string; readonly sol: string };
 
-  constructor(client: BridgeClient, wallet: { readonly evm: string; readonly sol: string }, provider = 'sandbox_bridge') {
+  constructor(client: BridgeClient, wallet: { readonly evm: string; readonly sol: string }, provider = 'lifi') {
     this.#client = client;
     this.#wallet = wallet;
     this.provider = provider;

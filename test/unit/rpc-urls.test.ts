@@ -6,7 +6,7 @@ import { Chains } from '../../shared/chains/chains.ts';
 import { ChainUnavailableError } from '../../shared/chains/errors.ts';
 import { parseRpcUrls, RPC_URLS_PLACEHOLDER_KEY, RpcUrlsError, secretBridgeApiKey, secretRpcUrls } from '../../shared/chains/rpc-urls.ts';
 import { ConfigError, loadChainsConfig, loadRpcUrlsSecret } from '../../shared/config.ts';
-import { bridgeClientOptions } from '../../shared/deps/transfers.ts';
+import { bridgeClientOptions, loadBridgeProvider } from '../../shared/deps/transfers.ts';
 import { setLogLevel } from '../../shared/logger.ts';
 
 /**
@@ -68,6 +68,10 @@ describe("the bridge's API key (LIFI_API_KEY) from the same secret", () => {
     expect(typeof bridgeClientOptions('https://li.quest', { RPC_URLS_SECRET: SECRET_ID }).apiKey).toBe('function');
     expect(bridgeClientOptions('http://127.0.0.1:1', { BRIDGE_CONTRACTS: '{"ARB":["0x01"]}' }).contracts).toEqual({ ARB: ['0x01'] });
     expect(() => bridgeClientOptions('http://127.0.0.1:1', { BRIDGE_CONTRACTS: '{"XYZ":["0x01"]}' })).toThrow(ConfigError);
+    // The provider id an estimate names: LI.FI unless a deployment (the sandbox) says otherwise.
+    expect(loadBridgeProvider({})).toBe('lifi');
+    expect(loadBridgeProvider({ BRIDGE_PROVIDER: 'sandbox_bridge' })).toBe('sandbox_bridge');
+    expect(() => loadBridgeProvider({ BRIDGE_PROVIDER: 'Not An Id' })).toThrow(ConfigError);
   });
 });
 
