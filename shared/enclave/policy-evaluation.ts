@@ -7,9 +7,9 @@ import { MAX_EVM_UNITS, MAX_SOLANA_UNITS, parseAmount } from '../money.ts';
 import { defaultPolicy } from '../policies/default-policy.ts';
 import { evaluatePolicy, hasDailyLimit, type PolicyDecision } from '../policies/evaluate.ts';
 import { type SignFacts, signFacts } from '../policies/facts.ts';
-import { hasUsdLimit, type NativePrices, priceNativeFacts } from '../policies/native-usd.ts';
+import type { NativePrices } from '../policies/native-usd.ts';
 import { microToUsd, type Policy, type PolicyChannel, usdToMicro } from '../policies/policy.ts';
-import { resolveTokenOwners } from '../policies/token-owners.ts';
+import { completeFacts } from '../policies/token-owners.ts';
 import { assertWithdrawable, normaliseRecipient } from '../withdrawals/withdraw-rules.ts';
 import { currentPolicy } from './policy-store.ts';
 import { usdSpentToday } from './policy-usage.ts';
@@ -90,7 +90,7 @@ export async function evaluateForApp(
       ? await withdrawalFacts(input, channel, deps.chains)
       : signFacts({ operation: input.operation, channel, body: input, chains: deps.chains });
   const policy = (await currentPolicy(deps.table, appId))?.policy ?? defaultPolicy(deps.allowedDelegates);
-  const facts = await resolveTokenOwners(hasUsdLimit(policy) ? await priceNativeFacts(decoded, deps.prices) : decoded, policy);
+  const facts = await completeFacts(decoded, policy, deps.prices);
   if (!hasDailyLimit(policy)) return { ...evaluatePolicy(policy, facts), remaining_usd_today: null };
   // As the enclave decides (policy-gate.ts), on the user's rolling-24 h total; read, never counted.
   const spent = await usdSpentToday(deps.table, appId, input.sub, deps.now());

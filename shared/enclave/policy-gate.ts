@@ -4,9 +4,9 @@ import { logger } from '../logger.ts';
 import { defaultPolicy } from '../policies/default-policy.ts';
 import { evaluatePolicy, hasDailyLimit, type PolicyDecision } from '../policies/evaluate.ts';
 import { type PolicyChains, signFacts } from '../policies/facts.ts';
-import { hasUsdLimit, type NativePrices, priceNativeFacts } from '../policies/native-usd.ts';
+import type { NativePrices } from '../policies/native-usd.ts';
 import type { PolicyChannel, PolicyOperation } from '../policies/policy.ts';
-import { resolveTokenOwners } from '../policies/token-owners.ts';
+import { completeFacts } from '../policies/token-owners.ts';
 import { recordPolicyDecision } from './policy-log.ts';
 import { currentPolicy, type StoredPolicy } from './policy-store.ts';
 import { decideWithUsage } from './policy-usage.ts';
@@ -69,10 +69,9 @@ export async function checkSigningPolicy(
 ): Promise<PolicyCheck> {
   const policy = stored?.policy ?? defaultPolicy(request.allowedDelegates ?? []);
   const decoded = signFacts({ operation: request.operation, channel, body: request.body, chains: request.chains });
-  const priced = hasUsdLimit(policy) ? await priceNativeFacts(decoded, request.prices) : decoded;
-  const facts = await resolveTokenOwners(priced, policy);
+  const facts = await completeFacts(decoded, policy, request.prices);
   const usd = facts.usd?.value;
-  const evaluated =
+  const decision =
     signer && usd !== undefined && hasDailyLimit(policy)
       ? await decideWithUsage(table, { appId, sub: signer.sub, jti: signer.jti }, signer.now, (spent) => {
           const decided = evaluatePolicy(policy, { ...facts, usdToday: spent });
@@ -80,10 +79,6 @@ export async function checkSigningPolicy(
           return { count: decided.decision === 'allow' && !decided.shadow && usd > 0n ? usd : null, result: decided };
         })
       : evaluatePolicy(policy, facts);
-  const decision =
-    'priceError' in facts && facts.priceError && (evaluated.decision === 'deny' || evaluated.shadow)
-      ? { ...evaluated, reason: `${evaluated.reason} (${facts.priceError})` }
-      : evaluated;
   const logged = recordPolicyDecision(
     table,
     appId,

@@ -27,6 +27,8 @@ export interface DecodedFacts {
    * which address a policy lists owns each (`owners`).
    */
   readonly tokenAccounts?: readonly { readonly account: string; readonly mint: string; readonly program: string }[];
+  /** Why a native coin could not be priced (native-usd.ts), in words fit for a denial's reason. */
+  readonly priceError?: string;
   /** A recipient token account → the listed owner whose associated token account it is (token-owners.ts). */
   readonly owners?: ReadonlyMap<string, string>;
 }

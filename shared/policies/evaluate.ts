@@ -122,13 +122,15 @@ export function evaluatePolicy(policy: Policy, facts: SignFacts): PolicyDecision
   for (const rule of policy.rules) {
     const why = match(rule, facts);
     if (why === null) continue;
-    if (rule.action === 'deny') return denied(policy, { rule_id: rule.id, reason: `rule ${rule.id} denies ${what}: ${why}` });
+    if (rule.action === 'deny') return denied(policy, facts, { rule_id: rule.id, reason: `rule ${rule.id} denies ${what}: ${why}` });
     allowed ??= { decision: 'allow', rule_id: rule.id, reason: `rule ${rule.id} allows ${what}: ${why}` };
   }
-  return allowed ?? denied(policy, { rule_id: null, reason: `no rule allows ${what}` });
+  return allowed ?? denied(policy, facts, { rule_id: null, reason: `no rule allows ${what}` });
 }
 
-function denied(policy: Policy, denial: { rule_id: string | null; reason: string }): PolicyDecision {
+function denied(policy: Policy, facts: SignFacts, denial: { rule_id: string | null; reason: string }): PolicyDecision {
+  // A native coin without a price cannot satisfy a USD limit: the denial says so.
+  if (facts.priceError) denial = { ...denial, reason: `${denial.reason} (${facts.priceError})` };
   if (policy.mode === 'shadow') return { decision: 'allow', rule_id: denial.rule_id, reason: `shadow mode: ${denial.reason}`, shadow: true };
   return { decision: 'deny', ...denial };
 }

@@ -27,7 +27,7 @@ export function hasUsdLimit(policy: Policy): boolean {
  * the source throws), `usd` stays absent and no USD limit can allow the request: a missing price
  * refuses, it never lets through. `priceError` says why in words fit for a denial's reason.
  */
-export async function priceNativeFacts<F extends DecodedFacts>(facts: F, prices: NativePrices | undefined): Promise<F & { readonly priceError?: string }> {
+export async function priceNativeFacts<F extends DecodedFacts>(facts: F, prices: NativePrices | undefined): Promise<F> {
   const native = facts.native;
   if (!native || facts.usd !== undefined || native.otherUsd === undefined) return facts;
   if (!prices) return { ...facts, priceError: `no price source for ${native.coin}` };

@@ -2,6 +2,7 @@ import { address } from '@solana/kit';
 import { findAssociatedTokenPda } from '@solana-program/token';
 import { inScope } from './evaluate.ts';
 import type { SignFacts } from './facts.ts';
+import { hasUsdLimit, type NativePrices, priceNativeFacts } from './native-usd.ts';
 import type { Policy } from './policy.ts';
 
 /** Derived associated token accounts kept per process (owner, mint, program → account): a policy's list is derived once, not per signature. */
@@ -53,4 +54,13 @@ export async function resolveTokenOwners<F extends SignFacts>(facts: F, policy: 
     }
   }
   return owners.size ? { ...facts, owners } : facts;
+}
+
+/**
+ * What decoding leaves for the policy to complete before it decides, the same for a signature
+ * (policy-gate.ts) and for /policies/evaluate: a native coin's USD value when the policy has a USD
+ * limit (native-usd.ts), and the listed owners of SPL destinations.
+ */
+export async function completeFacts<F extends SignFacts>(facts: F, policy: Policy, prices: NativePrices | undefined): Promise<F> {
+  return resolveTokenOwners(hasUsdLimit(policy) ? await priceNativeFacts(facts, prices) : facts, policy);
 }
