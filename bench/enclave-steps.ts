@@ -1,8 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { importJWK, SignJWT } from 'jose';
 import type { Application } from '../shared/apps/application.ts';
 import { verifyOpJwt } from '../shared/auth/jwt.ts';
 import { recordOpJwtUse } from '../shared/auth/op-jwt-replay.ts';
@@ -17,6 +15,7 @@ import { signHash } from '../shared/enclave/wallet-keys.ts';
 import { getWallet, type V1WalletRecord, type WalletRecord } from '../shared/enclave/wallet-record.ts';
 import { openWallet } from '../shared/enclave/wallet-seal.ts';
 import { startDynaliteTable } from '../test/unit/support/dynalite-table.ts';
+import { signTestOpJwt } from '../test/unit/support/op-jwt.ts';
 
 /**
  * `npm run bench:enclave`: where the time of one enclave sign_data goes, step by step, in process
@@ -33,7 +32,6 @@ const dataDir = await mkdtemp(join(tmpdir(), 'bench-enclave-'));
 const { table, stop } = await startDynaliteTable('bench-enclave');
 const keyWrapper = new LocalKeyWrapper(dataDir, 'enclave');
 const { privateJwk, publicJwk } = await generateEs256Jwk();
-const kid = publicJwk.kid!;
 const app: Application = {
   app_id: 'bench',
   created_at: '2026-09-01T00:00:00Z',
@@ -46,16 +44,8 @@ const app: Application = {
 const deps = { table, keyWrapper, now: () => new Date(), v1RetiresAt: new Date('2099-01-01T00:00:00Z') };
 const created = await createWallet(deps, { app, identity: { iss: app.oidc.issuer, sub: 'bench' }, network: 'ETH', walletGroupId: 'g' });
 const wallet = (await getWallet(table, created.wallet_id)) as WalletRecord;
-const iat = Math.floor(Date.now() / 1000);
-const opJwt = await new SignJWT({})
-  .setProtectedHeader({ alg: 'ES256', kid })
-  .setIssuer(app.oidc.issuer)
-  .setAudience('bench-api')
-  .setJti('bench')
-  .setSubject('bench')
-  .setIssuedAt(iat)
-  .setExpirationTime(iat + 300)
-  .sign(await importJWK(privateJwk, 'ES256'));
+const mintOpJwt = () => signTestOpJwt(privateJwk, { iss: app.oidc.issuer, aud: 'bench-api', sub: 'bench', ttlSeconds: 300 });
+const opJwt = await mintOpJwt();
 const hash = `0x${'ab'.repeat(32)}` as const;
 
 async function time(name: string, rounds: number, step: () => Promise<unknown>) {
@@ -105,23 +95,7 @@ if (RTT_MS > 0) {
   };
 }
 const PATH_ROUNDS = Math.max(20, Math.floor(ROUNDS / (RTT_MS > 0 ? 20 : 4)));
-const freshTokens = async (count: number) => {
-  const key = await importJWK(privateJwk, 'ES256');
-  const now = Math.floor(Date.now() / 1000);
-  return Promise.all(
-    Array.from({ length: count }, () =>
-      new SignJWT({})
-        .setProtectedHeader({ alg: 'ES256', kid })
-        .setIssuer(app.oidc.issuer)
-        .setAudience('bench-api')
-        .setJti(randomUUID())
-        .setSubject('bench')
-        .setIssuedAt(now)
-        .setExpirationTime(now + 300)
-        .sign(key),
-    ),
-  );
-};
+const freshTokens = (count: number) => Promise.all(Array.from({ length: count }, mintOpJwt));
 const auth = { access_key: created.access_key, wallet_id: created.wallet_id };
 const request = { operation: 'sign_data' as const, body: { raw_data_hash: hash } };
 process.stdout.write(`\nthe whole v2 sign_data path, ${PATH_ROUNDS} rounds, ${RTT_MS} ms added per table call and unwrap\n`);
