@@ -130,7 +130,7 @@ export function evaluatePolicy(policy: Policy, facts: SignFacts): PolicyDecision
 
 function denied(policy: Policy, facts: SignFacts, denial: { rule_id: string | null; reason: string }): PolicyDecision {
   // A native coin without a price cannot satisfy a USD limit: the denial says so.
-  if (facts.priceError) denial = { ...denial, reason: `${denial.reason} (${facts.priceError})` };
-  if (policy.mode === 'shadow') return { decision: 'allow', rule_id: denial.rule_id, reason: `shadow mode: ${denial.reason}`, shadow: true };
-  return { decision: 'deny', ...denial };
+  const reason = facts.priceError ? `${denial.reason} (${facts.priceError})` : denial.reason;
+  if (policy.mode === 'shadow') return { decision: 'allow', rule_id: denial.rule_id, reason: `shadow mode: ${reason}`, shadow: true };
+  return { decision: 'deny', rule_id: denial.rule_id, reason };
 }
