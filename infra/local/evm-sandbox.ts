@@ -6,7 +6,9 @@ import { type Address, createPublicClient, createTestClient, createWalletClient,
 import { privateKeyToAccount } from 'viem/accounts';
 import type { EvmChainCode, EvmChainConfig } from '../../shared/chains/chain-config.ts';
 import { sponsoredExecutorArtifact } from '../../shared/chains/evm/contracts/sponsored-executor.artifact.ts';
+import { LIFI_CONTRACTS } from '../../shared/transfers/lifi.ts';
 import mainnetTokens from '../config/mainnet-tokens.json' with { type: 'json' };
+import { sandboxLifiDiamondArtifact } from './contracts/sandbox-lifi-diamond.artifact.ts';
 import { sandboxPriceFeedArtifactAbi } from './contracts/sandbox-price-feed.artifact.ts';
 import { sandboxTokenArtifact } from './contracts/sandbox-token.artifact.ts';
 import { MAX_UNITS, tooLarge } from './faucet-refused.ts';
@@ -128,7 +130,7 @@ export async function startEvmSandbox(options: EvmSandboxOptions): Promise<EvmSa
     for (const { code, chainId, anvil } of anvils) {
       const config = chainConfig(code, anvil.rpcUrl);
       const clients = chainClients(code, chainId, anvil.rpcUrl);
-      await installContracts(config, clients);
+      await installContracts(code, config, clients);
       running.push({ code, config, anvil, clients, serialize: serializer() });
     }
   } catch (error) {
@@ -196,11 +198,14 @@ function chainClients(code: EvmChainCode, chainId: number, rpcUrl: string) {
 }
 
 /**
- * Installs the delegate's current code on every start (code only: the accounts' storage is theirs),
+ * Installs the delegate's and the LI.FI diamond stand-in's current code on every start (code only:
+ * the accounts' storage is theirs; the diamond at LI.FI's own address on this chain keeps none),
  * and each token only where the address has no code yet, so a restart keeps balances.
  */
-async function installContracts(config: EvmChainConfig, clients: ReturnType<typeof chainClients>): Promise<void> {
+async function installContracts(code: EvmChainCode, config: EvmChainConfig, clients: ReturnType<typeof chainClients>): Promise<void> {
   await clients.test.setCode({ address: SANDBOX_DELEGATE, bytecode: sponsoredExecutorArtifact.deployedBytecode });
+  for (const diamond of LIFI_CONTRACTS[code])
+    await clients.test.setCode({ address: diamond as Address, bytecode: sandboxLifiDiamondArtifact.deployedBytecode });
   for (const [symbol, token] of Object.entries(config.tokens) as [keyof typeof TOKEN_SYMBOLS, { address: Address; decimals: number }][]) {
     const code = await clients.public.getCode({ address: token.address });
     if (code !== undefined && code !== '0x') continue;

@@ -66,6 +66,12 @@ export const CONTRACT_TARGETS: readonly ContractTarget[] = [
     artifact: 'infra/local/contracts/sandbox-nado-endpoint.artifact.ts',
   },
   {
+    source: 'infra/local/contracts/SandboxLifiDiamond.sol',
+    contract: 'SandboxLifiDiamond',
+    exportName: 'sandboxLifiDiamondArtifact',
+    artifact: 'infra/local/contracts/sandbox-lifi-diamond.artifact.ts',
+  },
+  {
     source: 'infra/local/contracts/SandboxPriceFeed.sol',
     contract: 'SandboxPriceFeed',
     exportName: 'sandboxPriceFeedArtifact',

@@ -6,6 +6,9 @@ import { LIFI_CHAIN_IDS } from './lifi.ts';
 import type { LifiStep } from './lifi-wire.ts';
 
 const MEMO_PROGRAM = 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr';
+const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+/** How LI.FI names a chain's native coin (@lifi/types: the zero address; some tools the 0xEeee… form). */
+const NATIVE_TOKENS = new Set(['0x0000000000000000000000000000000000000000', '0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee']);
 /** SPL Token `TransferChecked` (instruction 12): accounts source, mint, destination, authority; data amount u64 LE, decimals u8. */
 const TRANSFER_CHECKED = 12;
 
@@ -13,7 +16,9 @@ const TRANSFER_CHECKED = 12;
  * The checks a bridge quote passes before anything is signed (issue 23): the route and amount
  * asked for, the user's own address as recipient, `toAmountMin` no less than the estimate's
  * `toAmount` less the slippage asked for, and a transaction that only pays (or asks an allowance
- * for) an allow-listed contract on the source chain. Returns the deposit call to send.
+ * for) an allow-listed contract on the source chain, spending a token (not a native coin). Returns
+ * the deposit call to send; on EVM the step approves its `spender` first, naming the token from its
+ * own chain config, and refuses a quote whose `token` is another.
  */
 export async function checkBridgeQuote(
   step: LifiStep,
@@ -44,13 +49,19 @@ export async function checkBridgeQuote(
   if (from === 'SOL') return solanaDeposit(tx.data, request, allowed, refuse);
   if (tx.chainId !== undefined && tx.chainId !== LIFI_CHAIN_IDS[from])
     refuse('BRIDGE_QUOTE_WRONG_CHAIN', `its transaction is for chain ${tx.chainId}, not ${from}`);
-  if (!tx.to || !/^0x[0-9a-fA-F]{40}$/.test(tx.to) || !/^0x[0-9a-fA-F]*$/.test(tx.data))
+  if (!tx.to || !EVM_ADDRESS.test(tx.to) || !/^0x[0-9a-fA-F]*$/.test(tx.data))
     return refuse('BRIDGE_QUOTE_NO_TRANSACTION', 'its transactionRequest names no EVM call');
   if (!allowed.some((contract) => sameAddress(from, contract, tx.to)))
     refuse('BRIDGE_QUOTE_UNKNOWN_CONTRACT', `transactionRequest.to ${tx.to} is not an allowed bridge contract on ${from}`);
+  const token = step.action.fromToken.address;
+  // Our routes move tokens only (USDC, USDC.E): a native coin (LI.FI's zero or 0xEeee… address) is not what was asked for.
+  if (!EVM_ADDRESS.test(token) || NATIVE_TOKENS.has(token.toLowerCase()))
+    refuse('BRIDGE_QUOTE_WRONG_TOKEN', `it spends ${token}, not ${request.route.from.token} on ${from}`);
   return {
     kind: 'evm_transaction',
     chain: from,
+    token: token as `0x${string}`,
+    spender: step.estimate.approvalAddress as `0x${string}`,
     to: tx.to as `0x${string}`,
     data: tx.data as `0x${string}`,
     value: BigInt(tx.value ?? '0x0'),

@@ -7,7 +7,8 @@ import type { BridgeChain, BridgeEndpoint } from './bridge-routes.ts';
  * substatus.
  *
  * Flow: `quote` (checked before anything is signed: bridge-quote-checks.ts) → send the `deposit`
- * call from `sender` on the source chain (EVM: the quote's transactionRequest; SOL: the SPL
+ * call from `sender` on the source chain (EVM: `approve(spender, amount)` on the token, then the
+ * quote's transactionRequest; SOL: the SPL
  * transfer with memo its transaction carries, built anew by the Solana sender) → `status({chain,
  * tx})` until DONE or FAILED.
  */
@@ -24,6 +25,13 @@ export type BridgeDepositCall =
   | {
       readonly kind: 'evm_transaction';
       readonly chain: Exclude<BridgeChain, 'SOL'>;
+      /**
+       * The ERC-20 the call spends (the quote's `action.fromToken`): the wallet approves `spender`
+       * for the amount first, as LI.FI's contracts pull tokens with `transferFrom`.
+       */
+      readonly token: `0x${string}`;
+      /** Who the approval names: the quote's `estimate.approvalAddress` (allow-listed). */
+      readonly spender: `0x${string}`;
       readonly to: `0x${string}`;
       readonly data: `0x${string}`;
       readonly value: bigint;

@@ -30,9 +30,10 @@ import type { GasEstimator, GasLeg } from './estimate.ts';
  *   - the platform fee, when the step takes it: the token's `transfer(recipient, fee)` to the
  *     configured recipient, so a recipient that holds none of the token yet (a first fee, 17k gas
  *     more for the balance store from zero) is priced as it will be paid;
- *   - a bridge deposit: the call(s) of the bridge's own quote for this amount (the sandbox bridge:
- *     the token's `transfer(vault, amount)` plus the quote id); without a quote, a transfer to an
- *     empty placeholder (the dearest form of that call);
+ *   - a bridge deposit: the approve of the quote's spender (from no allowance), then the call of
+ *     the bridge's own quote for this amount, estimated with the allowance the approve leaves (the
+ *     allowance mapping at each slot of {@link ALLOWANCE_SLOTS}); without a quote, a transfer to an
+ *     empty placeholder after an approve of one (the dearest form of those calls);
  *   - a venue deposit, by its mechanism ({@link VENUE_DEPOSIT}). A plain transfer goes to the
  *     venue's own address when it is known without asking the venue (venue_b's bridge, venue_e's
  *     proxy wallet), so it is priced against that address's real balance. For approve + deposit
@@ -58,6 +59,9 @@ export const BALANCE_SLOTS: readonly bigint[] = [
   4n, // SandboxToken (infra/local/contracts/SandboxToken.sol): name, symbol, decimals+initialized, totalSupply, balanceOf
   9n, // Circle FiatToken v2.2 (USDC): balanceAndBlacklistStates
 ];
+
+/** The allowance mapping's slot in the same tokens: SandboxToken's `allowance` (after balanceOf), FiatToken's `allowed`. */
+export const ALLOWANCE_SLOTS: readonly bigint[] = [5n, 10n];
 
 /** How a venue's deposit is sent (shared/venues/<venue>/driver.ts prepareDeposit), and where a plain transfer goes when that is known without the venue. */
 export interface VenueDepositShape {
@@ -87,6 +91,8 @@ interface Call {
   readonly value: bigint;
   /** The calldata the step will send differs from this one's (a bridge quote's id): see calldataMargin. */
   readonly calldataVaries?: boolean;
+  /** A spender this call runs with an allowance from the wallet for what it holds (the approve sent before it). */
+  readonly allowance?: Address;
 }
 
 export class ChainGasEstimator implements GasEstimator {
@@ -110,19 +116,23 @@ export class ChainGasEstimator implements GasEstimator {
       ...(await this.#stepCalls(leg, token)),
     ];
     const held = leg.amount + (leg.platformFee?.amount ?? 0n);
-    const stateOverride: StateOverride = [
+    const stateOverride = (call: Call): StateOverride => [
       { address: this.#wallet.evm, balance: NATIVE_OVERRIDE },
       {
         address: token,
-        stateDiff: BALANCE_SLOTS.flatMap((slot) => [
-          { slot: balanceSlot(this.#wallet.evm, slot), value: toWord(held) },
-          { slot: balanceSlot(PLACEHOLDER, slot), value: toWord(0n) },
-        ]),
+        stateDiff: [
+          ...BALANCE_SLOTS.flatMap((slot) => [
+            { slot: balanceSlot(this.#wallet.evm, slot), value: toWord(held) },
+            { slot: balanceSlot(PLACEHOLDER, slot), value: toWord(0n) },
+          ]),
+          ...allowanceDiff(this.#wallet.evm, call.allowance, held),
+        ],
       },
     ];
     const estimates = calls.map(
       async (call) =>
-        (await chain.client.estimateGas({ account: this.#wallet.evm, to: call.to, data: call.data, value: call.value, stateOverride })) + calldataMargin(call),
+        (await chain.client.estimateGas({ account: this.#wallet.evm, to: call.to, data: call.data, value: call.value, stateOverride: stateOverride(call) })) +
+        calldataMargin(call),
     );
     try {
       return (await Promise.all(estimates)).reduce((sum, gas) => sum + gas, 0n);
@@ -151,10 +161,7 @@ export class ChainGasEstimator implements GasEstimator {
     if (leg.venue === undefined) throw new Error(`internal: a ${leg.action} gas leg names no venue`); // gasOf gives every deposit leg its venue
     const shape = VENUE_DEPOSIT[leg.venue];
     if (shape.calls === 'transfer') return [transferCall(token, shape.to?.(this.#wallet.evm) ?? PLACEHOLDER, leg.amount)];
-    return [
-      { to: token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [PLACEHOLDER, leg.amount] }) },
-      transferCall(token, PLACEHOLDER, leg.amount),
-    ];
+    return [approveCall(token, PLACEHOLDER, leg.amount), transferCall(token, PLACEHOLDER, leg.amount)];
   }
 
   /** The bridge quote's deposit calls for this amount, or the same shape (a token transfer) when it gives none. */
@@ -164,14 +171,17 @@ export class ChainGasEstimator implements GasEstimator {
     try {
       const on = (chain: string) => (chain === 'SOL' ? this.#wallet.sol : this.#wallet.evm);
       const quote = await this.#bridge.quote({ route, amount: leg.amount, sender: on(route.from.chain), recipient: on(route.to.chain) });
-      const calls = quote.deposit.flatMap((call) =>
-        call.kind === 'evm_transaction' ? [{ to: call.to, data: call.data, value: call.value, calldataVaries: true }] : [],
+      // As the step sends them: the approve (from no allowance), then the call, with the allowance it leaves.
+      const calls = quote.deposit.flatMap((call): Call[] =>
+        call.kind === 'evm_transaction'
+          ? [approveCall(token, call.spender, leg.amount), { to: call.to, data: call.data, value: call.value, calldataVaries: true, allowance: call.spender }]
+          : [],
       );
       if (calls.length) return calls;
     } catch {
       // No quote (refused amount, bridge down): the estimate reports that itself; gas is still computed.
     }
-    return [transferCall(token, PLACEHOLDER, leg.amount)];
+    return [approveCall(token, PLACEHOLDER, leg.amount), transferCall(token, PLACEHOLDER, leg.amount)];
   }
 }
 
@@ -192,6 +202,10 @@ function feeRecipient(recipient: string | undefined): Address {
   return recipient && isAddress(recipient, { strict: false }) ? getAddress(recipient) : PLACEHOLDER;
 }
 
+function approveCall(token: Address, spender: Address, amount: bigint): Call {
+  return { to: token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [spender, amount] }) };
+}
+
 function transferCall(token: Address, to: Address, amount: bigint): Call {
   return { to: token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }) };
 }
@@ -199,6 +213,16 @@ function transferCall(token: Address, to: Address, amount: bigint): Call {
 /** Storage slot of `mapping(address => uint256)` at `slot` for `owner` (Solidity layout). */
 export function balanceSlot(owner: Address, slot: bigint): Hex {
   return keccak256(encodeAbiParameters([{ type: 'address' }, { type: 'uint256' }], [owner, slot]));
+}
+
+/** The allowance of `spender` from `owner` set to `amount` at each of {@link ALLOWANCE_SLOTS}; nothing without a spender. */
+function allowanceDiff(owner: Address, spender: Address | undefined, amount: bigint): { slot: Hex; value: Hex }[] {
+  return spender ? ALLOWANCE_SLOTS.map((slot) => ({ slot: allowanceSlot(owner, spender, slot), value: toWord(amount) })) : [];
+}
+
+/** Storage slot of `mapping(address => mapping(address => uint256))` at `slot` for `owner`, `spender`. */
+export function allowanceSlot(owner: Address, spender: Address, slot: bigint): Hex {
+  return keccak256(encodeAbiParameters([{ type: 'address' }, { type: 'bytes32' }], [spender, balanceSlot(owner, slot)]));
 }
 
 function toWord(value: bigint): Hex {

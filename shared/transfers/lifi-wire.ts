@@ -16,6 +16,8 @@ const LifiStepSchema = v.object({
   action: v.object({
     fromChainId: chainId,
     fromAmount: amount,
+    /** What the wallet spends: an ERC-20 it approves `estimate.approvalAddress` for first, or LI.FI's native-coin address. */
+    fromToken: v.object({ address: v.string() }),
     fromAddress: v.optional(v.string()),
     toChainId: chainId,
     toAddress: v.optional(v.string()),

@@ -26,6 +26,8 @@ import { LIFI_CONTRACTS } from '../../shared/transfers/lifi.ts';
  */
 const DIAMOND = '0x1231DEB6f5749EF6cE6943a275A1D3E7486F4EaE';
 const USER = '0x00000000000000000000000000000000000000A1';
+/** USDC on Arbitrum (Circle's native USDC), as LI.FI's `action.fromToken` names it. */
+const ARB_USDC = '0xaf88d065e77c8cC2239327C5EDb3A432268e5831';
 const REQUEST: BridgeQuoteRequest = {
   route: { from: { chain: 'ARB', token: 'USDC' }, to: { chain: 'ETH', token: 'USDC' } },
   amount: 100_000_000n,
@@ -37,7 +39,16 @@ const step = (patch: { action?: object; estimate?: object; transactionRequest?: 
   id: 'quote-1',
   type: 'lifi',
   tool: 'across',
-  action: { fromChainId: 42161, fromAmount: '100000000', fromAddress: USER, toChainId: 1, toAddress: USER, slippage: 0.005, ...patch.action },
+  action: {
+    fromChainId: 42161,
+    fromAmount: '100000000',
+    fromToken: { address: ARB_USDC, symbol: 'USDC', decimals: 6, chainId: 42161 },
+    fromAddress: USER,
+    toChainId: 1,
+    toAddress: USER,
+    slippage: 0.005,
+    ...patch.action,
+  },
   estimate: {
     tool: 'across',
     fromAmount: '100000000',
@@ -89,7 +100,7 @@ describe('HttpBridgeClient speaks LI.FI', () => {
       to_amount_min: 97_510_000n,
       estimated_fill_ms: 12_000,
       expires_at: new Date(60_000).toISOString(),
-      deposit: [{ kind: 'evm_transaction', chain: 'ARB', to: DIAMOND, data: '0xabcdef', value: 0n }],
+      deposit: [{ kind: 'evm_transaction', chain: 'ARB', token: ARB_USDC, spender: DIAMOND, to: DIAMOND, data: '0xabcdef', value: 0n }],
     });
   });
 
@@ -145,6 +156,12 @@ describe('quote checks before signing: each refusal', () => {
     expect(error).toMatchObject({ code: 'BRIDGE_QUOTE_UNKNOWN_CONTRACT' });
   });
   it('no transactionRequest', () => refused(step({ transactionRequest: null }), 'BRIDGE_QUOTE_NO_TRANSACTION'));
+  it('it spends a native coin, not the token asked for', () =>
+    refused(
+      step({ action: { fromToken: { address: '0x0000000000000000000000000000000000000000', symbol: 'ETH', decimals: 18 } } }),
+      'BRIDGE_QUOTE_WRONG_TOKEN',
+    ));
+  it('its fromToken is not an address', () => refused(step({ action: { fromToken: { address: 'USDC' } } }), 'BRIDGE_QUOTE_WRONG_TOKEN'));
   it('an answer that is not a LiFiStep is the bridge being unavailable, not a quote', async () => {
     await expect(clientAnswering({ id: 'x' }).quote(REQUEST)).rejects.toMatchObject({ code: 'BRIDGE_UNAVAILABLE' });
   });

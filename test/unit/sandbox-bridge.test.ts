@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { getAddressDecoder } from '@solana/kit';
-import { type Address, createPublicClient, createWalletClient, defineChain, erc20Abi, type Hex, http } from 'viem';
+import { type Address, createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, type Hex, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SandboxBridge, startSandboxBridge } from '../../infra/local/bridge/server.ts';
@@ -15,6 +15,7 @@ import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';
 import { type BridgeQuote, BridgeRefusedError, type BridgeStatus } from '../../shared/transfers/bridge.ts';
 import { BRIDGE_ROUTES, type BridgeRoute, bridgeFee, findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
 import { HttpBridgeClient } from '../../shared/transfers/http-bridge-client.ts';
+import { LIFI_CONTRACTS } from '../../shared/transfers/lifi.ts';
 
 /** The bridge's tick here (its pollMs): a wait for "nothing happens" lasts a few ticks. */
 const TICK_MS = 50;
@@ -91,8 +92,15 @@ async function evmUser(code: EvmChainCode, usdc: bigint) {
     let hash: Hex | undefined;
     for (const call of quote.deposit) {
       if (call.kind !== 'evm_transaction') throw new Error('not an EVM deposit');
-      hash = await wallet.sendTransaction({ to: call.to, data: call.data, value: call.value });
-      expect((await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('success');
+      // As the transfer step does (LI.FI's ERC-20 flow): approve the spender for the amount, then the call.
+      const approve = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [call.spender, quote.amount] });
+      for (const tx of [
+        { to: call.token, data: approve, value: 0n },
+        { to: call.to, data: call.data, value: call.value },
+      ]) {
+        hash = await wallet.sendTransaction(tx);
+        expect((await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('success');
+      }
     }
     return hash!;
   };
@@ -130,7 +138,15 @@ describe('quotes', () => {
     // LI.FI's quotes are good for about 60 s; the client counts from receipt.
     expect(Date.parse(quote.expires_at) - Date.now()).toBeGreaterThan(50_000);
     expect(quote.deposit).toHaveLength(1);
-    expect(quote.deposit[0]).toMatchObject({ kind: 'evm_transaction', chain: 'ARB', to: evm.chains.ARB.tokens.USDC!.address, value: 0n });
+    // LI.FI's diamond on Arbitrum (the sandbox's stand-in at that address) is approved, then called; the token is USDC.
+    expect(quote.deposit[0]).toMatchObject({
+      kind: 'evm_transaction',
+      chain: 'ARB',
+      token: evm.chains.ARB.tokens.USDC!.address,
+      spender: LIFI_CONTRACTS.ARB[0],
+      to: LIFI_CONTRACTS.ARB[0],
+      value: 0n,
+    });
     expect((quote.deposit[0] as { data: string }).data.endsWith(quote.quote_id.replaceAll('-', ''))).toBe(true);
   });
 
@@ -181,11 +197,11 @@ describe("LI.FI's public API shapes (GET /v1/quote, GET /v1/status)", () => {
         fromAmount: '20000000',
         toAmount: (20n * USDC - fee).toString(),
         toAmountMin: (((20n * USDC - fee) * 99n) / 100n).toString(),
-        approvalAddress: bridge.listing.vaults.evm,
+        approvalAddress: LIFI_CONTRACTS.ARB[0],
         gasCosts: [],
         executionDuration: 0,
       },
-      transactionRequest: { to: evm.chains.ARB.tokens.USDC!.address, chainId: 42161, value: '0x0', from: sender },
+      transactionRequest: { to: LIFI_CONTRACTS.ARB[0], chainId: 42161, value: '0x0', from: sender },
     });
     expect(body.action.fromToken).toMatchObject({ chainId: 42161, symbol: 'USDC', decimals: 6 });
     const feeCosts = body.estimate.feeCosts as { amount: string; included: boolean; token: { symbol: string } }[];

@@ -6,7 +6,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { Keypair } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { v7 as uuidv7 } from 'uuid';
-import { type Address, getAddress, type Hex } from 'viem';
+import { type Address, decodeFunctionData, erc20Abi, getAddress, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SandboxBridge, startSandboxBridge } from '../../infra/local/bridge/server.ts';
@@ -24,8 +24,10 @@ import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { bridgeClientFromEnv } from '../../shared/deps/transfer-bridge-step.ts';
 import { venueDriverFactories } from '../../shared/deps/venues.ts';
+import type { BridgeClient } from '../../shared/transfers/bridge.ts';
 import { platformFee } from '../../shared/transfers/estimate.ts';
 import { HttpBridgeClient } from '../../shared/transfers/http-bridge-client.ts';
+import { LIFI_CONTRACTS } from '../../shared/transfers/lifi.ts';
 import type { PlatformFeeSettings } from '../../shared/transfers/platform-fee.ts';
 import { BRIDGE_KIND, type BridgeStepDeps } from '../../shared/transfers/steps/bridge.ts';
 import { runStep as runKinds, settle } from '../../shared/transfers/steps/core.ts';
@@ -55,7 +57,7 @@ import { VenueRegistry } from '../../shared/venues/registry.ts';
 import type { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
 import { DEFAULT_SPONSORSHIP_LIMITS, SponsorshipBudget } from '../../shared/withdrawals/sponsorship-budget.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
-import { depositThroughPlan, keyWallet, tokenBalance } from './support/venue-test-wallets.ts';
+import { depositThroughPlan, keyWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
 /**
  * The transfer step use case (shared/transfers/steps/core.ts runStep, with every kind) on real sandbox pieces: anvil
@@ -428,7 +430,16 @@ describe('bridge step', () => {
     expect(task.status).toBe('completed');
     expect(step.platform_fee).toBe('10000');
     expect(step.reference).toMatch(/./);
-    expect(Object.keys(step.sends!).sort()).toEqual(['bridge', 'platform_fee']);
+    // LI.FI's ERC-20 flow: approve the diamond for exactly the amount, then its call pulls it (nothing left approved).
+    expect(Object.keys(step.sends!).sort()).toEqual(['bridge', 'bridge_approve', 'platform_fee']);
+    const arb = sandboxChainClient(evm, 'ARB').client;
+    const usdc = evm.chains.ARB.tokens.USDC!.address as Address;
+    const diamond = LIFI_CONTRACTS.ARB[0] as Address;
+    const approve = await arb.getTransaction({ hash: step.sends!.bridge_approve!.tx_hash as Hex });
+    expect(getAddress(approve.to!)).toBe(getAddress(usdc));
+    expect(decodeFunctionData({ abi: erc20Abi, data: approve.input })).toEqual({ functionName: 'approve', args: [getAddress(diamond), 9_990_000n] });
+    expect(getAddress((await arb.getTransaction({ hash: step.sends!.bridge!.tx_hash as Hex })).to!)).toBe(getAddress(diamond));
+    expect(await arb.readContract({ address: usdc, abi: erc20Abi, functionName: 'allowance', args: [user.evmAddress, diamond] })).toBe(0n);
     const received = await usdcOn('POL', user.evmAddress);
     expect(received).toBe(BigInt(step.amount_out!));
     // across: 0.05 USDC + 4 bps of what was bridged (10 − 0.01).
@@ -711,11 +722,33 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
       destination_chain: 'POL',
       destination_token: 'USDC',
     });
-    // The sandbox's deposit is a token transfer into its vault: not LI.FI's diamond.
-    const strict = { ...deps, bridge: new HttpBridgeClient({ baseUrl: bridge.url }) };
+    // An allow-list without LI.FI's diamond (the sandbox's quotes pay the diamond at LI.FI's own address).
+    const strict = { ...deps, bridge: new HttpBridgeClient({ baseUrl: bridge.url, contracts: { ARB: ['0x00000000000000000000000000000000000000C3'] } }) };
     await expect(runStep(strict, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
     const task = (await loadTask(table, ref))!;
     expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_QUOTE_UNKNOWN_CONTRACT' } });
+    expect(task.steps[0]!.sends ?? {}).toEqual({});
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+  });
+
+  it("a bridge quote that would spend another token than the chain config's fails the step before signing: BRIDGE_QUOTE_WRONG_TOKEN, nothing sent", async () => {
+    const user = await newUser(20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'POL',
+      destination_token: 'USDC',
+    });
+    const real = deps.bridge!;
+    const otherToken = evm.chains.ARB.tokens['USDC.E']!.address as `0x${string}`;
+    const swapped: BridgeClient = {
+      quote: async (request) => {
+        const quote = await real.quote(request);
+        return { ...quote, deposit: quote.deposit.map((call) => (call.kind === 'evm_transaction' ? { ...call, token: otherToken } : call)) };
+      },
+      status: (reference) => real.status(reference),
+    };
+    await expect(runStep({ ...deps, bridge: swapped }, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = (await loadTask(table, ref))!;
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_QUOTE_WRONG_TOKEN' } });
     expect(task.steps[0]!.sends ?? {}).toEqual({});
     expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
   });

@@ -39,8 +39,9 @@ import {
   bridgeRouteJson,
   findBridgeRoute,
 } from '../../../shared/transfers/bridge-routes.ts';
-import { bridgeChainOfLifi, LIFI_CHAIN_IDS, LIFI_TOKEN_SYMBOLS } from '../../../shared/transfers/lifi.ts';
+import { bridgeChainOfLifi, LIFI_CHAIN_IDS, LIFI_CONTRACTS, LIFI_TOKEN_SYMBOLS } from '../../../shared/transfers/lifi.ts';
 import { ChainHeads } from '../chain-heads.ts';
+import { sandboxLifiDiamondArtifactAbi } from '../contracts/sandbox-lifi-diamond.artifact.ts';
 import type { EvmSandbox } from '../evm-sandbox.ts';
 import { ANY_ADDRESS, type FaultTable, faultTableOf, scopeOf, takeFault } from '../fault-scopes.ts';
 import { listenPreferring } from '../listen-preferring.ts';
@@ -57,10 +58,12 @@ import { DurableState } from '../venues/durable-state.ts';
  *
  * - Quote (`GET /v1/quote`): a LiFiStep; fee = fixed + bps of the route
  *   (shared/transfers/bridge-routes.ts), refused (404, `AMOUNT_TOO_LOW/HIGH`) outside min / max;
- *   the quote expires after the route's TTL. Its `transactionRequest` is the deposit: EVM, the
- *   token's `transfer(vault, amount)` with the quote id appended to the calldata (ERC-20 ignores
- *   the suffix, the bridge reads it from the transaction); SOL, a base64 transaction of an SPL
- *   transfer to the vault with the quote id as memo.
+ *   the quote expires after the route's TTL. Its `transactionRequest` is the deposit: EVM, as
+ *   LI.FI's ERC-20 flow, a call of the diamond at LI.FI's own address (the SandboxLifiDiamond
+ *   stand-in), which pulls the amount into the vault with `transferFrom` once the wallet has
+ *   approved `estimate.approvalAddress` (the same diamond); the quote id follows the call's
+ *   arguments in the calldata (the contract ignores it, the bridge reads it from the
+ *   transaction); SOL, a base64 transaction of an SPL transfer to the vault with the quote id as memo.
  * - Deposits are credited only from the chain: the EVM watcher reads Transfer logs to the vault on
  *   every EVM chain; a Solana deposit (and any EVM one not yet seen) is read from the chain when
  *   its status is asked (`GET /v1/status?fromChain&txHash`). Each is recorded once, keyed
@@ -169,9 +172,9 @@ export interface SandboxBridgeListing {
 export interface SandboxBridge {
   readonly url: string;
   /**
-   * What its quotes send to or ask an allowance for, per source chain (the token contracts and the
-   * vault on EVM, the vault on Solana): the allow-list HttpBridgeClient is given in the sandbox
-   * (BRIDGE_CONTRACTS) in place of LI.FI's diamonds.
+   * What its quotes send to or ask an allowance for, per source chain: LI.FI's own diamonds on EVM
+   * (the production allow-list, LIFI_CONTRACTS), the vault on Solana (LI.FI's Solana programs are
+   * not emulated): the allow-list HttpBridgeClient is given in the sandbox (BRIDGE_CONTRACTS).
    */
   readonly contracts: Readonly<Record<BridgeChain, readonly string[]>>;
   readonly listing: SandboxBridgeListing;
@@ -195,6 +198,13 @@ const TOKEN_MINIMUM = 100_000n * 10n ** 6n;
 const TOKEN_FUNDING = 2_000_000n * 10n ** 6n;
 const SOL_LAMPORTS_FUNDING = 100n * 10n ** 9n;
 const BODY_LIMIT = 64 * 1024;
+
+/** The LI.FI diamond on a sandbox EVM chain: the SandboxLifiDiamond stand-in installed at LI.FI's own address (infra/local/evm-sandbox.ts). */
+function diamondOf(chain: EvmChainCode): Address {
+  const diamond = LIFI_CONTRACTS[chain][0];
+  if (!diamond) throw new Error(`internal: no LI.FI diamond address for ${chain}`);
+  return getAddress(diamond);
+}
 
 /** LI.FI's error body (research B, @lifi/types src/errors.ts): a numeric `code`, and for a quote not given the tool's `errors[]`. */
 class BridgeHttpError extends Error {
@@ -650,11 +660,15 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
         ? { data: await unsignedSolanaTransfer(sender, amount, id) }
         : {
             from: sender,
-            to: tokenAddress(from.chain, from.token)!,
+            to: diamondOf(from.chain),
             chainId: LIFI_CHAIN_IDS[from.chain],
-            data: `${encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [vault.address, amount] })}${id.replaceAll('-', '')}`,
+            data: `${encodeFunctionData({
+              abi: sandboxLifiDiamondArtifactAbi,
+              functionName: 'startBridgeTokensViaSandbox',
+              args: [tokenAddress(from.chain, from.token)!, amount, vault.address],
+            })}${id.replaceAll('-', '')}`,
             value: '0x0',
-            gasLimit: '0x186a0',
+            gasLimit: '0x30d40',
           };
     const fromToken = tokenOf(from.chain, from.token);
     const toToken = tokenOf(to.chain, to.token);
@@ -685,7 +699,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
           toAmount: toAmount.toString(),
           toAmountMin: toAmountMin.toString(),
           toAmountUSD: usd(toAmount),
-          approvalAddress: from.chain === 'SOL' ? solVault : vault.address,
+          approvalAddress: from.chain === 'SOL' ? solVault : diamondOf(from.chain),
           feeCosts: [
             {
               name: 'Bridge fixed fee',
@@ -809,10 +823,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
   const url = `http://${urlHost}:${port}`;
   const listing = (): SandboxBridgeListing => ({ url, vaults: { evm: vault.address, sol: solVault }, routes: routes.map(bridgeRouteJson) });
 
-  const contracts = Object.fromEntries([
-    ...EVM_CHAINS.map((code) => [code, [vault.address, ...(['USDC', 'USDC.E'] as const).flatMap((t) => tokenAddress(code, t) ?? [])]]),
-    ['SOL', [solVault]],
-  ]) as Record<BridgeChain, string[]>;
+  const contracts = Object.fromEntries([...EVM_CHAINS.map((code) => [code, LIFI_CONTRACTS[code]]), ['SOL', [solVault]]]) as Record<BridgeChain, string[]>;
 
   return {
     url,

@@ -1,3 +1,4 @@
+import { encodeFunctionData, erc20Abi } from 'viem';
 import type { Chains } from '../../chains/chains.ts';
 import type { Senders } from '../../chains/sender/senders.ts';
 import { solanaSendOutcome } from '../../chains/sender/solana-sender.ts';
@@ -100,12 +101,23 @@ async function walletBalance(ctx: Ctx<BridgeStepDeps>, chain: ChainCode, token: 
   return (await ctx.deps.chains.evm(chain)).balance(ctx.wallet.evmAddress, token);
 }
 
+/**
+ * The quote's deposit. EVM: LI.FI's contracts pull the tokens (`transferFrom`), so the wallet first
+ * approves the quote's allow-listed spender for exactly the amount (label `bridge_approve`: sent
+ * once, like every send; never an unlimited allowance), naming the token from this deployment's
+ * chain config: a quote that would spend another token fails the step with nothing sent.
+ */
 async function sendBridgeDeposit(ctx: Ctx<BridgeStepDeps>, call: BridgeDepositCall, token: string, amount: bigint): Promise<void> {
   if (call.kind === 'spl_transfer') {
     await sendSolana(ctx, 'bridge', call.to, call.token, call.amount, call.memo);
-  } else {
-    await sendEvm(ctx, 'bridge', call.chain, { to: call.to, data: call.data, value: call.value }, { token, amount });
+    return;
   }
+  const ours = (await ctx.deps.chains.evm(call.chain)).tokenAddress(token);
+  if (!ours || ours.toLowerCase() !== call.token.toLowerCase())
+    throw new StepFailure('BRIDGE_QUOTE_WRONG_TOKEN', `The bridge quote was refused before signing: it spends ${call.token}, not ${token} on ${call.chain}`);
+  const approve = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [call.spender, amount] });
+  await sendEvm(ctx, 'bridge_approve', call.chain, { to: ours, data: approve, value: 0n }, { token, amount: 0n });
+  await sendEvm(ctx, 'bridge', call.chain, { to: call.to, data: call.data, value: call.value }, { token, amount });
 }
 
 /** A previous try's bridge deposit that the bridge has not refused or refunded is adopted (polled), never sent again. */
