@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import LongestFirstSequencer from './test/support/sequencer.ts';
 
@@ -30,6 +32,14 @@ const isolatedUnitTests = [
   'transfer-step-handlers',
 ].map((name) => `test/unit/${name}.test.ts`);
 const unitSetup = ['test/support/aws-matchers.ts'];
+
+/**
+ * Node's on-disk compile cache for every process the run starts (the forks, the API runtimes, the
+ * CLIs, each `node` a test spawns): each loads the same node_modules (viem, the AWS SDK, Solana),
+ * so all but the first read V8's compiled code instead of compiling it again. Measured: a runtime
+ * boot 1.7 → 1.4 CPU-s. A later run reuses it; Node checks each entry against the source it read.
+ */
+process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'perp-wallet-node-compile-cache');
 
 export default defineConfig({
   test: {
