@@ -319,10 +319,16 @@ describe('the per-(user, venue) balance lock', () => {
 });
 
 describe('the lock across invocations (takeVenueLock)', () => {
+  const depositStep = { action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' } as const;
+  const step: Pick<DepositStep, 'index' | 'try' | 'venue' | 'action'> = { index: 0, try: 0, venue: 'venue_b', action: 'deposit' };
+  /** Two running tasks of one user (each step 0 a venue_b deposit, none driven: only the lock is exercised). */
+  async function twoTasks() {
+    const user = await newUser(0n, 0n);
+    return { ref: await newTask(user, 'self', 'venue_b', '10', depositStep), other: await newTask(user, 'self', 'venue_b', '10', depositStep) };
+  }
+
   it('a holder takes it back as itself; others wait; after an expiry and a take-over the first holder learns it lost it', async () => {
-    const ref: TaskRef = { app_id: APP_ID, app_user_id: `user-${uuidv7()}`, task_id: uuidv7() };
-    const other: TaskRef = { ...ref, task_id: uuidv7() };
-    const step: Pick<DepositStep, 'index' | 'try' | 'venue' | 'action'> = { index: 0, try: 0, venue: 'venue_b', action: 'deposit' };
+    const { ref, other } = await twoTasks();
     expect(await takeVenueLock(table, ref, step, false)).toBe('held');
     expect(await takeVenueLock(table, ref, step, true)).toBe('held'); // a later invocation of the same step (renews)
     expect(await takeVenueLock(table, other, step, false)).toBe('busy');
@@ -344,6 +350,35 @@ describe('the lock across invocations (takeVenueLock)', () => {
     expect((await getItem(table, key))!.owner).toBe(`${other.task_id}:0:0`);
     await releaseVenueLock(table, other, step);
     expect(await takeVenueLock(table, ref, step, true)).toBe('taken-over'); // fencing: what it read under the old lease may be stale
+  });
+
+  /** Sets fields of the task item (a crash left it so). */
+  async function setTask(ref: TaskRef, update: string, values: Record<string, unknown>, names: Record<string, string> = {}) {
+    await table.doc.send(
+      new UpdateCommand({
+        TableName: table.name,
+        Key: { pk: `TASKS#${ref.app_id}#${ref.app_user_id}`, sk: `TASK#${ref.task_id}` },
+        UpdateExpression: update,
+        ExpressionAttributeValues: values,
+        ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+      }),
+    );
+  }
+
+  it('a holder whose step ended without releasing it (killed between its completion write and the release) loses it to the next taker at once', async () => {
+    const { ref, other } = await twoTasks();
+    const key = venueBalanceLease('venue_b', APP_ID, ref.app_user_id);
+    expect(await takeVenueLock(table, ref, step, false)).toBe('held');
+    expect(await takeVenueLock(table, other, step, false)).toBe('busy'); // the holder's step still runs
+    await setTask(ref, 'SET steps[0].#status = :completed', { ':completed': 'completed' }, { '#status': 'status' });
+    expect(await takeVenueLock(table, other, step, false)).toBe('held');
+    expect((await getItem(table, key))!.owner).toBe(`${other.task_id}:0:0`);
+    // A failed task's holder, and a holder whose step a resume reset (another try), are as stale.
+    await setTask(other, 'SET #status = :failed', { ':failed': 'failed' }, { '#status': 'status' });
+    expect(await takeVenueLock(table, ref, { ...step, try: 1 }, false)).toBe('held');
+    await setTask(ref, 'SET steps[0].#try = :two', { ':two': 2 }, { '#try': 'try' });
+    expect(await takeVenueLock(table, other, { ...step, try: 5 }, false)).toBe('held');
+    expect((await getItem(table, key))!.owner).toBe(`${other.task_id}:0:5`);
   });
 });
 

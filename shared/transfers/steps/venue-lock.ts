@@ -1,7 +1,8 @@
-import type { Table } from '../../db/client.ts';
+import { getItem, type Table } from '../../db/client.ts';
 import { releaseLease, takeLease } from '../../db/lease.ts';
 import type { VenueId } from '../../venues/default-status.ts';
 import type { StepRecord, TaskRef } from '../task.ts';
+import { loadTask } from './store.ts';
 
 /**
  * The per-(user, venue) balance lock (venueBalanceLease below, a shared/db/lease.ts takeLease lease): while
@@ -17,8 +18,9 @@ import type { StepRecord, TaskRef } from '../task.ts';
  * takes it back). A deposit takes it before it reads its baseline and holds it until its credit
  * shows; a withdrawal takes it before it reads its baseline and releases it once the venue
  * accepted the request (its reference is recorded: the venue has debited). Each look renews it;
- * every terminal transition of the step releases it (core.ts: completed, failed, settle), and a
- * holder that vanished (an execution aborted) loses it after VENUE_LOCK_MS.
+ * every terminal transition of the step releases it (core.ts: completed, failed, settle); a holder
+ * whose step ended without releasing it (a crash in between) loses it to the next taker at once
+ * (releaseIfStale), and a holder that vanished (an execution aborted) after VENUE_LOCK_MS.
  *
  * Waiting happens in the poll phase, not in ASL retries: a step that finds the lock busy records
  * nothing and answers "not done" (submit: the execution goes on to Wait + Poll; poll: settled
@@ -48,9 +50,32 @@ const keyOf = (ref: TaskRef, venue: string) => venueBalanceLease(venue, ref.app_
  * balance: what this step read under it may be stale); `busy`: another step holds it.
  */
 export async function takeVenueLock(table: Table, ref: TaskRef, step: LockHolder & { readonly venue: VenueId }, resuming: boolean): Promise<VenueLock> {
-  const taken = await takeLease(table, keyOf(ref, step.venue), holderOf(ref, step), VENUE_LOCK_MS);
+  const key = keyOf(ref, step.venue);
+  const holder = holderOf(ref, step);
+  let taken = await takeLease(table, key, holder, VENUE_LOCK_MS);
+  if (!taken && (await releaseIfStale(table, ref, key))) taken = await takeLease(table, key, holder, VENUE_LOCK_MS);
   if (!taken) return 'busy';
   return taken.resumed || !resuming ? 'held' : 'taken-over';
+}
+
+/**
+ * Frees a lock whose holder will never release it: its step completed or failed, was reset by a
+ * resume (another try), or its task ended. A terminal transition writes the step, then releases
+ * the lock (core.ts): a process killed between the two left the lock to its VENUE_LOCK_MS expiry,
+ * and every other transfer of the user on that venue waited five minutes (the kill -9 test once
+ * caught it). Released only while that holder still has it (releaseLease's condition).
+ */
+async function releaseIfStale(table: Table, ref: TaskRef, key: { pk: string; sk: string }): Promise<boolean> {
+  const owner = (await getItem(table, key))?.owner;
+  if (typeof owner !== 'string') return false;
+  const [taskId, index, tryNumber] = owner.split(':');
+  if (!taskId || index === undefined || tryNumber === undefined) return false;
+  const task = await loadTask(table, { app_id: ref.app_id, app_user_id: ref.app_user_id, task_id: taskId });
+  const held = task?.steps[Number(index)];
+  const running = task !== undefined && (task.status === 'pending' || task.status === 'in_progress');
+  if (running && held !== undefined && held.try === Number(tryNumber) && held.status !== 'completed' && held.status !== 'failed') return false;
+  await releaseLease(table, key, owner);
+  return true;
 }
 
 /** Releases the lock if this step (this try) holds it; a no-op for any other step, and for steps without a venue (a bridge). */
