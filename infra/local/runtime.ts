@@ -172,8 +172,10 @@ async function startOnLockedDataDir(
   heartbeat.unref();
   closers.splice(closers.indexOf(stopEvm), 0, async () => clearInterval(heartbeat));
   // Sandbox venues: each its own server and state under DATA_DIR/venues, watching the chains.
-  // One read of each chain's head per half tick, whichever of its watchers asks.
-  const heads = new ChainHeads(tickMs / 2);
+  // Each chain's head from its newHeads subscription (a quiet chain costs its watchers no request);
+  // until that is live, one read per half tick, whichever of its watchers asks.
+  const heads = new ChainHeads(tickMs / 2, { subscribe: true });
+  closers.splice(closers.indexOf(stopEvm), 0, () => heads.close()); // before the chains: no socket outlives its node
   const venues = await startSandboxVenues({ dataDir, host, evm, pollMs: tickMs, heads });
   closers.splice(closers.indexOf(stopEvm), 0, () => venues.stop()); // before the chains: a payout may await its receipt
   // The sandbox bridge: its own server and state under DATA_DIR/bridge, vaults on every chain.

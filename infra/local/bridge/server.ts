@@ -227,7 +227,9 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
   const routes = options.routes ?? BRIDGE_ROUTES;
   const pollMs = options.pollMs ?? 200;
   const receiptPollMs = Math.min(50, pollMs);
-  const heads = options.heads ?? new ChainHeads(pollMs / 2);
+  // Heads of our own (no runtime shared its): subscribed, and closed when the bridge stops.
+  const ownHeads = options.heads ? undefined : new ChainHeads(pollMs / 2, { subscribe: true });
+  const heads = options.heads ?? ownHeads!;
   const store = await DurableState.open<BridgeState>(join(resolve(options.dataDir), 'bridge', 'bridge.json'), () => ({
     version: 1,
     port: null,
@@ -860,6 +862,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
         server.closeAllConnections();
       });
       await Promise.all(loops);
+      await ownHeads?.close();
     },
   };
 

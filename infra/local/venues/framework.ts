@@ -255,12 +255,15 @@ const VAULT_TOKEN_FUNDING = 1_000_000n * 10n ** 6n;
 
 export async function startSandboxVenues(options: SandboxVenuesOptions): Promise<SandboxVenues> {
   const modules: readonly VenueModule<any>[] = options.modules ?? (await import('./modules.ts')).implementedVenueModules();
-  const heads = options.heads ?? new ChainHeads((options.pollMs ?? 200) / 2);
+  // Heads of our own (no runtime shared its): subscribed, and closed when the venues stop.
+  const ownHeads = options.heads ? undefined : new ChainHeads((options.pollMs ?? 200) / 2, { subscribe: true });
+  const heads = options.heads ?? ownHeads!;
   const started: RunningVenue[] = [];
   try {
     for (const module of modules) started.push(await startVenue(module, options, heads));
   } catch (error) {
     await Promise.all(started.map((venue) => venue.stop()));
+    await ownHeads?.close();
     throw error;
   }
   const byId = new Map(started.map((venue) => [venue.id, venue]));
@@ -276,6 +279,7 @@ export async function startSandboxVenues(options: SandboxVenuesOptions): Promise
     },
     stop: async () => {
       await Promise.all(started.map((venue) => venue.stop()));
+      await ownHeads?.close();
     },
   };
 }
