@@ -3,9 +3,9 @@ import { createPublicClient, hexToBigInt, type PublicClient, webSocket } from 'v
 /** One chain's `newHeads` subscription: the latest head it pushed, while it is live. */
 interface HeadSubscription {
   /** The latest head known: the seed read, then every pushed block. */
-  head: bigint | undefined;
+  readonly head: bigint | undefined;
   /** Subscribed and seeded, and no error since: `head` may be answered without a request. */
-  live: boolean;
+  readonly live: boolean;
   /** Resolves once subscribed and seeded (or given up: then `live` stays false). */
   readonly ready: Promise<void>;
   close(): Promise<void>;
@@ -79,35 +79,41 @@ export class ChainHeads {
 
   private startSubscription(rpcUrl: string, client: Pick<PublicClient, 'getBlockNumber'>): HeadSubscription {
     const socket = createPublicClient({ transport: webSocket(rpcUrl.replace(/^http/, 'ws'), { retryCount: 0, reconnect: false }) });
+    const state: { head: bigint | undefined; live: boolean } = { head: undefined, live: false };
+    const raise = (head: bigint) => {
+      // Pushed in order; the seed read may have raced a push, so never step back past it.
+      if (state.head === undefined || head > state.head) state.head = head;
+    };
+    const ready = (async () => {
+      try {
+        await socket.transport.subscribe({
+          params: ['newHeads'],
+          onData: (data: { result?: { number?: `0x${string}` } }) => {
+            const number = data.result?.number;
+            if (number !== undefined) raise(hexToBigInt(number));
+          },
+          onError: () => {
+            state.live = false;
+          },
+        });
+        // Active now: every later block is pushed, so this read plus the pushes miss none.
+        raise(await client.getBlockNumber({ cacheTime: 0 }));
+        state.live = !this.closed;
+      } catch {
+        state.live = false; // no WebSocket endpoint: this chain is polled
+      }
+    })();
     const subscription: HeadSubscription = {
-      head: undefined,
-      live: false,
-      ready: (async () => {
-        try {
-          await socket.transport.subscribe({
-            params: ['newHeads'],
-            onData: (data: { result?: { number?: `0x${string}` } }) => {
-              const number = data.result?.number;
-              if (number === undefined) return;
-              const pushed = hexToBigInt(number);
-              // Pushed in order; the seed read may have raced a push, so never step back past it.
-              if (subscription.head === undefined || pushed > subscription.head) subscription.head = pushed;
-            },
-            onError: () => {
-              subscription.live = false;
-            },
-          });
-          // Active now: every later block is pushed, so this read plus the pushes miss none.
-          const seed = await client.getBlockNumber({ cacheTime: 0 });
-          if (subscription.head === undefined || seed > subscription.head) subscription.head = seed;
-          subscription.live = !this.closed;
-        } catch {
-          subscription.live = false; // no WebSocket endpoint: this chain is polled
-        }
-      })(),
+      get head() {
+        return state.head;
+      },
+      get live() {
+        return state.live;
+      },
+      ready,
       close: async () => {
-        subscription.live = false;
-        await subscription.ready;
+        state.live = false;
+        await ready;
         // Closing the socket ends the subscription on the node's side too.
         const rpc = await socket.transport.getRpcClient().catch(() => undefined);
         rpc?.close();

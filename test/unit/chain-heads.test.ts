@@ -39,7 +39,7 @@ afterAll(() => {
 function counting() {
   const counter = {
     reads: 0,
-    getBlockNumber: (args: { cacheTime: number }) => {
+    getBlockNumber: (args?: { cacheTime?: number }) => {
       counter.reads += 1;
       return client.getBlockNumber(args);
     },
