@@ -4,7 +4,6 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import type { JWK } from 'jose';
 import type { TestProject } from 'vitest/node';
@@ -12,7 +11,7 @@ import { registerApplication } from '../../../shared/apps/register-application.t
 import { generateEs256Jwk } from '../../../shared/crypto/es256-jwk.ts';
 import { KmsOpJwtSigner } from '../../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../../shared/db/client.ts';
-import { freePort } from '../../support/free-port.ts';
+import { startDynamoDbLocal, stopChild as stopProcess } from '../../support/dynamodb-local.ts';
 import { countLogLines, type KnownSecret, scanLog } from './log-scan.ts';
 import { SANDBOX_TICK_MS } from './sandbox-clock.ts';
 
@@ -101,71 +100,6 @@ function testApp(
   };
 }
 
-/**
- * DynamoDB Local takes a port number (not 0): one probed free here can be taken (by a runtime's
- * component, or any process) before the JVM binds it. The JVM then reports the failed bind and
- * lingers, so that is watched for and answered with another port.
- */
-async function startDynamoDbLocal(workDir: string): Promise<{ endpoint: string; process: ChildProcess }> {
-  for (let attempt = 1; ; attempt++) {
-    const started = await spawnDynamoDbLocal(workDir, await freePort());
-    if (started !== 'port taken') return started;
-    if (attempt === 5) throw new Error('DynamoDB Local: every port tried was taken before it could bind it');
-  }
-}
-
-async function spawnDynamoDbLocal(workDir: string, port: number): Promise<{ endpoint: string; process: ChildProcess } | 'port taken'> {
-  const home = join(ROOT, 'node_modules/amplify-dynamodb-simulator/emulator');
-  const child = spawn(
-    'java',
-    [
-      // A test JVM lives a minute: C1 only and one GC thread spend less of the 2 cores on JIT and
-      // GC (measured alone, with the runtime logging to a file: api-dynamodb-local 58 → 51 s wall, 106 → 86 CPU-s).
-      '-XX:TieredStopAtLevel=1',
-      '-XX:+UseSerialGC',
-      `-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`,
-      '-jar',
-      join(home, 'DynamoDBLocal.jar'),
-      '-inMemory',
-      '-port',
-      String(port),
-    ],
-    {
-      // It writes dynamodb-local-metadata.json into its working directory: keep that out of the repo.
-      cwd: workDir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let output = '';
-  for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
-  const endpoint = `http://127.0.0.1:${port}`;
-  const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
-  const deadline = Date.now() + 60_000;
-  try {
-    for (;;) {
-      if (/BindException|Failed to bind/.test(output)) {
-        await stopProcess(child);
-        return 'port taken';
-      }
-      if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode} (is Java 17 installed?):\n${output}`);
-      try {
-        await client.send(new ListTablesCommand({}));
-        // Answered: from here on its output is not needed.
-        for (const stream of [child.stdout!, child.stderr!]) stream.removeAllListeners('data').resume();
-        return { endpoint, process: child };
-      } catch (error) {
-        if (Date.now() > deadline) {
-          await stopProcess(child);
-          throw new Error(`DynamoDB Local did not answer within 60 s: ${(error as Error).message}\n${output}`);
-        }
-        await new Promise((done) => setTimeout(done, 250));
-      }
-    }
-  } finally {
-    client.destroy();
-  }
-}
-
 export interface RuntimeProcess {
   readonly child: ChildProcess;
   readonly urls: Sandbox['urls'];
@@ -222,13 +156,7 @@ export function startRuntimeProcess(env: Record<string, string>, args: string[] 
   });
 }
 
-export function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
-  return new Promise((done) => {
-    child.once('exit', () => done());
-    child.kill('SIGTERM');
-  });
-}
+export { stopProcess };
 
 /**
  * Where a project run's runtime log is kept (overwritten by the next run of that project in this
