@@ -45,8 +45,8 @@ export async function checkBridgeQuote(
     // Solana has no allowance: `approvalAddress` is not used; the transaction's programs are checked instead.
     if (!tx?.data) return refuse('BRIDGE_QUOTE_NO_TRANSACTION', 'it carries no transactionRequest');
     const mint = step.action.fromToken.address;
-    const checked = await checkSolanaBridgeTransaction(tx.data, { sender: request.sender, mint, amount: request.amount, programs: allowed });
-    return { kind: 'solana_transaction', chain: 'SOL', transaction: checked.transaction, mint, amount: request.amount };
+    await checkSolanaBridgeTransaction(tx.data, { sender: request.sender, mint, amount: request.amount, programs: allowed });
+    return { kind: 'solana_transaction', chain: 'SOL', transaction: tx.data, mint, amount: request.amount };
   }
   if (!allowed.some((contract) => sameAddress(from, contract, step.estimate.approvalAddress)))
     refuse('BRIDGE_QUOTE_UNKNOWN_CONTRACT', `approvalAddress ${step.estimate.approvalAddress} is not an allowed bridge contract on ${from}`);

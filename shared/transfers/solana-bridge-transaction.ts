@@ -12,9 +12,15 @@ const ASSOCIATED_TOKEN_PROGRAM = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';
 /** SPL Token: Transfer (3) `[source, destination, authority]`, amount u64; TransferChecked (12) `[source, mint, destination, authority]`, amount u64, decimals u8. */
 const TOKEN_TRANSFER = 3;
 const TOKEN_TRANSFER_CHECKED = 12;
-/** Compute Budget: SetComputeUnitLimit (2, u32), SetComputeUnitPrice (3, u64 micro-lamports per unit). */
+/**
+ * Compute Budget: RequestHeapFrame (1, u32 bytes), SetComputeUnitLimit (2, u32),
+ * SetComputeUnitPrice (3, u64 micro-lamports per unit), SetLoadedAccountsDataSizeLimit (4, u32).
+ * Only the price costs the wallet anything beyond the base fee.
+ */
+const REQUEST_HEAP_FRAME = 1;
 const SET_COMPUTE_UNIT_LIMIT = 2;
 const SET_COMPUTE_UNIT_PRICE = 3;
+const SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT = 4;
 /** Associated Token Account: Create (0, or empty data) and CreateIdempotent (1); RecoverNested (2) is refused. */
 const ATA_CREATE_IDEMPOTENT = 1;
 /** A transaction without SetComputeUnitLimit gets 200,000 units per instruction (Solana's default), capped at 1.4 M. */
@@ -39,16 +45,6 @@ export interface SolanaBridgeExpectation {
   readonly programs: readonly string[];
 }
 
-/** A checked Solana bridge transaction, unsigned as LI.FI gave it. */
-export interface SolanaBridgeTransaction {
-  /** The base64 wire transaction as given (`transactionRequest.data`): our wallet's signature slot empty. */
-  readonly transaction: string;
-  /** What its top-level token transfers move out of the wallet (base units of `mint`; 0 when the move is a program's own CPI). */
-  readonly decodedOutflow: bigint;
-  /** Lamports of priority fee it may cost at most (compute unit limit × price). */
-  readonly priorityFeeLamports: bigint;
-}
-
 /**
  * The checks a Solana-source bridge transaction passes before our wallet signs it (issue 23;
  * LI.FI's Solana form is `transactionRequest: { data }`, a base64 serialized transaction, docs.li.fi
@@ -57,9 +53,10 @@ export interface SolanaBridgeTransaction {
  * token instructions are only Transfer / TransferChecked by the wallet of the route's mint, adding
  * up to at most the quoted amount; an instruction of a token, system or associated-token program
  * this check cannot decode is refused, never signed on trust; the priority fee is bounded. What an
- * allow-listed bridge program moves inside its own instruction (a CPI) is not visible here.
+ * allow-listed bridge program moves inside its own instruction (a CPI) is not visible here: the
+ * bridge step simulates the transaction before signing for that (steps/bridge.ts).
  */
-export async function checkSolanaBridgeTransaction(data: string, expect: SolanaBridgeExpectation): Promise<SolanaBridgeTransaction> {
+export async function checkSolanaBridgeTransaction(data: string, expect: SolanaBridgeExpectation): Promise<void> {
   const refuse = (code: string, message: string): never => {
     throw new BridgeQuoteRejectedError(code, `The bridge quote was refused before signing: ${message}`);
   };
@@ -116,6 +113,7 @@ export async function checkSolanaBridgeTransaction(data: string, expect: SolanaB
     if (program === COMPUTE_BUDGET_PROGRAM) {
       if (bytes[0] === SET_COMPUTE_UNIT_LIMIT && bytes.length === 5) unitLimit = BigInt(bytes.readUInt32LE(1));
       else if (bytes[0] === SET_COMPUTE_UNIT_PRICE && bytes.length === 9) unitPrice = bytes.readBigUInt64LE(1);
+      else if ((bytes[0] === REQUEST_HEAP_FRAME || bytes[0] === SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT) && bytes.length === 5) continue;
       else return undecodable(`compute budget instruction ${bytes[0] ?? 'without data'}`);
       continue;
     }
@@ -133,5 +131,4 @@ export async function checkSolanaBridgeTransaction(data: string, expect: SolanaB
   const priorityFeeLamports = (units * unitPrice + 999_999n) / 1_000_000n;
   if (priorityFeeLamports > MAX_BRIDGE_PRIORITY_FEE_LAMPORTS)
     refuse('BRIDGE_QUOTE_FEE_TOO_HIGH', `its priority fee of up to ${priorityFeeLamports} lamports is over ${MAX_BRIDGE_PRIORITY_FEE_LAMPORTS}`);
-  return { transaction: data, decodedOutflow: outflow, priorityFeeLamports };
 }

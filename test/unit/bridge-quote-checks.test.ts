@@ -261,7 +261,11 @@ describe('quote checks: the Solana form (a base64 transaction, signed as given)'
     const price = { programAddress: COMPUTE_BUDGET, data: Uint8Array.from([3, ...u64(50_000n)]) };
     const limit = { programAddress: COMPUTE_BUDGET, data: Uint8Array.from([2, 0x40, 0x0d, 0x03, 0x00]) }; // 200,000 units
     const call = { programAddress: LIFI_PROGRAM, data: Uint8Array.from(randomBytes(16)) };
-    await expect(quoted(transaction([limit, price, call]), null)).resolves.toMatchObject({ deposit: [{ kind: 'solana_transaction' }] });
+    const dataSize = { programAddress: COMPUTE_BUDGET, data: Uint8Array.from([4, 0x00, 0x00, 0x04, 0x00]) }; // 256 KiB of loaded accounts
+    await expect(quoted(transaction([limit, price, dataSize, call]), null)).resolves.toMatchObject({ deposit: [{ kind: 'solana_transaction' }] });
+    // A compute budget instruction it cannot decode (the retired RequestUnits, 0) is not signed on trust.
+    const retired = { programAddress: COMPUTE_BUDGET, data: Uint8Array.from([0, 1, 2, 3, 4, 5, 6, 7, 8]) };
+    await refusal(transaction([retired, call]), 'BRIDGE_QUOTE_UNSUPPORTED_TRANSACTION', null);
   });
   it('a program off the allow-list is refused (the sandbox’s memo under LI.FI’s list; any unlisted program under the sandbox’s)', async () => {
     await refusal(transaction([await transferChecked(7_000_000n), memo()]), 'BRIDGE_QUOTE_UNKNOWN_PROGRAM', null);
