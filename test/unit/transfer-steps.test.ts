@@ -3,8 +3,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { getCompiledTransactionMessageDecoder, getTransactionEncoder, type Transaction } from '@solana/kit';
+import {
+  address,
+  appendTransactionMessageInstructions,
+  compileTransaction,
+  createNoopSigner,
+  createSolanaRpc,
+  createTransactionMessage,
+  getCompiledTransactionMessageDecoder,
+  getTransactionEncoder,
+  pipe,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+  type Transaction,
+} from '@solana/kit';
 import { Keypair } from '@solana/web3.js';
+import { getTransferSolInstruction } from '@solana-program/system';
+import { findAssociatedTokenPda, getTransferCheckedInstruction, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
 import bs58 from 'bs58';
 import { v7 as uuidv7 } from 'uuid';
 import { type Address, decodeFunctionData, erc20Abi, getAddress, type Hex } from 'viem';
@@ -892,10 +907,33 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
     expect(task.failure!.message).toContain('9990001');
   });
 
-  it('a Solana bridge transaction that would take the wallet’s SOL fails the step on its simulation: BRIDGE_QUOTE_FEE_TOO_HIGH, nothing signed', async () => {
+  it('a Solana bridge transaction that would take less than quoted is refused too (it would land and then fail its effect check): BRIDGE_QUOTE_WRONG_AMOUNT', async () => {
     const task = await solanaQuoteSwapped(
-      async (owner, vault, quoteId) => (await solana.transferMessage(owner, vault, 'SOL', 100_000_000n, quoteId)).messageBytes,
+      async (owner, vault, quoteId, amount) => (await solana.transferMessage(owner, vault, 'USDC', amount - 1n, quoteId)).messageBytes,
     );
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_QUOTE_WRONG_AMOUNT' } });
+    expect(task.failure!.message).toContain('9989999');
+  });
+
+  it('a Solana bridge transaction that would also take the wallet’s SOL fails the step on its simulation: BRIDGE_QUOTE_FEE_TOO_HIGH, nothing signed', async () => {
+    const task = await solanaQuoteSwapped(async (owner, vault, _quoteId, amount) => {
+      // The quoted USDC into the vault, and 0.1 SOL to the vault as well.
+      const mint = address(sol.chain.tokens.USDC.mint);
+      const payer = createNoopSigner(address(owner));
+      const ata = async (of: string) => (await findAssociatedTokenPda({ owner: address(of), mint, tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+      const { value: lifetime } = await createSolanaRpc(sol.chain.rpc_url).getLatestBlockhash().send();
+      const instructions = [
+        getTransferCheckedInstruction({ source: await ata(owner), mint, destination: await ata(vault), authority: payer, amount, decimals: 6 }),
+        getTransferSolInstruction({ source: payer, destination: address(vault), amount: 100_000_000n }),
+      ];
+      const message = pipe(
+        createTransactionMessage({ version: 0 }),
+        (m) => setTransactionMessageFeePayer(payer.address, m),
+        (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
+        (m) => appendTransactionMessageInstructions(instructions, m),
+      );
+      return new Uint8Array(compileTransaction(message).messageBytes);
+    });
     expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_QUOTE_FEE_TOO_HIGH' } });
   });
 

@@ -177,7 +177,7 @@ const MAX_BRIDGE_LAMPORTS = 20_000_000n;
  * The second half of the check before signing (the first, on the message, is
  * solana-bridge-transaction.ts): what an allow-listed bridge program moves inside its own
  * instruction is not in the message, so the transaction is simulated unsigned and the wallet's
- * state after it compared with now: at most the quoted amount of the route's mint leaves it, no
+ * state after it compared with now: exactly the quoted amount of the route's mint leaves it, no
  * other token account of the wallet loses anything, and at most MAX_BRIDGE_LAMPORTS of SOL. A
  * simulation that fails (the blockhash just expired, the chain moved) is transient: the step asks again.
  */
@@ -196,8 +196,10 @@ async function checkSimulatedOutflows(chain: SolanaChain, owner: string, call: S
     if (mint !== call.mint) refuse('BRIDGE_QUOTE_WRONG_TOKEN', `it would take ${amount} of ${mint} from the wallet's token account ${account}`);
     routeToken += amount;
   }
-  if (routeToken > call.amount)
-    refuse('BRIDGE_QUOTE_WRONG_AMOUNT', `it would take ${routeToken} of ${call.mint} from the wallet, more than the ${call.amount} quoted`);
+  // Exactly the quoted amount: more is what this check exists to stop; less would land and then fail
+  // the effect check (the wallet's balance falls by exactly the quoted amount), so it is refused before signing too.
+  if (routeToken !== call.amount)
+    refuse('BRIDGE_QUOTE_WRONG_AMOUNT', `it would take ${routeToken} of ${call.mint} from the wallet, not the ${call.amount} quoted`);
   if (simulated.lamports > MAX_BRIDGE_LAMPORTS)
     refuse('BRIDGE_QUOTE_FEE_TOO_HIGH', `it would take ${simulated.lamports} lamports from the wallet, over ${MAX_BRIDGE_LAMPORTS}`);
 }
