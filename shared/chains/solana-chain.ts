@@ -4,13 +4,16 @@ import {
   address,
   appendTransactionMessageInstructions,
   type Base64EncodedWireTransaction,
+  type Blockhash,
   compileTransaction,
   createNoopSigner,
   createSolanaRpc,
   createTransactionMessage,
+  getAddressDecoder,
   getBase58Encoder,
   getBase64Decoder,
   getCompiledTransactionMessageDecoder,
+  getTransactionDecoder,
   getTransactionEncoder,
   type Instruction,
   isSolanaError,
@@ -61,6 +64,16 @@ function memoInstruction(reference: string): Instruction {
   const data = new TextEncoder().encode(reference);
   if (data.length === 0 || data.length > MAX_REFERENCE_BYTES) throw new Error(`A transfer reference is 1 to ${MAX_REFERENCE_BYTES} UTF-8 bytes`);
   return { programAddress: MEMO_PROGRAM_ADDRESS, data };
+}
+
+/** What a simulated transaction would take out of an owner (SolanaChain.simulateOutflows). */
+export interface SimulatedOutflows {
+  /** The simulation's failure (the node's TransactionError), null when it ran. */
+  readonly err: unknown;
+  /** Lamports that would leave the owner (fee included; negative: would arrive). */
+  readonly lamports: bigint;
+  /** Per token account the owner holds: its mint and what would leave it (negative: would arrive). */
+  readonly moved: ReadonlyMap<string, { readonly mint: string; readonly amount: bigint }>;
 }
 
 export interface SolanaTransfer {
@@ -167,6 +180,81 @@ export class SolanaChain {
     const signatures = Object.fromEntries(signers.map((signer, index) => [signer, index === 0 ? (signature as SignatureBytes) : null]));
     const transaction = { messageBytes: messageBytes as ReadonlyUint8Array as TransactionMessageBytes, signatures } as Transaction;
     return new Uint8Array(getTransactionEncoder().encode(transaction));
+  }
+
+  /**
+   * A wire transaction's message (what its fee payer signs) and the blockhash it carries. Throws
+   * on bytes that are not a transaction, or one with a durable nonce instead of a blockhash.
+   */
+  static messageOf(wireTransaction: Uint8Array): { messageBytes: Uint8Array; blockhash: string } {
+    const transaction = getTransactionDecoder().decode(wireTransaction);
+    const compiled = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
+    return { messageBytes: new Uint8Array(transaction.messageBytes), blockhash: compiled.lifetimeToken };
+  }
+
+  /** The wire transaction with `signer`'s (base58) signature in its slot; every other slot as it was. */
+  static addSignature(wireTransaction: Uint8Array, signer: string, signatureBase58: string): Uint8Array {
+    const signature = getBase58Encoder().encode(signatureBase58);
+    if (signature.length !== 64) throw new Error('A Solana signature is 64 bytes');
+    const transaction = getTransactionDecoder().decode(wireTransaction);
+    if (!(signer in transaction.signatures)) throw new Error(`${signer} is not a signer of this transaction`);
+    const signed = { ...transaction, signatures: { ...transaction.signatures, [signer]: signature as SignatureBytes } } as Transaction;
+    return new Uint8Array(getTransactionEncoder().encode(signed));
+  }
+
+  /** Whether a block can still include a transaction with this blockhash (`isBlockhashValid`, processed commitment: the widest view). */
+  async isBlockhashValid(blockhash: string): Promise<boolean> {
+    return (await this.#rpc.isBlockhashValid(blockhash as Blockhash, { commitment: 'processed' }).send()).value;
+  }
+
+  /** The latest blockhash's lastValidBlockHeight: no transaction signed over an older blockhash lives past it. */
+  async lastValidBlockHeightBound(): Promise<bigint> {
+    return (await this.#rpc.getLatestBlockhash({ commitment: 'processed' }).send()).value.lastValidBlockHeight;
+  }
+
+  /** What the network charges for a message (signatures and priority fee), or the default when it cannot say. */
+  async feeForMessage(messageBytes: Uint8Array): Promise<bigint> {
+    const { value } = await this.#rpc.getFeeForMessage(toBase64(messageBytes) as TransactionMessageBytesBase64, { commitment: COMMITMENT }).send();
+    return value ?? DEFAULT_FEE_LAMPORTS;
+  }
+
+  /**
+   * What a (possibly unsigned) transaction would take out of `owner` if it ran now: the node
+   * simulates it (`simulateTransaction`, sigVerify off, its own blockhash) and reports the post
+   * state of `owner` and of every SPL token account `owner` holds; each is compared with its state
+   * read just before. `moved` maps a token account to its mint and the amount that would leave it
+   * (negative: would arrive). `err` is the simulation's failure, if any.
+   */
+  async simulateOutflows(wireTransaction: Uint8Array, owner: string): Promise<SimulatedOutflows> {
+    const ownerAddress = address(owner);
+    const held = await this.#rpc
+      .getTokenAccountsByOwner(ownerAddress, { programId: TOKEN_PROGRAM_ADDRESS }, { commitment: COMMITMENT, encoding: 'base64' })
+      .send();
+    const before = new Map(
+      held.value.map((entry) => [String(entry.pubkey), Buffer.from(entry.account.data[0], 'base64')] as const).filter(([, data]) => data.length >= 72),
+    );
+    const lamportsBefore = (await this.#rpc.getBalance(ownerAddress, { commitment: COMMITMENT }).send()).value;
+    const addresses = [ownerAddress, ...[...before.keys()].map((key) => address(key))];
+    const { value } = await this.#rpc
+      .simulateTransaction(toBase64(wireTransaction) as Base64EncodedWireTransaction, {
+        encoding: 'base64',
+        sigVerify: false,
+        replaceRecentBlockhash: false,
+        commitment: COMMITMENT,
+        accounts: { addresses, encoding: 'base64' },
+      })
+      .send();
+    const after = value.accounts ?? [];
+    const moved = new Map<string, { mint: string; amount: bigint }>();
+    for (const [index, [key, pre]] of [...before.entries()].entries()) {
+      const post = after[index + 1];
+      const postData = post ? Buffer.from(post.data[0], 'base64') : undefined;
+      const postAmount = postData && postData.length >= 72 ? postData.readBigUInt64LE(TOKEN_AMOUNT_OFFSET) : 0n;
+      const mint = getAddressDecoder().decode(pre.subarray(0, 32));
+      moved.set(key, { mint, amount: pre.readBigUInt64LE(TOKEN_AMOUNT_OFFSET) - postAmount });
+    }
+    const lamportsAfter = after[0]?.lamports ?? 0n;
+    return { err: value.err ?? null, lamports: lamportsBefore - BigInt(lamportsAfter), moved };
   }
 
   /**

@@ -42,8 +42,9 @@ const BridgeContractsSchema = v.record(v.picklist(BRIDGE_CHAINS), v.array(v.pipe
 
 /**
  * The bridge client's options: BRIDGE_CONTRACTS (optional, JSON `{ "<chain>": [address, …] }`) replaces
- * LI.FI's published diamonds as the allow-list of what a quote may pay (the local sandbox sets its
- * own). LI.FI's API key (optional, `x-lifi-api-key`) is the `LIFI_API_KEY` field of the RPC URLs'
+ * the whole allow-list (a chain it does not name allows nothing): LI.FI's published diamonds, what a
+ * quote may pay, and on SOL LI.FI's Solana programs, what its transaction may invoke (the local
+ * sandbox sets its own). LI.FI's API key (optional, `x-lifi-api-key`) is the `LIFI_API_KEY` field of the RPC URLs'
  * secret (RPC_URLS_SECRET), read with it on the first bridge call.
  */
 export function bridgeClientOptions(baseUrl: string, env = process.env): HttpBridgeClientOptions {

@@ -8,9 +8,8 @@ import type { BridgeChain, BridgeEndpoint } from './bridge-routes.ts';
  *
  * Flow: `quote` (checked before anything is signed: bridge-quote-checks.ts) → send the `deposit`
  * call from `sender` on the source chain (EVM: `approve(spender, amount)` on the token, then the
- * quote's transactionRequest; SOL: the SPL
- * transfer with memo its transaction carries, built anew by the Solana sender) → `status({chain,
- * tx})` until DONE or FAILED.
+ * quote's transactionRequest; SOL: the quote's serialized transaction, signed as given by the
+ * wallet) → `status({chain, tx})` until DONE or FAILED.
  */
 export interface BridgeQuoteRequest {
   readonly route: { readonly from: BridgeEndpoint; readonly to: BridgeEndpoint };
@@ -37,13 +36,18 @@ export type BridgeDepositCall =
       readonly value: bigint;
     }
   | {
-      readonly kind: 'spl_transfer';
+      /**
+       * LI.FI's Solana form: the quote's own serialized transaction (`transactionRequest.data`,
+       * base64, unsigned), checked (solana-bridge-transaction.ts) and signed as given by the
+       * wallet, its fee payer.
+       */
+      readonly kind: 'solana_transaction';
       readonly chain: 'SOL';
-      readonly token: 'USDC';
+      readonly transaction: string;
+      /** The route token's mint as the quote names it (`action.fromToken.address`); the step compares it with its chain config. */
       readonly mint: string;
-      readonly to: string;
+      /** The most of `mint` that leaves the wallet: the quoted amount. */
       readonly amount: bigint;
-      readonly memo: string;
     };
 
 export interface BridgeQuote {

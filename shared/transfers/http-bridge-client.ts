@@ -19,7 +19,7 @@ export interface HttpBridgeClientOptions {
   readonly baseUrl: string;
   /** Sent as `x-lifi-api-key` when given (only raises rate limits); a function is asked per request (a secret's cached read). */
   readonly apiKey?: string | (() => Promise<string | undefined>);
-  /** Who a quote may send to or ask an allowance for, per source chain; LI.FI's diamonds by default. */
+  /** Who a quote may send to or ask an allowance for per EVM source chain, and on SOL the programs its transaction may invoke; LI.FI's (LIFI_CONTRACTS) by default. */
   readonly contracts?: Readonly<Partial<Record<BridgeChain, readonly string[]>>>;
   /** LI.FI quotes are good for about 60 s (research B). */
   readonly quoteTtlMs?: number;

@@ -14,13 +14,42 @@ const LIFI_CHAIN_KEYS: Readonly<Record<string, BridgeChain>> = { eth: 'ETH', arb
 export const LIFI_TOKEN_SYMBOLS: Readonly<Record<BridgeToken, string>> = { USDC: 'USDC', 'USDC.E': 'USDC.e' };
 
 const DIAMOND = '0x1231DEB6f5749EF6cE6943a275A1D3E7486F4EaE';
-/** LI.FI's published diamond per chain: the only `transactionRequest.to` / `estimate.approvalAddress` a quote may name. */
+
+/**
+ * The programs a Solana quote's transaction may invoke (its `transactionRequest.data`):
+ * - LI.FI's own program, which logs the LI.FI transaction id (lifinance/solana-programs,
+ *   lifi-solana-program-1: `LIFI_PROGRAM_1_ADDRESS`);
+ * - the bridge programs of LI.FI's Solana USDC routes that name their ids publicly: Mayan (docs.li.fi
+ *   "Solana Providers": keys mayan, mayanMCTP, mayanWH) per mayan-finance/swap-sdk src/addresses.ts
+ *   (`MAYAN_PROGRAM_ID`, `MCTP_PROGRAM_ID`, `FAST_MCTP_PROGRAM_ID`, `SWIFT_PROGRAM_ID`, `SWIFT_V2_PROGRAM_ID`);
+ * - the runtime programs such a transaction calls at top level, decoded strictly
+ *   (solana-bridge-transaction.ts): Compute Budget, Associated Token Account, SPL Token.
+ * Allbridge, Relay, Across and the other Solana tools LI.FI lists are not here: their quotes are
+ * refused BRIDGE_QUOTE_UNKNOWN_PROGRAM until BRIDGE_CONTRACTS.SOL names their programs.
+ */
+export const LIFI_SOLANA_PROGRAMS: readonly string[] = [
+  '3i5JeuZuUxeKtVysUnwQNGerJP2bSMX9fTFfS4Nxe3Br',
+  'FC4eXxkyrMPTjiYUpp4EAnkmwMbQyZ6NDCh1kfLn6vsf',
+  'dkpZqrxHFrhziEMQ931GLtfy11nFkCsfMftH9u6QwBU',
+  'Gx9rivpS3YR8pBFwMuP6omYqVxunpLvLkNn7ubNyuZZ5',
+  'BLZRi6frs4X4DNLw56V4EXai1b6QVESN1BhHBTYM9VcY',
+  'mayan34VedncxdK2XobtvWFDXQASUTBXhUVzt2kKgny',
+  'ComputeBudget111111111111111111111111111111',
+  'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL',
+  'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA',
+];
+
+/**
+ * What a quote may pay or invoke per source chain: on EVM LI.FI's published diamond (the only
+ * `transactionRequest.to` / `estimate.approvalAddress`), on Solana the programs its transaction may
+ * invoke.
+ */
 export const LIFI_CONTRACTS: Readonly<Record<BridgeChain, readonly string[]>> = {
   ETH: [DIAMOND],
   ARB: [DIAMOND],
   POL: [DIAMOND],
   INK: ['0x864b314D4C5a0399368609581d3E8933a63b9232'],
-  SOL: [],
+  SOL: LIFI_SOLANA_PROGRAMS,
 };
 
 /** A `fromChain` / `toChain` value (a chain id or key, any case) as our chain code. */

@@ -1,4 +1,4 @@
-import { Connection } from '@solana/web3.js';
+import { Connection, type TokenBalance } from '@solana/web3.js';
 import { type Address, getAddress, type Hex, parseUnits } from 'viem';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bridgeFee, findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
@@ -285,6 +285,18 @@ describe.runIf(isSandbox)('transfers end to end', () => {
     expect(await chainBalance(from, walletOf(from), 'USDC')).toBe(USDC('20') - USDC('12'));
     expect((await chainBalance(to, walletOf(to), 'USDC')) - toBefore).toBe(arrived);
     expect(finalAmount(task)).toBe(arrived);
+    if (from === 'SOL') {
+      // LI.FI's Solana form through the enclave: one deposit transaction (the quote's own, signed as
+      // given), never replaced, taking exactly the bridged amount out of the wallet; the fee its own send.
+      const [step] = checkpoints(task);
+      expect(Object.keys(step!.sends).sort()).toEqual(['bridge', 'platform_fee']);
+      expect((step!.sends.bridge as { candidates?: unknown }).candidates).toBeUndefined();
+      const connection = new Connection((await chainInfo('SOL')).rpc_url, 'confirmed');
+      const deposit = await connection.getTransaction(step!.sends.bridge!.tx_hash, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
+      const held = (balances: readonly TokenBalance[] | null | undefined) =>
+        (balances ?? []).filter((b) => b.owner === sol).reduce((sum, b) => sum + BigInt(b.uiTokenAmount.amount), 0n);
+      expect(held(deposit!.meta!.preTokenBalances) - held(deposit!.meta!.postTokenBalances)).toBe(USDC('12') - fee);
+    }
   });
 
   it('a venue withdrawal that fails fails the task at step 1; resume completes it with one payout', async () => {

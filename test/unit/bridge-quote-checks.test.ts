@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  AccountRole,
   type Address,
   address,
   appendTransactionMessageInstructions,
@@ -9,15 +10,25 @@ import {
   createTransactionMessage,
   getAddressDecoder,
   getTransactionEncoder,
+  type Instruction,
   pipe,
+  type SignatureBytes,
   setTransactionMessageFeePayer,
   setTransactionMessageLifetimeUsingBlockhash,
 } from '@solana/kit';
-import { findAssociatedTokenPda, getTransferCheckedInstruction, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
+import { getTransferSolInstruction } from '@solana-program/system';
+import {
+  findAssociatedTokenPda,
+  getApproveInstruction,
+  getTransferCheckedInstruction,
+  getTransferInstruction,
+  TOKEN_PROGRAM_ADDRESS,
+} from '@solana-program/token';
 import { describe, expect, it } from 'vitest';
 import { BridgeQuoteRejectedError, type BridgeQuoteRequest } from '../../shared/transfers/bridge.ts';
 import { HttpBridgeClient } from '../../shared/transfers/http-bridge-client.ts';
-import { LIFI_CONTRACTS } from '../../shared/transfers/lifi.ts';
+import { LIFI_CONTRACTS, LIFI_SOLANA_PROGRAMS } from '../../shared/transfers/lifi.ts';
+import { MAX_BRIDGE_PRIORITY_FEE_LAMPORTS } from '../../shared/transfers/solana-bridge-transaction.ts';
 
 /**
  * HttpBridgeClient against LI.FI-shaped answers (a fake fetch): the request it sends (LI.FI's
@@ -167,64 +178,148 @@ describe('quote checks before signing: each refusal', () => {
   });
 });
 
-describe('quote checks: the Solana form (a base64 transaction)', () => {
+describe('quote checks: the Solana form (a base64 transaction, signed as given)', () => {
   const randomAddress = () => getAddressDecoder().decode(randomBytes(32)) as Address;
   const user = randomAddress();
-  const vault = randomAddress();
+  const bridgeAccount = randomAddress();
   const mint = randomAddress();
+  const MEMO = address('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
+  const COMPUTE_BUDGET = address('ComputeBudget111111111111111111111111111111');
+  const LIFI_PROGRAM = address(LIFI_SOLANA_PROGRAMS[0]!);
+  /** The sandbox bridge's allow-list on Solana: the programs its quotes' transactions invoke. */
+  const SANDBOX = { SOL: [TOKEN_PROGRAM_ADDRESS, MEMO] };
   const request: BridgeQuoteRequest = {
     route: { from: { chain: 'SOL', token: 'USDC' }, to: { chain: 'ARB', token: 'USDC' } },
     amount: 7_000_000n,
     sender: user,
     recipient: USER,
   };
+  const memo = (text = 'quote-sol'): Instruction => ({ programAddress: MEMO, data: new TextEncoder().encode(text) });
+  const u64 = (value: bigint) => {
+    const bytes = Buffer.alloc(8);
+    bytes.writeBigUInt64LE(value);
+    return bytes;
+  };
+  const ataOf = async (owner: Address, ofMint = mint) => (await findAssociatedTokenPda({ owner, mint: ofMint, tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+  const transferChecked = async (amount: bigint, options: { mint?: Address; authority?: Address } = {}): Promise<Instruction> => {
+    const authority = options.authority ?? user;
+    return getTransferCheckedInstruction({
+      source: await ataOf(authority, options.mint ?? mint),
+      mint: options.mint ?? mint,
+      destination: await ataOf(bridgeAccount, options.mint ?? mint),
+      authority: createNoopSigner(authority),
+      amount,
+      decimals: 6,
+    });
+  };
 
-  async function transferTx(to: Address, amount: bigint): Promise<string> {
-    const payer = createNoopSigner(user);
-    const [[source], [destination]] = await Promise.all([
-      findAssociatedTokenPda({ owner: user, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS }),
-      findAssociatedTokenPda({ owner: to, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS }),
-    ]);
-    const memo = { programAddress: address('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr'), accounts: [], data: new TextEncoder().encode('quote-sol') };
+  /** A serialized v0 transaction as LI.FI sends it: `payer` pays, its slot empty; `presigned` signers' slots filled. */
+  function transaction(instructions: Instruction[], options: { payer?: Address; presigned?: readonly Address[] } = {}): string {
     const message = pipe(
       createTransactionMessage({ version: 0 }),
-      (m) => setTransactionMessageFeePayer(user, m),
+      (m) => setTransactionMessageFeePayer(options.payer ?? user, m),
       (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: '11111111111111111111111111111111' as Blockhash, lastValidBlockHeight: 1n }, m),
-      (m) =>
-        appendTransactionMessageInstructions([getTransferCheckedInstruction({ source, mint, destination, authority: payer, amount, decimals: 6 }), memo], m),
+      (m) => appendTransactionMessageInstructions(instructions, m),
     );
-    return Buffer.from(getTransactionEncoder().encode(compileTransaction(message))).toString('base64');
+    const compiled = compileTransaction(message);
+    const signatures = { ...compiled.signatures };
+    for (const signer of options.presigned ?? []) signatures[signer] = new Uint8Array(randomBytes(64)) as unknown as SignatureBytes;
+    return Buffer.from(getTransactionEncoder().encode({ ...compiled, signatures })).toString('base64');
   }
 
-  const solStep = async (to: Address, amount = request.amount) =>
+  const solStep = (data: string, fromToken: string = mint) =>
     step({
-      action: { fromChainId: 1151111081099710, toChainId: 42161, fromAmount: amount.toString(), fromAddress: user },
-      estimate: { fromAmount: amount.toString(), toAmount: '6800000', toAmountMin: '6766000', approvalAddress: vault },
-      transactionRequest: { to: undefined, chainId: undefined, value: undefined, gasLimit: undefined, data: await transferTx(to, amount) },
+      action: { fromChainId: 1151111081099710, toChainId: 42161, fromAmount: '7000000', fromAddress: user, fromToken: { address: fromToken, decimals: 6 } },
+      estimate: { fromAmount: '7000000', toAmount: '6800000', toAmountMin: '6766000', approvalAddress: bridgeAccount },
+      transactionRequest: { to: undefined, chainId: undefined, value: undefined, gasLimit: undefined, data },
     });
+  /** `contracts` null: LI.FI's own allow-list (the client's default). */
+  const quoted = (data: string, contracts: Record<string, string[]> | null = SANDBOX) =>
+    clientAnswering(solStep(data), {}, contracts ?? undefined).quote(request);
+  const refusal = async (data: string, code: string, contracts: Record<string, string[]> | null = SANDBOX) => {
+    const error = await quoted(data, contracts).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BridgeQuoteRejectedError);
+    expect(error).toMatchObject({ code });
+    return error as BridgeQuoteRejectedError;
+  };
 
-  it('an SPL transfer with a memo into an allowed account becomes the deposit call', async () => {
-    const quote = await clientAnswering(await solStep(vault), {}, { SOL: [vault] }).quote(request);
-    expect(quote.deposit).toEqual([{ kind: 'spl_transfer', chain: 'SOL', token: 'USDC', mint, to: vault, amount: 7_000_000n, memo: 'quote-sol' }]);
+  it('a TransferChecked of the quoted amount plus a memo, on allowed programs, becomes the deposit: the transaction as given', async () => {
+    const data = transaction([await transferChecked(7_000_000n), memo()]);
+    const quote = await quoted(data);
+    expect(quote.deposit).toEqual([{ kind: 'solana_transaction', chain: 'SOL', transaction: data, mint, amount: 7_000_000n }]);
   });
-  it('a transfer into an account no allowed address owns is refused', async () => {
-    const error = await clientAnswering(await solStep(randomAddress()), {}, { SOL: [vault] })
+  it('less than the quoted amount, in two transfers, one of them a plain Transfer from the wallet’s token account, passes', async () => {
+    const plain = getTransferInstruction({
+      source: await ataOf(user),
+      destination: await ataOf(bridgeAccount),
+      authority: createNoopSigner(user),
+      amount: 2_000_000n,
+    });
+    await expect(quoted(transaction([await transferChecked(4_000_000n), plain, memo()]))).resolves.toMatchObject({ amount: 7_000_000n });
+  });
+  it('a LI.FI-shaped transaction (compute budget, a call of LI.FI’s program) passes LI.FI’s own allow-list', async () => {
+    const price = { programAddress: COMPUTE_BUDGET, data: Uint8Array.from([3, ...u64(50_000n)]) };
+    const limit = { programAddress: COMPUTE_BUDGET, data: Uint8Array.from([2, 0x40, 0x0d, 0x03, 0x00]) }; // 200,000 units
+    const call = { programAddress: LIFI_PROGRAM, data: Uint8Array.from(randomBytes(16)) };
+    const dataSize = { programAddress: COMPUTE_BUDGET, data: Uint8Array.from([4, 0x00, 0x00, 0x04, 0x00]) }; // 256 KiB of loaded accounts
+    await expect(quoted(transaction([limit, price, dataSize, call]), null)).resolves.toMatchObject({ deposit: [{ kind: 'solana_transaction' }] });
+    // A compute budget instruction it cannot decode (the retired RequestUnits, 0) is not signed on trust.
+    const retired = { programAddress: COMPUTE_BUDGET, data: Uint8Array.from([0, 1, 2, 3, 4, 5, 6, 7, 8]) };
+    await refusal(transaction([retired, call]), 'BRIDGE_QUOTE_UNSUPPORTED_TRANSACTION', null);
+  });
+  it('a program off the allow-list is refused (the sandbox’s memo under LI.FI’s list; any unlisted program under the sandbox’s)', async () => {
+    await refusal(transaction([await transferChecked(7_000_000n), memo()]), 'BRIDGE_QUOTE_UNKNOWN_PROGRAM', null);
+    const unlisted = { programAddress: randomAddress(), data: Uint8Array.from([1, 2, 3]) };
+    const error = await refusal(transaction([await transferChecked(7_000_000n), unlisted]), 'BRIDGE_QUOTE_UNKNOWN_PROGRAM');
+    expect(error.message).toContain(unlisted.programAddress);
+  });
+  it('another fee payer is refused', async () => {
+    const other = randomAddress();
+    await refusal(transaction([await transferChecked(7_000_000n), memo()], { payer: other }), 'BRIDGE_QUOTE_WRONG_SIGNER');
+  });
+  it('a second signer is refused unless the quote already carries its signature (we sign for the wallet only)', async () => {
+    const other = randomAddress();
+    const cosigned = { programAddress: MEMO, accounts: [{ address: other, role: AccountRole.READONLY_SIGNER }], data: new TextEncoder().encode('q') };
+    const instructions = [await transferChecked(7_000_000n), cosigned];
+    await refusal(transaction(instructions), 'BRIDGE_QUOTE_WRONG_SIGNER');
+    await expect(quoted(transaction(instructions, { presigned: [other] }))).resolves.toMatchObject({ amount: 7_000_000n });
+  });
+  it('more than the quoted amount is refused, in one transfer or in two', async () => {
+    await refusal(transaction([await transferChecked(7_000_001n), memo()]), 'BRIDGE_QUOTE_WRONG_AMOUNT');
+    await refusal(transaction([await transferChecked(4_000_000n), await transferChecked(3_000_001n), memo()]), 'BRIDGE_QUOTE_WRONG_AMOUNT');
+  });
+  it('another mint is refused, and so is a plain Transfer out of a token account that is not the wallet’s for the route’s mint', async () => {
+    await refusal(transaction([await transferChecked(7_000_000n, { mint: randomAddress() }), memo()]), 'BRIDGE_QUOTE_WRONG_TOKEN');
+    const otherAccount = await ataOf(user, randomAddress());
+    const plain = getTransferInstruction({ source: otherAccount, destination: await ataOf(bridgeAccount), authority: createNoopSigner(user), amount: 1n });
+    await refusal(transaction([plain, memo()]), 'BRIDGE_QUOTE_WRONG_TOKEN');
+    // The quote's own fromToken is not a Solana mint.
+    const error = await clientAnswering(solStep(transaction([await transferChecked(7_000_000n), memo()]), 'USDC'), {}, SANDBOX)
       .quote(request)
       .catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'BRIDGE_QUOTE_UNKNOWN_CONTRACT' });
+    expect(error).toMatchObject({ code: 'BRIDGE_QUOTE_WRONG_TOKEN' });
   });
-  it('with LI.FI’s own allow-list (no Solana program is known to this service) a Solana source is refused', async () => {
-    const error = await clientAnswering(await solStep(vault))
-      .quote(request)
-      .catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'BRIDGE_QUOTE_UNKNOWN_CONTRACT' });
+  it('a token instruction that is not a transfer (Approve) is refused: nothing it cannot decode is signed', async () => {
+    const approve = getApproveInstruction({ source: await ataOf(user), delegate: bridgeAccount, owner: createNoopSigner(user), amount: 1n });
+    await refusal(transaction([approve, memo()]), 'BRIDGE_QUOTE_UNSUPPORTED_TRANSACTION');
+  });
+  it('a transfer signed by another authority, and a System transfer even when the System program is allowed, are refused', async () => {
+    const other = randomAddress();
+    await refusal(transaction([await transferChecked(1n, { authority: other }), memo()], { presigned: [other] }), 'BRIDGE_QUOTE_UNSUPPORTED_TRANSACTION');
+    const lamports = getTransferSolInstruction({ source: createNoopSigner(user), destination: bridgeAccount, amount: 1n });
+    await refusal(transaction([lamports, memo()]), 'BRIDGE_QUOTE_UNSUPPORTED_TRANSACTION', { SOL: [...SANDBOX.SOL, '11111111111111111111111111111111'] });
+  });
+  it('a priority fee over the bound is refused', async () => {
+    // 1.4 M units × 5,000,000 micro-lamports = 7,000,000 lamports > MAX_BRIDGE_PRIORITY_FEE_LAMPORTS.
+    const price = { programAddress: COMPUTE_BUDGET, data: Uint8Array.from([3, ...u64(5_000_000n)]) };
+    const limit = { programAddress: COMPUTE_BUDGET, data: Uint8Array.from([2, ...Buffer.from(Uint32Array.of(1_400_000).buffer)]) };
+    const error = await refusal(transaction([limit, price, await transferChecked(7_000_000n)]), 'BRIDGE_QUOTE_FEE_TOO_HIGH', {
+      SOL: [...SANDBOX.SOL, COMPUTE_BUDGET],
+    });
+    expect(MAX_BRIDGE_PRIORITY_FEE_LAMPORTS).toBe(5_000_000n);
+    expect(error.message).toContain('7000000 lamports');
   });
   it('data that is not a Solana transaction is refused', async () => {
-    const body = await solStep(vault);
-    body.transactionRequest!.data = Buffer.from('not a transaction').toString('base64');
-    const error = await clientAnswering(body, {}, { SOL: [vault] })
-      .quote(request)
-      .catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'BRIDGE_QUOTE_NO_TRANSACTION' });
+    await refusal(Buffer.from('not a transaction').toString('base64'), 'BRIDGE_QUOTE_NO_TRANSACTION');
   });
 });

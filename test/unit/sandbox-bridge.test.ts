@@ -278,7 +278,7 @@ describe('deposits and fills on chain', () => {
     expect(await solana.balance(recipient, 'USDC')).toBe(10n * USDC - 201_000n);
   });
 
-  it('SOL → EVM: an SPL transfer with the quote id as memo, read from the Solana transaction, fills on ARB', async () => {
+  it('SOL → EVM: the quote’s own transaction (an SPL TransferChecked with the quote id as memo), signed as given, fills on ARB', async () => {
     const user = solUser();
     await sol.faucet(user.address, 'SOL', 1_000_000_000n);
     await sol.faucet(user.address, 'USDC', 7n * USDC);
@@ -287,10 +287,11 @@ describe('deposits and fills on chain', () => {
     const started = performance.now();
     const quote = await client.quote({ route, amount: 7n * USDC, sender: user.address, recipient });
     const call = quote.deposit[0]!;
-    if (call.kind !== 'spl_transfer') throw new Error('expected an SPL transfer');
-    const built = await solana.transferMessage(user.address, call.to, call.token, call.amount, call.memo);
-    const { signature } = signSolanaMessage(user.secret, built.messageBytes);
-    await solana.broadcast(SolanaChain.assemble(built.messageBytes, signature));
+    if (call.kind !== 'solana_transaction') throw new Error('expected a Solana transaction');
+    // LI.FI's Solana form, signed as given: the sender's signature in its fee-payer slot.
+    const wire = Uint8Array.from(Buffer.from(call.transaction, 'base64'));
+    const { signature } = signSolanaMessage(user.secret, SolanaChain.messageOf(wire).messageBytes);
+    await solana.broadcast(SolanaChain.addSignature(wire, user.address, signature));
     expect(await solana.waitForConfirmation(signature, 10_000)).toEqual({ err: null });
     const status = await waitFinal('SOL', signature);
     const elapsed = performance.now() - started;

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
+import { getTransactionEncoder, type Transaction } from '@solana/kit';
 import { Keypair } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -162,5 +163,36 @@ describe('a Solana send whose blockhash expired (sandbox, blocks advanced)', { t
     await sol.advanceBlocks(EXPIRE);
     await expect(sender.send({ ...request, journal: { previous: stored, record: plain.record } })).rejects.toMatchObject({ code: 'INCLUSION_TIMEOUT' });
     expect(signer.signed).toBe(1);
+  });
+
+  it('a prepared transaction (a bridge quote’s) is signed as given, journaled before its broadcast; one whose blockhash is already stale is never signed, another is asked for', async () => {
+    const from = Keypair.generate();
+    const owner = from.publicKey.toBase58();
+    await sol.faucet(owner, 'SOL', SOL);
+    await sol.faucet(owner, 'USDC', 5_000_000n);
+    const events: Event[] = [];
+    const chain = new LossyChain(events);
+    const signer = localSigner(from);
+    const to = Keypair.generate().publicKey.toBase58();
+    const unsigned = async () => {
+      const { messageBytes } = await chain.transferMessage(owner, to, 'USDC', 2_000_000n, `quote-${events.length}-${Date.now()}`);
+      return Buffer.from(getTransactionEncoder().encode({ messageBytes, signatures: { [owner]: null } } as unknown as Transaction)).toString('base64');
+    };
+    const stale = await unsigned();
+    await sol.advanceBlocks(EXPIRE);
+    const given = [stale, await unsigned()];
+    let asked = 0;
+    const prepare = async () => ({ wire: given[asked++]!, token: 'USDC', amount: 2_000_000n });
+    const journal = memoryJournal(events);
+    const sent = await new SolanaSender({ inclusionTimeoutMs: 10_000 }).sendPrepared({ chain, from: owner, prepare, signer, journal });
+    expect(asked).toBe(2);
+    expect(signer.signed).toBe(1);
+    expect(journal.stored).toMatchObject({ tx_hash: sent.txHash, effect: { token: 'USDC', amount: '2000000', from: owner } });
+    expect(SolanaChain.messageOf(Uint8Array.from(Buffer.from(journal.stored!.raw, 'base64'))).messageBytes).toEqual(
+      SolanaChain.messageOf(Uint8Array.from(Buffer.from(given[1]!, 'base64'))).messageBytes,
+    );
+    expect(events.map((e) => e.kind)).toEqual(['record', 'broadcast']);
+    expect(await chain.balance(to, 'USDC')).toBe(2_000_000n);
+    expect(await chain.balance(owner, 'USDC')).toBe(3_000_000n);
   });
 });

@@ -3,7 +3,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { ed25519 } from '@noble/curves/ed25519.js';
+import {
+  address,
+  appendTransactionMessageInstructions,
+  compileTransaction,
+  createNoopSigner,
+  createSolanaRpc,
+  createTransactionMessage,
+  getCompiledTransactionMessageDecoder,
+  getTransactionEncoder,
+  pipe,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+  type Transaction,
+} from '@solana/kit';
 import { Keypair } from '@solana/web3.js';
+import { getTransferSolInstruction } from '@solana-program/system';
+import { findAssociatedTokenPda, getTransferCheckedInstruction, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
 import bs58 from 'bs58';
 import { v7 as uuidv7 } from 'uuid';
 import { type Address, decodeFunctionData, erc20Abi, getAddress, type Hex } from 'viem';
@@ -19,12 +35,14 @@ import type { AccountRecord } from '../../shared/accounts/account-record.ts';
 import { Chains } from '../../shared/chains/chains.ts';
 import type { EvmSigner, GasPayer, SolanaSigner } from '../../shared/chains/sender/ports.ts';
 import { createSenders, type Senders } from '../../shared/chains/sender/senders.ts';
+import { SolanaSender } from '../../shared/chains/sender/solana-sender.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { bridgeClientFromEnv } from '../../shared/deps/transfer-bridge-step.ts';
 import { venueDriverFactories } from '../../shared/deps/venues.ts';
 import type { BridgeClient } from '../../shared/transfers/bridge.ts';
+import { bridgeFee, findBridgeRoute } from '../../shared/transfers/bridge-routes.ts';
 import { platformFee } from '../../shared/transfers/estimate.ts';
 import { HttpBridgeClient } from '../../shared/transfers/http-bridge-client.ts';
 import { LIFI_CONTRACTS } from '../../shared/transfers/lifi.ts';
@@ -136,6 +154,41 @@ const localWallets: StepWallets = {
     };
   },
 };
+
+/** The sandbox's Solana RPC, except that the first `lose` broadcasts never reach it (a send the cluster never took). */
+class LossySolanaChain extends SolanaChain {
+  readonly lost: string[] = [];
+  #lose: number;
+
+  constructor(config: ConstructorParameters<typeof SolanaChain>[0], lose: number) {
+    super(config);
+    this.#lose = lose;
+  }
+
+  override async broadcast(wire: Uint8Array): Promise<string> {
+    if (this.#lose > 0) {
+      this.#lose--;
+      const signature = bs58.encode(wire.subarray(1, 65));
+      this.lost.push(signature);
+      return signature;
+    }
+    return super.broadcast(wire);
+  }
+}
+
+/** The chains with a given Solana client. */
+class SolanaOverride extends Chains {
+  readonly #sol: SolanaChain;
+
+  constructor(config: ConstructorParameters<typeof Chains>[0], sol: SolanaChain) {
+    super(config);
+    this.#sol = sol;
+  }
+
+  override sol(): Promise<SolanaChain> {
+    return Promise.resolve(this.#sol);
+  }
+}
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'transfer-steps-'));
@@ -460,11 +513,13 @@ describe('bridge step', () => {
     expect(received).toBeGreaterThan(9n * USDC);
   });
 
-  it('SOL → ARB: the platform fee and the deposit (an SPL transfer with the quote id as memo) from the Solana wallet', async () => {
+  it('SOL → ARB: the quote’s own Solana transaction, checked and signed as given, is the one deposit; the fee after it; funds conserved', async () => {
     const user = await newUser(0n);
     const owner = user.sol.publicKey.toBase58();
+    const vault = bridge.listing.vaults.sol;
     await sol.faucet(owner, 'SOL', 1_000_000_000n);
     await sol.faucet(owner, 'USDC', 20n * USDC);
+    const [vaultBefore, feeBefore] = await Promise.all([solana.balance(vault, 'USDC'), solana.balance(solFeeRecipient, 'USDC')]);
     const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: { chain: 'SOL', token: 'USDC' }, to: ARB_USDC, gas_policy: 'user' }], {
       chain: 'SOL',
       destination_chain: 'ARB',
@@ -473,11 +528,69 @@ describe('bridge step', () => {
     const task = await drive(ref, 0);
     expect(task.status).toBe('completed');
     const step = task.steps[0]!;
-    expect(step.sends!.bridge!.chain).toBe('SOL');
-    expect(await solana.balance(solFeeRecipient, 'USDC')).toBe(10_000n);
+    if (!isStepOf(step, 'bridge')) throw new Error('expected the bridge step');
+    const deposit = step.sends!.bridge!;
+    expect(deposit.chain).toBe('SOL');
+    expect(deposit.candidates).toBeUndefined(); // signed once
+    // The journaled transaction is the sandbox's quote, as given: fee payer the wallet, the quote id as memo.
+    const { messageBytes } = SolanaChain.messageOf(Uint8Array.from(Buffer.from(deposit.raw, 'base64')));
+    const message = getCompiledTransactionMessageDecoder().decode(messageBytes);
+    expect(message.staticAccounts[0]).toBe(owner);
+    expect(Buffer.from(messageBytes).includes(Buffer.from(step.reference!))).toBe(true);
+    expect(deposit.effect).toEqual({ token: 'USDC', amount: '9990000', from: owner });
+    expect(await solana.received(deposit.tx_hash, vault, 'USDC')).toBe(9_990_000n);
+    // Conserved to the base unit: 10 USDC left the wallet, 0.01 to the fee recipient, 9.99 into the bridge, the fill out of it.
     expect(await solana.balance(owner, 'USDC')).toBe(10n * USDC);
+    expect((await solana.balance(solFeeRecipient, 'USDC')) - feeBefore).toBe(10_000n);
+    expect((await solana.balance(vault, 'USDC')) - vaultBefore).toBe(9_990_000n);
+    const route = findBridgeRoute({ chain: 'SOL', token: 'USDC' }, ARB_USDC)!;
+    expect(BigInt(step.amount_out!)).toBe(9_990_000n - bridgeFee(route, 9_990_000n));
     expect(await usdcOn('ARB', user.evmAddress)).toBe(BigInt(step.amount_out!));
-    expect(BigInt(step.amount_out!)).toBeGreaterThan(9n * USDC);
+  });
+
+  it('SOL → ARB whose first transaction never lands: proven expired and absent, a new quote is checked and signed; one deposit, funds conserved', async () => {
+    const user = await newUser(0n);
+    const owner = user.sol.publicKey.toBase58();
+    const vault = bridge.listing.vaults.sol;
+    await sol.faucet(owner, 'SOL', 1_000_000_000n);
+    await sol.faucet(owner, 'USDC', 20n * USDC);
+    const vaultBefore = await solana.balance(vault, 'USDC');
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: { chain: 'SOL', token: 'USDC' }, to: ARB_USDC, gas_policy: 'user' }], {
+      chain: 'SOL',
+      destination_chain: 'ARB',
+      destination_token: 'USDC',
+    });
+    // The first broadcast never reaches the cluster; the step gives up waiting after 600 ms (transient: retried).
+    const lossy = new LossySolanaChain(sol.chain, 1);
+    const stranded: StepDeps = {
+      ...deps,
+      chains: new SolanaOverride({ ...evm.chains, SOL: sol.chain, sandbox: true } as never, lossy),
+      senders: { ...senders, solana: new SolanaSender({ inclusionTimeoutMs: 600 }) },
+    };
+    await expect(runStep(stranded, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_RETRYABLE_ERROR });
+    const first = (await loadTask(table, ref))!.steps[0]! as StepOf<'bridge'>;
+    const firstQuote = first.reference!;
+    const firstSend = first.sends!.bridge!;
+    expect(lossy.lost).toEqual([firstSend.tx_hash]);
+    expect(first.sends!.platform_fee).toBeUndefined(); // no fee before the deposit landed
+
+    // Its blockhash expires: the resume proves it absent and signs a new quote's transaction.
+    await sol.advanceBlocks(160);
+    const task = await drive(ref, 0);
+    expect(task.status).toBe('completed');
+    const step = task.steps[0]! as StepOf<'bridge'>;
+    const deposit = step.sends!.bridge!;
+    expect(step.reference).not.toBe(firstQuote);
+    expect(deposit.tx_hash).not.toBe(firstSend.tx_hash);
+    expect(deposit.candidates?.map((c) => c.tx_hash)).toEqual([firstSend.tx_hash, deposit.tx_hash]);
+    expect(await solana.knowsSignature(firstSend.tx_hash)).toBe(false);
+    const { messageBytes } = SolanaChain.messageOf(Uint8Array.from(Buffer.from(deposit.raw, 'base64')));
+    expect(Buffer.from(messageBytes).includes(Buffer.from(step.reference!))).toBe(true);
+    // Exactly one deposit: 10 USDC out of the wallet in all (9.99 bridged + 0.01 fee), 9.99 into the bridge.
+    expect(await solana.balance(owner, 'USDC')).toBe(10n * USDC);
+    expect((await solana.balance(vault, 'USDC')) - vaultBefore).toBe(9_990_000n);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(BigInt(step.amount_out!));
+    expect(BigInt(step.amount_out!)).toBe(9_990_000n - bridgeFee(findBridgeRoute({ chain: 'SOL', token: 'USDC' }, ARB_USDC)!, 9_990_000n));
   });
 
   it('a refund fault: the step fails BRIDGE_REFUNDED, the task fails, the bridged amount is back in the wallet', async () => {
@@ -751,6 +864,77 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
     expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_QUOTE_WRONG_TOKEN' } });
     expect(task.steps[0]!.sends ?? {}).toEqual({});
     expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+  });
+
+  /**
+   * A Solana bridge quote whose transaction is swapped for `build`'s (unsigned, the wallet as fee
+   * payer): it stands for what an allow-listed bridge program would move inside its own instruction,
+   * which the message check cannot see, so the simulation before signing must.
+   */
+  async function solanaQuoteSwapped(build: (owner: string, vault: string, quoteId: string, amount: bigint) => Promise<Uint8Array>) {
+    const user = await newUser(0n);
+    const owner = user.sol.publicKey.toBase58();
+    await sol.faucet(owner, 'SOL', 1_000_000_000n);
+    await sol.faucet(owner, 'USDC', 20n * USDC);
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: { chain: 'SOL', token: 'USDC' }, to: ARB_USDC, gas_policy: 'user' }], {
+      chain: 'SOL',
+      destination_chain: 'ARB',
+      destination_token: 'USDC',
+    });
+    const real = deps.bridge!;
+    const swapped: BridgeClient = {
+      quote: async (request) => {
+        const quote = await real.quote(request);
+        const messageBytes = await build(owner, bridge.listing.vaults.sol, quote.quote_id, quote.amount);
+        const wire = getTransactionEncoder().encode({ messageBytes, signatures: { [owner]: null } } as unknown as Transaction);
+        const transaction = Buffer.from(wire).toString('base64');
+        return { ...quote, deposit: quote.deposit.map((call) => (call.kind === 'solana_transaction' ? { ...call, transaction } : call)) };
+      },
+      status: (reference) => real.status(reference),
+    };
+    await expect(runStep({ ...deps, bridge: swapped }, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const task = (await loadTask(table, ref))!;
+    expect(task.steps[0]!.sends ?? {}).toEqual({});
+    expect(await solana.balance(owner, 'USDC')).toBe(20n * USDC);
+    return task;
+  }
+
+  it('a Solana bridge transaction that would take more than the quoted amount fails the step on its simulation: BRIDGE_QUOTE_WRONG_AMOUNT, nothing signed', async () => {
+    const task = await solanaQuoteSwapped(
+      async (owner, vault, quoteId, amount) => (await solana.transferMessage(owner, vault, 'USDC', amount + 1n, quoteId)).messageBytes,
+    );
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_QUOTE_WRONG_AMOUNT' } });
+    expect(task.failure!.message).toContain('9990001');
+  });
+
+  it('a Solana bridge transaction that would take less than quoted is refused too (it would land and then fail its effect check): BRIDGE_QUOTE_WRONG_AMOUNT', async () => {
+    const task = await solanaQuoteSwapped(
+      async (owner, vault, quoteId, amount) => (await solana.transferMessage(owner, vault, 'USDC', amount - 1n, quoteId)).messageBytes,
+    );
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_QUOTE_WRONG_AMOUNT' } });
+    expect(task.failure!.message).toContain('9989999');
+  });
+
+  it('a Solana bridge transaction that would also take the wallet’s SOL fails the step on its simulation: BRIDGE_QUOTE_FEE_TOO_HIGH, nothing signed', async () => {
+    const task = await solanaQuoteSwapped(async (owner, vault, _quoteId, amount) => {
+      // The quoted USDC into the vault, and 0.1 SOL to the vault as well.
+      const mint = address(sol.chain.tokens.USDC.mint);
+      const payer = createNoopSigner(address(owner));
+      const ata = async (of: string) => (await findAssociatedTokenPda({ owner: address(of), mint, tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+      const { value: lifetime } = await createSolanaRpc(sol.chain.rpc_url).getLatestBlockhash().send();
+      const instructions = [
+        getTransferCheckedInstruction({ source: await ata(owner), mint, destination: await ata(vault), authority: payer, amount, decimals: 6 }),
+        getTransferSolInstruction({ source: payer, destination: address(vault), amount: 100_000_000n }),
+      ];
+      const message = pipe(
+        createTransactionMessage({ version: 0 }),
+        (m) => setTransactionMessageFeePayer(payer.address, m),
+        (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
+        (m) => appendTransactionMessageInstructions(instructions, m),
+      );
+      return new Uint8Array(compileTransaction(message).messageBytes);
+    });
+    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_QUOTE_FEE_TOO_HIGH' } });
   });
 
   it('a Lambda refuses a step of another kind without any effect', async () => {

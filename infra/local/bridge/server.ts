@@ -173,8 +173,9 @@ export interface SandboxBridge {
   readonly url: string;
   /**
    * What its quotes send to or ask an allowance for, per source chain: LI.FI's own diamonds on EVM
-   * (the production allow-list, LIFI_CONTRACTS), the vault on Solana (LI.FI's Solana programs are
-   * not emulated): the allow-list HttpBridgeClient is given in the sandbox (BRIDGE_CONTRACTS).
+   * (the production allow-list, LIFI_CONTRACTS); on Solana the programs its transactions invoke,
+   * SPL Token and SPL Memo (LI.FI's and its bridges' Solana programs do not run in LiteSVM): the
+   * allow-list HttpBridgeClient is given in the sandbox (BRIDGE_CONTRACTS).
    */
   readonly contracts: Readonly<Record<BridgeChain, readonly string[]>>;
   readonly listing: SandboxBridgeListing;
@@ -190,6 +191,7 @@ export interface SandboxBridge {
 const EVM_CHAINS: readonly EvmChainCode[] = ['ETH', 'ARB', 'POL', 'INK'];
 const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
 const MEMO_PROGRAM = 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr';
+const TOKEN_PROGRAM = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
 const QUOTE_SUFFIX_BYTES = 16;
 const LOG_RANGE = 2_000n;
 const NATIVE_MINIMUM = 10n ** 18n;
@@ -825,7 +827,11 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
   const url = `http://${urlHost}:${port}`;
   const listing = (): SandboxBridgeListing => ({ url, vaults: { evm: vault.address, sol: solVault }, routes: routes.map(bridgeRouteJson) });
 
-  const contracts = Object.fromEntries([...EVM_CHAINS.map((code) => [code, LIFI_CONTRACTS[code]]), ['SOL', [solVault]]]) as Record<BridgeChain, string[]>;
+  // On Solana the programs its quotes' transactions invoke: SPL Token (the TransferChecked) and SPL Memo (the quote id).
+  const contracts = Object.fromEntries([...EVM_CHAINS.map((code) => [code, LIFI_CONTRACTS[code]]), ['SOL', [TOKEN_PROGRAM, MEMO_PROGRAM]]]) as Record<
+    BridgeChain,
+    string[]
+  >;
 
   return {
     url,

@@ -20,6 +20,33 @@ export interface SolanaSend {
   readonly timings?: SendTimings;
 }
 
+/**
+ * A transaction built by someone else (a bridge quote's `transactionRequest.data`), checked by the
+ * caller before `prepare` returns it: signed as given by `from`, its fee payer.
+ */
+export interface PreparedSolanaTransaction {
+  /** The base64 wire transaction: `from`'s signature slot empty, any other signer's already filled. */
+  readonly wire: string;
+  /** What it moves out of `from`: exactly `amount` of `token` (its effect, checked once it lands). */
+  readonly token: string;
+  readonly amount: bigint;
+}
+
+/** A send of a prepared transaction (see PreparedSolanaTransaction). */
+export interface SolanaPreparedSend {
+  readonly chain: SolanaChain;
+  readonly from: string;
+  /**
+   * The transaction to sign. Asked once, and again only when the previous one's blockhash expired
+   * and the chain proved it absent: a transaction carries its own blockhash, so a new one (a new
+   * quote, checked again) is the only way to sign anew.
+   */
+  prepare(): Promise<PreparedSolanaTransaction>;
+  readonly signer: SolanaSigner;
+  readonly journal?: SendJournal;
+  readonly timings?: SendTimings;
+}
+
 export interface SolanaSenderOptions {
   readonly inclusionTimeoutMs: number;
   /** How long past its expiry a send may still be declared not sent; DEFAULT_MAX_EXPIRED_AGE_BLOCKS when unset. */
@@ -55,6 +82,22 @@ export class SolanaSender {
   }
 
   async send(request: SolanaSend): Promise<SendReceipt> {
+    return this.#deliver(request, (store) => this.#signAndSend(request, store));
+  }
+
+  /**
+   * Sends a transaction someone else built (PreparedSolanaTransaction) exactly once, by the same
+   * rules: journaled before broadcast, resumed from the journal, signed anew (a new `prepare()`)
+   * only once the chain proves the previous one expired and absent.
+   */
+  async sendPrepared(request: SolanaPreparedSend): Promise<SendReceipt> {
+    return this.#deliver(request, (store) => this.#signPrepared(request, store));
+  }
+
+  async #deliver(
+    request: Pick<SolanaSend, 'chain' | 'journal' | 'timings'>,
+    signAndSend: (store: (broadcast: Broadcast) => Promise<void> | undefined) => Promise<Broadcast>,
+  ): Promise<SendReceipt> {
     const { chain, journal, timings } = request;
     const { inclusionTimeoutMs } = this.#options;
     const resumed = journal?.previous;
@@ -68,7 +111,7 @@ export class SolanaSender {
         }),
       );
     } else {
-      current = await this.#signAndSend(request, (broadcast) => journal?.record(broadcast));
+      current = await signAndSend((broadcast) => journal?.record(broadcast));
     }
     const deadline = Date.now() + inclusionTimeoutMs;
     let status: { err: unknown } | null = null;
@@ -84,9 +127,7 @@ export class SolanaSender {
         const replace = journal.replace.bind(journal);
         const expired = current;
         logger.info('send expired and absent: signing it anew', { chain: 'SOL', tx_hash: expired.tx_hash });
-        current = await this.#signAndSend(request, (next) =>
-          replace({ ...next, candidates: [...candidatesOf(expired), { tx_hash: next.tx_hash, raw: next.raw }] }, expired),
-        );
+        current = await signAndSend((next) => replace({ ...next, candidates: [...candidatesOf(expired), { tx_hash: next.tx_hash, raw: next.raw }] }, expired));
       }
     }
     const signature = current.tx_hash;
@@ -132,6 +173,47 @@ export class SolanaSender {
   }
 
   /**
+   * A prepared transaction: funds (the token amount and the network's fee for the message), our
+   * wallet's signature in its fee-payer slot (any other signature kept as given), journal, broadcast.
+   * Its blockhash is its own: one no longer valid is asked for again (at most three times). The
+   * journaled `last_valid_block_height` is the latest blockhash's, read after the check: the
+   * transaction's own blockhash is no newer, so the expiry proof waits at least as long as it must.
+   */
+  async #signPrepared(request: SolanaPreparedSend, store: (broadcast: Broadcast) => Promise<void> | undefined): Promise<Broadcast> {
+    const { chain, timings } = request;
+    for (let attempt = 0; ; attempt++) {
+      const prepared = await request.prepare();
+      const wire = Uint8Array.from(Buffer.from(prepared.wire, 'base64'));
+      const message = SolanaChain.messageOf(wire);
+      if (!(await chain.isBlockhashValid(message.blockhash))) {
+        if (attempt < 2) continue;
+        throw new Error('the prepared Solana transaction’s blockhash kept expiring before it could be signed');
+      }
+      const lastValidBlockHeight = await chain.lastValidBlockHeightBound();
+      const [fee, lamports, available] = await Promise.all([
+        chain.feeForMessage(message.messageBytes),
+        chain.balance(request.from, 'SOL'),
+        prepared.token === 'SOL' ? Promise.resolve(0n) : chain.balance(request.from, prepared.token),
+      ]);
+      if (prepared.token !== 'SOL' && available < prepared.amount)
+        throw insufficient(`${prepared.token} on SOL`, prepared.amount, available, chain.decimals(prepared.token));
+      const neededLamports = fee + (prepared.token === 'SOL' ? prepared.amount : 0n);
+      if (lamports < neededLamports) throw insufficient('SOL for the fee', neededLamports, lamports, 9);
+      const signature = await timed(timings, 'sign', () => request.signer.signMessage(message.messageBytes));
+      const signed = SolanaChain.addSignature(wire, request.from, signature);
+      const broadcast: Broadcast = {
+        tx_hash: signature,
+        raw: Buffer.from(signed).toString('base64'),
+        effect: { token: prepared.token, amount: prepared.amount.toString(), from: request.from },
+        last_valid_block_height: lastValidBlockHeight.toString(),
+      };
+      await store(broadcast);
+      await timed(timings, 'broadcast', () => chain.broadcast(signed));
+      return broadcast;
+    }
+  }
+
+  /**
    * The chain's proof that `send` was not and will never be included: its blockhash expired at the
    * finalized height (read first), then no status for its signature in the node's history. Any
    * doubt (no recorded height, an RPC failure, an expiry too old for the node's history) is "no".
@@ -153,10 +235,16 @@ export class SolanaSender {
   }
 }
 
-/** True when the confirmed transaction moved the effect's amount to its recipient (no effect recorded: true). */
+/**
+ * True when the confirmed transaction moved the effect's amount to its recipient, or, for an effect
+ * that names none (a prepared transaction: a bridge program takes the tokens), out of its sender
+ * (no effect recorded: true).
+ */
 async function solanaEffectHeld(chain: SolanaChain, signature: string, effect: ExpectedEffect | undefined): Promise<boolean> {
-  if (!effect?.to) return true;
-  return (await chain.received(signature, effect.to, effect.token)) === BigInt(effect.amount);
+  if (!effect) return true;
+  if (effect.to) return (await chain.received(signature, effect.to, effect.token)) === BigInt(effect.amount);
+  if (BigInt(effect.amount) === 0n) return true;
+  return (await chain.received(signature, effect.from, effect.token)) === -BigInt(effect.amount);
 }
 
 /** A recorded Solana send as the cluster shows it now, without waiting (see evmSendOutcome). */

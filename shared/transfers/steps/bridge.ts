@@ -2,8 +2,9 @@ import { encodeFunctionData, erc20Abi } from 'viem';
 import type { Chains } from '../../chains/chains.ts';
 import type { Senders } from '../../chains/sender/senders.ts';
 import { solanaSendOutcome } from '../../chains/sender/solana-sender.ts';
+import type { SolanaChain } from '../../chains/solana-chain.ts';
 import type { ChainCode } from '../../wallets/networks.ts';
-import { type BridgeClient, type BridgeDepositCall, BridgeRefusedError } from '../bridge.ts';
+import { type BridgeClient, type BridgeDepositCall, type BridgeQuote, BridgeRefusedError } from '../bridge.ts';
 import {
   amountInOf,
   type Ctx,
@@ -42,6 +43,20 @@ const SOLANA: SolanaSends<BridgeStepDeps> = {
   outcome: async (ctx, send) => solanaSendOutcome(await ctx.deps.chains.sol(), send),
 };
 
+type SolanaBridgeCall = Extract<BridgeDepositCall, { kind: 'solana_transaction' }>;
+
+/** The step's quote (its amount less the platform fee, from and to the user's own addresses), its reference recorded. */
+async function quoteBridge(ctx: Ctx<BridgeStepDeps, 'bridge'>, bridge: BridgeClient): Promise<BridgeQuote> {
+  const { from, to } = ctx.step;
+  const addressOn = (chain: ChainCode) => (chain === 'SOL' ? ctx.wallet.solAddress : ctx.wallet.evmAddress);
+  const amount = amountInOf(ctx.step) - BigInt(ctx.step.platform_fee ?? '0');
+  const quote = await bridge.quote({ route: { from, to }, amount, sender: addressOn(from.chain), recipient: addressOn(to.chain) });
+  if (Date.parse(quote.expires_at) <= ctx.deps.now().getTime()) throw new StepTransient('the bridge quote expired before the deposit');
+  if (quote.deposit.length !== 1) throw new StepFailure('BRIDGE_FAILED', 'The bridge quote carries no single deposit call');
+  await writeOwnStep(ctx, { stepStatusIn: ['submitted'], step: { reference: quote.quote_id } });
+  return quote;
+}
+
 /**
  * The user's wallet sends `from` into the bridge; the bridge fills `to` to the same user. A quote
  * is asked for as long as no deposit is recorded (an expired one is simply replaced); once the
@@ -50,28 +65,25 @@ const SOLANA: SolanaSends<BridgeStepDeps> = {
 async function bridgeStep(ctx: Ctx<BridgeStepDeps, 'bridge'>): Promise<Outcome> {
   const { deps } = ctx;
   if (!deps.bridge) throw new StepFailure('BRIDGE_NOT_CONFIGURED', 'No bridge is configured on this deployment (BRIDGE_URL)');
-  const { from, to } = ctx.step;
-  const fee = BigInt(ctx.step.platform_fee ?? '0');
-  const addressOn = (chain: ChainCode) => (chain === 'SOL' ? ctx.wallet.solAddress : ctx.wallet.evmAddress);
+  const bridge = deps.bridge;
+  const { from } = ctx.step;
   let waitSeconds: number | undefined;
-  if (!ctx.step.sends?.bridge) await adoptBridgeDeposit(ctx, deps.bridge);
+  if (!ctx.step.sends?.bridge) await adoptBridgeDeposit(ctx, bridge);
   if (!ctx.step.sends?.bridge) {
-    const amount = amountInOf(ctx.step) - fee;
     // Quoted first: a route or amount the bridge refuses fails the step with nothing sent.
-    const quote = await deps.bridge.quote({ route: { from, to }, amount, sender: addressOn(from.chain), recipient: addressOn(to.chain) });
+    const quote = await quoteBridge(ctx, bridge);
     const owed = quote.amount + (await platformFeeOwed(ctx));
     requireFunded(`${from.token} on ${from.chain} for the bridge deposit and the platform fee`, owed, await walletBalance(ctx, from.chain, from.token));
-    if (Date.parse(quote.expires_at) <= deps.now().getTime()) throw new StepTransient('the bridge quote expired before the deposit');
-    await writeOwnStep(ctx, { stepStatusIn: ['submitted'], step: { reference: quote.quote_id } });
     waitSeconds = Math.min(30, Math.max(1, Math.ceil(quote.estimated_fill_ms / 1000)));
     const call = quote.deposit[0];
-    if (!call || quote.deposit.length !== 1) throw new StepFailure('BRIDGE_FAILED', 'The bridge quote carries no single deposit call');
+    if (!call) throw new StepFailure('BRIDGE_FAILED', 'The bridge quote carries no single deposit call');
     await sendBridgeDeposit(ctx, call, from.token, quote.amount);
     await refresh(ctx);
   } else {
     const recorded = ctx.step.sends.bridge;
-    // Resume (or finish) the recorded deposit: re-broadcast and await it, never a new one.
-    if (recorded.chain === 'SOL') await sendSolana(ctx, 'bridge', '', from.token, 0n);
+    // Resume (or finish) the recorded deposit: re-broadcast and await it, never a new one (a Solana
+    // one proven expired and absent is signed anew from a new quote).
+    if (recorded.chain === 'SOL') await sendSolanaBridge(ctx, undefined, from.token);
     else await sendEvm(ctx, 'bridge', recorded.chain, { to: NO_ADDRESS, data: '0x', value: 0n }, { token: from.token, amount: 0n });
   }
   // The fee only once the bridge deposit itself landed (a deposit that could not be sent keeps no fee).
@@ -79,7 +91,7 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps, 'bridge'>): Promise<Outcome> 
   const deposit = ctx.step.sends?.bridge;
   // Recorded above (sent, or resumed from its record) before the fee: only a lost race gets here without it.
   if (!deposit) throw new StepTransient('the bridge deposit is not recorded');
-  const status = await deps.bridge.status({ chain: from.chain, tx: deposit.tx_hash });
+  const status = await bridge.status({ chain: from.chain, tx: deposit.tx_hash });
   if (status.status === 'DONE' && status.substatus === 'COMPLETED' && status.receiving) {
     return { done: true, amountOut: status.receiving.amount, results: { fill: status.receiving.tx_hash } };
   }
@@ -105,11 +117,12 @@ async function walletBalance(ctx: Ctx<BridgeStepDeps>, chain: ChainCode, token: 
  * The quote's deposit. EVM: LI.FI's contracts pull the tokens (`transferFrom`), so the wallet first
  * approves the quote's allow-listed spender for exactly the amount (label `bridge_approve`: sent
  * once, like every send; never an unlimited allowance), naming the token from this deployment's
- * chain config: a quote that would spend another token fails the step with nothing sent.
+ * chain config: a quote that would spend another token fails the step with nothing sent. Solana:
+ * the quote's own transaction, signed as given (sendSolanaBridge).
  */
-async function sendBridgeDeposit(ctx: Ctx<BridgeStepDeps>, call: BridgeDepositCall, token: string, amount: bigint): Promise<void> {
-  if (call.kind === 'spl_transfer') {
-    await sendSolana(ctx, 'bridge', call.to, call.token, call.amount, call.memo);
+async function sendBridgeDeposit(ctx: Ctx<BridgeStepDeps, 'bridge'>, call: BridgeDepositCall, token: string, amount: bigint): Promise<void> {
+  if (call.kind === 'solana_transaction') {
+    await sendSolanaBridge(ctx, call, token);
     return;
   }
   const ours = (await ctx.deps.chains.evm(call.chain)).tokenAddress(token);
@@ -118,6 +131,77 @@ async function sendBridgeDeposit(ctx: Ctx<BridgeStepDeps>, call: BridgeDepositCa
   const approve = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [call.spender, amount] });
   await sendEvm(ctx, 'bridge_approve', call.chain, { to: ours, data: approve, value: 0n }, { token, amount: 0n });
   await sendEvm(ctx, 'bridge', call.chain, { to: call.to, data: call.data, value: call.value }, { token, amount });
+}
+
+/**
+ * A Solana bridge deposit (label `bridge`): the quote's transaction, checked before signing
+ * (bridge-quote-checks.ts), its mint this deployment's `token`, signed by the wallet as given and
+ * journaled before broadcast by the exactly-once Solana sender. It carries LI.FI's blockhash: once
+ * that expired and the chain proved the transaction absent, the sender asks for another, and the
+ * only way to get one is a new quote, checked again. `first` is the quote just taken (none on a resume).
+ */
+function sendSolanaBridge(ctx: Ctx<BridgeStepDeps, 'bridge'>, first: SolanaBridgeCall | undefined, token: string): Promise<string> {
+  const { deps, wallet } = ctx;
+  const bridge = deps.bridge;
+  if (!bridge) throw new StepFailure('BRIDGE_NOT_CONFIGURED', 'No bridge is configured on this deployment (BRIDGE_URL)');
+  return sendOnce(ctx, 'bridge', 'SOL', async (journal) => {
+    const chain = await deps.chains.sol();
+    let given = first;
+    const prepare = async () => {
+      let call = given;
+      given = undefined;
+      if (!call) {
+        const quote = await quoteBridge(ctx, bridge);
+        const next = quote.deposit[0];
+        if (next?.kind !== 'solana_transaction') throw new StepFailure('BRIDGE_QUOTE_NO_TRANSACTION', 'The bridge quote carries no Solana transaction');
+        call = next;
+      }
+      const ours = chain.config.tokens[token as 'USDC']?.mint;
+      if (!ours || ours !== call.mint)
+        throw new StepFailure('BRIDGE_QUOTE_WRONG_TOKEN', `The bridge quote was refused before signing: it spends ${call.mint}, not ${token} on SOL`);
+      await checkSimulatedOutflows(chain, wallet.solAddress, call);
+      return { wire: call.transaction, token, amount: call.amount };
+    };
+    return deps.senders.solana.sendPrepared({ chain, from: wallet.solAddress, prepare, signer: wallet.sol, journal });
+  });
+}
+
+/**
+ * Lamports a Solana bridge transaction may take from the wallet beyond nothing at all: the network
+ * fee, the priority fee (bounded by MAX_BRIDGE_PRIORITY_FEE_LAMPORTS) and rent for accounts the
+ * bridge program opens (a Mayan order, an associated token account: about 0.002 SOL each). 0.02 SOL.
+ */
+const MAX_BRIDGE_LAMPORTS = 20_000_000n;
+
+/**
+ * The second half of the check before signing (the first, on the message, is
+ * solana-bridge-transaction.ts): what an allow-listed bridge program moves inside its own
+ * instruction is not in the message, so the transaction is simulated unsigned and the wallet's
+ * state after it compared with now: exactly the quoted amount of the route's mint leaves it, no
+ * other token account of the wallet loses anything, and at most MAX_BRIDGE_LAMPORTS of SOL. A
+ * simulation that fails (the blockhash just expired, the chain moved) is transient: the step asks again.
+ */
+async function checkSimulatedOutflows(chain: SolanaChain, owner: string, call: SolanaBridgeCall): Promise<void> {
+  const refuse = (code: string, message: string): never => {
+    throw new StepFailure(code, `The bridge quote was refused before signing: ${message}`);
+  };
+  const simulated = await chain.simulateOutflows(Uint8Array.from(Buffer.from(call.transaction, 'base64')), owner);
+  if (simulated.err)
+    throw new StepTransient(
+      `the bridge transaction fails in simulation (${JSON.stringify(simulated.err, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))})`,
+    );
+  let routeToken = 0n;
+  for (const [account, { mint, amount }] of simulated.moved) {
+    if (amount <= 0n) continue;
+    if (mint !== call.mint) refuse('BRIDGE_QUOTE_WRONG_TOKEN', `it would take ${amount} of ${mint} from the wallet's token account ${account}`);
+    routeToken += amount;
+  }
+  // Exactly the quoted amount: more is what this check exists to stop; less would land and then fail
+  // the effect check (the wallet's balance falls by exactly the quoted amount), so it is refused before signing too.
+  if (routeToken !== call.amount)
+    refuse('BRIDGE_QUOTE_WRONG_AMOUNT', `it would take ${routeToken} of ${call.mint} from the wallet, not the ${call.amount} quoted`);
+  if (simulated.lamports > MAX_BRIDGE_LAMPORTS)
+    refuse('BRIDGE_QUOTE_FEE_TOO_HIGH', `it would take ${simulated.lamports} lamports from the wallet, over ${MAX_BRIDGE_LAMPORTS}`);
 }
 
 /** A previous try's bridge deposit that the bridge has not refused or refunded is adopted (polled), never sent again. */
