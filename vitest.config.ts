@@ -64,7 +64,8 @@ export default defineConfig({
         },
       },
       { test: { name: 'unit-isolated', include: isolatedUnitTests, setupFiles: unitSetup, testTimeout: 20_000 } },
-      { test: { name: 'infra', include: ['test/infra/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 240_000 } },
+      // Shared modules: each file would import aws-cdk-lib again (measured: 48.5 -> 43.2 CPU-s).
+      { test: { name: 'infra', include: ['test/infra/**/*.test.ts'], isolate: false, testTimeout: 120_000, hookTimeout: 240_000 } },
       {
         test: {
           name: 'api',
