@@ -2,13 +2,20 @@ import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * Longest files first, across projects. Vitest's own order runs the projects one after another by
- * name (api, api-dynamodb-local, infra, unit), so on a clean clone (no results cache, as in CI)
- * the 90 s conservation run started about three minutes in and ran alone at the end on an idle
- * core. Here every file gets an expected duration: the cached one when vitest has it, else the
- * measured one below, else less than a second, keeping vitest's order among those; then the
- * longest start first
- * (the longest-processing-time rule for filling `maxWorkers` workers).
+ * Longest files first, then the rest grouped by project. Vitest's own order runs the projects one
+ * after another by name (api, api-dynamodb-local, infra, unit), so on a clean clone (no results
+ * cache, as in CI) the 90 s conservation run started about three minutes in and ran alone at the
+ * end on an idle core. Here every file gets an expected duration: the cached one when vitest has
+ * it, else the measured one below, else less than a second, keeping vitest's order among those.
+ *
+ * - The files expected to take LONG_FILE_SECONDS or more start first, longest first (the
+ *   longest-processing-time rule for filling `maxWorkers` workers).
+ * - Then the other files, one project after another (the project with the most expected time
+ *   first), longest first within each. Vitest keeps a worker of an `isolate: false` project only
+ *   while the next queued file is of that same project; it stops the worker and forks a new one
+ *   otherwise. Files of all projects interleaved by duration forked a worker for nearly every file
+ *   (96 forks in one run, each importing vitest, viem and the AWS SDK again); grouped, a worker
+ *   runs file after file of its project.
  *
  * SLOW_FILES: seconds measured on the 2-core machine with three workers (README, "Test it").
  * A stale number only changes the order, never what runs.
@@ -25,6 +32,9 @@ const SLOW_FILES: Readonly<Record<string, number>> = {
   'test/api/sandbox-cli.test.ts': 18,
 };
 
+/** Files expected to take this long (s) or more start before the grouped rest. */
+const LONG_FILE_SECONDS = 40;
+
 export default class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const cache = this.ctx.cache;
@@ -37,6 +47,17 @@ export default class LongestFirstSequencer extends BaseSequencer {
     // A failed file still runs first, as vitest does (its result is the one the developer waits for).
     const failed = (spec: TestSpecification) => cache.getTestSpecificationResult(spec)?.failed === true;
     const weights = new Map(ordered.map((spec, index) => [spec, expected(spec, (ordered.length - index) / ordered.length)]));
-    return [...ordered].sort((a, b) => Number(failed(b)) - Number(failed(a)) || weights.get(b)! - weights.get(a)!);
+    const longestFirst = (a: TestSpecification, b: TestSpecification) => weights.get(b)! - weights.get(a)!;
+    const first = ordered.filter((spec) => failed(spec) || weights.get(spec)! >= LONG_FILE_SECONDS);
+    first.sort((a, b) => Number(failed(b)) - Number(failed(a)) || longestFirst(a, b));
+    const byProject = new Map<string, TestSpecification[]>();
+    for (const spec of ordered) {
+      if (first.includes(spec)) continue;
+      const name = spec.project.name;
+      byProject.set(name, [...(byProject.get(name) ?? []), spec]);
+    }
+    const total = (specs: TestSpecification[]) => specs.reduce((sum, spec) => sum + weights.get(spec)!, 0);
+    const groups = [...byProject.values()].sort((a, b) => total(b) - total(a));
+    return [...first, ...groups.flatMap((specs) => specs.sort(longestFirst))];
   }
 }

@@ -58,7 +58,11 @@ export async function startSolanaSandbox(options: { dataDir: string; host?: stri
   const host = options.host ?? '127.0.0.1';
   const chain = SandboxChain.open(join(options.dataDir, 'chains'));
   const methods = rpcMethods(chain);
+  // Idle keep-alive sockets stay open 65 s, as hosted RPC endpoints keep them (Node's default is 5 s):
+  // a client reusing a socket the server closed at that moment gets "fetch failed" (seen once in
+  // the unit tests, a getBalance after 5 s of in-process faucet calls on a loaded machine).
   const server = createServer((req, res) => serveHttp(req, res, methods));
+  server.keepAliveTimeout = 65_000;
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
