@@ -253,7 +253,21 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
       if (receipt.from.toLowerCase() === user.toLowerCase()) fromUser[send.chain] = (fromUser[send.chain] ?? 0) + 1;
     }
     for (const chain of ['ARB', 'INK', 'POL']) {
-      expect((await (await client(chain)).getTransactionCount({ address: user })) - noncesBefore[chain]!, `sends on ${chain}`).toBe(fromUser[chain]);
+      const chainClient = await client(chain);
+      const count = (await chainClient.getTransactionCount({ address: user })) - noncesBefore[chain]!;
+      // On a mismatch, name the user's transactions on the chain that no step recorded (to, selector, nonce).
+      const unrecorded = async () => {
+        const recorded = new Set(sends.map((send) => send.hash.toLowerCase()));
+        const found: string[] = [];
+        for (let block = 0n; block <= (await chainClient.getBlockNumber()); block++) {
+          for (const tx of (await chainClient.getBlock({ blockNumber: block, includeTransactions: true })).transactions) {
+            if (tx.from.toLowerCase() === user.toLowerCase() && !recorded.has(tx.hash.toLowerCase()))
+              found.push(`${tx.hash} nonce ${tx.nonce} to ${tx.to} ${tx.input.slice(0, 10)} block ${block}`);
+          }
+        }
+        return found.join('; ');
+      };
+      if (count !== fromUser[chain]) expect.fail(`sends on ${chain}: ${count} on chain, ${fromUser[chain]} recorded; not recorded: ${await unrecorded()}`);
     }
     const executions = Object.values(JSON.parse(await readFile(join(dataDir, 'stepfunctions', 'executions.json'), 'utf8')).executions) as { runs: number }[];
     const redriven = executions.filter((execution) => execution.runs > 1).length;
