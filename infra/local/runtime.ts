@@ -12,7 +12,9 @@ import { AppRegistry, deleteApplication, putApplication } from '../../shared/app
 import type { Application } from '../../shared/apps/application.ts';
 import { platformApplication } from '../../shared/apps/register-application.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
+import { topUpSponsors } from '../../shared/chains/evm/sponsor-top-up.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
+import { loadSponsorPoolSize } from '../../shared/config.ts';
 import { LOCAL_SPONSOR_KEY_FILE, LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
 import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
@@ -21,7 +23,7 @@ import { requestIdOf } from '../../shared/http/request-id.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
 import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
-import { EnclaveGasSponsor } from '../../shared/withdrawals/gas-sponsor.ts';
+import { EnclaveSponsorPool } from '../../shared/withdrawals/gas-sponsor.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS, matchResource, type ResourceTree, resourceTree } from '../api-resources.ts';
 import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
 import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } from './applications.ts';
@@ -264,7 +266,11 @@ async function startOnLockedDataDir(
     });
   }
 
-  await fundGasSponsor(chains, new EnclaveGasSponsor(new HttpWalletEnclave(urls.enclave), sponsorSigner, new AppRegistry(table)));
+  await fundGasSponsors(
+    table,
+    chains,
+    new EnclaveSponsorPool(new HttpWalletEnclave(urls.enclave), sponsorSigner, new AppRegistry(table), loadSponsorPoolSize(process.env)),
+  );
   await stepFunctions.redriveRunning();
 
   return {
@@ -408,18 +414,29 @@ async function seedApplications(table: Table, apps: Application[]) {
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.localApps(), apps: seeded } }));
 }
 
-/** The platform's sponsor wallet (an enclave wallet) gets native coin on every sandbox EVM chain. */
-async function fundGasSponsor(chains: SandboxChains, sponsor: EnclaveGasSponsor) {
-  const address = await sponsor.address();
-  const minimum = 100n * 10n ** 18n;
+/**
+ * The gas sponsors (issue 25), as `npm run sponsor:setup` funds them in AWS: the treasury (the
+ * platform's default enclave wallet) gets native coin from the faucet on every sandbox EVM chain,
+ * then tops up each of the SPONSOR_POOL_SIZE pool members to SANDBOX_SPONSOR_TARGET with real
+ * transfers, journaled before broadcast (shared/chains/evm/sponsor-top-up.ts). A later start
+ * tops up only members that have spent below it.
+ */
+async function fundGasSponsors(table: Table, chains: SandboxChains, pool: EnclaveSponsorPool) {
+  const treasury = await pool.treasury.address();
+  const coin = 10n ** 18n;
   await Promise.all(
     (['ETH', 'ARB', 'POL', 'INK'] as const).map(async (code) => {
       const chain = new EvmChain(code, chains.evm.chains[code]);
-      const balance = await chain.balance(address, chain.config.native);
-      if (balance < minimum) await chains.evm.faucet(code, address, chain.config.native, 1000n * 10n ** 18n);
+      const minimum = BigInt(pool.size + 1) * SANDBOX_SPONSOR_TARGET + 100n * coin;
+      const balance = await chain.balance(treasury, chain.config.native);
+      if (balance < minimum) await chains.evm.faucet(code, treasury, chain.config.native, minimum + 1000n * coin - balance);
+      await topUpSponsors({ table, chain, pool, target: SANDBOX_SPONSOR_TARGET });
     }),
   );
 }
+
+/** Each pool sponsor's native balance in the sandbox (a long-lived DATA_DIR spends gas; the next start tops it back up). */
+const SANDBOX_SPONSOR_TARGET = 100n * 10n ** 18n;
 
 async function ensureTable(endpoint: string, tableName: string) {
   const client = new DynamoDBClient({ endpoint });

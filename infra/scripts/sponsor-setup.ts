@@ -15,7 +15,7 @@ import {
   SponsorUnderfundedError,
 } from '../../shared/chains/evm/delegate-deployment.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
-import { FIRST_SPONSORED_SEND_GAS } from '../../shared/chains/sender/sponsored-sender.ts';
+import { FIRST_SPONSORED_SEND_GAS } from '../../shared/chains/sender/sponsor-pool.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { setChainDelegate } from './chains-config-file.ts';
 import { ensurePlatformApplication, platformGasSponsor, scriptSponsorSigner, scriptTable } from './platform-app.ts';

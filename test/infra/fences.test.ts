@@ -46,6 +46,7 @@ const SAMPLE_KEYS: Record<Partition, string> = {
   policyLog: keys.policyDecisionsOf('acme'),
   sponsorBudget: 'SPONSOR#BUDGET#acme#2026-11-25',
   delegateDeployment: keys.delegateDeployment('ETH', '0xAbC').pk,
+  sponsorTopUp: keys.sponsorTopUp('ETH', '0xAbC').pk,
 };
 const KINDS = Object.keys(PARTITIONS) as Partition[];
 
@@ -150,7 +151,7 @@ describe('table fence (dynamodb:LeadingKeys)', () => {
     const enclave = (ids: string[]) => new Set(ids);
     expect(writers('wallet')).toEqual(enclave(['CreateWalletV2', 'SignDataV2', 'SignMessageV2', 'SignTransactionV2', 'SignAuthorizationV2', 'CreateWalletV1']));
     expect(writers('opJwt')).toEqual(enclave(['SignDataV2', 'SignMessageV2', 'SignTransactionV2', 'SignAuthorizationV2']));
-    for (const kind of ['app', 'appSecret', 'appApiKey', 'delegateDeployment'] as const) expect(writers(kind), kind).toEqual(new Set());
+    for (const kind of ['app', 'appSecret', 'appApiKey', 'delegateDeployment', 'sponsorTopUp'] as const) expect(writers(kind), kind).toEqual(new Set());
     for (const id of writers('wallet')) expect(ROUTES.find((route) => route.id === id)?.service, id).toBe('enclave');
     // Readers of wallets: the enclave alone (v1 sign reads, v2 writes).
     const walletReaders = FUNCTIONS.filter(({ id }) => allowsItem(statementsOf.get(id)!, 'dynamodb:GetItem', SAMPLE_KEYS.wallet)).map(({ id }) => id);

@@ -19,6 +19,7 @@ import type { AccountRecord } from '../../shared/accounts/account-record.ts';
 import { Chains } from '../../shared/chains/chains.ts';
 import type { EvmSigner, GasPayer, SolanaSigner } from '../../shared/chains/sender/ports.ts';
 import { createSenders, type Senders } from '../../shared/chains/sender/senders.ts';
+import { singleSponsor } from '../../shared/chains/sender/sponsor-pool.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
@@ -155,7 +156,7 @@ beforeAll(async () => {
     address: async () => sponsorAccount.address,
     signTransaction: (transaction) => sponsorAccount.signTransaction({ ...transaction } as never),
   };
-  senders = createSenders({ table, sponsor, inclusionTimeoutMs: 10_000 });
+  senders = createSenders({ table, sponsors: singleSponsor(sponsor), inclusionTimeoutMs: 10_000 });
   deps = {
     table,
     chains,

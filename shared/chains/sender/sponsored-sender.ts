@@ -8,8 +8,9 @@ import type { EvmCall, EvmChain } from '../evm-chain.ts';
 import { awaitEvmInclusion, DEFAULT_REPLACEMENT, type ReplacementPolicy, type Replacer } from './evm-inclusion.ts';
 import { expectedEffect, rebroadcastEvm, recordThenBroadcast, type Spend } from './evm-sender.ts';
 import { insufficient } from './funds.ts';
-import type { Broadcast, EvmSigner, GasPayer, SendJournal, SendReceipt, SendTimings, SignedAuthorization } from './ports.ts';
-import { type LeaseTiming, type NonceState, senderBusy, withSenderLease } from './sender-lease.ts';
+import type { Broadcast, EvmSigner, SendJournal, SendReceipt, SendTimings, SignedAuthorization, SponsorPool, SponsorRef } from './ports.ts';
+import { type LeaseTiming, type NonceState, senderBusy, tryAcquireSenderLease, underSenderLease, withSenderLease } from './sender-lease.ts';
+import { FIRST_SPONSORED_SEND_GAS, type SponsorBelowFloor, sponsorBalanceFloor } from './sponsor-pool.ts';
 import { timed } from './timings.ts';
 
 /**
@@ -28,8 +29,6 @@ const EXECUTE_DEADLINE_SECONDS = 600n;
 export const SPONSOR_WORK_RESERVE_MS = 5_000;
 /** How long a first sponsored send waits for the wallet's pending transactions before signing its authorisation. */
 const AUTHORIZATION_SETTLE_MS = 10_000;
-/** The gas limit of a sponsored send that also sets the delegation (the sponsor must hold this × maxFeePerGas). */
-export const FIRST_SPONSORED_SEND_GAS = 250_000n;
 
 /** One call from an account whose gas a sponsor pays (EIP-7702 through the SponsoredExecutor). */
 export interface SponsoredSend {
@@ -45,7 +44,12 @@ export interface SponsoredSend {
 
 export interface SponsoredSenderOptions {
   readonly table: Table;
-  readonly sponsor: GasPayer;
+  /** The sponsors: each send takes the first free member from a random slot (sponsor-pool.ts). */
+  readonly sponsors: SponsorPool;
+  /** A member below its balance floor was skipped (the composition roots count it: SponsorBelowFloor). */
+  readonly onSponsorBelowFloor?: (event: SponsorBelowFloor) => void;
+  /** [0, 1): where a send starts looking in the pool; Math.random unless a test fixes it. */
+  readonly random?: () => number;
   readonly inclusionTimeoutMs: number;
   readonly lease: LeaseTiming;
   readonly now?: () => number;
@@ -56,11 +60,15 @@ export interface SponsoredSenderOptions {
 /**
  * EIP-7702 path: the account delegates to our SponsoredExecutor (authorisation signed only when
  * not delegated yet) and signs the call batch (EIP-712, with the executor's nonce and a
- * deadline); the sponsor sends the transaction and pays the gas. Two leases: the wallet's own (the
- * one its plain sends take too) orders its account nonce (the authorisation's) and its executor
- * nonces, the sponsor's orders the sponsor's own nonces. The wait for the sponsor's lease
- * is bounded by what is left of the account's lease, and the account's lease is renewed (proved
- * still ours) before the sponsor signs: two sends can never carry one executor nonce.
+ * deadline); a sponsor of the pool sends the transaction and pays the gas. Two leases: the wallet's
+ * own (the one its plain sends take too) orders its account nonce (the authorisation's) and its
+ * executor nonces, the chosen sponsor's orders that sponsor's own nonces. Concurrent sends spread
+ * over the pool: each starts at a random slot and takes the first member whose lease is free and
+ * whose balance is above the floor (a member below it is skipped and reported); with every member
+ * busy it queues, trying one member after another. The journal names the sponsor, so a resume
+ * re-broadcasts (and replaces) from that same one. The wait for a sponsor's lease is bounded by
+ * what is left of the account's lease, and the account's lease is renewed (proved still ours)
+ * before the sponsor signs: two sends can never carry one executor nonce.
  */
 export class SponsoredEvmSender {
   readonly #options: SponsoredSenderOptions;
@@ -73,11 +81,11 @@ export class SponsoredEvmSender {
     const { chain, account, journal, timings } = request;
     const { table, inclusionTimeoutMs } = this.#options;
     const previous = journal?.previous;
-    const sponsor = await this.#options.sponsor.address();
-    const wait = (sent: Broadcast) =>
-      awaitEvmInclusion(chain, sent, { timeoutMs: inclusionTimeoutMs, ...(timings ? { timings } : {}), ...this.#replacer(sponsor, journal) });
+    const wait = async (sent: Broadcast) =>
+      awaitEvmInclusion(chain, sent, { timeoutMs: inclusionTimeoutMs, ...(timings ? { timings } : {}), ...(await this.#replacer(sent.sponsor, journal)) });
     if (previous) {
-      // The latest journaled candidate (a crash may have come between its record and its broadcast).
+      // The latest journaled candidate (a crash may have come between its record and its broadcast):
+      // signed by the sponsor the journal names, and replaced by that one only.
       await timed(timings, 'broadcast', () => rebroadcastEvm(chain, previous.raw as Hex));
       return { txHash: await wait(previous), resumed: true };
     }
@@ -96,15 +104,18 @@ export class SponsoredEvmSender {
         });
       const waitMs = Math.min(this.#options.lease.waitMs, accountLease.expiresAt - this.#now() - SPONSOR_WORK_RESERVE_MS);
       if (waitMs < 0) throw senderBusy(accountLeaseName.chain, account);
-      const result = await withSenderLease(table, { chain: chain.code, address: sponsor }, { ...this.#timing(), waitMs }, async (sponsorLease) => {
+      const fees = await chain.fees();
+      const picked = await this.#acquireSponsor(chain, fees.maxFeePerGas, waitMs);
+      const result = await underSenderLease(picked.lease, { chain: chain.code, address: picked.sponsor.address }, async (sponsorLease) => {
         await renewAccountLease(); // before the sponsor signs anything
-        const { raw, nonce } = await this.#signAsSponsor(request, sponsor, execute, sponsorLease.state?.next_nonce);
+        const { raw, nonce } = await this.#signAsSponsor(request, picked, execute, fees, sponsorLease.state?.next_nonce);
         // Both leases still ours after the sponsor's signature: only then record and broadcast.
         await Promise.all([sponsorLease.renew(), renewAccountLease()]);
         const broadcast: Broadcast = {
           tx_hash: keccak256(raw),
           raw,
           effect: expectedEffect(account, request.spends, { executor_nonce: execute.executorNonce.toString() }),
+          sponsor: picked.sponsor,
         };
         await recordThenBroadcast(chain, broadcast, journal, timings);
         return { result: broadcast, nonce };
@@ -116,15 +127,73 @@ export class SponsoredEvmSender {
   }
 
   /**
-   * The sponsor's transaction is replaced like an own-gas send (evm-inclusion.ts): the sponsor's
-   * nonce, the same execute calldata and authorisation, higher fees, signed by the sponsor and
-   * journaled first. The account signs nothing again; its executor nonce lets one execute run.
+   * A pool member's lease: from a random slot, the first member whose lease is free (one
+   * conditional update each, no waiting) and whose balance is at least the floor (one below it is
+   * skipped and reported). None: queue, trying one member per pause (5 ms doubling to 200 ms, as
+   * acquireLease does) until `waitMs`, funded members first; once every member has been seen below
+   * the floor, any member will do (the send's own gas is checked under the lease).
    */
-  #replacer(sponsor: Address, journal: SendJournal | undefined): { replacer?: Replacer } {
-    const { replacement = DEFAULT_REPLACEMENT } = this.#options;
+  async #acquireSponsor(chain: EvmChain, maxFeePerGas: bigint, waitMs: number) {
+    const { sponsors, table } = this.#options;
+    const start = Math.floor((this.#options.random ?? Math.random)() * sponsors.size) % sponsors.size;
+    const order = Array.from({ length: sponsors.size }, (_, i) => (start + i) % sponsors.size);
+    const floor = sponsorBalanceFloor(maxFeePerGas);
+    const belowFloor = new Set<number>();
+    const take = async (slot: number, lowAllowed: boolean) => {
+      const sponsor: SponsorRef = { slot, address: await sponsors.member(slot).address() };
+      const lease = await tryAcquireSenderLease(table, { chain: chain.code, address: sponsor.address }, { ...this.#timing(), waitMs: 0 });
+      if (!lease) return undefined;
+      const balance = await chain.balance(sponsor.address as Address, chain.config.native).catch(async (error: unknown) => {
+        await lease.release();
+        throw error;
+      });
+      if (balance >= floor || lowAllowed) return { sponsor, lease, balance };
+      await lease.release();
+      if (!belowFloor.has(slot)) this.#reportBelowFloor(chain, sponsor, balance, floor);
+      belowFloor.add(slot);
+      return undefined;
+    };
+    for (const slot of order) {
+      const picked = await take(slot, false);
+      if (picked) return picked;
+    }
+    const deadline = this.#now() + waitMs;
+    for (let attempt = 0; ; attempt++) {
+      const funded = order.filter((slot) => !belowFloor.has(slot));
+      const candidates = funded.length > 0 ? funded : order;
+      const picked = await take(candidates[attempt % candidates.length] ?? start, funded.length === 0);
+      if (picked) return picked;
+      if (this.#now() >= deadline) throw senderBusy(chain.code, `the ${sponsors.size} gas sponsors`);
+      const pause = Math.min(200, 5 * 2 ** Math.min(attempt, 5)) * (0.5 + Math.random());
+      await new Promise((done) => setTimeout(done, Math.max(0, Math.min(pause, deadline - this.#now() + 1))));
+    }
+  }
+
+  #reportBelowFloor(chain: EvmChain, sponsor: SponsorRef, balance: bigint, floor: bigint) {
+    const event: SponsorBelowFloor = { chain: chain.code, slot: sponsor.slot, address: sponsor.address, balance, floor };
+    logger.warn('gas sponsor below its balance floor: skipped (top it up: npm run sponsor:setup)', {
+      chain: chain.code,
+      sponsor: sponsor.address,
+      slot: sponsor.slot,
+      balance: balance.toString(),
+      floor: floor.toString(),
+    });
+    this.#options.onSponsorBelowFloor?.(event);
+  }
+
+  /**
+   * The sponsor's transaction is replaced like an own-gas send (evm-inclusion.ts): the sponsor's
+   * nonce, the same execute calldata and authorisation, higher fees, signed by the same sponsor
+   * (the journal names it; records from before the pool: the treasury) and journaled first. The
+   * account signs nothing again; its executor nonce lets one execute run.
+   */
+  async #replacer(sponsor: SponsorRef | undefined, journal: SendJournal | undefined): Promise<{ replacer?: Replacer }> {
+    const { replacement = DEFAULT_REPLACEMENT, sponsors } = this.#options;
     if (!journal?.replace || replacement.maxReplacements <= 0) return {};
     const replace = journal.replace.bind(journal);
-    return { replacer: { from: sponsor, sign: (transaction) => this.#options.sponsor.signTransaction(transaction), replace, policy: replacement } };
+    const payer = sponsor ? sponsors.member(sponsor.slot) : sponsors.treasury;
+    const from = (sponsor?.address as Address | undefined) ?? (await payer.address());
+    return { replacer: { from, sign: (transaction) => payer.signTransaction(transaction), replace, policy: replacement } };
   }
 
   /**
@@ -167,29 +236,29 @@ export class SponsoredEvmSender {
     }
   }
 
-  /** Under the sponsor's lease: gas, the sponsor's funds and nonce, and the sponsor's signature. */
+  /** Under the sponsor's lease: gas, the sponsor's funds (read as its lease was taken) and nonce, and the sponsor's signature. */
   async #signAsSponsor(
     { chain, account, timings }: SponsoredSend,
-    sponsor: Address,
+    picked: { readonly sponsor: SponsorRef; readonly balance: bigint },
     execute: { readonly authorizationList: SignedAuthorization[]; readonly data: Hex },
+    fees: { readonly maxFeePerGas: bigint; readonly maxPriorityFeePerGas: bigint },
     storedNonce: number | undefined,
   ) {
     const { authorizationList, data } = execute;
-    const fees = await chain.fees();
+    const sponsor = picked.sponsor.address as Address;
     const gas =
       authorizationList.length > 0
         ? FIRST_SPONSORED_SEND_GAS
         : await chain.estimateGas(sponsor, { to: account, value: 0n, data }).catch(() => FIRST_SPONSORED_SEND_GAS);
-    const sponsorBalance = await chain.balance(sponsor, chain.config.native);
-    if (sponsorBalance < gas * fees.maxFeePerGas) {
-      logger.error('gas sponsor is out of funds', { chain: chain.code, sponsor });
+    if (picked.balance < gas * fees.maxFeePerGas) {
+      logger.error('gas sponsor is out of funds', { chain: chain.code, sponsor, slot: picked.sponsor.slot });
       throw new UpstreamError('SPONSOR_UNAVAILABLE', `The gas sponsor cannot pay for gas on ${chain.code} right now`);
     }
     const nonce = Math.max(await chain.pendingNonce(sponsor), storedNonce ?? 0);
     // Type 4 only while the delegation is being set (EIP-7702 forbids an empty authorisation
     // list); once delegated, the account keeps its code and a plain type-2 call reaches it.
     const raw = await timed(timings, 'sign', () =>
-      this.#options.sponsor.signTransaction({
+      this.#options.sponsors.member(picked.sponsor.slot).signTransaction({
         type: authorizationList.length ? 'eip7702' : 'eip1559',
         chainId: chain.config.chain_id,
         nonce,
