@@ -1,7 +1,7 @@
 import type { Address, Hex } from 'viem';
 import type { AppRegistry } from '../apps/app-registry.ts';
 import type { Audience } from '../apps/application.ts';
-import { mintServiceToken } from '../auth/service-token.ts';
+import { ServiceTokenCache } from '../auth/service-token.ts';
 import { wireTransaction } from '../chains/sender/enclave-signers.ts';
 import type { EvmTransactionRequest, GasPayer, SponsorPool } from '../chains/sender/ports.ts';
 import { sponsorWalletGroup } from '../chains/sender/sponsor-pool.ts';
@@ -30,13 +30,19 @@ export class EnclaveGasSponsor implements GasSponsor {
   #wallet: Promise<{ wallet_id: string; access_key: string; public_address: string; issuer: string; audience: Audience }> | undefined;
 
   readonly #walletGroup: string | undefined;
+  readonly #serviceTokens: ServiceTokenCache;
 
-  /** `walletGroup`: a pool member's (sponsorWalletGroup); none: the treasury, the platform app's default group. */
-  constructor(enclave: WalletEnclave, signer: OpJwtSigner, apps: AppRegistry, walletGroup?: string) {
+  /**
+   * `walletGroup`: a pool member's (sponsorWalletGroup); none: the treasury, the platform app's
+   * default group. `serviceTokens`: shared by a pool's members (one KMS Sign a minute, not one per
+   * signature; the op_jwt stays one per signature, single use).
+   */
+  constructor(enclave: WalletEnclave, signer: OpJwtSigner, apps: AppRegistry, walletGroup?: string, serviceTokens = new ServiceTokenCache()) {
     this.#enclave = enclave;
     this.#signer = signer;
     this.#apps = apps;
     this.#walletGroup = walletGroup;
+    this.#serviceTokens = serviceTokens;
   }
 
   async address(): Promise<Address> {
@@ -48,7 +54,7 @@ export class EnclaveGasSponsor implements GasSponsor {
     const wallet = await this.#sponsorWallet();
     // The sponsor is part of the account service: its signatures are the account channel of the platform app's policy.
     const opJwt = await this.#signer.sign({ iss: wallet.issuer, sub: GAS_SPONSOR_SUB, aud: wallet.audience, app_id: PLATFORM_APP_ID, channel: 'account' });
-    const signed = await this.#enclave.sign({ serviceToken: await mintServiceToken(this.#signer, PLATFORM_APP_ID) }, 'sign_transaction', {
+    const signed = await this.#enclave.sign({ serviceToken: await this.#serviceTokens.get(this.#signer, PLATFORM_APP_ID, Date.now()) }, 'sign_transaction', {
       transaction,
       op_jwt: opJwt,
       access_key: wallet.access_key,
@@ -70,7 +76,7 @@ export class EnclaveGasSponsor implements GasSponsor {
     if (!app) throw new UnprocessableError('GAS_SPONSORSHIP_UNAVAILABLE', 'Gas sponsorship is not set up on this deployment (no platform application)');
     const authJwt = await this.#signer.sign({ iss: app.oidc.issuer, sub: GAS_SPONSOR_SUB, aud: app.oidc.audience, app_id: PLATFORM_APP_ID });
     const wallet = await this.#enclave.createWallet(
-      { serviceToken: await mintServiceToken(this.#signer, PLATFORM_APP_ID) },
+      { serviceToken: await this.#serviceTokens.get(this.#signer, PLATFORM_APP_ID, Date.now()) },
       { authJwt, network: 'ETH', walletGroupId: this.#walletGroup ?? app.default_wallet_group_id },
     );
     return { ...wallet, issuer: app.oidc.issuer, audience: app.oidc.audience };
@@ -87,7 +93,8 @@ export class EnclaveSponsorPool implements SponsorPool {
   constructor(enclave: WalletEnclave, signer: OpJwtSigner, apps: AppRegistry, size: number) {
     if (!Number.isSafeInteger(size) || size < 1) throw new RangeError(`sponsor pool size ${size}`);
     this.size = size;
-    this.#open = (walletGroup) => new EnclaveGasSponsor(enclave, signer, apps, walletGroup);
+    const serviceTokens = new ServiceTokenCache();
+    this.#open = (walletGroup) => new EnclaveGasSponsor(enclave, signer, apps, walletGroup, serviceTokens);
     this.treasury = this.#open();
   }
 

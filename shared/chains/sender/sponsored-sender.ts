@@ -27,6 +27,8 @@ const EXECUTE_DEADLINE_SECONDS = 600n;
  * ends this long before the account's lease would expire.
  */
 export const SPONSOR_WORK_RESERVE_MS = 5_000;
+/** The longest pause between two looks at the pool's leases while every sponsor is busy (a release in this process wakes a waiter at once). */
+const HAND_OFF_POLL_MS = 250;
 /** How long a first sponsored send waits for the wallet's pending transactions before signing its authorisation. */
 const AUTHORIZATION_SETTLE_MS = 10_000;
 
@@ -72,6 +74,9 @@ export interface SponsoredSenderOptions {
  */
 export class SponsoredEvmSender {
   readonly #options: SponsoredSenderOptions;
+  /** Sends of this process waiting for a sponsor, per chain, oldest first (#handOff). */
+  readonly #waiters = new Map<string, ((slot: number) => void)[]>();
+  readonly #held = new Map<string, Set<number>>();
 
   constructor(options: SponsoredSenderOptions) {
     this.#options = options;
@@ -106,6 +111,7 @@ export class SponsoredEvmSender {
       if (waitMs < 0) throw senderBusy(accountLeaseName.chain, account);
       const fees = await chain.fees();
       const picked = await this.#acquireSponsor(chain, fees.maxFeePerGas, waitMs);
+      const handOff = () => this.#handOff(chain.code, picked.sponsor.slot);
       const result = await underSenderLease(picked.lease, { chain: chain.code, address: picked.sponsor.address }, async (sponsorLease) => {
         await renewAccountLease(); // before the sponsor signs anything
         const { raw, nonce } = await this.#signAsSponsor(request, picked, execute, fees, sponsorLease.state?.next_nonce);
@@ -119,7 +125,7 @@ export class SponsoredEvmSender {
         };
         await recordThenBroadcast(chain, broadcast, journal, timings);
         return { result: broadcast, nonce };
-      });
+      }).finally(handOff);
       // An included authorisation consumes the wallet's account nonce: the next holder starts after it.
       return { result, ...(execute.authorizationNonce === undefined ? {} : { nonce: execute.authorizationNonce }) };
     });
@@ -139,15 +145,21 @@ export class SponsoredEvmSender {
     const order = Array.from({ length: sponsors.size }, (_, i) => (start + i) % sponsors.size);
     const floor = sponsorBalanceFloor(maxFeePerGas);
     const belowFloor = new Set<number>();
+    const held = this.#heldHere(chain.code);
     const take = async (slot: number, lowAllowed: boolean) => {
+      if (held.has(slot)) return undefined; // a send of this process holds it: no need to ask the table
       const sponsor: SponsorRef = { slot, address: await sponsors.member(slot).address() };
+      if (held.has(slot)) return undefined;
       const lease = await tryAcquireSenderLease(table, { chain: chain.code, address: sponsor.address }, { ...this.#timing(), waitMs: 0 });
       if (!lease) return undefined;
       const balance = await chain.balance(sponsor.address as Address, chain.config.native).catch(async (error: unknown) => {
         await lease.release();
         throw error;
       });
-      if (balance >= floor || lowAllowed) return { sponsor, lease, balance };
+      if (balance >= floor || lowAllowed) {
+        held.add(slot);
+        return { sponsor, lease, balance };
+      }
       await lease.release();
       if (!belowFloor.has(slot)) this.#reportBelowFloor(chain, sponsor, balance, floor);
       belowFloor.add(slot);
@@ -158,15 +170,56 @@ export class SponsoredEvmSender {
       if (picked) return picked;
     }
     const deadline = this.#now() + waitMs;
+    let handedOver: number | undefined;
     for (let attempt = 0; ; attempt++) {
       const funded = order.filter((slot) => !belowFloor.has(slot));
-      const candidates = funded.length > 0 ? funded : order;
-      const picked = await take(candidates[attempt % candidates.length] ?? start, funded.length === 0);
+      const candidates = (funded.length > 0 ? funded : order).filter((slot) => !held.has(slot));
+      const slot = handedOver ?? candidates[attempt % Math.max(1, candidates.length)];
+      const picked = slot === undefined ? undefined : await take(slot, funded.length === 0);
       if (picked) return picked;
       if (this.#now() >= deadline) throw senderBusy(chain.code, `the ${sponsors.size} gas sponsors`);
-      const pause = Math.min(200, 5 * 2 ** Math.min(attempt, 5)) * (0.5 + Math.random());
-      await new Promise((done) => setTimeout(done, Math.max(0, Math.min(pause, deadline - this.#now() + 1))));
+      const pause = Math.min(HAND_OFF_POLL_MS, 5 * 2 ** Math.min(attempt, 6)) * (0.5 + Math.random());
+      handedOver = await this.#awaitHandOff(chain.code, Math.max(0, Math.min(pause, deadline - this.#now() + 1)));
     }
+  }
+
+  /**
+   * A send of this process released a sponsor: the longest waiter of this process tries that
+   * slot at once, instead of finding out by polling the table. Waiters still poll (for sponsors
+   * that other processes release), only less often. In Lambda one container runs one send at a
+   * time, so this is the local runtime's case (every function in one process) and a no-op there.
+   */
+  #handOff(chain: string, slot: number): void {
+    this.#heldHere(chain).delete(slot);
+    this.#waiters.get(chain)?.shift()?.(slot);
+  }
+
+  /** The slots whose lease a send of this process holds now, per chain. */
+  #heldHere(chain: string): Set<number> {
+    let held = this.#held.get(chain);
+    if (!held) {
+      held = new Set();
+      this.#held.set(chain, held);
+    }
+    return held;
+  }
+
+  /** Resolves with a released slot, or undefined after `ms`. */
+  #awaitHandOff(chain: string, ms: number): Promise<number | undefined> {
+    return new Promise((resolve) => {
+      const queue = this.#waiters.get(chain) ?? [];
+      this.#waiters.set(chain, queue);
+      const timer = setTimeout(() => {
+        const at = queue.indexOf(wake);
+        if (at >= 0) queue.splice(at, 1);
+        resolve(undefined);
+      }, ms);
+      const wake = (slot: number) => {
+        clearTimeout(timer);
+        resolve(slot);
+      };
+      queue.push(wake);
+    });
   }
 
   #reportBelowFloor(chain: EvmChain, sponsor: SponsorRef, balance: bigint, floor: bigint) {
