@@ -186,7 +186,6 @@ async function setUp(): Promise<number> {
   return EXIT.done;
 }
 
-
 function parsePoolSize(raw: string | undefined): number {
   try {
     return loadSponsorPoolSize(raw === undefined ? process.env : { SPONSOR_POOL_SIZE: raw });

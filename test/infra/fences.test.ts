@@ -311,6 +311,23 @@ describe("the gas sponsor's own key", () => {
     }
   });
 
+  it('gives SPONSOR_POOL_SIZE (-c sponsorPoolSize) to the sponsoring functions only, sets none by default, and refuses a size out of 1-64 at synth', () => {
+    const variables = (stacks: ServiceStacks, id: string) => {
+      const fn = stacks.functions.get(id)!;
+      return (
+        (Template.fromStack(Stack.of(fn)).toJSON().Resources as Resources)[logicalId(fn.lambda)]!.Properties!.Environment as {
+          Variables: Record<string, unknown>;
+        }
+      ).Variables;
+    };
+    for (const { id } of FUNCTIONS) expect(variables(services, id).SPONSOR_POOL_SIZE, id).toBeUndefined();
+    const sized = buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix: 'Pool', services: { sponsorPoolSize: 16 } }).services;
+    for (const { id, needs } of FUNCTIONS) expect(variables(sized, id).SPONSOR_POOL_SIZE, id).toBe(needs.sponsorKey ? '16' : undefined);
+    expect(() => buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix: 'Big', services: { sponsorPoolSize: 65 } })).toThrow(
+      /SPONSOR_POOL_SIZE: must be a whole number, 1 to 64/,
+    );
+  });
+
   it('names an operator role (sponsor:setup) only when asked, by its exact ARN, on the sponsor key alone', () => {
     const operator = 'arn:aws:iam::123456789012:role/ops/sponsor-setup';
     const stack = new StatefulStack(new App(), 'WithOperator', { sponsorOperatorRoleArns: [operator] });
