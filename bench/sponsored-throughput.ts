@@ -2,13 +2,14 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { importJWK, type JWK, SignJWT } from 'jose';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { devAppPaths } from '../infra/local/applications.ts';
 import { startLocalRuntime } from '../infra/local/runtime.ts';
 
 /**
- * `npm run bench:sponsor [-- --users 200] [-- --rounds 3]` (issue 25): `users` users, each with
+ * `npm run bench:sponsor [-- --users 200] [--rounds 3] [--rtt 5]` (issue 25): `users` users, each with
  * its own wallet, send one 1-USDC withdrawal on ARB at the same moment, in one run of the local
  * runtime, three ways: paying their own gas (each wallet its own nonce); gas-sponsored as a
  * wallet's first sponsored send (EIP-7702: the delegation is set in the same transaction, so the
@@ -19,11 +20,33 @@ import { startLocalRuntime } from '../infra/local/runtime.ts';
  * and the ratios to the unsponsored burst. Every answer must be 200 (exit 1 otherwise).
  */
 const { values } = parseArgs({
-  options: { users: { type: 'string', default: '40' }, rounds: { type: 'string', default: '1' } },
+  options: { users: { type: 'string', default: '40' }, rounds: { type: 'string', default: '1' }, rtt: { type: 'string', default: '0' } },
 });
+/**
+ * `--rtt <ms>`: every table call and every HTTP call the functions make (enclave, chain RPC) waits
+ * that much more, as a network round trip in AWS does (bench:enclave's `--rtt` for the table). The
+ * sandbox runs every function on one thread, so without it the bench measures CPU per send; with
+ * it, also how long a send holds a lease, which is what caps one sponsor account.
+ */
+const RTT_MS = Number(values.rtt);
 const USERS = Number(values.users);
 const ROUNDS = Number(values.rounds);
 if (!Number.isSafeInteger(USERS) || USERS < 1 || !Number.isSafeInteger(ROUNDS) || ROUNDS < 1) throw new Error('--users and --rounds: positive whole numbers');
+
+if (!Number.isFinite(RTT_MS) || RTT_MS < 0) throw new Error('--rtt: milliseconds, 0 or more');
+const benchFetch = globalThis.fetch;
+if (RTT_MS > 0) {
+  const pause = () => new Promise((done) => setTimeout(done, RTT_MS));
+  const send = DynamoDBDocumentClient.prototype.send as (...args: unknown[]) => Promise<unknown>;
+  DynamoDBDocumentClient.prototype.send = async function (this: unknown, ...args: unknown[]) {
+    await pause();
+    return send.apply(this, args);
+  } as typeof DynamoDBDocumentClient.prototype.send;
+  globalThis.fetch = async (...args: Parameters<typeof fetch>) => {
+    await pause();
+    return benchFetch(...args);
+  };
+}
 
 process.env.LOG_LEVEL = 'silent';
 process.env.POWERTOOLS_METRICS_DISABLED = 'true';
@@ -38,7 +61,7 @@ const signingKey = await importJWK(issuerKey, 'ES256');
 const account = runtime.urls.account;
 
 async function faucet(address: string, token: string, amount: string) {
-  const response = await fetch(`${account}/sandbox/faucet`, {
+  const response = await benchFetch(`${account}/sandbox/faucet`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ chain: 'ARB', address, token, amount }),
@@ -57,7 +80,7 @@ async function newUser(sub: string) {
     .setExpirationTime('2h')
     .sign(signingKey);
   const headers = { authorization: `Bearer ${token}`, 'x-service-secret-key': app!.secret_key, 'content-type': 'application/json' };
-  const created = await fetch(`${account}/account`, { method: 'POST', headers });
+  const created = await benchFetch(`${account}/account`, { method: 'POST', headers });
   if (!created.ok) throw new Error(`account: ${created.status} ${await created.text()}`);
   const { public_address } = (await created.json()) as { public_address: { ETH: string } };
   await faucet(public_address.ETH, 'USDC', '10');
@@ -74,7 +97,7 @@ async function newUsers(prefix: string, count: number) {
 }
 
 const withdraw = (headers: Record<string, string>, sponsored: boolean) =>
-  fetch(`${account}/withdraw`, {
+  benchFetch(`${account}/withdraw`, {
     method: 'POST',
     headers: { ...headers, 'idempotency-key': crypto.randomUUID() },
     body: JSON.stringify({ to_address: privateKeyToAddress(generatePrivateKey()), amount: '1', chain: 'ARB', ...(sponsored ? { gas_sponsored: true } : {}) }),
@@ -108,6 +131,7 @@ async function burst(users: Record<string, string>[], sponsored: boolean): Promi
 
 process.stdout.write(
   `bench:sponsor: ${USERS} users, one 1-USDC ARB withdrawal each at once; SPONSOR_POOL_SIZE ${process.env.SPONSOR_POOL_SIZE ?? '8 (default)'}; ` +
+    `${RTT_MS > 0 ? `+${RTT_MS} ms per table and HTTP call; ` : ''}` +
     `runtime up in ${(startMs / 1000).toFixed(1)} s; Node ${process.version}\n`,
 );
 // Warm-up: every handler module loaded, one send of each kind.
