@@ -12,7 +12,6 @@ import { AppRegistry, deleteApplication, putApplication } from '../../shared/app
 import type { Application } from '../../shared/apps/application.ts';
 import { platformApplication } from '../../shared/apps/register-application.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
-import { topUpSponsors } from '../../shared/chains/evm/sponsor-top-up.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
 import { loadSponsorPoolSize } from '../../shared/config.ts';
 import { LOCAL_SPONSOR_KEY_FILE, LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
@@ -267,7 +266,6 @@ async function startOnLockedDataDir(
   }
 
   await fundGasSponsors(
-    table,
     chains,
     new EnclaveSponsorPool(new HttpWalletEnclave(urls.enclave), sponsorSigner, new AppRegistry(table), loadSponsorPoolSize(process.env)),
   );
@@ -415,28 +413,31 @@ async function seedApplications(table: Table, apps: Application[]) {
 }
 
 /**
- * The gas sponsors (issue 25), as `npm run sponsor:setup` funds them in AWS: the treasury (the
- * platform's default enclave wallet) gets native coin from the faucet on every sandbox EVM chain,
- * then tops up each of the SPONSOR_POOL_SIZE pool members to SANDBOX_SPONSOR_TARGET with real
- * transfers, journaled before broadcast (shared/chains/evm/sponsor-top-up.ts). A later start
- * tops up only members that have spent below it.
+ * The gas sponsors (issue 25): the treasury (the platform's default enclave wallet, the one
+ * sponsor before) and the SPONSOR_POOL_SIZE pool members, enclave wallets created here as the
+ * functions and `npm run sponsor:setup` open them. The sandbox funds each from its faucet on every
+ * EVM chain (as it funds the treasury): topping the pool up from the treasury with signed
+ * transfers, as sponsor:setup does in AWS (test/api/sponsor-setup.test.ts runs that against the
+ * sandbox), cost 32 enclave signatures and seconds on every fresh start. A later start tops up
+ * only what spent below the minimum.
  */
-async function fundGasSponsors(table: Table, chains: SandboxChains, pool: EnclaveSponsorPool) {
-  const treasury = await pool.treasury.address();
-  const coin = 10n ** 18n;
+async function fundGasSponsors(chains: SandboxChains, pool: EnclaveSponsorPool) {
+  const addresses = [await pool.treasury.address(), ...(await Promise.all(Array.from({ length: pool.size }, (_, slot) => pool.member(slot).address())))];
   await Promise.all(
     (['ETH', 'ARB', 'POL', 'INK'] as const).map(async (code) => {
       const chain = new EvmChain(code, chains.evm.chains[code]);
-      const minimum = BigInt(pool.size + 1) * SANDBOX_SPONSOR_TARGET + 100n * coin;
-      const balance = await chain.balance(treasury, chain.config.native);
-      if (balance < minimum) await chains.evm.faucet(code, treasury, chain.config.native, minimum + 1000n * coin - balance);
-      await topUpSponsors({ table, chain, pool, target: SANDBOX_SPONSOR_TARGET });
+      // One chain's faucet credits one at a time (its own queue); the chains in parallel.
+      for (const address of addresses) {
+        const balance = await chain.balance(address, chain.config.native);
+        if (balance < SANDBOX_SPONSOR_MINIMUM) await chains.evm.faucet(code, address, chain.config.native, SANDBOX_SPONSOR_FUNDING - balance);
+      }
     }),
   );
 }
 
-/** Each pool sponsor's native balance in the sandbox (a long-lived DATA_DIR spends gas; the next start tops it back up). */
-const SANDBOX_SPONSOR_TARGET = 100n * 10n ** 18n;
+/** Each sponsor's native coin in the sandbox: topped back up to the funding at start once below the minimum (a long-lived DATA_DIR spends gas). */
+const SANDBOX_SPONSOR_MINIMUM = 100n * 10n ** 18n;
+const SANDBOX_SPONSOR_FUNDING = 1_000n * 10n ** 18n;
 
 async function ensureTable(endpoint: string, tableName: string) {
   const client = new DynamoDBClient({ endpoint });

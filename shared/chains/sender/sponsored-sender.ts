@@ -135,9 +135,11 @@ export class SponsoredEvmSender {
   /**
    * A pool member's lease: from a random slot, the first member whose lease is free (one
    * conditional update each, no waiting) and whose balance is at least the floor (one below it is
-   * skipped and reported). None: queue, trying one member per pause (5 ms doubling to 200 ms, as
-   * acquireLease does) until `waitMs`, funded members first; once every member has been seen below
-   * the floor, any member will do (the send's own gas is checked under the lease).
+   * skipped and reported). None: queue, trying one member per pause (5 ms doubling to
+   * HAND_OFF_POLL_MS, jittered; a sponsor released in this process is handed over at once) until
+   * `waitMs`, funded members first; once every member has been seen below the floor, any member
+   * will do (the send's own gas is checked under the lease). Members a send of this process holds
+   * are not asked for.
    */
   async #acquireSponsor(chain: EvmChain, maxFeePerGas: bigint, waitMs: number) {
     const { sponsors, table } = this.#options;
