@@ -85,6 +85,8 @@ new ServiceStacks(app, {
   bridgeUrl: (app.node.tryGetContext('bridgeUrl') as string | undefined) || undefined,
   // `-c platformFee='{…}'` (docs/deploy.md, "Transfers in AWS"). Absent: no platform fee.
   platformFee: platformFeeContext(app),
+  // `-c sponsorPoolSize=16`: gas sponsors per EVM chain (SPONSOR_POOL_SIZE; give sponsor:setup the same --pool-size). Absent: 8.
+  sponsorPoolSize: (app.node.tryGetContext('sponsorPoolSize') as number | string | undefined) ?? undefined,
 });
 
 app.synth();

@@ -4,7 +4,7 @@ import type { Construct } from 'constructs';
 import { ROUTES, type ServiceName } from '../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS, type TransferStepFunction } from '../functions/transfer-steps.ts';
 import type { ChainsConfig } from '../shared/chains/chain-config.ts';
-import { loadVenueUrls, type VenueUrls } from '../shared/config.ts';
+import { loadSponsorPoolSize, loadVenueUrls, type VenueUrls } from '../shared/config.ts';
 import { loadPlatformFee, type PlatformFeeSettings } from '../shared/transfers/platform-fee.ts';
 import { ApiGatewayLoggingStack } from './api-gateway-logging-stack.ts';
 import { type ApiThrottle, ServiceApiStack, type SharedNeedsResources } from './api-stack.ts';
@@ -63,6 +63,11 @@ export interface ServiceStacksProps extends StatefulResources {
    * recipients: { EVM?, SOL? } }`), checked as the functions check it. @default none: no fee
    */
   readonly platformFee?: unknown;
+  /**
+   * Gas sponsors per EVM chain (SPONSOR_POOL_SIZE of the functions that sponsor: 1-64), the same
+   * number `npm run sponsor:setup --pool-size` creates and funds. @default unset: the functions' 8
+   */
+  readonly sponsorPoolSize?: number | string;
   /** The transfer step Lambdas. @default TRANSFER_STEP_FUNCTIONS (functions/transfer-steps.ts) */
   readonly transferSteps?: readonly TransferStepFunction[];
 }
@@ -101,6 +106,8 @@ export class ServiceStacks {
       venueUrls: JSON.stringify(loadVenueUrls({ VENUE_URLS: JSON.stringify(props.venueUrls ?? {}) })),
       bridgeUrl: checkedBridgeUrl(props.bridgeUrl ?? LIFI_API_URL),
       ...(props.platformFee !== undefined ? { platformFee: checkedPlatformFee(props.platformFee) } : {}),
+      // Checked as the functions check it: an out-of-range size stops the synth.
+      ...(props.sponsorPoolSize !== undefined ? { sponsorPoolSize: String(loadSponsorPoolSize({ SPONSOR_POOL_SIZE: String(props.sponsorPoolSize) })) } : {}),
     };
 
     if (props.apiGatewayCloudWatchRole ?? true) {

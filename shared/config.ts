@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { type ChainsConfig, ChainsConfigSchema } from './chains/chain-config.ts';
 import { DEFAULT_LEASE_TIMING, type LeaseTiming } from './chains/sender/sender-lease.ts';
+import { DEFAULT_SPONSOR_POOL_SIZE, MAX_SPONSOR_POOL_SIZE } from './chains/sender/sponsor-pool.ts';
 import { VENUE_IDS, type VenueId } from './venues/default-status.ts';
 
 /**
@@ -195,6 +196,16 @@ export function loadSenderLeaseTiming(env = process.env): LeaseTiming {
   return { leaseMs: ms, waitMs: ms + SENDER_QUEUE_MARGIN_MS };
 }
 const MIN_SENDER_LEASE_MS = 8_000;
+
+/** SPONSOR_POOL_SIZE (optional): how many gas sponsors per EVM chain share sponsored sends (default 8, 1-64; shared/chains/sender/sponsor-pool.ts). */
+export function loadSponsorPoolSize(env = process.env): number {
+  const raw = env.SPONSOR_POOL_SIZE;
+  if (raw === undefined || raw === '') return DEFAULT_SPONSOR_POOL_SIZE;
+  const size = /^[0-9]{1,2}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(size >= 1 && size <= MAX_SPONSOR_POOL_SIZE))
+    throw new ConfigError(`Invalid configuration: SPONSOR_POOL_SIZE: must be a whole number, 1 to ${MAX_SPONSOR_POOL_SIZE}`);
+  return size;
+}
 const SENDER_QUEUE_MARGIN_MS = DEFAULT_LEASE_TIMING.waitMs - DEFAULT_LEASE_TIMING.leaseMs;
 
 /** Venue API base URLs by venue id; a venue left out is "not configured" (its routes answer 503 VENUE_NOT_CONFIGURED). */

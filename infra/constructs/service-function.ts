@@ -60,6 +60,8 @@ export interface NeedsResources {
   readonly bridgeUrl?: string;
   /** PLATFORM_FEE: JSON (shared/transfers/platform-fee.ts). Absent: not set, no fee. */
   readonly platformFee?: string;
+  /** SPONSOR_POOL_SIZE for the functions that sponsor gas (needs `sponsorKey`). Absent: not set, the functions' default. */
+  readonly sponsorPoolSize?: string;
   /** The transfer state machine and TRANSFER_STEP_FUNCTIONS; absent while the step functions themselves are built. */
   readonly transfers?: TransferResources;
 }
@@ -174,6 +176,7 @@ export class ServiceFunction extends Construct {
     if (needs.accountAccessKey) this.bindWrappingKey(resources.accountKey, 'account-access-keys', needs.accountAccessKey);
     if (needs.opJwtKey) this.bindOpJwtKey(resources.opJwtKey, needs.opJwtKey);
     if (needs.sponsorKey) this.bindSponsorKey(resources.sponsorKey, needs.sponsorKey);
+    if (needs.sponsorKey && resources.sponsorPoolSize !== undefined) this.lambda.addEnvironment('SPONSOR_POOL_SIZE', resources.sponsorPoolSize);
     if (needs.enclaveUrl) this.bindTeeUrl(resources.enclaveUrl);
     if (needs.chains) this.bindChains(resources.publicChainsConfig, resources.rpcUrlsSecret);
     else if (needs.chainData) this.lambda.addEnvironment('CHAINS_CONFIG', resources.publicChainsConfig);

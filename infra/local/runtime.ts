@@ -13,6 +13,7 @@ import type { Application } from '../../shared/apps/application.ts';
 import { platformApplication } from '../../shared/apps/register-application.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
+import { loadSponsorPoolSize } from '../../shared/config.ts';
 import { LOCAL_SPONSOR_KEY_FILE, LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
 import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
@@ -21,7 +22,7 @@ import { requestIdOf } from '../../shared/http/request-id.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
 import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
-import { EnclaveGasSponsor } from '../../shared/withdrawals/gas-sponsor.ts';
+import { EnclaveSponsorPool } from '../../shared/withdrawals/gas-sponsor.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS, matchResource, type ResourceTree, resourceTree } from '../api-resources.ts';
 import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
 import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } from './applications.ts';
@@ -266,7 +267,10 @@ async function startOnLockedDataDir(
     });
   }
 
-  await fundGasSponsor(chains, new EnclaveGasSponsor(new HttpWalletEnclave(urls.enclave), sponsorSigner, new AppRegistry(table)));
+  await fundGasSponsors(
+    chains,
+    new EnclaveSponsorPool(new HttpWalletEnclave(urls.enclave), sponsorSigner, new AppRegistry(table), loadSponsorPoolSize(process.env)),
+  );
   await stepFunctions.redriveRunning();
 
   return {
@@ -410,18 +414,32 @@ async function seedApplications(table: Table, apps: Application[]) {
   await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.localApps(), apps: seeded } }));
 }
 
-/** The platform's sponsor wallet (an enclave wallet) gets native coin on every sandbox EVM chain. */
-async function fundGasSponsor(chains: SandboxChains, sponsor: EnclaveGasSponsor) {
-  const address = await sponsor.address();
-  const minimum = 100n * 10n ** 18n;
+/**
+ * The gas sponsors (issue 25): the treasury (the platform's default enclave wallet, the one
+ * sponsor before) and the SPONSOR_POOL_SIZE pool members, enclave wallets created here as the
+ * functions and `npm run sponsor:setup` open them. The sandbox funds each from its faucet on every
+ * EVM chain (as it funds the treasury): topping the pool up from the treasury with signed
+ * transfers, as sponsor:setup does in AWS (test/api/sponsor-setup.test.ts runs that against the
+ * sandbox), cost 32 enclave signatures and seconds on every fresh start. A later start tops up
+ * only what spent below the minimum.
+ */
+async function fundGasSponsors(chains: SandboxChains, pool: EnclaveSponsorPool) {
+  const addresses = [await pool.treasury.address(), ...(await Promise.all(Array.from({ length: pool.size }, (_, slot) => pool.member(slot).address())))];
   await Promise.all(
     (['ETH', 'ARB', 'POL', 'INK'] as const).map(async (code) => {
       const chain = new EvmChain(code, chains.evm.chains[code]);
-      const balance = await chain.balance(address, chain.config.native);
-      if (balance < minimum) await chains.evm.faucet(code, address, chain.config.native, 1000n * 10n ** 18n);
+      // One chain's faucet credits one at a time (its own queue); the chains in parallel.
+      for (const address of addresses) {
+        const balance = await chain.balance(address, chain.config.native);
+        if (balance < SANDBOX_SPONSOR_MINIMUM) await chains.evm.faucet(code, address, chain.config.native, SANDBOX_SPONSOR_FUNDING - balance);
+      }
     }),
   );
 }
+
+/** Each sponsor's native coin in the sandbox: topped back up to the funding at start once below the minimum (a long-lived DATA_DIR spends gas). */
+const SANDBOX_SPONSOR_MINIMUM = 100n * 10n ** 18n;
+const SANDBOX_SPONSOR_FUNDING = 1_000n * 10n ** 18n;
 
 async function ensureTable(endpoint: string, tableName: string) {
   const client = new DynamoDBClient({ endpoint });

@@ -6,7 +6,7 @@ import type { OpJwtSigner } from '../../shared/crypto/op-jwt-signer.ts';
 import { createDocumentClient, type Table } from '../../shared/db/client.ts';
 import { createSponsorSigner } from '../../shared/deps/clients.ts';
 import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
-import { EnclaveGasSponsor, PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
+import { EnclaveGasSponsor, EnclaveSponsorPool, PLATFORM_APP_ID } from '../../shared/withdrawals/gas-sponsor.ts';
 
 /**
  * The platform application (whose enclave wallet is the gas sponsor), as the operator scripts
@@ -62,4 +62,9 @@ function trustsOnly(app: Application, key: JWK): boolean {
 /** The gas sponsor: the platform application's enclave wallet, reached through the enclave API, its tokens signed with the sponsor key. */
 export function platformGasSponsor(enclaveUrl: string, sponsorSigner: OpJwtSigner, table: Table): EnclaveGasSponsor {
   return new EnclaveGasSponsor(new HttpWalletEnclave(enclaveUrl.replace(/\/+$/, '')), sponsorSigner, new AppRegistry(table));
+}
+
+/** The treasury and `size` pool sponsors (issue 25): enclave wallets of the platform application, as the functions open them. */
+export function platformSponsorPool(enclaveUrl: string, sponsorSigner: OpJwtSigner, table: Table, size: number): EnclaveSponsorPool {
+  return new EnclaveSponsorPool(new HttpWalletEnclave(enclaveUrl.replace(/\/+$/, '')), sponsorSigner, new AppRegistry(table), size);
 }

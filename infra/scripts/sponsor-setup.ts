@@ -14,35 +14,46 @@ import {
   hasDeployer,
   SponsorUnderfundedError,
 } from '../../shared/chains/evm/delegate-deployment.ts';
+import { topUpSponsors } from '../../shared/chains/evm/sponsor-top-up.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
-import { FIRST_SPONSORED_SEND_GAS } from '../../shared/chains/sender/sponsored-sender.ts';
+import {
+  FIRST_SPONSORED_SEND_GAS,
+  MAX_SPONSOR_POOL_SIZE,
+  SPONSOR_FLOOR_SENDS,
+  SPONSOR_TARGET_SENDS,
+  sponsorBalanceTarget,
+} from '../../shared/chains/sender/sponsor-pool.ts';
+import { ConfigError, loadSponsorPoolSize } from '../../shared/config.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { setChainDelegate } from './chains-config-file.ts';
-import { ensurePlatformApplication, platformGasSponsor, scriptSponsorSigner, scriptTable } from './platform-app.ts';
+import { ensurePlatformApplication, type platformGasSponsor, platformSponsorPool, scriptSponsorSigner, scriptTable } from './platform-app.ts';
 
 /**
  * `npm run sponsor:setup -- --chain <ETH|ARB|POL|INK> --table <TableName> --sponsor-key <SponsorKeyId>
- *   --enclave-url <EnclaveApiUrl> [--rpc-url <url>] [--chains-config <file>]`
+ *   --enclave-url <EnclaveApiUrl> [--rpc-url <url>] [--chains-config <file>] [--pool-size <n>]`
  *
  * Gas sponsorship on one EVM chain of a deployment, as far as it can be automated, idempotent:
- *  1. the platform application, trusting the sponsor key alone, and its sponsor wallet (as `app:create -- --platform`);
+ *  1. the platform application, trusting the sponsor key alone, its treasury wallet (the one gas
+ *     sponsor before issue 25: same address) and the pool's sponsor wallets (`--pool-size`, default
+ *     SPONSOR_POOL_SIZE or 8: give the functions the same SPONSOR_POOL_SIZE), all enclave wallets;
  *  2. the RPC's chain id must be the chains config's;
  *  3. the SponsoredExecutor delegate: the configured one or the one at its deterministic address
  *     if its code is the artifact's, else deployed from the sponsor through the enclave, exactly
  *     once (shared/chains/evm/delegate-deployment.ts), when the sponsor can pay;
  *  4. its address written as the chain's `delegate` into --chains-config (formatting kept);
- *  5. what is left: the sponsor's balance against a suggested minimum, and the cdk deploy.
+ *  5. the pool topped up from the treasury (each sponsor to SPONSOR_TARGET_SENDS first-time sponsored
+ *     sends' gas at today's fee; each transfer journaled before broadcast: shared/chains/evm/
+ *     sponsor-top-up.ts), and what is left: the treasury's balance, the cdk deploy.
  * Exit 0: done (step 5 says what is left); 1: an error; 2: bad usage; 3: action needed (fund the
- * sponsor, then run again). AWS credentials from the usual environment (DYNAMODB_ENDPOINT for a
+ * treasury, then run again: it deploys the delegate and tops up the pool). AWS credentials from the usual environment (DYNAMODB_ENDPOINT for a
  * local engine); with SPONSOR_SIGNER=local and DATA_DIR instead of --sponsor-key, against the sandbox.
  */
 const USAGE =
-  'usage: npm run sponsor:setup -- --chain <ETH|ARB|POL|INK> --table <TableName> --sponsor-key <SponsorKeyId> --enclave-url <EnclaveApiUrl> [--rpc-url <url>] [--chains-config <file>]';
+  'usage: npm run sponsor:setup -- --chain <ETH|ARB|POL|INK> --table <TableName> --sponsor-key <SponsorKeyId> --enclave-url <EnclaveApiUrl> [--rpc-url <url>] [--chains-config <file>] [--pool-size <n>]';
 const DEFAULT_CHAINS_CONFIG = 'infra/config/chains.mainnet.json';
 const EVM_CHAINS: readonly EvmChainCode[] = ['ETH', 'ARB', 'POL', 'INK'];
-/** The suggested minimum balance: this many first-time sponsored sends at today's fee. */
-const SUGGESTED_SPONSORED_SENDS = 100n;
 const EXIT = { done: 0, error: 1, usage: 2, actionNeeded: 3 } as const;
+const SPONSOR_FLOOR_TEXT = `${SPONSOR_FLOOR_SENDS} first-time sponsored sends' gas`;
 
 const started = performance.now();
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -65,6 +76,7 @@ const OPTIONS = {
   'enclave-url': { type: 'string' },
   'rpc-url': { type: 'string' },
   'chains-config': { type: 'string' },
+  'pool-size': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
@@ -80,6 +92,7 @@ const values = parseFlags();
 if (values.help) usage();
 const code = (values.chain?.toUpperCase() ?? usage('--chain is required')) as EvmChainCode;
 if (!EVM_CHAINS.includes(code)) usage(`--chain must be one of ${EVM_CHAINS.join(', ')} (gas sponsorship is EVM only), not "${values.chain}"`);
+const poolSize = parsePoolSize(values['pool-size']);
 const tableName = values.table || usage("--table (or TABLE_NAME) is required: the stateful stack's TableName output");
 const signer =
   scriptSponsorSigner(values['sponsor-key']) ?? usage("--sponsor-key (or SPONSOR_KMS_KEY_ID) is required: the stateful stack's SponsorKeyId output");
@@ -111,10 +124,12 @@ async function setUp(): Promise<number> {
   // 1. The platform application and its sponsor wallet.
   const table = scriptTable(tableName);
   const registered = await ensurePlatformApplication(table, signer);
-  const sponsor = platformGasSponsor(enclaveUrl, signer, table);
+  const pool = platformSponsorPool(enclaveUrl, signer, table, poolSize);
+  const sponsor = pool.treasury;
   const sponsorAddress = await sponsor.address();
+  const members = await Promise.all(Array.from({ length: poolSize }, (_, slot) => pool.member(slot).address()));
   const how = { registered: 'registered now', existing: 'already registered', rekeyed: 'moved to the sponsor key' }[registered];
-  out(`[1/5] platform application ${how}; gas sponsor wallet ${sponsorAddress}`);
+  out(`[1/5] platform application ${how}; treasury (gas sponsor wallet) ${sponsorAddress}; ${poolSize} pool sponsors ${members.join(', ')}`);
 
   // 2. The RPC is the configured chain.
   const rpcChainId = await getChainId(chain.client).catch((error: unknown) => fail(`the ${code} RPC did not answer: ${describeChainError(error)}`));
@@ -138,14 +153,30 @@ async function setUp(): Promise<number> {
     out(`[4/5] wrote "delegate": "${delegate}" for ${code} into ${configPath}`);
   }
 
-  // 5. What is left.
-  const [balance, fees] = await Promise.all([chain.balance(sponsorAddress, native), chain.fees()]);
-  const suggested = SUGGESTED_SPONSORED_SENDS * FIRST_SPONSORED_SEND_GAS * fees.maxFeePerGas;
-  out('[5/5] left to do:');
+  // 5. The pool, topped up from the treasury; what is left.
+  const fees = await chain.fees();
+  const target = sponsorBalanceTarget(fees.maxFeePerGas);
+  const topUps = await topUpSponsors({ table, chain, pool, target });
+  const sent = topUps.filter((result) => result.txHash);
+  const short = topUps.filter((result) => result.short !== undefined);
   out(
-    `  - the sponsor holds ${formatUnits(balance, 18)} ${native} on ${code}; suggested minimum ${formatCeil(suggested, 18)} ${native} ` +
-      `(${SUGGESTED_SPONSORED_SENDS} first-time sponsored sends × ${FIRST_SPONSORED_SEND_GAS} gas × ${formatCeil(fees.maxFeePerGas, 9)} gwei)` +
-      (balance >= suggested ? ': enough' : `: fund ${sponsorAddress} with at least ${formatCeil(suggested - balance, 18)} ${native} on ${code}`),
+    `[5/5] pool: ${sent.length} of ${poolSize} sponsors topped up from the treasury to ${formatCeil(target, 18)} ${native} each ` +
+      `(${SPONSOR_TARGET_SENDS} first-time sponsored sends × ${FIRST_SPONSORED_SEND_GAS} gas × ${formatCeil(fees.maxFeePerGas, 9)} gwei)` +
+      `${sent.length ? `: ${sent.map((result) => `#${result.slot} ${result.txHash}`).join(', ')}` : ''}`,
+  );
+  const balance = await chain.balance(sponsorAddress, native);
+  if (short.length > 0) {
+    const needed = short.reduce((sum, result) => sum + (result.short ?? 0n), 0n);
+    out(
+      `Fund the treasury ${sponsorAddress} with at least ${formatCeil(needed, 18)} ${native} on ${code} (it holds ${formatUnits(balance, 18)}; ` +
+        `${short.length} sponsor${short.length === 1 ? '' : 's'} still below the target), then run this command again.`,
+    );
+    return EXIT.actionNeeded;
+  }
+  out('  left to do:');
+  out(
+    `  - the treasury holds ${formatUnits(balance, 18)} ${native} on ${code}: keep it funded and run this command again to top the pool up ` +
+      `(a sponsor below ${SPONSOR_FLOOR_TEXT} is skipped and counted in the SponsorBelowFloor metric)`,
   );
   const deployConfig = configGiven ? configPath : '<your copy>';
   out(
@@ -153,6 +184,15 @@ async function setUp(): Promise<number> {
   );
   out(`done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   return EXIT.done;
+}
+
+function parsePoolSize(raw: string | undefined): number {
+  try {
+    return loadSponsorPoolSize(raw === undefined ? process.env : { SPONSOR_POOL_SIZE: raw });
+  } catch (error) {
+    if (error instanceof ConfigError) return usage(`--pool-size (or SPONSOR_POOL_SIZE) must be a whole number, 1 to ${MAX_SPONSOR_POOL_SIZE}`);
+    throw error;
+  }
 }
 
 /** The delegate's address once its code is on chain; undefined when the sponsor must be funded first. */

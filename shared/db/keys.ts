@@ -17,6 +17,7 @@
  * | venue payout claim| TASKS#<app_id>#<app_user_id>         | PAYOUT#<chain>#<tx_hash>#<log_index> |  (the withdrawal that a venue's on-chain payout completed, one holder per log; built in shared/transfers/steps/payout-claim.ts, payoutClaimKey, beside the steps that take it)
  * | sponsorship budget | SPONSOR#BUDGET#<app_id>#<yyyy-mm-dd> | APP, USER#<sub> |  (sponsored transactions counted per UTC day; TTL two days after)
  * | delegate deployment | SETUP#DELEGATE#<chain>#<address>   | SETUP         |  (the signed deployment transaction, recorded before broadcast: npm run sponsor:setup)
+ * | sponsor top-up    | SETUP#TOPUP#<chain>#<member address> | SETUP        |  (the treasury's transfer to a gas sponsor of the pool, recorded before broadcast, deleted once included: npm run sponsor:setup, the sandbox at start)
  * | op_jwt use        | OPJWT#<app_id>#<jti>                 | OPJWT         |  (first use of an op_jwt, `ttl` = its exp: shared/auth/op-jwt-replay.ts; the enclave's roles alone write the OPJWT# prefix)
  * | signing policy    | POLICY#<app_id>                      | V#<version, 10 digits>, CURRENT |  (every PUT kept as a version; CURRENT holds the latest and is the conditional write that numbers them: shared/enclave/policy-store.ts)
  * | policy usage      | POLICYUSE#<app_id>#<sub>             | POLICYUSE     |  (a user's signatures of the rolling 24 h for max_usd_per_day, one item with a `rev` for optimistic concurrency: shared/enclave/policy-usage.ts)
@@ -41,6 +42,8 @@ export const keys = {
   sponsorshipBudget: (appId: string, day: string, sub?: string) => ({ pk: `SPONSOR#BUDGET#${appId}#${day}`, sk: sub === undefined ? 'APP' : `USER#${sub}` }),
   /** The SponsoredExecutor's deployment transaction on one chain (shared/chains/evm/delegate-deployment.ts). */
   delegateDeployment: (chain: string, address: string) => ({ pk: `SETUP#DELEGATE#${chain}#${address.toLowerCase()}`, sk: 'SETUP' }),
+  /** The treasury's top-up of one pool sponsor, until it is included (shared/chains/evm/sponsor-top-up.ts). */
+  sponsorTopUp: (chain: string, member: string) => ({ pk: `SETUP#TOPUP#${chain}#${member.toLowerCase()}`, sk: 'SETUP' }),
   /** An op_jwt's first use (its `jti`), kept until the token expires: a second use is a replay. */
   opJwtUse: (appId: string, jti: string) => ({ pk: `${OP_JWT_USE_PREFIX}${appId}#${jti}`, sk: 'OPJWT' }),
   /** The app's signing policy as it is now (its version number included). */

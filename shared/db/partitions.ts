@@ -42,6 +42,8 @@ export const PARTITIONS = {
   sponsorBudget: ['SPONSOR#BUDGET#*'],
   /** `SETUP#DELEGATE#<chain>#<address>`: written by the operator's `npm run sponsor:setup` only; no function. */
   delegateDeployment: ['SETUP#DELEGATE#*'],
+  /** `SETUP#TOPUP#<chain>#<member>`: the treasury's top-ups of the gas sponsors, written by `npm run sponsor:setup` (and the sandbox at start) only; no function. */
+  sponsorTopUp: ['SETUP#TOPUP#*'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type Partition = keyof typeof PARTITIONS;

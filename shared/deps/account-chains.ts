@@ -1,6 +1,7 @@
 import { createSenders } from '../chains/sender/senders.ts';
-import { loadInclusionTimeoutMs, loadSenderLeaseTiming } from '../config.ts';
-import { EnclaveGasSponsor } from '../withdrawals/gas-sponsor.ts';
+import { loadInclusionTimeoutMs, loadSenderLeaseTiming, loadSponsorPoolSize } from '../config.ts';
+import { reportSponsorBelowFloor } from '../observability/metrics.ts';
+import { EnclaveSponsorPool } from '../withdrawals/gas-sponsor.ts';
 import { claimLeaseMs } from '../withdrawals/idempotency.ts';
 import { loadSponsorshipLimits, SponsorshipBudget } from '../withdrawals/sponsorship-budget.ts';
 import type { WithdrawDeps } from '../withdrawals/withdraw.ts';
@@ -10,7 +11,7 @@ import { appsFromEnv, systemClock } from './table.ts';
 
 /**
  * `POST /withdraw`: everything a signing account route has, plus the chains and the
- * exactly-once senders (the gas sponsor mints its tokens with its own key, SPONSOR_SIGNER: never the op_jwt key).
+ * exactly-once senders (the gas sponsors, SPONSOR_POOL_SIZE of them, mint their tokens with their own key, SPONSOR_SIGNER: never the op_jwt key).
  */
 export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof appsFromEnv>, 'apps'> {
   const { table, apps } = appsFromEnv();
@@ -28,7 +29,8 @@ export function withdrawDepsFromEnv(): WithdrawDeps & Pick<ReturnType<typeof app
     chains: chainsFromEnv(),
     senders: createSenders({
       table,
-      sponsor: new EnclaveGasSponsor(enclave, sponsorSignerFromEnv(), apps),
+      sponsors: new EnclaveSponsorPool(enclave, sponsorSignerFromEnv(), apps, loadSponsorPoolSize()),
+      onSponsorBelowFloor: reportSponsorBelowFloor,
       inclusionTimeoutMs,
       lease,
       now: systemClock,

@@ -1,11 +1,12 @@
 import { createSenders } from '../chains/sender/senders.ts';
 import { logger } from '../logger.ts';
+import { reportSponsorBelowFloor } from '../observability/metrics.ts';
 import type { BridgeClient } from '../transfers/bridge.ts';
 import { HttpBridgeClient } from '../transfers/http-bridge-client.ts';
 import type { BridgeStepDeps } from '../transfers/steps/bridge.ts';
 import { chainsFromEnv } from './chains.ts';
 import { systemClock } from './table.ts';
-import { gasSponsor, sponsorshipBudget, stepCoreFromEnv } from './transfer-steps.ts';
+import { sponsorPool, sponsorshipBudget, stepCoreFromEnv } from './transfer-steps.ts';
 import { bridgeClientOptions } from './transfers.ts';
 
 /**
@@ -22,7 +23,8 @@ export function bridgeStepDepsFromEnv(env = process.env): BridgeStepDeps {
     sponsorship: sponsorshipBudget(parts, env),
     senders: createSenders({
       table: parts.core.table,
-      sponsor: gasSponsor(parts),
+      sponsors: sponsorPool(parts, env),
+      onSponsorBelowFloor: reportSponsorBelowFloor,
       inclusionTimeoutMs: parts.inclusionTimeoutMs,
       lease: parts.lease,
       now: systemClock,

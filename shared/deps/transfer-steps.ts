@@ -1,11 +1,11 @@
 import type { AppRegistry } from '../apps/app-registry.ts';
 import type { LeaseTiming } from '../chains/sender/sender-lease.ts';
-import { ConfigError, loadInclusionTimeoutMs, loadSenderLeaseTiming } from '../config.ts';
+import { ConfigError, loadInclusionTimeoutMs, loadSenderLeaseTiming, loadSponsorPoolSize } from '../config.ts';
 import { loadPlatformFee } from '../transfers/platform-fee.ts';
 import { DEFAULT_STEP_DEADLINE_SECONDS, POLL_INTERVAL_MS, type StepCoreDeps } from '../transfers/steps/core.ts';
 import { enclaveStepWallets } from '../transfers/steps/wallets.ts';
 import type { WalletEnclave } from '../wallets/enclave-client.ts';
-import { EnclaveGasSponsor } from '../withdrawals/gas-sponsor.ts';
+import { EnclaveSponsorPool } from '../withdrawals/gas-sponsor.ts';
 import { loadSponsorshipLimits, SponsorshipBudget } from '../withdrawals/sponsorship-budget.ts';
 import { accountKeyWrapperFromEnv, enclaveClientFromEnv, opJwtSignerFromEnv, sponsorSignerFromEnv } from './clients.ts';
 import { appsFromEnv, systemClock, tableFromEnv } from './table.ts';
@@ -61,8 +61,9 @@ export interface StepCoreParts {
 export const sponsorshipBudget = ({ core }: StepCoreParts, env = process.env) =>
   new SponsorshipBudget({ table: core.table, limits: loadSponsorshipLimits(env), now: core.now });
 
-/** The gas payer of sponsored sends (the platform's enclave wallet, its tokens signed with the sponsor's own key: SPONSOR_SIGNER), for the bridge and deposit steps. */
-export const gasSponsor = ({ signing }: StepCoreParts) => new EnclaveGasSponsor(signing.enclave, sponsorSignerFromEnv(), signing.apps);
+/** The gas sponsors of sponsored sends (the platform's enclave wallets, SPONSOR_POOL_SIZE of them, their tokens signed with the sponsor's own key: SPONSOR_SIGNER), for the bridge and deposit steps. */
+export const sponsorPool = ({ signing }: StepCoreParts, env = process.env) =>
+  new EnclaveSponsorPool(signing.enclave, sponsorSignerFromEnv(), signing.apps, loadSponsorPoolSize(env));
 
 export const DEFAULT_POLL_WINDOW_MS = 5_000;
 

@@ -1,9 +1,10 @@
 import { EvmSender } from '../chains/sender/evm-sender.ts';
 import { SponsoredEvmSender } from '../chains/sender/sponsored-sender.ts';
+import { reportSponsorBelowFloor } from '../observability/metrics.ts';
 import type { VenueStepDeps } from '../transfers/steps/venue.ts';
 import { evmChainsFromEnv } from './evm-chains.ts';
 import { systemClock } from './table.ts';
-import { gasSponsor, type StepCoreParts, sponsorshipBudget, stepCoreFromEnv } from './transfer-steps.ts';
+import { type StepCoreParts, sponsorPool, sponsorshipBudget, stepCoreFromEnv } from './transfer-steps.ts';
 import { venueRegistryFromEnv } from './venues.ts';
 
 /**
@@ -39,7 +40,8 @@ export function depositStepDepsFromEnv(env = process.env): VenueStepDeps {
   const parts = stepCoreFromEnv(env);
   const sponsored = new SponsoredEvmSender({
     table: parts.core.table,
-    sponsor: gasSponsor(parts),
+    sponsors: sponsorPool(parts, env),
+    onSponsorBelowFloor: reportSponsorBelowFloor,
     inclusionTimeoutMs: parts.inclusionTimeoutMs,
     lease: parts.lease,
     now: clockMs,

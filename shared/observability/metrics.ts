@@ -12,6 +12,7 @@ export const METRIC_NAMES = {
   withdrawalFailed: 'WithdrawalFailed',
   withdrawalReplayed: 'WithdrawalReplayed',
   signingLatency: 'SigningLatency',
+  sponsorBelowFloor: 'SponsorBelowFloor',
 } as const;
 
 const instances = new Map<string, Metrics>();
@@ -59,4 +60,18 @@ export async function measureSigning<R>(route: string, run: () => Promise<R>): P
   metrics.addDimension('route', route);
   metrics.addMetric(METRIC_NAMES.signingLatency, MetricUnit.Milliseconds, performance.now() - started);
   return result;
+}
+
+/**
+ * A gas sponsor of the pool was skipped for holding less than its floor (shared/chains/sender/
+ * sponsor-pool.ts): one count, dimension `chain`, the sponsor's address and slot as metadata. A
+ * metric of its own, flushed at once (singleMetric), so the transfer steps, which have no metrics
+ * middleware, report it too. Alarm on it: the pool is running dry.
+ */
+export function reportSponsorBelowFloor(event: { readonly chain: string; readonly slot: number; readonly address: string }): void {
+  const single = serviceMetrics().singleMetric();
+  single.addDimension('chain', event.chain);
+  single.addMetadata('sponsor', event.address);
+  single.addMetadata('slot', String(event.slot));
+  single.addMetric(METRIC_NAMES.sponsorBelowFloor, MetricUnit.Count, 1);
 }

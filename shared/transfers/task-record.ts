@@ -53,6 +53,8 @@ const RecordedSendSchema = v.object({
   candidates: v.optional(v.array(v.object({ tx_hash: v.string(), raw: v.string() }))),
   /** Solana: the block height past which its blockhash is expired (decimal); what proves it can no longer land. */
   last_valid_block_height: v.optional(v.string()),
+  /** Gas-sponsored sends: the pool sponsor that signed it (slot and address), so a resume re-broadcasts and replaces from that one. */
+  sponsor: v.optional(v.object({ slot: v.pipe(v.number(), v.integer(), v.minValue(0)), address: v.string() })),
 });
 export type RecordedSend = v.InferOutput<typeof RecordedSendSchema>;
 

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import dynalite from 'dynalite';
 import { type Address, createPublicClient, type Hex, http, keccak256 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { platformGasSponsor } from '../../infra/scripts/platform-app.ts';
+import { platformGasSponsor, platformSponsorPool } from '../../infra/scripts/platform-app.ts';
 import { deleteApplication, getApplication } from '../../shared/apps/app-registry.ts';
 import type { EvmChainCode, EvmChainConfig } from '../../shared/chains/chain-config.ts';
 import { ChainUnavailableError } from '../../shared/chains/errors.ts';
@@ -109,13 +109,14 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     const help = await setup(['--help']);
     expect(help).toMatchObject({ code: 0, stderr: '' });
     expect(help.stdout).toMatch(
-      /^usage: npm run sponsor:setup -- --chain <ETH\|ARB\|POL\|INK> --table <TableName> --sponsor-key <SponsorKeyId> --enclave-url <EnclaveApiUrl> \[--rpc-url <url>\] \[--chains-config <file>\]\n$/,
+      /^usage: npm run sponsor:setup -- --chain <ETH\|ARB\|POL\|INK> --table <TableName> --sponsor-key <SponsorKeyId> --enclave-url <EnclaveApiUrl> \[--rpc-url <url>\] \[--chains-config <file>\] \[--pool-size <n>\]\n$/,
     );
     for (const [args, problem] of [
       [['--bogus'], /Unknown option '--bogus'/],
       [['--table', 'perp-wallet'], /--chain is required/],
       [['--chain', 'SOL'], /--chain must be one of ETH, ARB, POL, INK/],
       [['--chain', 'ARB', '--table', 'perp-wallet', '--enclave-url', 'not a url'], /--enclave-url must be a URL/],
+      [['--chain', 'ARB', '--table', 'perp-wallet', '--pool-size', '0'], /--pool-size \(or SPONSOR_POOL_SIZE\) must be a whole number, 1 to 64/],
     ] as const) {
       const bad = await setup([...args]);
       expect(bad.code, bad.stderr).toBe(2);
@@ -142,7 +143,7 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
 
     const unfunded = await setup(flags('ARB', rpc.ARB.rpc_url));
     expect(unfunded.code, unfunded.stdout + unfunded.stderr).toBe(3);
-    expect(unfunded.stdout).toContain(`[1/5] platform application registered now; gas sponsor wallet ${sponsorAddress}`);
+    expect(unfunded.stdout).toContain(`[1/5] platform application registered now; treasury (gas sponsor wallet) ${sponsorAddress}; 8 pool sponsors 0x`);
     expect(unfunded.stdout).toMatch(
       new RegExp(`^Fund ${sponsorAddress} with at least 0\\.\\d+ ETH on ARB \\(deployment ≈ \\d+ gas × [\\d.]+ gwei\\), then run this command again\\.$`, 'm'),
     );
@@ -162,11 +163,13 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     expect(funded.code, funded.stdout + funded.stderr).toBe(0);
     const deployed = new RegExp(`\\[3/5\\] deployed: ${address} in tx (0x[0-9a-f]{64}) \\(gas used (\\d+)\\)`).exec(funded.stdout);
     expect(deployed, funded.stdout).not.toBeNull();
-    expect(funded.stdout).toContain(`[1/5] platform application already registered; gas sponsor wallet ${sponsorAddress}`);
+    expect(funded.stdout).toContain(`[1/5] platform application already registered; treasury (gas sponsor wallet) ${sponsorAddress}; 8 pool sponsors 0x`);
     expect(funded.stdout).toContain(`[4/5] wrote "delegate": "${address}" for ARB into ${chainsConfig}`);
+    // The sandbox funded the pool at start: nothing to top up.
     expect(funded.stdout).toMatch(
-      /- the sponsor holds 0\.00\d+ ETH on ARB; suggested minimum [\d.]+ ETH \(100 first-time sponsored sends × 250000 gas × [\d.]+ gwei\): fund 0x[0-9a-fA-F]{40} with at least [\d.]+ ETH on ARB/,
+      /\[5\/5\] pool: 0 of 8 sponsors topped up from the treasury to [\d.]+ ETH each \(100 first-time sponsored sends × 250000 gas × [\d.]+ gwei\)\n/,
     );
+    expect(funded.stdout).toMatch(/- the treasury holds 0\.00\d+ ETH on ARB: keep it funded and run this command again to top the pool up/);
     expect(funded.stdout).toContain(`- apply the delegate: npx cdk deploy --all -c chainsConfig=${chainsConfig}`);
     // The code on chain is the artifact's runtime code; the transaction is the sponsor's, sent once.
     expect(await client('ARB').getCode({ address })).toBe(sponsoredExecutorArtifact.deployedBytecode);
@@ -191,6 +194,49 @@ describe.runIf(process.env.TEST_DYNAMODB === 'dynalite')('npm run sponsor:setup'
     expect(await readFile(chainsConfig, 'utf8')).toBe(written);
     expect(await client('ARB').getTransactionCount({ address: sponsorAddress })).toBe(nonceBefore + 1);
     process.stdout.write(`sponsor:setup: the no-op run took ${again.ms} ms\n`);
+  }, 60_000);
+
+  it('tops the pool up from the treasury: exit 3 with the amount while the treasury cannot pay, then each empty sponsor once', async () => {
+    const pool = platformSponsorPool(runtime.urls.enclave, new LocalOpJwtSigner(env.DATA_DIR!, LOCAL_SPONSOR_KEY_FILE), table, 8);
+    const treasury = await pool.treasury.address();
+    const [first, third] = await Promise.all([pool.member(0).address(), pool.member(2).address()]);
+    // Two sponsors spent everything; the treasury holds nothing.
+    for (const address of [first, third, treasury]) await anvil('ARB', 'anvil_setBalance', [address, '0x0']);
+    const short = await setup(flags('ARB', rpc.ARB.rpc_url));
+    expect(short.code, short.stdout + short.stderr).toBe(3);
+    expect(short.stdout).toMatch(/\[5\/5\] pool: 0 of 8 sponsors topped up/);
+    expect(short.stdout).toMatch(
+      new RegExp(
+        `^Fund the treasury ${treasury} with at least [\\d.]+ ETH on ARB \\(it holds 0; 2 sponsors still below the target\\), then run this command again\\.$`,
+        'm',
+      ),
+    );
+    const nonceBefore = await client('ARB').getTransactionCount({ address: treasury });
+
+    await anvil('ARB', 'anvil_setBalance', [treasury, '0x8ac7230489e80000']); // 10 ETH
+    const funded = await setup(flags('ARB', rpc.ARB.rpc_url));
+    expect(funded.code, funded.stdout + funded.stderr).toBe(0);
+    const line = /\[5\/5\] pool: 2 of 8 sponsors topped up from the treasury to ([\d.]+) ETH each .*: #0 (0x[0-9a-f]{64}), #2 (0x[0-9a-f]{64})/.exec(
+      funded.stdout,
+    );
+    expect(line, funded.stdout).not.toBeNull();
+    // Each got exactly the shortfall to the target, in one transfer from the treasury.
+    for (const [address, hash] of [
+      [first, line![2]],
+      [third, line![3]],
+    ] as const) {
+      const transfer = await client('ARB').getTransaction({ hash: hash as Hex });
+      expect(transfer.from).toBe(treasury.toLowerCase());
+      expect(transfer.to).toBe(address.toLowerCase());
+      expect(await client('ARB').getBalance({ address })).toBe(transfer.value);
+      expect(await getItem(table, keys.sponsorTopUp('ARB', address))).toBeUndefined();
+    }
+    expect(await client('ARB').getTransactionCount({ address: treasury })).toBe(nonceBefore + 2);
+
+    const again = await setup(flags('ARB', rpc.ARB.rpc_url));
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/\[5\/5\] pool: 0 of 8 sponsors topped up/);
+    expect(await client('ARB').getTransactionCount({ address: treasury })).toBe(nonceBefore + 2);
   }, 60_000);
 
   it('a run that stopped after recording its signed transaction, before the broadcast, is finished by the next: one deployment', async () => {

@@ -46,6 +46,7 @@ const SAMPLE_KEYS: Record<Partition, string> = {
   policyLog: keys.policyDecisionsOf('acme'),
   sponsorBudget: 'SPONSOR#BUDGET#acme#2026-11-25',
   delegateDeployment: keys.delegateDeployment('ETH', '0xAbC').pk,
+  sponsorTopUp: keys.sponsorTopUp('ETH', '0xAbC').pk,
 };
 const KINDS = Object.keys(PARTITIONS) as Partition[];
 
@@ -150,7 +151,7 @@ describe('table fence (dynamodb:LeadingKeys)', () => {
     const enclave = (ids: string[]) => new Set(ids);
     expect(writers('wallet')).toEqual(enclave(['CreateWalletV2', 'SignDataV2', 'SignMessageV2', 'SignTransactionV2', 'SignAuthorizationV2', 'CreateWalletV1']));
     expect(writers('opJwt')).toEqual(enclave(['SignDataV2', 'SignMessageV2', 'SignTransactionV2', 'SignAuthorizationV2']));
-    for (const kind of ['app', 'appSecret', 'appApiKey', 'delegateDeployment'] as const) expect(writers(kind), kind).toEqual(new Set());
+    for (const kind of ['app', 'appSecret', 'appApiKey', 'delegateDeployment', 'sponsorTopUp'] as const) expect(writers(kind), kind).toEqual(new Set());
     for (const id of writers('wallet')) expect(ROUTES.find((route) => route.id === id)?.service, id).toBe('enclave');
     // Readers of wallets: the enclave alone (v1 sign reads, v2 writes).
     const walletReaders = FUNCTIONS.filter(({ id }) => allowsItem(statementsOf.get(id)!, 'dynamodb:GetItem', SAMPLE_KEYS.wallet)).map(({ id }) => id);
@@ -308,6 +309,23 @@ describe("the gas sponsor's own key", () => {
       expect(env.Variables.SPONSOR_SIGNER, id).toBe(needs.sponsorKey ? 'kms' : undefined);
       expect(env.Variables.SPONSOR_KMS_KEY_ID !== undefined, id).toBe(SPONSORS.has(id));
     }
+  });
+
+  it('gives SPONSOR_POOL_SIZE (-c sponsorPoolSize) to the sponsoring functions only, sets none by default, and refuses a size out of 1-64 at synth', () => {
+    const variables = (stacks: ServiceStacks, id: string) => {
+      const fn = stacks.functions.get(id)!;
+      return (
+        (Template.fromStack(Stack.of(fn)).toJSON().Resources as Resources)[logicalId(fn.lambda)]!.Properties!.Environment as {
+          Variables: Record<string, unknown>;
+        }
+      ).Variables;
+    };
+    for (const { id } of FUNCTIONS) expect(variables(services, id).SPONSOR_POOL_SIZE, id).toBeUndefined();
+    const sized = buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix: 'Pool', services: { sponsorPoolSize: 16 } }).services;
+    for (const { id, needs } of FUNCTIONS) expect(variables(sized, id).SPONSOR_POOL_SIZE, id).toBe(needs.sponsorKey ? '16' : undefined);
+    expect(() => buildStacks(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), { prefix: 'Big', services: { sponsorPoolSize: 65 } })).toThrow(
+      /SPONSOR_POOL_SIZE: must be a whole number, 1 to 64/,
+    );
   });
 
   it('names an operator role (sponsor:setup) only when asked, by its exact ARN, on the sponsor key alone', () => {

@@ -12,6 +12,7 @@ import { candidatesOf } from '../../shared/chains/sender/candidates.ts';
 import { bumpedFee, replacementFees } from '../../shared/chains/sender/evm-inclusion.ts';
 import { EvmSender, evmSendOutcome } from '../../shared/chains/sender/evm-sender.ts';
 import type { Broadcast, EvmSigner, GasPayer, SendJournal } from '../../shared/chains/sender/ports.ts';
+import { singleSponsor } from '../../shared/chains/sender/sponsor-pool.ts';
 import { SponsoredEvmSender } from '../../shared/chains/sender/sponsored-sender.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
@@ -350,7 +351,7 @@ describe('a sponsored send the chain does not take (EIP-7702, the sponsor pays)'
     const chain = new SandboxChain(events, true);
     const to = freshAddress();
     const journal = memoryJournal(events);
-    const sender = new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 10_000, lease, replacement });
+    const sender = new SponsoredEvmSender({ table, sponsors: singleSponsor(sponsor), inclusionTimeoutMs: 10_000, lease, replacement });
     const sent = await sender.send({
       chain,
       account: user.address,

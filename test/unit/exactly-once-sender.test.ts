@@ -16,6 +16,7 @@ import { EvmSender } from '../../shared/chains/sender/evm-sender.ts';
 import { classifySendFailure } from '../../shared/chains/sender/outcome.ts';
 import type { Broadcast, EvmSigner, GasPayer, SendJournal, SolanaSigner } from '../../shared/chains/sender/ports.ts';
 import { SolanaSender } from '../../shared/chains/sender/solana-sender.ts';
+import { singleSponsor } from '../../shared/chains/sender/sponsor-pool.ts';
 import { SponsoredEvmSender } from '../../shared/chains/sender/sponsored-sender.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import { getItem, type Table } from '../../shared/db/client.ts';
@@ -206,7 +207,10 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
       signer: user,
     };
 
-    const sent = await new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease }).send({ ...request, journal: memoryJournal() });
+    const sent = await new SponsoredEvmSender({ table, sponsors: singleSponsor(sponsor), inclusionTimeoutMs: 20_000, lease }).send({
+      ...request,
+      journal: memoryJournal(),
+    });
     expect((await publicClient('ETH').getTransaction({ hash: sent.txHash as Hex })).type).toBe('eip7702');
     expect(await usdcBalance('ETH', to)).toBe(3n * USDC);
     expect(await publicClient('ETH').getBalance({ address: user.address })).toBe(0n);
@@ -218,7 +222,12 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const held = await acquireLease(table, keys.senderLease('ETH', payerKey.address), { leaseMs: 60_000, waitMs: 0 });
     const journal = memoryJournal();
     const started = Date.now();
-    const busy = await new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease: { leaseMs: 6_000, waitMs: 30_000 } })
+    const busy = await new SponsoredEvmSender({
+      table,
+      sponsors: singleSponsor(sponsor),
+      inclusionTimeoutMs: 20_000,
+      lease: { leaseMs: 6_000, waitMs: 30_000 },
+    })
       .send({ ...request, journal })
       .catch((error: unknown) => error);
     const waited = Date.now() - started;
@@ -240,7 +249,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     await evm.faucet('ARB', user.address, 'USDC', 10n * USDC);
     const arb = chain('ARB');
     const plain = new EvmSender({ table, inclusionTimeoutMs: 20_000, lease });
-    const sponsored = new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease });
+    const sponsored = new SponsoredEvmSender({ table, sponsors: singleSponsor(sponsor), inclusionTimeoutMs: 20_000, lease });
     const [toPlain, toSponsored] = [freshAddress(), freshAddress()];
     let plainSend: Promise<unknown> | undefined;
     // The interleaving of issue 19: the wallet's plain send (a transfer step) starts right after the
@@ -288,7 +297,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const stale: EvmSigner = { ...user, signAuthorization: (request) => user.signAuthorization({ ...request, nonce: request.nonce + 1 }) };
     const to = freshAddress();
     const journal = memoryJournal();
-    const outcome = await new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease })
+    const outcome = await new SponsoredEvmSender({ table, sponsors: singleSponsor(sponsor), inclusionTimeoutMs: 20_000, lease })
       .send({
         chain: pol,
         account: user.address,
@@ -307,7 +316,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     expect(await usdcBalance('POL', user.address)).toBe(10n * USDC);
     // A resume of the recorded transaction reaches the same verdict (the effect is recorded with it).
     await expect(
-      new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease }).send({
+      new SponsoredEvmSender({ table, sponsors: singleSponsor(sponsor), inclusionTimeoutMs: 20_000, lease }).send({
         chain: pol,
         account: user.address,
         call: pol.transferCall('USDC', to, 4n * USDC),
@@ -354,7 +363,7 @@ describe.each(DYNAMO_ENGINES)('exactly-once senders, leases on %s', { timeout: 9
     const ink = chain('INK');
     const held = await acquireLease(table, keys.senderLease('INK', payerKey.address), { leaseMs: 60_000, waitMs: 0 });
     const journal = memoryJournal();
-    const sending = new SponsoredEvmSender({ table, sponsor, inclusionTimeoutMs: 20_000, lease: { leaseMs: 30_000, waitMs: 20_000 } })
+    const sending = new SponsoredEvmSender({ table, sponsors: singleSponsor(sponsor), inclusionTimeoutMs: 20_000, lease: { leaseMs: 30_000, waitMs: 20_000 } })
       .send({
         chain: ink,
         account: user.address,

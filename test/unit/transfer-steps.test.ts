@@ -36,6 +36,7 @@ import { Chains } from '../../shared/chains/chains.ts';
 import type { EvmSigner, GasPayer, SolanaSigner } from '../../shared/chains/sender/ports.ts';
 import { createSenders, type Senders } from '../../shared/chains/sender/senders.ts';
 import { SolanaSender } from '../../shared/chains/sender/solana-sender.ts';
+import { singleSponsor } from '../../shared/chains/sender/sponsor-pool.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
@@ -208,7 +209,7 @@ beforeAll(async () => {
     address: async () => sponsorAccount.address,
     signTransaction: (transaction) => sponsorAccount.signTransaction({ ...transaction } as never),
   };
-  senders = createSenders({ table, sponsor, inclusionTimeoutMs: 10_000 });
+  senders = createSenders({ table, sponsors: singleSponsor(sponsor), inclusionTimeoutMs: 10_000 });
   deps = {
     table,
     chains,
@@ -654,6 +655,71 @@ describe('a gas-sponsored deposit step and a withdrawal of the same wallet at on
     expect(await usdcOn('ARB', user.evmAddress)).toBe(13n * USDC);
     // The user paid no gas for the step's sends: only the withdrawal's.
     expect(await arb.client.getTransactionCount({ address: user.evmAddress })).toBe(2); // the authorisation and the withdrawal
+  });
+});
+
+describe('gas-sponsored deposit steps of several users at once on a pool of sponsors (issue 25)', () => {
+  it('4 users, 3 sponsors: the steps send from several sponsors, each sponsor’s nonces gap-free, every balance to the unit', async () => {
+    const arb = await chains.evm('ARB');
+    const rpc = sandboxChainClient(evm, 'ARB').client;
+    const sponsorKeys = [generatePrivateKey(), generatePrivateKey(), generatePrivateKey()].map((key) => privateKeyToAccount(key));
+    await Promise.all(sponsorKeys.map((key) => evm.faucet('ARB', key.address, 'ETH', ETHER)));
+    // Each sponsor signature takes 50 ms, about an enclave round trip, so the steps overlap as they do in AWS.
+    const payer = (key: (typeof sponsorKeys)[number]): GasPayer => ({
+      address: async () => key.address,
+      signTransaction: async (transaction) => {
+        await new Promise((done) => setTimeout(done, 50));
+        return key.signTransaction({ ...transaction } as never);
+      },
+    });
+    const pool = { size: 3, member: (slot: number) => payer(sponsorKeys[slot] ?? sponsorKeys[0]!), treasury: payer(sponsorKeys[0]!) };
+    const pooled = createSenders({ table, sponsors: pool, inclusionTimeoutMs: 10_000 });
+    const stepDeps = { ...deps, senders: pooled };
+    const sponsorEthBefore = await Promise.all(sponsorKeys.map((key) => arb.balance(key.address, 'ETH')));
+    const feeBefore = await usdcOn('ARB', feeRecipient);
+    const users = await Promise.all(Array.from({ length: 4 }, () => newUser(30n * USDC)));
+    const refs = await Promise.all(
+      users.map((user) =>
+        newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'sponsored' }], { gas_sponsored: true }),
+      ),
+    );
+
+    const tasks = await Promise.all(refs.map((ref) => drive(ref, 0, { stepDeps })));
+
+    const bySponsor = new Map<string, number[]>();
+    for (const task of tasks) {
+      expect(task.status).toBe('completed');
+      const sends = Object.values(task.steps[0]?.sends ?? {});
+      expect(sends.length).toBeGreaterThan(0);
+      for (const send of sends) {
+        const transaction = await rpc.getTransaction({ hash: send.tx_hash as Hex });
+        // The step record names the sponsor that signed it (a resume sends from that one).
+        expect(send.sponsor?.address).toBe(getAddress(transaction.from));
+        expect(sponsorKeys[send.sponsor?.slot ?? -1]?.address).toBe(getAddress(transaction.from));
+        bySponsor.set(getAddress(transaction.from), [...(bySponsor.get(getAddress(transaction.from)) ?? []), transaction.nonce]);
+      }
+    }
+    expect(bySponsor.size).toBeGreaterThanOrEqual(2);
+    for (const [slot, key] of sponsorKeys.entries()) {
+      const nonces = (bySponsor.get(key.address) ?? []).sort((a, b) => a - b);
+      expect(nonces).toEqual(nonces.map((_, i) => i));
+      expect(await rpc.getTransactionCount({ address: key.address })).toBe(nonces.length);
+      let gas = 0n;
+      for (const task of tasks)
+        for (const send of Object.values(task.steps[0]?.sends ?? {}))
+          if (send.sponsor?.slot === slot) {
+            const receipt = await rpc.getTransactionReceipt({ hash: send.tx_hash as Hex });
+            gas += receipt.gasUsed * receipt.effectiveGasPrice;
+          }
+      expect(await arb.balance(key.address, 'ETH')).toBe((sponsorEthBefore[slot] as bigint) - gas);
+    }
+    // Each user: 10 USDC out (9.99 credited at the venue, 0.01 platform fee), no gas paid.
+    for (const user of users) {
+      expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+      expect((await venueB().balances(keyWallet(user.evmKey), { account_address: user.evmAddress })).balance).toBe(9_990_000n);
+      expect(await arb.balance(user.evmAddress, 'ETH')).toBe(ETHER);
+    }
+    expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(4n * 10_000n);
   });
 });
 

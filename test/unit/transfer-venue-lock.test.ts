@@ -17,6 +17,7 @@ import type { AccountRecord } from '../../shared/accounts/account-record.ts';
 import { EvmChains } from '../../shared/chains/evm-chains.ts';
 import type { EvmSigner, GasPayer } from '../../shared/chains/sender/ports.ts';
 import { createSenders, type Senders } from '../../shared/chains/sender/senders.ts';
+import { singleSponsor } from '../../shared/chains/sender/sponsor-pool.ts';
 import { getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { venueDriverFactories } from '../../shared/deps/venues.ts';
@@ -112,7 +113,7 @@ beforeAll(async () => {
     address: async () => sponsorAccount.address,
     signTransaction: (transaction) => sponsorAccount.signTransaction({ ...transaction } as never),
   };
-  senders = createSenders({ table, sponsor, inclusionTimeoutMs: 10_000 });
+  senders = createSenders({ table, sponsors: singleSponsor(sponsor), inclusionTimeoutMs: 10_000 });
   deps = {
     table,
     chains,

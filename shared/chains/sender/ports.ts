@@ -52,6 +52,18 @@ export interface GasPayer {
 }
 
 /**
+ * The sponsors of sponsored sends (sponsor-pool.ts): `size` pool members, each its own account
+ * (own nonce, own sender lease), and the treasury that funds them. Members are reached by slot,
+ * so a journaled send finds the very sponsor that signed it.
+ */
+export interface SponsorPool {
+  readonly size: number;
+  member(slot: number): GasPayer;
+  /** Funds the members (sponsor-pool.ts topUpSponsors); the one sponsor of records from before the pool. */
+  readonly treasury: GasPayer;
+}
+
+/**
  * What a send must move to count as sent, checked on its receipt (shared/chains/sender/effect.ts):
  * a successful receipt alone is not enough (an EIP-7702 call to an account whose delegation was
  * skipped runs no code and succeeds). Recorded with the transaction, so a resume checks the same.
@@ -93,6 +105,18 @@ export interface Broadcast {
   readonly candidates?: readonly SendCandidate[];
   /** Solana: the block height past which the transaction's blockhash is expired (decimal). */
   readonly last_valid_block_height?: string;
+  /**
+   * Sponsored (EIP-7702) sends: which pool member signed and pays for it (sponsor-pool.ts), so a
+   * resume re-broadcasts and replaces it from that same sponsor. Absent on records from before
+   * the pool: the treasury, which was the one sponsor then.
+   */
+  readonly sponsor?: SponsorRef;
+}
+
+/** A gas sponsor of the pool: its slot (0 … size-1) and address. */
+export interface SponsorRef {
+  readonly slot: number;
+  readonly address: string;
 }
 
 /**

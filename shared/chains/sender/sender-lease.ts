@@ -40,13 +40,34 @@ export async function withSenderLease<T>(
   timing: LeaseTiming & { now?: () => number },
   work: (lease: Lease<NonceState>) => Promise<{ result: T; nonce?: number }>,
 ): Promise<T> {
-  let lease: Lease<NonceState>;
+  const lease = await tryAcquireSenderLease(table, sender, timing);
+  if (!lease) throw senderBusy(sender.chain, sender.address);
+  return underSenderLease(lease, sender, work);
+}
+
+/**
+ * The sender's lease, queueing at most `timing.waitMs` (0: one conditional update, no wait);
+ * undefined when it stayed busy. For callers that choose among several senders (sponsor-pool.ts).
+ */
+export async function tryAcquireSenderLease(
+  table: Table,
+  sender: { chain: string; address: string },
+  timing: LeaseTiming & { now?: () => number },
+): Promise<Lease<NonceState> | undefined> {
   try {
-    lease = await acquireLease<NonceState>(table, keys.senderLease(sender.chain, sender.address), timing);
+    return await acquireLease<NonceState>(table, keys.senderLease(sender.chain, sender.address), timing);
   } catch (error) {
-    if (error instanceof LeaseTimeoutError) throw senderBusy(sender.chain, sender.address);
+    if (error instanceof LeaseTimeoutError) return undefined;
     throw error;
   }
+}
+
+/** `work` under a lease already held (withSenderLease's second half): the nonce it used is stored +1; any error releases it. */
+export async function underSenderLease<T>(
+  lease: Lease<NonceState>,
+  sender: { chain: string; address: string },
+  work: (lease: Lease<NonceState>) => Promise<{ result: T; nonce?: number }>,
+): Promise<T> {
   let outcome: { result: T; nonce?: number };
   try {
     outcome = await work(lease);

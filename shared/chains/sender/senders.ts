@@ -1,8 +1,9 @@
 import type { Table } from '../../db/client.ts';
 import { EvmSender } from './evm-sender.ts';
-import type { GasPayer } from './ports.ts';
+import type { SponsorPool } from './ports.ts';
 import { DEFAULT_LEASE_TIMING, type LeaseTiming } from './sender-lease.ts';
 import { SolanaSender } from './solana-sender.ts';
+import type { SponsorBelowFloor } from './sponsor-pool.ts';
 import { SponsoredEvmSender } from './sponsored-sender.ts';
 
 export { classifySendFailure, type SendFailure } from './outcome.ts';
@@ -12,7 +13,7 @@ export { classifySendFailure, type SendFailure } from './outcome.ts';
  * uses them today; venue deposits and transfer steps are meant to call the same ones:
  *
  *   senders.evm.send({ chain, from, call, spends, signer, journal?, timings? })
- *   senders.sponsored.send({ chain, account, call, spends, signer, journal?, timings? })
+ *   senders.sponsored.send({ chain, account, call, spends, signer, journal?, timings? })   (gas from a pool of sponsors: sponsor-pool.ts)
  *   senders.solana.send({ chain, from, to, token, amount, signer, journal?, timings? })
  *     -> { txHash, resumed }
  *
@@ -35,7 +36,10 @@ export interface Senders {
 
 export function createSenders(options: {
   table: Table;
-  sponsor: GasPayer;
+  /** The gas sponsors of sponsored sends (sponsor-pool.ts; the enclave's in the composition roots). */
+  sponsors: SponsorPool;
+  /** A sponsor below its balance floor was skipped (the roots count it: SponsorBelowFloor metric). */
+  onSponsorBelowFloor?: (event: SponsorBelowFloor) => void;
   inclusionTimeoutMs: number;
   lease?: LeaseTiming;
   /** Epoch ms, or a Date source as the composition roots have it. */
@@ -46,7 +50,14 @@ export function createSenders(options: {
   const now = clock ? () => Number(clock()) : undefined;
   return {
     evm: new EvmSender({ table: options.table, inclusionTimeoutMs: options.inclusionTimeoutMs, lease, now }),
-    sponsored: new SponsoredEvmSender({ table: options.table, sponsor: options.sponsor, inclusionTimeoutMs: options.inclusionTimeoutMs, lease, now }),
+    sponsored: new SponsoredEvmSender({
+      table: options.table,
+      sponsors: options.sponsors,
+      ...(options.onSponsorBelowFloor ? { onSponsorBelowFloor: options.onSponsorBelowFloor } : {}),
+      inclusionTimeoutMs: options.inclusionTimeoutMs,
+      lease,
+      now,
+    }),
     solana: new SolanaSender({ inclusionTimeoutMs: options.inclusionTimeoutMs }),
   };
 }

@@ -376,6 +376,7 @@ export async function sendOnce(ctx: Ctx, label: string, chain: ChainCode, send: 
       ...(broadcast.effect ? { effect: broadcast.effect } : {}),
       ...(broadcast.candidates ? { candidates: broadcast.candidates.map(({ tx_hash, raw }) => ({ tx_hash, raw })) } : {}),
       ...(broadcast.last_valid_block_height ? { last_valid_block_height: broadcast.last_valid_block_height } : {}),
+      ...(broadcast.sponsor ? { sponsor: { slot: broadcast.sponsor.slot, address: broadcast.sponsor.address } } : {}),
     });
     const journal: SendJournal = {
       ...(recorded
@@ -386,6 +387,7 @@ export async function sendOnce(ctx: Ctx, label: string, chain: ChainCode, send: 
               ...(recorded.effect ? { effect: recorded.effect } : {}),
               ...(recorded.candidates ? { candidates: recorded.candidates } : {}),
               ...(recorded.last_valid_block_height ? { last_valid_block_height: recorded.last_valid_block_height } : {}),
+              ...(recorded.sponsor ? { sponsor: recorded.sponsor } : {}),
             },
           }
         : {}),

@@ -9,7 +9,7 @@ import { ChainsConfigSchema } from '../../../shared/chains/chain-config.ts';
 /** Optional ServiceStacks props a test may set (the rest come from the stateful stack and the chains config). */
 type ServicesOptions = Pick<
   ServiceStacksProps,
-  'throttle' | 'webAclArn' | 'apiGatewayCloudWatchRole' | 'venueUrls' | 'bridgeUrl' | 'platformFee' | 'transferSteps'
+  'throttle' | 'webAclArn' | 'apiGatewayCloudWatchRole' | 'venueUrls' | 'bridgeUrl' | 'platformFee' | 'sponsorPoolSize' | 'transferSteps'
 >;
 
 /**
