@@ -198,7 +198,10 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
           const execution = JSON.parse(await readFile(join(dataDir, 'stepfunctions', 'executions.json'), 'utf8')).executions[
             tasks.get(id).metadata.execution_name
           ];
-          tasks.get(id).diagnosis = { sends: where, execution: { status: execution?.status, runs: execution?.runs } };
+          tasks.get(id).diagnosis = {
+            sends: where,
+            execution: { status: execution?.status, runs: execution?.runs, error: execution?.error, cause: execution?.cause },
+          };
         }
         expect(tasks.get(id).status, `round ${round} (${kill.label}): ${JSON.stringify(tasks.get(id))}`).toBe('completed');
       }
