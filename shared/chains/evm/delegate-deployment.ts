@@ -1,4 +1,4 @@
-import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { type Address, concat, getContractAddress, type Hex, parseTransaction, zeroHash } from 'viem';
 import { getTransactionCount, getTransactionReceipt } from 'viem/actions';
 import { getItem, isConditionalCheckFailed, type Table } from '../../db/client.ts';
@@ -9,6 +9,7 @@ import type { EvmCall, EvmChain } from '../evm-chain.ts';
 import { EvmSender } from '../sender/evm-sender.ts';
 import type { Broadcast, EvmSigner, GasPayer, SendJournal, SendReceipt } from '../sender/ports.ts';
 import { DEFAULT_LEASE_TIMING } from '../sender/sender-lease.ts';
+import { discardBroadcastRecord } from './broadcast-record.ts';
 import { sponsoredExecutorArtifact } from './contracts/sponsored-executor.artifact.ts';
 
 /**
@@ -192,20 +193,8 @@ class DeploymentJournal {
     };
   }
 
-  async discard(recorded: Broadcast | undefined): Promise<void> {
-    if (!recorded) return;
-    await this.#table.doc
-      .send(
-        new DeleteCommand({
-          TableName: this.#table.name,
-          Key: this.#key,
-          ConditionExpression: 'tx_hash = :hash',
-          ExpressionAttributeValues: { ':hash': recorded.tx_hash },
-        }),
-      )
-      .catch((error: unknown) => {
-        if (!isConditionalCheckFailed(error)) throw error;
-      });
+  discard(recorded: Broadcast | undefined): Promise<void> {
+    return discardBroadcastRecord(this.#table, this.#key, recorded);
   }
 }
 

@@ -1,4 +1,4 @@
-import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { type Address, type Hex, parseTransaction } from 'viem';
 import type { Table } from '../../db/client.ts';
 import { getItem, isConditionalCheckFailed } from '../../db/client.ts';
@@ -8,6 +8,7 @@ import { EvmSender } from '../sender/evm-sender.ts';
 import type { Broadcast, SendJournal, SponsorPool } from '../sender/ports.ts';
 import { DEFAULT_LEASE_TIMING } from '../sender/sender-lease.ts';
 import { gasPayerSigner, sponsorBalanceTarget } from '../sender/sponsor-pool.ts';
+import { discardBroadcastRecord } from './broadcast-record.ts';
 
 /** What one member's top-up came to (native base units). */
 export interface TopUpResult {
@@ -126,19 +127,7 @@ class TopUpJournal {
     };
   }
 
-  async discard(recorded: Broadcast | undefined): Promise<void> {
-    if (!recorded) return;
-    await this.#table.doc
-      .send(
-        new DeleteCommand({
-          TableName: this.#table.name,
-          Key: this.#key,
-          ConditionExpression: 'tx_hash = :hash',
-          ExpressionAttributeValues: { ':hash': recorded.tx_hash },
-        }),
-      )
-      .catch((error: unknown) => {
-        if (!isConditionalCheckFailed(error)) throw error;
-      });
+  discard(recorded: Broadcast | undefined): Promise<void> {
+    return discardBroadcastRecord(this.#table, this.#key, recorded);
   }
 }
