@@ -70,6 +70,13 @@ export class EvmChain {
     );
   }
 
+  /** What `spender` may still take of `owner`'s `token` (ERC-20 `allowance`, pending block). */
+  allowance(owner: Address, spender: Address, token: string): Promise<bigint> {
+    const address = this.tokenAddress(token);
+    if (!address) return Promise.resolve(0n);
+    return this.#rpc(() => this.client.readContract({ address, abi: erc20Abi, functionName: 'allowance', args: [owner, spender], blockTag: 'pending' }));
+  }
+
   /** The call that moves `amount` of `token` from the caller to `to`. */
   transferCall(token: string, to: Address, amount: bigint): EvmCall {
     const address = this.tokenAddress(token);

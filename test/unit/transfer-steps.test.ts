@@ -22,7 +22,7 @@ import { getTransferSolInstruction } from '@solana-program/system';
 import { findAssociatedTokenPda, getTransferCheckedInstruction, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
 import bs58 from 'bs58';
 import { v7 as uuidv7 } from 'uuid';
-import { type Address, decodeFunctionData, erc20Abi, getAddress, type Hex } from 'viem';
+import { type Address, createWalletClient, decodeFunctionData, erc20Abi, getAddress, type Hex, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SandboxBridge, startSandboxBridge } from '../../infra/local/bridge/server.ts';
@@ -499,6 +499,29 @@ describe('bridge step', () => {
     // across: 0.05 USDC + 4 bps of what was bridged (10 − 0.01).
     expect(received).toBe(9_990_000n - 50_000n - 3_996n);
     expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC);
+  });
+
+  it('ARB → POL after an approve that already landed (an earlier try of a resumed step): no second approve', async () => {
+    const user = await newUser(20n * USDC);
+    const arb = sandboxChainClient(evm, 'ARB').client;
+    const usdc = evm.chains.ARB.tokens.USDC!.address as Address;
+    const diamond = LIFI_CONTRACTS.ARB[0] as Address;
+    // The wallet's own approve of the diamond for the bridged amount, as an earlier try would have left it.
+    const wallet = createWalletClient({ account: privateKeyToAccount(user.evmKey), transport: http(evm.chains.ARB.rpc_url) });
+    const earlier = await wallet.writeContract({ address: usdc, abi: erc20Abi, functionName: 'approve', args: [diamond, 9_990_000n], chain: null });
+    expect((await arb.waitForTransactionReceipt({ hash: earlier })).status).toBe('success');
+    const nonceBefore = await arb.getTransactionCount({ address: user.evmAddress });
+    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
+      destination_chain: 'POL',
+      destination_token: 'USDC',
+    });
+    const task = await drive(ref, 0);
+    const step = stepOf(task, 0, 'bridge');
+    expect(task.status).toBe('completed');
+    expect(Object.keys(step.sends!).sort()).toEqual(['bridge', 'platform_fee']);
+    expect(await arb.getTransactionCount({ address: user.evmAddress })).toBe(nonceBefore + 2);
+    expect(await arb.readContract({ address: usdc, abi: erc20Abi, functionName: 'allowance', args: [user.evmAddress, diamond] })).toBe(0n);
+    expect(await usdcOn('POL', user.evmAddress)).toBe(BigInt(step.amount_out!));
   });
 
   it("ARB → SOL: the fill lands in the user's Solana wallet", async () => {
