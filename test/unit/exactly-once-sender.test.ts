@@ -24,6 +24,7 @@ import { keys } from '../../shared/db/keys.ts';
 import { acquireLease } from '../../shared/db/lease.ts';
 import { ConflictError } from '../../shared/errors.ts';
 import { DYNAMO_ENGINES, startEngineTable } from './support/dynamodb-engines.ts';
+import { localEvmSigner } from './support/evm-signer.ts';
 
 /**
  * The exactly-once senders against real engines: anvil chains and the LiteSVM Solana RPC for
@@ -46,20 +47,6 @@ afterAll(async () => {
   await Promise.all([evm?.stop(), sol?.stop()]);
   await rm(dataDir, { recursive: true, force: true });
 }, 60_000);
-
-function localEvmSigner(privateKey: Hex): EvmSigner & { address: Address } {
-  const account = privateKeyToAccount(privateKey);
-  return {
-    address: account.address,
-    signTransaction: (transaction) =>
-      account.signTransaction({ ...transaction, authorizationList: transaction.authorizationList?.map((a) => ({ ...a, yParity: a.yParity })) } as never),
-    signAuthorization: async (request) => {
-      const signed = await account.signAuthorization(request);
-      return { address: signed.address, chainId: signed.chainId, nonce: signed.nonce, r: signed.r, s: signed.s, yParity: signed.yParity! };
-    },
-    signDigest: (digest) => account.sign({ hash: digest }),
-  };
-}
 
 function localSolanaSigner(keypair: Keypair): SolanaSigner {
   return { signMessage: async (bytes) => bs58.encode(ed25519.sign(bytes, keypair.secretKey.slice(0, 32))) };

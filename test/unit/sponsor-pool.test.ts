@@ -8,12 +8,13 @@ import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.
 import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
 import { topUpSponsors } from '../../shared/chains/evm/sponsor-top-up.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
-import type { Broadcast, EvmSigner, GasPayer, SendJournal, SponsorPool } from '../../shared/chains/sender/ports.ts';
+import type { Broadcast, GasPayer, SendJournal, SponsorPool } from '../../shared/chains/sender/ports.ts';
 import { type SponsorBelowFloor, sponsorBalanceFloor } from '../../shared/chains/sender/sponsor-pool.ts';
 import { SponsoredEvmSender } from '../../shared/chains/sender/sponsored-sender.ts';
 import { getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
+import { localEvmSigner } from './support/evm-signer.ts';
 
 /**
  * The pool of gas sponsors (issue 25) on real engines: anvil chains, dynalite leases. Sponsors
@@ -40,21 +41,7 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 }, 60_000);
 
-function localKey(): EvmSigner & { address: Address } {
-  const account = privateKeyToAccount(generatePrivateKey());
-  return {
-    address: account.address,
-    signTransaction: (transaction) =>
-      account.signTransaction({ ...transaction, authorizationList: transaction.authorizationList?.map((a) => ({ ...a, yParity: a.yParity })) } as never),
-    signAuthorization: async (request) => {
-      const signed = await account.signAuthorization(request);
-      return { address: signed.address, chainId: signed.chainId, nonce: signed.nonce, r: signed.r, s: signed.s, yParity: signed.yParity ?? 0 };
-    },
-    signDigest: (digest) => account.sign({ hash: digest }),
-  };
-}
-
-function slowPayer(key: ReturnType<typeof localKey>): GasPayer {
+function slowPayer(key: ReturnType<typeof localEvmSigner>): GasPayer {
   return {
     address: async () => key.address,
     signTransaction: async (transaction) => {
@@ -65,14 +52,14 @@ function slowPayer(key: ReturnType<typeof localKey>): GasPayer {
 }
 
 /** A pool of `size` local-key sponsors and a treasury. */
-function localPool(size: number): SponsorPool & { keys: ReturnType<typeof localKey>[]; treasuryKey: ReturnType<typeof localKey> } {
-  const members = Array.from({ length: size }, () => localKey());
-  const treasuryKey = localKey();
+function localPool(size: number): SponsorPool & { keys: ReturnType<typeof localEvmSigner>[]; treasuryKey: ReturnType<typeof localEvmSigner> } {
+  const members = Array.from({ length: size }, () => localEvmSigner(generatePrivateKey()));
+  const treasuryKey = localEvmSigner(generatePrivateKey());
   return {
     size,
     keys: members,
     treasuryKey,
-    member: (slot) => slowPayer(members[slot] as ReturnType<typeof localKey>),
+    member: (slot) => slowPayer(members[slot] as ReturnType<typeof localEvmSigner>),
     treasury: slowPayer(treasuryKey),
   };
 }
@@ -93,7 +80,7 @@ describe('a pool of gas sponsors', { timeout: 60_000 }, () => {
     const arb = chain('ARB');
     const pool = localPool(4);
     await Promise.all(pool.keys.map((key) => evm.faucet('ARB', key.address, 'ETH', ETHER)));
-    const users = Array.from({ length: 12 }, () => localKey());
+    const users = Array.from({ length: 12 }, () => localEvmSigner(generatePrivateKey()));
     const amounts = users.map((_, i) => BigInt(i + 1) * USDC + 7n); // distinct, with odd units
     await Promise.all(users.map((user) => evm.faucet('ARB', user.address, 'USDC', 20n * USDC)));
     const recipients = users.map(() => privateKeyToAccount(generatePrivateKey()).address);
@@ -162,7 +149,7 @@ describe('a pool of gas sponsors', { timeout: 60_000 }, () => {
     const reported: SponsorBelowFloor[] = [];
     const sender = (sponsors: SponsorPool) =>
       new SponsoredEvmSender({ table, sponsors, inclusionTimeoutMs: 20_000, lease, random: () => 0, onSponsorBelowFloor: (event) => reported.push(event) });
-    const user = localKey();
+    const user = localEvmSigner(generatePrivateKey());
     await evm.faucet('INK', user.address, 'USDC', 10n * USDC);
     const to = privateKeyToAccount(generatePrivateKey()).address;
     const send = (sponsors: SponsorPool, amount: bigint) =>
@@ -196,7 +183,7 @@ describe('a pool of gas sponsors', { timeout: 60_000 }, () => {
     const pol = chain('POL');
     const pool = localPool(3);
     await Promise.all(pool.keys.map((key) => evm.faucet('POL', key.address, 'POL', ETHER)));
-    const user = localKey();
+    const user = localEvmSigner(generatePrivateKey());
     await evm.faucet('POL', user.address, 'USDC', 10n * USDC);
     const to = privateKeyToAccount(generatePrivateKey()).address;
     const request = {

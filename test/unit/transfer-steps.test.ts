@@ -33,7 +33,7 @@ import { venueBModule } from '../../infra/local/venues/venue-b.ts';
 import { venueDModule } from '../../infra/local/venues/venue-d.ts';
 import type { AccountRecord } from '../../shared/accounts/account-record.ts';
 import { Chains } from '../../shared/chains/chains.ts';
-import type { EvmSigner, GasPayer, SolanaSigner } from '../../shared/chains/sender/ports.ts';
+import type { GasPayer, SolanaSigner } from '../../shared/chains/sender/ports.ts';
 import { createSenders, type Senders } from '../../shared/chains/sender/senders.ts';
 import { SolanaSender } from '../../shared/chains/sender/solana-sender.ts';
 import { singleSponsor } from '../../shared/chains/sender/sponsor-pool.ts';
@@ -76,6 +76,7 @@ import { VenueRegistry } from '../../shared/venues/registry.ts';
 import type { VenueBDriver } from '../../shared/venues/venue-b/driver.ts';
 import { DEFAULT_SPONSORSHIP_LIMITS, SponsorshipBudget } from '../../shared/withdrawals/sponsorship-budget.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
+import { localEvmSigner } from './support/evm-signer.ts';
 import { depositThroughPlan, keyWallet, sandboxChainClient, tokenBalance } from './support/venue-test-wallets.ts';
 
 /**
@@ -125,18 +126,6 @@ interface TestUser {
   readonly account: AccountRecord;
 }
 const users = new Map<string, TestUser>();
-
-function localEvmSigner(privateKey: Hex): EvmSigner {
-  const account = privateKeyToAccount(privateKey);
-  return {
-    signTransaction: (transaction) => account.signTransaction({ ...transaction } as never),
-    signAuthorization: async (request) => {
-      const signed = await account.signAuthorization(request);
-      return { address: signed.address, chainId: signed.chainId, nonce: signed.nonce, r: signed.r, s: signed.s, yParity: signed.yParity! };
-    },
-    signDigest: (digest) => account.sign({ hash: digest }),
-  };
-}
 
 const localSolanaSigner = (keypair: Keypair): SolanaSigner => ({
   signMessage: async (bytes) => bs58.encode(ed25519.sign(bytes, keypair.secretKey.slice(0, 32))),
@@ -472,13 +461,18 @@ describe('withdrawal step (venue_b → self)', () => {
   });
 });
 
+/** A self → self task of 10 USDC, ARB → POL, as one bridge step with the user's own gas. */
+function newArbToPolBridge(user: TestUser) {
+  return newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
+    destination_chain: 'POL',
+    destination_token: 'USDC',
+  });
+}
+
 describe('bridge step', () => {
   it('ARB → POL: fee, one deposit, the fill is amount_out', async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
-      destination_chain: 'POL',
-      destination_token: 'USDC',
-    });
+    const ref = await newArbToPolBridge(user);
     const task = await drive(ref, 0);
     const step = stepOf(task, 0, 'bridge');
     expect(task.status).toBe('completed');
@@ -511,10 +505,7 @@ describe('bridge step', () => {
     const earlier = await wallet.writeContract({ address: usdc, abi: erc20Abi, functionName: 'approve', args: [diamond, 9_990_000n], chain: null });
     expect((await arb.waitForTransactionReceipt({ hash: earlier })).status).toBe('success');
     const nonceBefore = await arb.getTransactionCount({ address: user.evmAddress });
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
-      destination_chain: 'POL',
-      destination_token: 'USDC',
-    });
+    const ref = await newArbToPolBridge(user);
     const task = await drive(ref, 0);
     const step = stepOf(task, 0, 'bridge');
     expect(task.status).toBe('completed');
@@ -906,10 +897,7 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
     expect(bridgeClientFromEnv({ BRIDGE_URL: 'ftp://bridge.example' })).toBeUndefined();
     expect(bridgeClientFromEnv({ BRIDGE_URL: 'https://bridge.example' })).toBeInstanceOf(HttpBridgeClient);
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
-      destination_chain: 'POL',
-      destination_token: 'USDC',
-    });
+    const ref = await newArbToPolBridge(user);
     const { bridge: _configured, ...withoutBridge } = deps;
     await expect(runStep(withoutBridge, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
     const task = (await loadTask(table, ref))!;
@@ -920,10 +908,7 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
 
   it("a bridge quote that pays a contract off the allow-list (LI.FI's diamonds) fails the step before signing: BRIDGE_QUOTE_UNKNOWN_CONTRACT, nothing sent", async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
-      destination_chain: 'POL',
-      destination_token: 'USDC',
-    });
+    const ref = await newArbToPolBridge(user);
     // An allow-list without LI.FI's diamond (the sandbox's quotes pay the diamond at LI.FI's own address).
     const strict = { ...deps, bridge: new HttpBridgeClient({ baseUrl: bridge.url, contracts: { ARB: ['0x00000000000000000000000000000000000000C3'] } }) };
     await expect(runStep(strict, invocation(ref, 0, 'submit'))).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
@@ -935,10 +920,7 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
 
   it("a bridge quote that would spend another token than the chain config's fails the step before signing: BRIDGE_QUOTE_WRONG_TOKEN, nothing sent", async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
-      destination_chain: 'POL',
-      destination_token: 'USDC',
-    });
+    const ref = await newArbToPolBridge(user);
     const real = deps.bridge!;
     const otherToken = evm.chains.ARB.tokens['USDC.E']!.address as `0x${string}`;
     const swapped: BridgeClient = {
@@ -1028,10 +1010,7 @@ describe('per-kind Lambdas, no bridge configured, long polls', () => {
 
   it('a Lambda refuses a step of another kind without any effect', async () => {
     const user = await newUser(20n * USDC);
-    const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'POL', token: 'USDC' }, gas_policy: 'user' }], {
-      destination_chain: 'POL',
-      destination_token: 'USDC',
-    });
+    const ref = await newArbToPolBridge(user);
     const before = (await loadTask(table, ref))!;
     await expect(runKinds(deps, { deposit: DEPOSIT_KIND }, invocation(ref, 0, 'submit'))).rejects.toMatchObject({
       name: STEP_FAILED_ERROR,

@@ -15,7 +15,7 @@ import { venueBModule } from '../../infra/local/venues/venue-b.ts';
 import { venueDModule } from '../../infra/local/venues/venue-d.ts';
 import type { AccountRecord } from '../../shared/accounts/account-record.ts';
 import { EvmChains } from '../../shared/chains/evm-chains.ts';
-import type { EvmSigner, GasPayer } from '../../shared/chains/sender/ports.ts';
+import type { GasPayer } from '../../shared/chains/sender/ports.ts';
 import { createSenders, type Senders } from '../../shared/chains/sender/senders.ts';
 import { singleSponsor } from '../../shared/chains/sender/sponsor-pool.ts';
 import { getItem, type Table } from '../../shared/db/client.ts';
@@ -44,6 +44,7 @@ import { resumeTask } from '../../shared/transfers/task-store.ts';
 import { defaultPerpDexStatus } from '../../shared/venues/default-status.ts';
 import { VenueRegistry } from '../../shared/venues/registry.ts';
 import { startDynaliteTable } from './support/dynalite-table.ts';
+import { localEvmSigner } from './support/evm-signer.ts';
 import { depositThroughPlan, keyWallet, tokenBalance } from './support/venue-test-wallets.ts';
 
 /**
@@ -76,18 +77,6 @@ interface TestUser {
   account: AccountRecord;
 }
 const users = new Map<string, TestUser>();
-
-function localEvmSigner(privateKey: Hex): EvmSigner {
-  const account = privateKeyToAccount(privateKey);
-  return {
-    signTransaction: (transaction) => account.signTransaction({ ...transaction } as never),
-    signAuthorization: async (request) => {
-      const signed = await account.signAuthorization(request);
-      return { address: signed.address, chainId: signed.chainId, nonce: signed.nonce, r: signed.r, s: signed.s, yParity: signed.yParity! };
-    },
-    signDigest: (digest) => account.sign({ hash: digest }),
-  };
-}
 
 const solKeys = Keypair.generate();
 const localWallets: StepWallets = {

@@ -125,12 +125,12 @@ async function sendBridgeDeposit(ctx: Ctx<BridgeStepDeps, 'bridge'>, call: Bridg
     await sendSolanaBridge(ctx, call, token);
     return;
   }
-  const ours = (await ctx.deps.chains.evm(call.chain)).tokenAddress(token);
+  const evm = await ctx.deps.chains.evm(call.chain);
+  const ours = evm.tokenAddress(token);
   if (!ours || ours.toLowerCase() !== call.token.toLowerCase())
     throw new StepFailure('BRIDGE_QUOTE_WRONG_TOKEN', `The bridge quote was refused before signing: it spends ${call.token}, not ${token} on ${call.chain}`);
   // An earlier try's approve (a resume after a failure or a crash starts a new try with no sends)
   // may have landed already: an allowance that covers the amount is not approved again.
-  const evm = await ctx.deps.chains.evm(call.chain);
   if (ctx.step.sends?.bridge_approve || (await evm.allowance(ctx.wallet.evmAddress, call.spender, token)) < amount) {
     const approve = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [call.spender, amount] });
     await sendEvm(ctx, 'bridge_approve', call.chain, { to: ours, data: approve, value: 0n }, { token, amount: 0n });
