@@ -193,6 +193,8 @@ const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, addres
 const MEMO_PROGRAM = 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr';
 const TOKEN_PROGRAM = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
 const QUOTE_SUFFIX_BYTES = 16;
+/** How often the EVM watcher writes its cursors when no deposit came (see advanceCursor). */
+const CURSOR_WRITE_MS = 5_000;
 const LOG_RANGE = 2_000n;
 const NATIVE_MINIMUM = 10n ** 18n;
 const NATIVE_FUNDING = 100n * 10n ** 18n;
@@ -450,15 +452,29 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
   };
 
   // --- the EVM watcher -----------------------------------------------------------------------
+  // The last block scanned per chain, in memory; on disk only after a range that held a deposit or
+  // once CURSOR_WRITE_MS has passed. A restart rescans from the last written cursor, and `discover`
+  // records a transaction once, so a lagging cursor costs a rescan, never a deposit. Written at
+  // every block it rewrote the whole state (fsync'd) per block and chain: 2,370 writes of up to
+  // 580 KB in one conservation run, 4.3 s of CPU.
+  const scanned: Partial<Record<EvmChainCode, bigint>> = {};
+  let cursorWrittenAt = Date.now();
+  const advanceCursor = async (code: EvmChainCode, to: bigint, found: boolean) => {
+    scanned[code] = to;
+    if (!found && Date.now() - cursorWrittenAt < CURSOR_WRITE_MS) return;
+    cursorWrittenAt = Date.now();
+    await transact((draft) => {
+      for (const [chain, block] of Object.entries(scanned)) draft.cursors[chain as EvmChainCode] = block.toString();
+    });
+  };
   const watchEvm = async () => {
     for (const code of EVM_CHAINS) {
       const { client, config } = evm[code];
       const head = await heads.head(config.rpc_url, client);
-      let from = BigInt(store.read().cursors[code] ?? head.toString()) + 1n;
+      let from = (scanned[code] ?? BigInt(store.read().cursors[code] ?? head.toString())) + 1n;
       if (head < from - 1n) {
-        await transact((draft) => {
-          draft.cursors[code] = head.toString();
-        });
+        // The chain restarted below the cursor (a fresh anvil on an old DATA_DIR): scan from its head.
+        await advanceCursor(code, head, true);
         continue;
       }
       const addresses = (['USDC', 'USDC.E'] as const).map((t) => tokenAddress(code, t)).filter((a): a is Address => a !== undefined);
@@ -466,9 +482,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
         const to = from + LOG_RANGE - 1n < head ? from + LOG_RANGE - 1n : head;
         const logs = await client.getLogs({ address: addresses, event: TRANSFER_EVENT, args: { to: vault.address }, fromBlock: from, toBlock: to });
         for (const hash of new Set(logs.map((log) => log.transactionHash))) await discover(code, hash);
-        await transact((draft) => {
-          draft.cursors[code] = to.toString();
-        });
+        await advanceCursor(code, to, logs.length > 0);
         from = to + 1n;
       }
     }
