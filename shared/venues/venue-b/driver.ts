@@ -1,4 +1,4 @@
-import { type Address, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Hex, hexToNumber, isAddress, keccak256, parseUnits, toHex } from 'viem';
+import { type Address, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Hex, isAddress, parseUnits } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import type { DepositPlan, TradingSetup, VenueBalances, VenueDriver, VenueFields, VenueWallet, WithdrawalStatus } from '../driver.ts';
 import { VenueRuleError } from '../driver.ts';
@@ -290,15 +290,17 @@ interface LedgerEntry {
 }
 
 /**
- * The withdraw3 nonce for an idempotency key (a UUIDv7): its millisecond timestamp plus a
- * 0–999 ms offset from the key's hash, so two keys minted in the same millisecond rarely collide.
+ * The withdraw3 nonce for an idempotency key (a UUIDv7): its millisecond timestamp. A user's
+ * withdrawal keys are minted under the user's venue balance lock (shared/transfers/steps/venue-lock.ts),
+ * each after the previous withdrawal was accepted, so their timestamps strictly increase and no
+ * two share a nonce. (A 0–999 ms offset from the key's hash, used before, let two withdrawals
+ * less than a second apart collide: the second was refused "duplicate nonce", and the lookup by
+ * nonce found the first one's ledger entry. The conservation test caught it once in about 15 runs.)
  */
 export function nonceFromKey(key: string): number {
   const match = /^([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i.exec(key);
   if (!match) throw new VenueRuleError('INVALID_IDEMPOTENCY_KEY', 'venue_b withdrawals need a UUIDv7 idempotency key (its timestamp becomes the nonce)');
-  const ms = Number.parseInt(`${match[1]}${match[2]}`, 16);
-  const offset = hexToNumber(keccak256(toHex(key.toLowerCase())).slice(0, 6) as Hex) % 1000;
-  return ms + offset;
+  return Number.parseInt(`${match[1]}${match[2]}`, 16);
 }
 
 function accountOf(wallet: VenueWallet, fields: VenueFields): Address {
