@@ -22,6 +22,9 @@
  * | signing policy    | POLICY#<app_id>                      | V#<version, 10 digits>, CURRENT |  (every PUT kept as a version; CURRENT holds the latest and is the conditional write that numbers them: shared/enclave/policy-store.ts)
  * | policy usage      | POLICYUSE#<app_id>#<sub>             | POLICYUSE     |  (a user's signatures of the rolling 24 h for max_usd_per_day, one item with a `rev` for optimistic concurrency: shared/enclave/policy-usage.ts)
  * | policy decisions  | POLICYLOG#<app_id>                   | <ISO time>#<random> |  (the audit log of policy decisions, `ttl` 90 days: shared/enclave/policy-usage.ts)
+ * | webhook endpoint  | WEBHOOKS#<app_id>                    | EP#<endpoint_id> |  (an app's webhook endpoints, one partition per app: GET lists them with one Query; shared/events/endpoints.ts)
+ * | event log         | EVENTS#<app_id>                      | <seq, 12 digits> |  (the app's events, gap-free `seq`, `ttl` 30 days: shared/events/log.ts)
+ * | event placement   | EVENTID#<app_id>#<event_id>          | EVENTID       |  (the seq an outbox entry was given in the log, so a redelivered stream record never logs it twice: shared/events/log.ts)
  */
 export const keys = {
   app: (appId: string) => ({ pk: `APP#${appId}`, sk: 'APP' }),
@@ -55,6 +58,14 @@ export const keys = {
   /** One policy decision in the app's audit log; sk order is time order. */
   policyDecision: (appId: string, sk: string) => ({ pk: `POLICYLOG#${appId}`, sk }),
   policyDecisionsOf: (appId: string) => `POLICYLOG#${appId}`,
+  /** One webhook endpoint of an app (issue 24). */
+  webhookEndpoint: (appId: string, endpointId: string) => ({ pk: `WEBHOOKS#${appId}`, sk: `EP#${endpointId}` }),
+  webhookEndpointsOf: (appId: string) => `WEBHOOKS#${appId}`,
+  /** One event of the app's log; zero-padded so sk order is seq order. */
+  event: (appId: string, seq: number) => ({ pk: `EVENTS#${appId}`, sk: String(seq).padStart(12, '0') }),
+  eventsOf: (appId: string) => `EVENTS#${appId}`,
+  /** Where an outbox entry was placed in the log (its seq). */
+  eventPlacement: (appId: string, eventId: string) => ({ pk: `EVENTID#${appId}#${eventId}`, sk: 'EVENTID' }),
 };
 
 /** Leading key of the op_jwt use records, for IAM `dynamodb:LeadingKeys` fences (`OPJWT#<app_id>#*`). */

@@ -38,6 +38,12 @@ export const PARTITIONS = {
   policyUse: ['POLICYUSE#*'],
   /** `POLICYLOG#<app_id>`: the audit log of policy decisions (issue 22); written by the enclave's v2 sign routes, read by GET /v2/api/policies/decisions. */
   policyLog: ['POLICYLOG#*'],
+  /** `WEBHOOKS#<app_id>`: the app's webhook endpoints and their signing secrets (issue 24); written by the /webhook-endpoints routes, read by the publisher and the deliverer. */
+  webhooks: ['WEBHOOKS#*'],
+  /** `EVENTS#<app_id>`: the app's event log (issue 24); written by the publisher only, read by GET /events, replay and the deliverer. */
+  events: ['EVENTS#*'],
+  /** `EVENTID#<app_id>#<event_id>`: where the publisher placed an outbox entry in the log (issue 24); the publisher only. */
+  eventPlacement: ['EVENTID#*'],
   /** `SPONSOR#BUDGET#…`: the gas sponsorship budget counters, written by the functions that sponsor gas (issue 21, part 6). */
   sponsorBudget: ['SPONSOR#BUDGET#*'],
   /** `SETUP#DELEGATE#<chain>#<address>`: written by the operator's `npm run sponsor:setup` only; no function. */
