@@ -254,6 +254,14 @@ export const ROUTES: readonly RouteDefinition[] = [
     needs: { table: { reads: [...BY_SECRET, 'account', 'tasks'] } },
   },
   { id: 'GetTask', service: 'account', routeKey: 'GET /task/{task_id}', entry: 'functions/account/get-task.ts', needs: TASK_EXECUTION },
+  // The app's event log (issue 24): app secret key only; reads EVENTS# and nothing else of the app's users.
+  {
+    id: 'ListEvents',
+    service: 'account',
+    routeKey: 'GET /events',
+    entry: 'functions/account/list-events.ts',
+    needs: { table: { reads: [...BY_SECRET, 'events'] } },
+  },
   { id: 'ResumeTask', service: 'account', routeKey: 'POST /task/{task_id}/resume', entry: 'functions/account/resume-task.ts', needs: TASK_EXECUTION },
 
   { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts', needs: NOTHING },

@@ -21,6 +21,7 @@ import {
   V1SignMessageRequest,
   V1SignTransactionRequest,
 } from '../../shared/enclave/schemas.ts';
+import { EventsPage, EventsQuery } from '../../shared/events/schemas.ts';
 import {
   ExpressSignDataRequest,
   ExpressSignMessageRequest,
@@ -206,6 +207,15 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     response: TaskAccepted,
     status: 202,
     errors: [400, 401, 404, 409],
+  },
+  ListEvents: {
+    summary: "The application's event log, oldest first, from a cursor",
+    description:
+      "Every event of every user of the app (task.created, task.step_updated, task.completed, task.failed, …), oldest first, with no gap in `seq`: an event is recorded in the same write as the change it reports. Query `after` (a cursor: the previous page's `next`; default 0, the oldest event kept), `types` (comma-separated) and `limit` (default 100, at most 500). Kept 30 days in AWS. Webhooks deliver the same events (guide: webhooks). Only with the app's X-SERVICE-SECRET-KEY.",
+    security: ['secretKey'],
+    query: EventsQuery,
+    response: EventsPage,
+    errors: [400, 401],
   },
   CheckPerpDexRequirements: {
     summary: "Whether the wallet can fund the venue's first deposit: token and gas",

@@ -21,6 +21,8 @@ export const EVENT_TYPES = [
   'task.step_updated',
   'task.completed',
   'task.failed',
+  'task.cancelled',
+  'task.resumed',
   'task.stuck',
   'withdrawal.sent',
   'withdrawal.confirmed',

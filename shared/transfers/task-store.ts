@@ -1,6 +1,7 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { isConditionalCheckFailed, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
+import { appendOutbox, OUTBOX_ATTRIBUTE, outboxEntries } from '../events/outbox.ts';
 import { executionName, type StepRecord, type TaskRecord } from './task.ts';
 import { parseTaskItem } from './task-record.ts';
 
@@ -27,8 +28,10 @@ export const PER_TRY_FIELDS = [
 ] as const;
 const PER_TRY = new Set<string>(PER_TRY_FIELDS);
 
+/** Creates the task with its `task.created` event (shared/events/outbox.ts). */
 export async function putTask(table: Table, task: TaskRecord): Promise<void> {
-  await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keyOf(task), ...task }, ConditionExpression: 'attribute_not_exists(pk)' }));
+  const item = { ...keyOf(task), ...task, [OUTBOX_ATTRIBUTE]: outboxEntries(['task.created'], task.created_at) };
+  await table.doc.send(new PutCommand({ TableName: table.name, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
 }
 
 export async function getTask(table: Table, appId: string, appUserId: string, taskId: string): Promise<TaskRecord | undefined> {
@@ -97,18 +100,24 @@ export function settleClosed(table: Table, task: TaskKey, attempt: number, outco
       : outcome.status === 'cancelled'
         ? { field: 'cancel_reason', value: outcome.cancel_reason }
         : { field: 'failure', value: outcome.failure };
-  return conditional(table, task, {
-    UpdateExpression: `SET #status = :status, #detail = :detail, updated_at = :now`,
-    ConditionExpression: '#status IN (:pending, :running) AND attempt = :attempt',
-    ExpressionAttributeNames: { '#status': 'status', '#detail': detail.field },
-    ExpressionAttributeValues: {
+  const update = {
+    sets: ['#status = :status', '#detail = :detail', 'updated_at = :now'],
+    names: { '#status': 'status', '#detail': detail.field } as Record<string, string>,
+    values: {
       ':status': outcome.status,
       ':detail': detail.value,
       ':now': now.toISOString(),
       ':pending': 'pending',
       ':running': 'in_progress',
       ':attempt': attempt,
-    },
+    } as Record<string, unknown>,
+  };
+  appendOutbox(update, [`task.${outcome.status}`], now.toISOString());
+  return conditional(table, task, {
+    UpdateExpression: `SET ${update.sets.join(', ')}`,
+    ConditionExpression: '#status IN (:pending, :running) AND attempt = :attempt',
+    ExpressionAttributeNames: update.names,
+    ExpressionAttributeValues: update.values,
   });
 }
 
@@ -153,6 +162,7 @@ export async function resumeTask(table: Table, seen: TaskRecord, k: number, now:
     remove.push(...PER_TRY_FIELDS.map((field) => `${path}.#f_${field}`));
     condition += ` AND ${path}.#stepStatus = :stepFailed AND ${path}.#try = :seenTry`;
   }
+  appendOutbox({ sets: set, names, values }, ['task.resumed'], now.toISOString());
   return conditional(table, seen, {
     UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
     ConditionExpression: condition,
@@ -163,17 +173,23 @@ export async function resumeTask(table: Table, seen: TaskRecord, k: number, now:
 
 /** A failed or cancelled task whose steps all completed (its end was not recorded): it is completed. */
 export function completeFinishedTask(table: Table, seen: TaskRecord, now: Date): Promise<boolean> {
-  return conditional(table, seen, {
-    UpdateExpression: 'SET #status = :completed, updated_at = :now, current_step = :n REMOVE failure, cancel_reason',
-    ConditionExpression: '#status IN (:failed, :cancelled) AND attempt = :seen',
-    ExpressionAttributeNames: { '#status': 'status' },
-    ExpressionAttributeValues: {
+  const update = {
+    sets: ['#status = :completed', 'updated_at = :now', 'current_step = :n'],
+    names: { '#status': 'status' } as Record<string, string>,
+    values: {
       ':completed': 'completed',
       ':now': now.toISOString(),
       ':n': seen.steps.length,
       ':failed': 'failed',
       ':cancelled': 'cancelled',
       ':seen': seen.attempt,
-    },
+    } as Record<string, unknown>,
+  };
+  appendOutbox(update, ['task.completed'], now.toISOString());
+  return conditional(table, seen, {
+    UpdateExpression: `SET ${update.sets.join(', ')} REMOVE failure, cancel_reason`,
+    ConditionExpression: '#status IN (:failed, :cancelled) AND attempt = :seen',
+    ExpressionAttributeNames: update.names,
+    ExpressionAttributeValues: update.values,
   });
 }

@@ -1,6 +1,8 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { getItem, isConditionalCheckFailed, type Table } from '../../db/client.ts';
 import { keys } from '../../db/keys.ts';
+import { appendOutbox } from '../../events/outbox.ts';
+import type { EventType } from '../../events/types.ts';
 import type { RecordedSend, StepRecord, TaskRecord, TaskRef } from '../task.ts';
 import { parseTaskItem } from '../task-record.ts';
 
@@ -123,6 +125,12 @@ export async function writeStep(table: Table, write: StepWrite): Promise<boolean
     sets.push(`#t${n} = :t${n}`);
     n++;
   }
+  // The events this write reports, in the same write (shared/events/outbox.ts): a step's status
+  // change, and the task's completion with its last step. Sends, intents and checkpoints are not events.
+  const events: EventType[] = [];
+  if (write.step?.status !== undefined) events.push('task.step_updated');
+  if (write.task?.status === 'completed') events.push('task.completed');
+  appendOutbox({ sets, names, values }, events, write.now);
   try {
     await table.doc.send(
       new UpdateCommand({
@@ -183,6 +191,7 @@ export async function recordFailure(
     sets.push(`${at}.#status = :failed`, `${at}.#error = :error`);
     conditions.push(`${at}.#try = :try`, `${at}.#status <> :stepCompleted`);
   }
+  appendOutbox({ sets, names, values }, stepTry !== undefined ? ['task.step_updated', 'task.failed'] : ['task.failed'], now);
   try {
     await table.doc.send(
       new UpdateCommand({

@@ -1,0 +1,120 @@
+import { Webhook } from 'standardwebhooks';
+import type { Table } from '../db/client.ts';
+import type { DeliveryMessage } from './delivery-queue.ts';
+import { getLoggedEvent } from './log.ts';
+import { DELIVERY_RETRY_WINDOW_MS } from './types.ts';
+
+/**
+ * One webhook delivery (issue 24), as Standard Webhooks defines it: the event as JSON, with
+ * `webhook-id` (the event id: the same on every retry and replay, the receiver's idempotency key),
+ * `webhook-timestamp` (unix seconds of this attempt) and `webhook-signature` (`v1,<base64>` per
+ * signing secret, space-separated: during a rotation the old and the new secret both sign), signed
+ * by the `standardwebhooks` package over `id.timestamp.body`.
+ *
+ * Outcome by status (Standard Webhooks, "retry"): 2xx delivered; 410 Gone: the endpoint is
+ * marked failing and the delivery dropped (the receiver said it is gone); anything else, a
+ * timeout or a refused connection: retried after the next backoff of RETRY_SCHEDULE_SECONDS,
+ * until DELIVERY_RETRY_WINDOW_MS (3 days) from the first attempt, then the endpoint is marked
+ * failing and the delivery dropped (the event stays in the log: `GET /events`, replay).
+ */
+export interface DeliveryEndpoint {
+  readonly endpoint_id: string;
+  readonly url: string;
+  readonly status: string;
+}
+
+/** What the deliverer needs of the endpoint store (shared/events/endpoints.ts). */
+export interface DeliveryEndpoints {
+  get(appId: string, endpointId: string): Promise<DeliveryEndpoint | undefined>;
+  /** The endpoint's signing secrets (`whsec_…`), current first. */
+  secrets(appId: string, endpoint: DeliveryEndpoint, now: Date): Promise<string[]>;
+  recordOutcome(appId: string, endpointId: string, outcome: DeliveryOutcomeRecord): Promise<void>;
+}
+
+export interface DeliveryOutcomeRecord {
+  readonly at: string;
+  readonly ok: boolean;
+  readonly status?: number;
+  readonly message?: string;
+  /** Set when this outcome marks the endpoint failing (retries exhausted, or 410). */
+  readonly failing?: boolean;
+}
+
+export interface WebhookResponse {
+  readonly status: number;
+}
+
+/** POSTs `body` to `url` (shared/events/webhook-http.ts): the status, or a throw for no answer (refused, timed out, address not allowed). */
+export type WebhookPost = (url: string, headers: Record<string, string>, body: string) => Promise<WebhookResponse>;
+
+export interface DelivererDeps {
+  readonly table: Table;
+  readonly endpoints: DeliveryEndpoints;
+  readonly post: WebhookPost;
+  readonly now: () => Date;
+  /** Multiplies the backoff (the sandbox's test speed; 1 in AWS). */
+  readonly backoffScale: number;
+  readonly random?: () => number;
+}
+
+/**
+ * After the n-th failed attempt, wait RETRY_SCHEDULE_SECONDS[n - 1] (the last entry from then on):
+ * Standard Webhooks' example schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, then 12 h, SQS's
+ * longest visibility timeout), with ±10 % jitter so a recovering receiver is not hit all at once.
+ */
+export const RETRY_SCHEDULE_SECONDS = [5, 300, 1800, 7200, 18_000, 36_000, 43_200] as const;
+
+export type DeliveryResult =
+  | { readonly kind: 'delivered'; readonly status: number }
+  | { readonly kind: 'retry'; readonly afterSeconds: number; readonly reason: string }
+  | { readonly kind: 'dropped'; readonly reason: string };
+
+export interface Attempt {
+  /** 1 for the first attempt (SQS ApproximateReceiveCount). */
+  readonly number: number;
+  /** When the delivery was queued (SQS SentTimestamp, ms): the retry window counts from it. */
+  readonly queuedAtMs: number;
+}
+
+export async function deliver(deps: DelivererDeps, message: DeliveryMessage, attempt: Attempt): Promise<DeliveryResult> {
+  const endpoint = await deps.endpoints.get(message.app_id, message.endpoint_id);
+  if (!endpoint) return { kind: 'dropped', reason: 'the endpoint was deleted' };
+  const event = await getLoggedEvent(deps.table, message.app_id, message.seq);
+  if (!event || event.id !== message.event_id) return { kind: 'dropped', reason: 'the event is no longer in the log (past its retention)' };
+  const now = deps.now();
+  const body = JSON.stringify(event);
+  const signatures = (await deps.endpoints.secrets(message.app_id, endpoint, now)).map((secret) => new Webhook(secret).sign(event.id, now, body));
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'perp-wallet-webhooks/1',
+    'webhook-id': event.id,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': signatures.join(' '),
+  };
+  let failure: { status?: number; message: string };
+  try {
+    const response = await deps.post(endpoint.url, headers, body);
+    if (response.status >= 200 && response.status < 300) {
+      await deps.endpoints.recordOutcome(message.app_id, endpoint.endpoint_id, { at: now.toISOString(), ok: true, status: response.status });
+      return { kind: 'delivered', status: response.status };
+    }
+    failure = { status: response.status, message: `answered ${response.status}` };
+    if (response.status === 410) {
+      await deps.endpoints.recordOutcome(message.app_id, endpoint.endpoint_id, { at: now.toISOString(), ok: false, ...failure, failing: true });
+      return { kind: 'dropped', reason: 'the endpoint answered 410 Gone' };
+    }
+  } catch (error) {
+    failure = { message: error instanceof Error ? error.message : 'no answer' };
+  }
+  const exhausted = now.getTime() - attempt.queuedAtMs >= DELIVERY_RETRY_WINDOW_MS;
+  await deps.endpoints.recordOutcome(message.app_id, endpoint.endpoint_id, {
+    at: now.toISOString(),
+    ok: false,
+    ...failure,
+    ...(exhausted ? { failing: true } : {}),
+  });
+  if (exhausted) return { kind: 'dropped', reason: `no 2xx in ${DELIVERY_RETRY_WINDOW_MS / 3_600_000} hours of retries (${failure.message})` };
+  const base = RETRY_SCHEDULE_SECONDS[Math.min(attempt.number, RETRY_SCHEDULE_SECONDS.length) - 1] ?? RETRY_SCHEDULE_SECONDS[0];
+  const jitter = 0.9 + 0.2 * (deps.random ?? Math.random)();
+  return { kind: 'retry', afterSeconds: Math.min(43_200, Math.round(base * jitter * deps.backoffScale)), reason: failure.message };
+}
