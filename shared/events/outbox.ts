@@ -14,8 +14,8 @@ import type { EventType, OutboxEntry } from './types.ts';
  */
 export const OUTBOX_ATTRIBUTE = 'outbox';
 
-export function outboxEntries(types: readonly EventType[], occurredAt: string): OutboxEntry[] {
-  return types.map((type) => ({ id: `evt_${uuidv7()}`, type, occurred_at: occurredAt }));
+export function outboxEntries(types: readonly EventType[], occurredAt: string, resourceId?: string): OutboxEntry[] {
+  return types.map((type) => ({ id: `evt_${uuidv7()}`, type, occurred_at: occurredAt, ...(resourceId ? { resource_id: resourceId } : {}) }));
 }
 
 /** The parts of an UpdateItem that `appendOutbox` extends. */
@@ -29,10 +29,10 @@ export interface UpdateParts {
  * Adds `outbox = list_append(if_not_exists(outbox, []), :entries)` to an update's SET clauses;
  * nothing when there is no event. Placeholders `#outbox`, `:outboxEmpty`, `:outboxNew`.
  */
-export function appendOutbox(update: UpdateParts, types: readonly EventType[], occurredAt: string): void {
+export function appendOutbox(update: UpdateParts, types: readonly EventType[], occurredAt: string, resourceId?: string): void {
   if (types.length === 0) return;
   update.names['#outbox'] = OUTBOX_ATTRIBUTE;
   update.values[':outboxEmpty'] = [];
-  update.values[':outboxNew'] = outboxEntries(types, occurredAt);
+  update.values[':outboxNew'] = outboxEntries(types, occurredAt, resourceId);
   update.sets.push('#outbox = list_append(if_not_exists(#outbox, :outboxEmpty), :outboxNew)');
 }

@@ -1,7 +1,10 @@
+import { createHash } from 'node:crypto';
 import type { Table } from '../db/client.ts';
 import type { logger } from '../logger.ts';
 import { toTaskResource } from '../transfers/task.ts';
 import { parseTaskItem } from '../transfers/task-record.ts';
+import { venueCredentialsView } from '../venues/credentials-view.ts';
+import { VENUE_IDS, type VenueId, type VenueStatus } from '../venues/default-status.ts';
 import { appendEvent, getPlacement, markQueued } from './log.ts';
 import { OUTBOX_ATTRIBUTE } from './outbox.ts';
 import type { EventType, OutboxEntry, ResourceType, WireEvent } from './types.ts';
@@ -57,18 +60,37 @@ interface Subject {
   readonly data: Record<string, unknown>;
 }
 
-/** The resource an item holds, by its key; undefined for items that carry no events. */
-export function subjectOf(image: Readonly<Record<string, unknown>>): Subject | undefined {
+/**
+ * What an outbox entry of `image` is about, by the item's key: a task item holds one task; an
+ * account item holds the user's venues (the entry names which). Undefined for any other item.
+ */
+export function subjectOf(image: Readonly<Record<string, unknown>>, entry: OutboxEntry): Subject | undefined {
   const pk = typeof image.pk === 'string' ? image.pk : '';
   const sk = typeof image.sk === 'string' ? image.sk : '';
   if (pk.startsWith('TASKS#') && sk.startsWith('TASK#')) {
     const task = parseTaskItem(image);
     return { app_id: task.app_id, app_user_id: task.app_user_id, resource: { type: 'task', id: task.task_id }, data: toTaskResource(task) };
   }
+  if (pk.startsWith('ACCOUNT#') && sk === 'ACCOUNT' && isVenue(entry.resource_id)) {
+    const statuses = image.perp_dex_status as Record<VenueId, VenueStatus> | undefined;
+    return {
+      app_id: String(image.app_id),
+      app_user_id: String(image.app_user_id),
+      resource: { type: 'venue', id: entry.resource_id },
+      data: venueCredentialsView(entry.resource_id, statuses?.[entry.resource_id]),
+    };
+  }
   return undefined;
 }
 
-export const deliveryGroup = (endpointId: string, resource: Subject['resource']) => `${endpointId}:${resource.type}:${resource.id}`;
+const isVenue = (value: string | undefined): value is VenueId => (VENUE_IDS as readonly (string | undefined)[]).includes(value);
+
+/**
+ * The FIFO group of a delivery: one endpoint and one resource of one user (a venue id alone is
+ * shared by every user). Hashed: SQS takes at most 128 characters and app user ids can be longer.
+ */
+export const deliveryGroup = (endpointId: string, appUserId: string, resource: Subject['resource']) =>
+  `${endpointId}:${createHash('sha256').update(`${appUserId}\n${resource.type}\n${resource.id}`).digest('base64url').slice(0, 32)}`;
 
 /**
  * Publishes the entries of `image`'s outbox that `previous` (the image before the write, when the
@@ -84,17 +106,18 @@ export async function publishImage(
   const before = new Set(outboxOf(previous).map((entry) => entry.id));
   const fresh = entries.filter((entry) => !before.has(entry.id));
   if (fresh.length === 0) return 0;
-  const subject = subjectOf(image);
-  if (!subject) {
-    deps.logger?.warn('outbox entries on an item that is no event subject', { pk: image.pk, sk: image.sk });
-    return 0;
-  }
+  const appId = typeof image.app_id === 'string' ? image.app_id : '';
   // Entries are published in order, so when the newest is queued every earlier one is: an image
   // replayed without its previous image (the sandbox after a crash) costs one read.
   const newest = fresh.at(-1)?.id ?? '';
-  if ((await getPlacement(deps.table, subject.app_id, newest))?.queued) return 0;
+  if ((await getPlacement(deps.table, appId, newest))?.queued) return 0;
   let published = 0;
   for (const entry of fresh) {
+    const subject = subjectOf(image, entry);
+    if (!subject) {
+      deps.logger?.warn('an outbox entry of an item that is no event subject: skipped', { event_id: entry.id, type: entry.type });
+      continue;
+    }
     const placed = await getPlacement(deps.table, subject.app_id, entry.id);
     if (placed?.queued) continue;
     const event: Omit<WireEvent, 'seq'> = {
@@ -113,7 +136,7 @@ export async function publishImage(
         endpoint_id: target.endpoint_id,
         event_id: entry.id,
         seq,
-        group: deliveryGroup(target.endpoint_id, subject.resource),
+        group: deliveryGroup(target.endpoint_id, subject.app_user_id, subject.resource),
       })),
     );
     await markQueued(deps.table, subject.app_id, entry.id);

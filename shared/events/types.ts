@@ -44,6 +44,8 @@ export interface OutboxEntry {
   readonly type: EventType;
   /** ISO 8601, the time of the write that recorded the change. */
   readonly occurred_at: string;
+  /** Which resource of the item, when an item holds several (an account's venues: `venue_b`). */
+  readonly resource_id?: string;
 }
 
 /** The event as the API returns it (`GET /events`) and a webhook delivers it (the body). */

@@ -10,9 +10,12 @@ import { isConditionalCheckFailed, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
 import { acquireLease, type Lease, LeaseTimeoutError } from '../db/lease.ts';
 import { ConflictError, DomainError, NotFoundError, UnprocessableError, UpstreamError } from '../errors.ts';
+import { appendOutbox } from '../events/outbox.ts';
+import type { EventType } from '../events/types.ts';
 import { parseInput } from '../http/validate.ts';
 import { logger } from '../logger.ts';
 import { formatAmount } from '../money.ts';
+import { SECRET_NAME, venueCredentialsView } from './credentials-view.ts';
 import type { VenueId, VenueStatus } from './default-status.ts';
 import { type DirectionRule, type EvmChainCode, type VenueDriver, type VenueFields, VenueRuleError, type VenueRules } from './driver.ts';
 import type { VenueRegistry } from './registry.ts';
@@ -194,7 +197,7 @@ export async function initPerpDex(
     if (current?.initialized && !force) return { status: current, message: `${dex} is already initialized; pass force_reinit to redo it` };
     const fields = await callVenue(dex, () => driver.initAccount(venueWallet(deps, user, account), request.metadata ?? {}));
     const status: VenueStatus = { ...current, ...fields, initialized: true };
-    await storeVenueStatus(deps.table, account, dex, status);
+    await storeVenueStatus(deps.table, account, dex, status, 'venue.initialized');
     logger.info('venue account initialized', { venue: dex, forced: force });
     return { status, message: `${dex} ${current?.initialized ? 're-initialized' : 'initialized'}` };
   });
@@ -240,7 +243,7 @@ export async function initPerpDexTrading(
     const current = checkState((await requireAccount(deps, user)).perp_dex_status[dex]);
     const setup = await callVenue(dex, () => driver.initTrading(wallet, venueFields(current), metadata, force));
     assertNoSecretIn(setup.stored, setup.oneTime);
-    await storeVenueStatus(deps.table, account, dex, { ...current, ...setup.stored, trade_initialized: true });
+    await storeVenueStatus(deps.table, account, dex, { ...current, ...setup.stored, trade_initialized: true }, 'venue.trading_initialized');
     logger.info('venue trading set up', { venue: dex, replaced: force });
     return {
       status: { trade_initialized: true, ...setup.stored, ...setup.oneTime },
@@ -286,24 +289,10 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Where a venue's credential metadata is null until trading is set up (spec, Venue credentials). */
-const CREDENTIAL_FIELDS: Readonly<Partial<Record<VenueId, readonly string[]>>> = {
-  venue_b: ['agent_name', 'agent_address', 'builder_address', 'max_builder_fee_rate'],
-};
-
 /** `GET /account/perp-credentials`: the stored metadata only (the table is the source); never a private key. */
 export async function venueCredentials(deps: Pick<VenueReadDeps, 'table'>, user: AuthenticatedUser, dex: VenueId) {
   const account = await requireAccount(deps, user);
-  const { initialized = false, trade_initialized = false, ...rest } = account.perp_dex_status[dex] ?? {};
-  const metadata = Object.fromEntries(Object.entries(rest).filter(([name]) => !SECRET_NAME.test(name)));
-  return {
-    dex,
-    initialized: initialized === true,
-    trade_initialized: trade_initialized === true,
-    error: null,
-    ...Object.fromEntries((CREDENTIAL_FIELDS[dex] ?? []).map((name) => [name, null])),
-    ...metadata,
-  };
+  return venueCredentialsView(dex, account.perp_dex_status[dex]);
 }
 
 /** The spec's `transfer_rules` from the venue's rules: decimal strings of the venue token. */
@@ -316,9 +305,6 @@ export function transferRules(rules: VenueRules) {
   });
   return { chain: rules.chain, token: rules.token, deposit: direction(rules.deposit), withdrawal: direction(rules.withdrawal) };
 }
-
-/** Field names that would hold a secret: never stored from a driver, never shown as metadata. */
-const SECRET_NAME = /private_key|secret|passphrase/i;
 
 /** A driver bug must not persist a one-time secret: refuse to store anything that carries one. */
 function assertNoSecretIn(stored: VenueFields, oneTime: Readonly<Record<string, string>>): void {
@@ -370,17 +356,23 @@ async function withVenueLease<T>(table: Table, venue: VenueId, user: Authenticat
   }
 }
 
-/** Writes `perp_dex_status[venue]` of an existing account (only that venue's entry). */
-async function storeVenueStatus(table: Table, account: AccountRecord, venue: VenueId, status: VenueStatus): Promise<void> {
+/** Writes `perp_dex_status[venue]` of an existing account (only that venue's entry), with its event (shared/events/outbox.ts). */
+async function storeVenueStatus(table: Table, account: AccountRecord, venue: VenueId, status: VenueStatus, event: EventType): Promise<void> {
+  const update = {
+    sets: ['perp_dex_status.#venue = :status'],
+    names: { '#venue': venue } as Record<string, string>,
+    values: { ':status': status } as Record<string, unknown>,
+  };
+  appendOutbox(update, [event], new Date().toISOString(), venue);
   try {
     await table.doc.send(
       new UpdateCommand({
         TableName: table.name,
         Key: keys.account(account.app_id, account.app_user_id),
-        UpdateExpression: 'SET perp_dex_status.#venue = :status',
+        UpdateExpression: `SET ${update.sets.join(', ')}`,
         ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeNames: { '#venue': venue },
-        ExpressionAttributeValues: { ':status': status },
+        ExpressionAttributeNames: update.names,
+        ExpressionAttributeValues: update.values,
       }),
     );
   } catch (error) {

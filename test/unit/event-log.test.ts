@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { appendEvent, getPlacement, listEvents } from '../../shared/events/log.ts';
-import { type Delivery, publishImage, type Subscription } from '../../shared/events/publisher.ts';
+import { type Delivery, deliveryGroup, publishImage, type Subscription } from '../../shared/events/publisher.ts';
 import type { EventType, WireEvent } from '../../shared/events/types.ts';
 import { writeStep } from '../../shared/transfers/steps/store.ts';
 import type { TaskRecord } from '../../shared/transfers/task.ts';
@@ -149,6 +149,34 @@ describe.each(DYNAMO_ENGINES)('event log and publisher (%s)', (engine) => {
     expect(logged[0]!.data).toMatchObject({ task_id: t.task_id, status: 'pending' });
     expect(logged[3]!.data).toMatchObject({ task_id: t.task_id, status: 'completed' });
     expect(JSON.stringify(logged)).not.toContain('"raw"');
-    expect(queued.map((d) => [d.event_id, d.seq, d.group])).toEqual(logged.map((e) => [e.id, e.seq, `we_1:task:${t.task_id}`]));
+    expect(queued.map((d) => [d.event_id, d.seq, d.group])).toEqual(
+      logged.map((e) => [e.id, e.seq, deliveryGroup('we_1', 'bob', { type: 'task', id: t.task_id })]),
+    );
+    expect(new Set(queued.map((d) => d.group)).size).toBe(1);
+    expect(deliveryGroup('we_1', 'bob', { type: 'task', id: t.task_id })).toMatch(/^we_1:[A-Za-z0-9_-]{32}$/);
+  });
+
+  it('publishes a venue event of an account item with the venue as GET /account/perp-credentials shows it, never a secret field', async () => {
+    const queued: Delivery[] = [];
+    const deps = {
+      table,
+      subscribers: { subscribers: async () => [{ endpoint_id: 'we_2' }] },
+      deliveries: { enqueue: async (d: readonly Delivery[]) => void queued.push(...d) },
+      now,
+    };
+    const account = {
+      pk: 'ACCOUNT#app-events#carol',
+      sk: 'ACCOUNT',
+      app_id: APP,
+      app_user_id: 'carol',
+      perp_dex_status: { venue_b: { initialized: true, trade_initialized: true, account_address: '0xabc', agent_private_key: 'must-not-leak' } },
+      outbox: [{ id: 'evt_venue1', type: 'venue.trading_initialized', occurred_at: now().toISOString(), resource_id: 'venue_b' }],
+    };
+    expect(await publishImage(deps, account)).toBe(1);
+    const [event] = (await listEvents(table, APP, { after: 0, limit: 1000, types: ['venue.trading_initialized'] }, now())).events;
+    expect(event).toMatchObject({ id: 'evt_venue1', app_user_id: 'carol', resource: { type: 'venue', id: 'venue_b' } });
+    expect(event?.data).toMatchObject({ dex: 'venue_b', initialized: true, trade_initialized: true, account_address: '0xabc' });
+    expect(JSON.stringify(event)).not.toContain('must-not-leak');
+    expect(queued).toHaveLength(1);
   });
 });
