@@ -2,7 +2,7 @@ import type { AppRegistry } from '../apps/app-registry.ts';
 import type { LeaseTiming } from '../chains/sender/sender-lease.ts';
 import { ConfigError, loadInclusionTimeoutMs, loadSenderLeaseTiming, loadSponsorPoolSize } from '../config.ts';
 import { loadPlatformFee } from '../transfers/platform-fee.ts';
-import { DEFAULT_STEP_DEADLINE_SECONDS, POLL_INTERVAL_MS, type StepCoreDeps } from '../transfers/steps/core.ts';
+import { DEFAULT_STEP_DEADLINE_SECONDS, DEFAULT_STUCK_SECONDS, POLL_INTERVAL_MS, type StepCoreDeps } from '../transfers/steps/core.ts';
 import { enclaveStepWallets } from '../transfers/steps/wallets.ts';
 import type { WalletEnclave } from '../wallets/enclave-client.ts';
 import { EnclaveSponsorPool } from '../withdrawals/gas-sponsor.ts';
@@ -25,6 +25,8 @@ import { appsFromEnv, systemClock, tableFromEnv } from './table.ts';
  *   poll. Measured: the sandbox's own tick (25 ms) here made the 200-transfer conservation run
  *   slower on 2 cores (more looks, more CPU), so the sandbox keeps the default.
  * TRANSFER_STEP_DEADLINE_SECONDS (default 3600): a step unsettled that long fails STEP_TIMED_OUT.
+ * TRANSFER_STUCK_SECONDS (default 900): a step unsettled that long records `task.stuck` once per try
+ *   (issue 24: e.g. a deposit the venue has not credited), long before its deadline.
  * SENDER_LEASE_MS (default 15000): the senders' lease (shared/config.ts, loadSenderLeaseTiming).
  */
 export function stepCoreFromEnv(env = process.env): StepCoreParts {
@@ -41,6 +43,7 @@ export function stepCoreFromEnv(env = process.env): StepCoreParts {
       pollWindowMs: wholeNumber(env, 'TRANSFER_POLL_WINDOW_MS', DEFAULT_POLL_WINDOW_MS, { min: 0, max: 20_000, unit: 'milliseconds' }),
       pollIntervalMs: wholeNumber(env, 'TRANSFER_POLL_INTERVAL_MS', POLL_INTERVAL_MS, { min: 10, max: 5_000, unit: 'milliseconds' }),
       deadlineSeconds: wholeNumber(env, 'TRANSFER_STEP_DEADLINE_SECONDS', DEFAULT_STEP_DEADLINE_SECONDS, { min: 1, max: 999_999, unit: 'seconds' }),
+      stuckSeconds: wholeNumber(env, 'TRANSFER_STUCK_SECONDS', DEFAULT_STUCK_SECONDS, { min: 1, max: 999_999, unit: 'seconds' }),
     },
     signing: { apps, enclave },
     inclusionTimeoutMs: loadInclusionTimeoutMs(env),

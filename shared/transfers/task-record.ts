@@ -67,6 +67,8 @@ const SendsSchema = v.record(v.string(), RecordedSendSchema);
  */
 const perTry = {
   sends: v.optional(SendsSchema),
+  /** When this try was reported stuck (`task.stuck`, issue 24): unsettled past TRANSFER_STUCK_SECONDS. */
+  stuck_at: v.optional(v.string()),
   /** What this step moves (base units). Filled when the step submits: step 0 from the task, step i from steps[i-1].amount_out. */
   amount_in: v.optional(v.string()),
   error: v.optional(ErrorSchema),

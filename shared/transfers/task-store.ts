@@ -25,6 +25,7 @@ export const PER_TRY_FIELDS = [
   'deposit_calls',
   'amount_in',
   'error',
+  'stuck_at',
 ] as const;
 const PER_TRY = new Set<string>(PER_TRY_FIELDS);
 

@@ -112,6 +112,7 @@ export function toTaskResource(task: TaskRecord) {
         ...(step.result_tx_hashes ? { results: step.result_tx_hashes } : {}),
         ...(step.error ? { error: step.error } : {}),
         ...(step.completed_at ? { completed_at: step.completed_at } : {}),
+        ...(step.stuck_at ? { stuck_at: step.stuck_at } : {}),
         // Earlier tries of a resumed step: their public hashes and errors (never `raw` or keys).
         ...(step.previous_tries?.length
           ? {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import {
   address,
@@ -863,10 +863,10 @@ describe('venue deposit faults (venue_b): refunded, or kept and not credited', (
     expect(await walletNonce(user.evmAddress)).toBe(3);
   });
 
-  it('fail (the venue keeps it): DEPOSIT_NOT_CREDITED at the step deadline; a resume adopts the same deposit, never a second', async () => {
+  it('fail (the venue keeps it): task.stuck once per try before DEPOSIT_NOT_CREDITED at the step deadline; a resume adopts the same deposit, never a second', async () => {
     const user = await newUser(30n * USDC);
     const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
-    const short = { ...deps, deadlineSeconds: 2 };
+    const short = { ...deps, deadlineSeconds: 2, stuckSeconds: 1 };
     await venues.setFault({ target: 'venue_b', operation: 'deposit', mode: 'fail', count: 1 });
     try {
       await expect(drive(ref, 0, { stepDeps: short })).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
@@ -888,6 +888,23 @@ describe('venue deposit faults (venue_b): refunded, or kept and not credited', (
     expect(await walletNonce(user.evmAddress)).toBe(2);
     expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
     expect(await venueBalance(user)).toBe(0n);
+    // The events written with these changes (shared/events/outbox.ts): stuck once in each try, before its failure.
+    const item = (
+      await table.doc.send(new GetCommand({ TableName: table.name, Key: keys.task(ref.app_id, ref.app_user_id, ref.task_id), ConsistentRead: true }))
+    ).Item!;
+    expect((item.outbox as { type: string }[]).map((entry) => entry.type)).toEqual([
+      'task.step_updated',
+      'task.stuck',
+      'task.step_updated',
+      'task.failed',
+      'task.resumed',
+      'task.step_updated',
+      'task.stuck',
+      'task.step_updated',
+      'task.failed',
+    ]);
+    expect(step.stuck_at).toBeDefined();
+    expect(step.previous_tries![0]!.stuck_at).toBeDefined();
   });
 });
 

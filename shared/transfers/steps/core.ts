@@ -63,6 +63,8 @@ export interface StepCoreDeps {
   readonly pollSeconds?: number;
   /** A step still unsettled this long after it started fails STEP_TIMED_OUT (TRANSFER_STEP_DEADLINE_SECONDS, default 3600). */
   readonly deadlineSeconds?: number;
+  /** A step unsettled this long after it started records `task.stuck`, once per try (TRANSFER_STUCK_SECONDS, default 900). */
+  readonly stuckSeconds?: number;
   /** How long one poll invocation keeps re-checking an unsettled step (TRANSFER_POLL_WINDOW_MS; 0 here, one look, when unset). */
   readonly pollWindowMs?: number;
   /** The pause between two looks inside one long poll (TRANSFER_POLL_INTERVAL_MS; POLL_INTERVAL_MS when unset). */
@@ -82,6 +84,9 @@ export interface EvmSenders {
 }
 
 export const DEFAULT_STEP_DEADLINE_SECONDS = 3_600;
+
+/** A quarter of the deadline: time to alert someone while the step can still settle (a venue that credits late). */
+export const DEFAULT_STUCK_SECONDS = 900;
 
 /** Pause between two looks inside one long poll. */
 export const POLL_INTERVAL_MS = 200;
@@ -194,6 +199,7 @@ async function runKind<D extends StepCoreDeps, A extends StepAction>(
             `The ${step.action} did not settle within ${deps.deadlineSeconds ?? DEFAULT_STEP_DEADLINE_SECONDS} s; a resume adopts it if it still lands`,
           )
         );
+      if (inv.phase === 'poll') await reportStuck(ctx);
       return { settled: false, wait_seconds: outcome.waitSeconds ?? wait };
     }
     await complete(ctx, outcome.amountOut, outcome.results);
@@ -337,6 +343,19 @@ async function complete<D extends StepCoreDeps, A extends StepAction>(ctx: Ctx<D
 }
 
 const isStepFailed = (error: unknown) => error instanceof Error && error.name === STEP_FAILED_ERROR;
+
+/**
+ * `task.stuck` (issue 24): a step still unsettled `stuckSeconds` after it started records
+ * `stuck_at` with the event, once per try (the write requires `stuck_at` absent), so whoever
+ * watches the app's events hears of it well before the deadline fails it.
+ */
+async function reportStuck<D extends StepCoreDeps, A extends StepAction>(ctx: Ctx<D, A>): Promise<void> {
+  const { deps, step } = ctx;
+  if (!step.started_at || step.stuck_at) return;
+  if (deps.now().getTime() - Date.parse(step.started_at) <= (deps.stuckSeconds ?? DEFAULT_STUCK_SECONDS) * 1000) return;
+  const now = deps.now().toISOString();
+  await writeOwnStep(ctx, { stepStatusIn: ['submitted'], absent: ['stuck_at'], step: { stuck_at: now }, events: ['task.stuck'] }, now);
+}
 
 function timedOut(deps: StepCoreDeps, step: StepRecord): boolean {
   if (!step.started_at) return false;

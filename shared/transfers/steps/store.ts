@@ -43,6 +43,8 @@ export interface StepWrite {
   readonly starting?: boolean;
   /** Top-level task fields to set. */
   readonly task?: Readonly<Record<string, unknown>>;
+  /** Events this write reports besides those its step and task status imply (`task.stuck`). */
+  readonly events?: readonly EventType[];
   readonly now: string;
 }
 
@@ -130,6 +132,7 @@ export async function writeStep(table: Table, write: StepWrite): Promise<boolean
   const events: EventType[] = [];
   if (write.step?.status !== undefined) events.push('task.step_updated');
   if (write.task?.status === 'completed') events.push('task.completed');
+  events.push(...(write.events ?? []));
   appendOutbox({ sets, names, values }, events, write.now);
   try {
     await table.doc.send(
