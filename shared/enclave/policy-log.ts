@@ -3,6 +3,7 @@ import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
 import { TABLE_TTL_ATTRIBUTE } from '../db/table-definition.ts';
+import { OUTBOX_ATTRIBUTE, outboxEntries } from '../events/outbox.ts';
 import { microToUsd, type PolicyChannel, type PolicyOperation } from '../policies/policy.ts';
 
 /** How long a decision stays listable: DynamoDB TTL removes it after (may lag by days). */
@@ -52,13 +53,17 @@ export async function recordPolicyDecision(table: Table, appId: string, input: D
     usd: input.usd === undefined ? null : microToUsd(input.usd),
     sub: input.sub ?? null,
   };
+  const sk = `${record.at}#${randomUUID()}`;
   await table.doc.send(
     new PutCommand({
       TableName: table.name,
       Item: {
-        ...keys.policyDecision(appId, `${record.at}#${randomUUID()}`),
+        ...keys.policyDecision(appId, sk),
         ...record,
+        app_id: appId,
         [TABLE_TTL_ATTRIBUTE]: Math.floor(now.getTime() / 1000) + POLICY_LOG_TTL_DAYS * 86_400,
+        // A denial is an event (issue 24: policy.denied), written with the decision it reports.
+        ...(record.decision === 'deny' ? { [OUTBOX_ATTRIBUTE]: outboxEntries(['policy.denied'], record.at, sk) } : {}),
       },
       ConditionExpression: 'attribute_not_exists(pk)',
     }),
@@ -78,16 +83,21 @@ export async function listPolicyDecisions(table: Table, appId: string, limit: nu
       ConsistentRead: true,
     }),
   );
-  return (out.Items ?? []).map((item) => ({
-    at: item.at,
-    decision: item.decision,
-    rule_id: item.rule_id ?? null,
-    reason: item.reason,
-    operation: item.operation,
-    channel: item.channel,
-    chain: item.chain ?? null,
-    recipients: item.recipients ?? [],
-    usd: item.usd ?? null,
-    sub: item.sub ?? null,
-  }));
+  return (out.Items ?? []).map(toDecisionResource);
+}
+
+/** A stored decision as GET /v2/api/policies/decisions lists it (and a policy.denied event carries it). */
+export function toDecisionResource(item: Readonly<Record<string, unknown>>): PolicyDecisionRecord {
+  return {
+    at: item.at as string,
+    decision: item.decision as PolicyDecisionRecord['decision'],
+    rule_id: (item.rule_id as string | undefined) ?? null,
+    reason: item.reason as string,
+    operation: item.operation as PolicyOperation,
+    channel: item.channel as PolicyChannel,
+    chain: (item.chain as string | undefined) ?? null,
+    recipients: (item.recipients as string[] | undefined) ?? [],
+    usd: (item.usd as string | undefined) ?? null,
+    sub: (item.sub as string | undefined) ?? null,
+  };
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Table } from '../db/client.ts';
+import { toDecisionResource } from '../enclave/policy-log.ts';
 import type { logger } from '../logger.ts';
 import { toTaskResource } from '../transfers/task.ts';
 import { parseTaskItem } from '../transfers/task-record.ts';
@@ -79,6 +80,11 @@ export function subjectOf(image: Readonly<Record<string, unknown>>, entry: Outbo
       resource: { type: 'venue', id: entry.resource_id },
       data: venueCredentialsView(entry.resource_id, statuses?.[entry.resource_id]),
     };
+  }
+  if (pk.startsWith('POLICYLOG#') && typeof image.app_id === 'string') {
+    // A denied signature (shared/enclave/policy-log.ts): the decision as GET /v2/api/policies/decisions lists it.
+    const decision = toDecisionResource(image);
+    return { app_id: image.app_id, app_user_id: decision.sub ?? '', resource: { type: 'policy_decision', id: sk }, data: { ...decision } };
   }
   return undefined;
 }
