@@ -207,10 +207,11 @@ export async function startLocalSqs(options: LocalSqsOptions): Promise<LocalSqs>
       const attributeNames = stringList(body.MessageAttributeNames, 'MessageAttributeNames') ?? [];
       const deadline = Date.now() + wait * 1000;
       let messages: StoredMessage[] = [];
-      for (;;) {
+      // A poll woken by stop() or by its client going away takes nothing: no message goes in flight for nobody.
+      while (!stopping && !signal.aborted) {
         messages = await queue.receive(max, visibility);
         const left = deadline - Date.now();
-        if (messages.length > 0 || stopping || signal.aborted || left <= 0) break;
+        if (messages.length > 0 || left <= 0) break;
         await queue.changed(Math.min(left, queue.nextChangeIn()), signal);
       }
       return messages.length > 0 ? { Messages: messages.map((message) => receivedMessage(message, systemNames, attributeNames)) } : {};
