@@ -1,3 +1,4 @@
+import { crc32 } from 'node:zlib';
 import { ConditionalCheckFailedException, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   BatchWriteCommand,
@@ -191,6 +192,17 @@ describe.each(DYNAMO_ENGINES)('DynamoDB stream proxy on %s', (engine) => {
     await doc.send(new PutCommand({ TableName: table.name, Item: { ...key, n: 9 } }));
     expect((await doc.send(new DeleteCommand({ TableName: table.name, Key: key, ReturnValues: 'ALL_OLD' }))).Attributes).toEqual({ ...key, n: 9 });
 
+    // The answer the proxy rewrote (ALL_NEW asked in place of NONE) keeps DynamoDB's body checksum true.
+    const rewritten = await wireCall(proxy.endpoint, 'UpdateItem', {
+      TableName: table.name,
+      Key: wireKey(key),
+      UpdateExpression: 'SET n = :n',
+      ExpressionAttributeValues: { ':n': { N: '10' } },
+    });
+    expect(rewritten.json).toEqual({});
+    if (engine === 'dynamodb-local') expect(rewritten.headers.get('x-amz-crc32')).toBe(String(crc32(rewritten.text)));
+    await doc.send(new DeleteCommand({ TableName: table.name, Key: key }));
+
     const n = (image?: Record<string, AttributeValue>) => image?.n?.N;
     expect(records.map((record) => [record.eventName, n(record.dynamodb!.OldImage), n(record.dynamodb!.NewImage)])).toEqual([
       ['INSERT', undefined, '1'],
@@ -204,6 +216,8 @@ describe.each(DYNAMO_ENGINES)('DynamoDB stream proxy on %s', (engine) => {
       ['REMOVE', '8', undefined],
       ['INSERT', undefined, '9'],
       ['REMOVE', '9', undefined],
+      ['INSERT', undefined, '10'],
+      ['REMOVE', '10', undefined],
     ]);
   });
 
@@ -482,6 +496,12 @@ describe('DynamoDB stream event source (Lambda event source mapping, ReportBatch
 
 /** A request straight to the engine, in the wire form (the SDK would turn binaries into bytes). */
 async function engineCall(endpoint: string, target: string, body: unknown): Promise<any> {
+  const { ok, json } = await wireCall(endpoint, target, body);
+  if (!ok) throw new Error(`${target}: ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function wireCall(endpoint: string, target: string, body: unknown): Promise<{ ok: boolean; headers: Headers; text: string; json: any }> {
   const region = process.env.AWS_REGION ?? 'us-east-1';
   const response = await fetch(endpoint, {
     method: 'POST',
@@ -494,9 +514,8 @@ async function engineCall(endpoint: string, target: string, body: unknown): Prom
     },
     body: JSON.stringify(body),
   });
-  const answer = await response.json();
-  if (!response.ok) throw new Error(`${target}: ${JSON.stringify(answer)}`);
-  return answer;
+  const text = await response.text();
+  return { ok: response.ok, headers: response.headers, text, json: JSON.parse(text) };
 }
 
 function wireKey(key: Record<string, string>): Record<string, { S: string }> {
