@@ -263,6 +263,37 @@ export const ROUTES: readonly RouteDefinition[] = [
     needs: { table: { reads: [...BY_SECRET, 'events'] } },
   },
   { id: 'ResumeTask', service: 'account', routeKey: 'POST /task/{task_id}/resume', entry: 'functions/account/resume-task.ts', needs: TASK_EXECUTION },
+  // Webhook endpoints (issue 24): app-level, the secret key alone (no user, no ACCOUNT#). Create and
+  // rotate seal a new signing secret (GenerateDataKey); rotate moves the old one aside sealed, so
+  // no route here opens a secret (only the deliverer does). List only reads; delete only writes.
+  {
+    id: 'CreateWebhookEndpoint',
+    service: 'account',
+    routeKey: 'POST /webhook-endpoints',
+    entry: 'functions/account/create-webhook-endpoint.ts',
+    needs: { table: { reads: BY_SECRET, writes: ['webhooks'] }, accountAccessKey: ['GenerateDataKey'] },
+  },
+  {
+    id: 'ListWebhookEndpoints',
+    service: 'account',
+    routeKey: 'GET /webhook-endpoints',
+    entry: 'functions/account/list-webhook-endpoints.ts',
+    needs: { table: { reads: [...BY_SECRET, 'webhooks'] } },
+  },
+  {
+    id: 'DeleteWebhookEndpoint',
+    service: 'account',
+    routeKey: 'DELETE /webhook-endpoints/{id}',
+    entry: 'functions/account/delete-webhook-endpoint.ts',
+    needs: { table: { reads: BY_SECRET, writes: ['webhooks'] } },
+  },
+  {
+    id: 'RotateWebhookEndpointSecret',
+    service: 'account',
+    routeKey: 'POST /webhook-endpoints/{id}/rotate-secret',
+    entry: 'functions/account/rotate-webhook-endpoint-secret.ts',
+    needs: { table: { reads: BY_SECRET, writes: ['webhooks'] }, accountAccessKey: ['GenerateDataKey'] },
+  },
 
   { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts', needs: NOTHING },
   { id: 'EnclaveNotFound', service: 'enclave', routeKey: '$default', entry: 'functions/common/not-found.ts', needs: NOTHING },

@@ -222,6 +222,8 @@ async function startOnLockedDataDir(
     BRIDGE_CONTRACTS: JSON.stringify(bridge.contracts),
     BRIDGE_PROVIDER: 'sandbox_bridge',
     VENUE_NETWORK: 'sandbox',
+    // Webhook endpoints may also be http://127.0.0.1, localhost or [::1] here (shared/events/webhook-url.ts).
+    WEBHOOK_URLS: 'sandbox',
     ALLOWED_7702_DELEGATES: [
       ...new Set(
         Object.values(evm.chains)

@@ -23,6 +23,14 @@ import {
 } from '../../shared/enclave/schemas.ts';
 import { EventsPage, EventsQuery } from '../../shared/events/schemas.ts';
 import {
+  CreateEndpointRequest,
+  CreateEndpointResponse,
+  DeleteEndpointResponse,
+  ListEndpointsResponse,
+  RotateSecretResponse,
+} from '../../shared/events/endpoint-schemas.ts';
+import { MAX_ENDPOINTS_PER_APP } from '../../shared/events/types.ts';
+import {
   ExpressSignDataRequest,
   ExpressSignMessageRequest,
   ExpressSignResponse,
@@ -86,6 +94,8 @@ const PolicyResponse = v.object({
 });
 const POLICY_NOTE =
   'Policies are evaluated inside the enclave on every v2 signature (account /wallet/sign, /withdraw, transfer steps; enclave sign_*; express /v2/wallet/sign/*), after the op_jwt and access-key checks and before the key is opened: any matching deny wins, else a matching allow is needed, else deny (403 POLICY_DENIED with rule_id). In shadow mode a would-be denial is signed and logged. Guide: docs/guide/policies.md.';
+const WEBHOOK_NOTE =
+  'Webhook endpoints (issue 24) belong to the application: X-SERVICE-SECRET-KEY alone, no user JWT. Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). Guide: docs/guide/webhooks.md.';
 const SIGN_POLICY_NOTE = "403 POLICY_DENIED (with rule_id) when the application's signing policy refuses it; nothing is signed.";
 
 const WithdrawResponse = v.object({
@@ -216,6 +226,35 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     query: EventsQuery,
     response: EventsPage,
     errors: [400, 401],
+  },
+  CreateWebhookEndpoint: {
+    summary: 'Add a webhook endpoint of the application; its signing secret is in this response only',
+    description: `${WEBHOOK_NOTE} 422 WEBHOOK_URL_NOT_ALLOWED (a scheme, user name, or host the rules refuse; the message names the rule) or WEBHOOK_URL_INVALID (not an absolute URL); 422 UNKNOWN_EVENT_TYPE naming the type; 409 ENDPOINT_LIMIT at ${MAX_ENDPOINTS_PER_APP} endpoints (also under concurrent creates). The secret (whsec_…) is never shown, stored in the clear or logged again: store it now.`,
+    security: ['secretKey'],
+    body: CreateEndpointRequest,
+    response: CreateEndpointResponse,
+    errors: [400, 401, 409, 415, 422],
+  },
+  ListWebhookEndpoints: {
+    summary: "The application's webhook endpoints, oldest first, with their delivery status",
+    description: `${WEBHOOK_NOTE} status \`failing\` once deliveries have failed for 3 days (failing_since); last_delivery is the latest attempt. Nothing of the signing secrets is shown.`,
+    security: ['secretKey'],
+    response: ListEndpointsResponse,
+    errors: [401],
+  },
+  DeleteWebhookEndpoint: {
+    summary: 'Remove a webhook endpoint: nothing more is delivered to it',
+    description: `${WEBHOOK_NOTE} 404 WEBHOOK_ENDPOINT_NOT_FOUND when the application has no endpoint with this id (another application's included); 400 when the path id is not a we_<UUIDv7>.`,
+    security: ['secretKey'],
+    response: DeleteEndpointResponse,
+    errors: [400, 401, 404],
+  },
+  RotateWebhookEndpointSecret: {
+    summary: "Replace an endpoint's signing secret; the previous one keeps signing for 24 hours",
+    description: `${WEBHOOK_NOTE} No body. The new secret is in this response only. Until previous_secret_expires_at every delivery's webhook-signature lists a signature with each secret (space-separated, Standard Webhooks), so a receiver can switch to the new one without missing a delivery; a second rotation within those 24 hours drops the older secret at once. 404 WEBHOOK_ENDPOINT_NOT_FOUND as DELETE; 409 ROTATION_CONFLICT (Retry-After) after four lost races with concurrent rotations.`,
+    security: ['secretKey'],
+    response: RotateSecretResponse,
+    errors: [400, 401, 404, 409],
   },
   CheckPerpDexRequirements: {
     summary: "Whether the wallet can fund the venue's first deposit: token and gas",

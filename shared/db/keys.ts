@@ -23,6 +23,7 @@
  * | policy usage      | POLICYUSE#<app_id>#<sub>             | POLICYUSE     |  (a user's signatures of the rolling 24 h for max_usd_per_day, one item with a `rev` for optimistic concurrency: shared/enclave/policy-usage.ts)
  * | policy decisions  | POLICYLOG#<app_id>                   | <ISO time>#<random> |  (the audit log of policy decisions, `ttl` 90 days: shared/enclave/policy-usage.ts)
  * | webhook endpoint  | WEBHOOKS#<app_id>                    | EP#<endpoint_id> |  (an app's webhook endpoints, one partition per app: GET lists them with one Query; shared/events/endpoints.ts)
+ * | webhook slots     | WEBHOOKS#<app_id>                    | SLOTS         |  (the set of the app's endpoint ids, whose size holds MAX_ENDPOINTS_PER_APP under concurrent creates: shared/events/endpoints.ts)
  * | event log         | EVENTS#<app_id>                      | <seq, 12 digits>, HEAD |  (the app's events, gap-free `seq`, `ttl` 30 days: shared/events/log.ts)
  * | event placement   | EVENTID#<app_id>#<event_id>          | EVENTID       |  (the seq an outbox entry was given in the log, so a redelivered stream record never logs it twice: shared/events/log.ts)
  */
@@ -61,6 +62,8 @@ export const keys = {
   /** One webhook endpoint of an app (issue 24). */
   webhookEndpoint: (appId: string, endpointId: string) => ({ pk: `WEBHOOKS#${appId}`, sk: `EP#${endpointId}` }),
   webhookEndpointsOf: (appId: string) => `WEBHOOKS#${appId}`,
+  /** The ids of the app's endpoints (a string set): the conditional write that holds the per-app limit. */
+  webhookEndpointSlots: (appId: string) => ({ pk: `WEBHOOKS#${appId}`, sk: 'SLOTS' }),
   /** One event of the app's log; zero-padded so sk order is seq order. */
   event: (appId: string, seq: number) => ({ pk: `EVENTS#${appId}`, sk: String(seq).padStart(12, '0') }),
   eventsOf: (appId: string) => `EVENTS#${appId}`,

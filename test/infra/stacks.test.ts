@@ -888,7 +888,9 @@ describe('least privilege per route', () => {
       }
     }
     // Spot checks against the code paths (functions/routes.ts explains each).
-    expect(rolesNeedingKey('accountKey', 'GenerateDataKey')).toEqual(rolesOf(ROUTES.filter((r) => r.id === 'CreateAccount')));
+    expect(rolesNeedingKey('accountKey', 'GenerateDataKey')).toEqual(
+      rolesOf(ROUTES.filter((r) => ['CreateAccount', 'CreateWebhookEndpoint', 'RotateWebhookEndpointSecret'].includes(r.id))),
+    );
     expect(rolesNeedingKey('accountKey', 'Decrypt')).toEqual(
       rolesOf(
         FUNCTIONS.filter((r) =>

@@ -302,6 +302,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The application's webhook endpoints, oldest first, with their delivery status
+         * @description Webhook endpoints (issue 24) belong to the application: X-SERVICE-SECRET-KEY alone, no user JWT. Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). Guide: docs/guide/webhooks.md. status `failing` once deliveries have failed for 3 days (failing_since); last_delivery is the latest attempt. Nothing of the signing secrets is shown.
+         */
+        get: operations["ListWebhookEndpoints"];
+        put?: never;
+        /**
+         * Add a webhook endpoint of the application; its signing secret is in this response only
+         * @description Webhook endpoints (issue 24) belong to the application: X-SERVICE-SECRET-KEY alone, no user JWT. Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). Guide: docs/guide/webhooks.md. 422 WEBHOOK_URL_NOT_ALLOWED (a scheme, user name, or host the rules refuse; the message names the rule) or WEBHOOK_URL_INVALID (not an absolute URL); 422 UNKNOWN_EVENT_TYPE naming the type; 409 ENDPOINT_LIMIT at 10 endpoints (also under concurrent creates). The secret (whsec_…) is never shown, stored in the clear or logged again: store it now.
+         */
+        post: operations["CreateWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a webhook endpoint: nothing more is delivered to it
+         * @description Webhook endpoints (issue 24) belong to the application: X-SERVICE-SECRET-KEY alone, no user JWT. Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). Guide: docs/guide/webhooks.md. 404 WEBHOOK_ENDPOINT_NOT_FOUND when the application has no endpoint with this id (another application's included); 400 when the path id is not a we_<UUIDv7>.
+         */
+        delete: operations["DeleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace an endpoint's signing secret; the previous one keeps signing for 24 hours
+         * @description Webhook endpoints (issue 24) belong to the application: X-SERVICE-SECRET-KEY alone, no user JWT. Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). Guide: docs/guide/webhooks.md. No body. The new secret is in this response only. Until previous_secret_expires_at every delivery's webhook-signature lists a signature with each secret (space-separated, Standard Webhooks), so a receiver can switch to the new one without missing a delivery; a second rotation within those 24 hours drops the older secret at once. 404 WEBHOOK_ENDPOINT_NOT_FOUND as DELETE; 409 ROTATION_CONFLICT (Retry-After) after four lost races with concurrent rotations.
+         */
+        post: operations["RotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sandbox/info": {
         parameters: {
             query?: never;
@@ -2485,6 +2549,367 @@ export interface operations {
                         /** @description UUIDv7; also in the X-Task-ID header. */
                         task_id: string;
                         message: string;
+                    };
+                };
+            };
+            /** @description Invalid input; the message names the field */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    ListWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Oldest first. */
+                        endpoints: {
+                            /** @description `we_` + UUIDv7. */
+                            id: string;
+                            url: string;
+                            /** @description null: every event type. */
+                            events: ("task.created" | "task.step_updated" | "task.completed" | "task.failed" | "task.stuck" | "withdrawal.sent" | "withdrawal.confirmed" | "withdrawal.failed" | "venue.initialized" | "venue.trading_initialized" | "policy.denied")[] | null;
+                            description: string | null;
+                            created_at: string;
+                            /**
+                             * @description `failing` once deliveries to it have failed for 3 days (failing_since: when the failures began); the next successful delivery makes it `enabled` again.
+                             * @enum {string}
+                             */
+                            status: "enabled" | "failing";
+                            failing_since?: string;
+                            last_delivery?: {
+                                at: string;
+                                ok: boolean;
+                                /** @description The receiver's HTTP status, when it answered. */
+                                status?: number;
+                                /** @description Why it failed (timeout, connection refused, a non-2xx status); never the body. */
+                                message?: string;
+                            };
+                        }[];
+                        /** @description At most this many endpoints per app (10). */
+                        limit: number;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    CreateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Where deliveries are POSTed. In AWS: https only, no user name or password, a public host (no loopback, private, link-local, CGNAT, multicast, documentation or benchmarking address; no localhost, *.local, *.internal). The sandbox also takes http to 127.0.0.1, localhost and [::1] on any port. 422 WEBHOOK_URL_NOT_ALLOWED / WEBHOOK_URL_INVALID otherwise. */
+                    url: string;
+                    /** @description The event types to deliver; absent means every type, present and future. One of: task.created, task.step_updated, task.completed, task.failed, task.stuck, withdrawal.sent, withdrawal.confirmed, withdrawal.failed, venue.initialized, venue.trading_initialized, policy.denied. 422 UNKNOWN_EVENT_TYPE names an unknown one. */
+                    events?: string[];
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description `we_` + UUIDv7. */
+                        id: string;
+                        url: string;
+                        /** @description null: every event type. */
+                        events: ("task.created" | "task.step_updated" | "task.completed" | "task.failed" | "task.stuck" | "withdrawal.sent" | "withdrawal.confirmed" | "withdrawal.failed" | "venue.initialized" | "venue.trading_initialized" | "policy.denied")[] | null;
+                        description: string | null;
+                        created_at: string;
+                        /**
+                         * @description `failing` once deliveries to it have failed for 3 days (failing_since: when the failures began); the next successful delivery makes it `enabled` again.
+                         * @enum {string}
+                         */
+                        status: "enabled" | "failing";
+                        failing_since?: string;
+                        last_delivery?: {
+                            at: string;
+                            ok: boolean;
+                            /** @description The receiver's HTTP status, when it answered. */
+                            status?: number;
+                            /** @description Why it failed (timeout, connection refused, a non-2xx status); never the body. */
+                            message?: string;
+                        };
+                        /** @description The signing secret (Standard Webhooks: `whsec_` + base64 of 32 random bytes). Shown in this response only: store it now. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Invalid input; the message names the field */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Well-formed but refused by a rule; the code says which (e.g. INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    DeleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        id: string;
+                    };
+                };
+            };
+            /** @description Invalid input; the message names the field */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    RotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        id: string;
+                        /** @description The signing secret (Standard Webhooks: `whsec_` + base64 of 32 random bytes). Shown in this response only: store it now. */
+                        secret: string;
+                        /** @description Until then deliveries carry a signature with the previous secret too (webhook-signature lists both); after it, only the new one. */
+                        previous_secret_expires_at: string;
                     };
                 };
             };

@@ -10,6 +10,8 @@ export const [appOne, appTwo] = sandbox.apps as [TestApp, TestApp];
 export const policyApp = sandbox.apps[2] as TestApp;
 /** The app whose policies test/api/policies-evaluate.test.ts sets (global-setup.ts TEST_APPS): no other file may use it. */
 export const policyEvaluateApp = sandbox.apps[3] as TestApp;
+/** The app whose webhook endpoints test/api/webhook-endpoints.test.ts fills to the limit (global-setup.ts TEST_APPS): no other file may use it. */
+export const webhooksApp = sandbox.apps[4] as TestApp;
 
 export interface ApiResponse<T = any> {
   readonly status: number;

@@ -73,13 +73,15 @@ async function makeIdentityProvider(appId: string) {
  * belongs to test/api/policies.test.ts alone: a signing policy is per app, and one set on a shared
  * app would refuse other files' signatures while they run alongside. app-policy-evaluate belongs to
  * test/api/policies-evaluate.test.ts alone, for the same reason (its policies would change the
- * decisions policies.test.ts asserts).
+ * decisions policies.test.ts asserts). app-webhooks belongs to test/api/webhook-endpoints.test.ts
+ * alone: it fills the app up to its endpoint limit.
  */
 const TEST_APPS = [
   { label: 'app-one', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
   { label: 'app-two', created_at: '2026-03-01T00:00:00.000Z', legacy_provider_ids: ['app-two-legacy-iframe'] },
   { label: 'app-policy', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
   { label: 'app-policy-evaluate', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
+  { label: 'app-webhooks', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
 ];
 
 function testApp(
