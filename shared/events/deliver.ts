@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import type { Table } from '../db/client.ts';
 import type { DeliveryMessage } from './delivery-queue.ts';
+import type { DeliveryOutcome, WebhookEndpoint } from './endpoints.ts';
 import { getLoggedEvent } from './log.ts';
 import { DELIVERY_RETRY_WINDOW_MS } from './types.ts';
 
@@ -17,27 +18,14 @@ import { DELIVERY_RETRY_WINDOW_MS } from './types.ts';
  * until DELIVERY_RETRY_WINDOW_MS (3 days) from the first attempt, then the endpoint is marked
  * failing and the delivery dropped (the event stays in the log: `GET /events`, replay).
  */
-export interface DeliveryEndpoint {
-  readonly endpoint_id: string;
-  readonly url: string;
-  readonly status: string;
-}
-
 /** What the deliverer needs of the endpoint store (shared/events/endpoints.ts). */
 export interface DeliveryEndpoints {
-  get(appId: string, endpointId: string): Promise<DeliveryEndpoint | undefined>;
+  get(appId: string, endpointId: string): Promise<WebhookEndpoint | undefined>;
   /** The endpoint's signing secrets (`whsec_…`), current first. */
-  secrets(appId: string, endpoint: DeliveryEndpoint, now: Date): Promise<string[]>;
-  recordOutcome(appId: string, endpointId: string, outcome: DeliveryOutcomeRecord): Promise<void>;
-}
-
-export interface DeliveryOutcomeRecord {
-  readonly at: string;
-  readonly ok: boolean;
-  readonly status?: number;
-  readonly message?: string;
-  /** Set when this outcome marks the endpoint failing (retries exhausted, or 410). */
-  readonly failing?: boolean;
+  secrets(endpoint: WebhookEndpoint, now: Date): Promise<string[]>;
+  record(appId: string, endpointId: string, outcome: DeliveryOutcome): Promise<unknown>;
+  /** Marks it failing: deliveries first attempted at `since` never got a 2xx. */
+  markFailing(appId: string, endpointId: string, since: Date): Promise<unknown>;
 }
 
 export interface WebhookResponse {
@@ -83,7 +71,7 @@ export async function deliver(deps: DelivererDeps, message: DeliveryMessage, att
   if (!event || event.id !== message.event_id) return { kind: 'dropped', reason: 'the event is no longer in the log (past its retention)' };
   const now = deps.now();
   const body = JSON.stringify(event);
-  const signatures = (await deps.endpoints.secrets(message.app_id, endpoint, now)).map((secret) => new Webhook(secret).sign(event.id, now, body));
+  const signatures = (await deps.endpoints.secrets(endpoint, now)).map((secret) => new Webhook(secret).sign(event.id, now, body));
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'perp-wallet-webhooks/1',
@@ -95,25 +83,23 @@ export async function deliver(deps: DelivererDeps, message: DeliveryMessage, att
   try {
     const response = await deps.post(endpoint.url, headers, body);
     if (response.status >= 200 && response.status < 300) {
-      await deps.endpoints.recordOutcome(message.app_id, endpoint.endpoint_id, { at: now.toISOString(), ok: true, status: response.status });
+      await deps.endpoints.record(message.app_id, endpoint.id, { at: now, ok: true, status: response.status });
       return { kind: 'delivered', status: response.status };
     }
     failure = { status: response.status, message: `answered ${response.status}` };
     if (response.status === 410) {
-      await deps.endpoints.recordOutcome(message.app_id, endpoint.endpoint_id, { at: now.toISOString(), ok: false, ...failure, failing: true });
+      await deps.endpoints.record(message.app_id, endpoint.id, { at: now, ok: false, ...failure });
+      await deps.endpoints.markFailing(message.app_id, endpoint.id, new Date(attempt.queuedAtMs));
       return { kind: 'dropped', reason: 'the endpoint answered 410 Gone' };
     }
   } catch (error) {
     failure = { message: error instanceof Error ? error.message : 'no answer' };
   }
-  const exhausted = now.getTime() - attempt.queuedAtMs >= DELIVERY_RETRY_WINDOW_MS;
-  await deps.endpoints.recordOutcome(message.app_id, endpoint.endpoint_id, {
-    at: now.toISOString(),
-    ok: false,
-    ...failure,
-    ...(exhausted ? { failing: true } : {}),
-  });
-  if (exhausted) return { kind: 'dropped', reason: `no 2xx in ${DELIVERY_RETRY_WINDOW_MS / 3_600_000} hours of retries (${failure.message})` };
+  await deps.endpoints.record(message.app_id, endpoint.id, { at: now, ok: false, ...failure });
+  if (now.getTime() - attempt.queuedAtMs >= DELIVERY_RETRY_WINDOW_MS) {
+    await deps.endpoints.markFailing(message.app_id, endpoint.id, new Date(attempt.queuedAtMs));
+    return { kind: 'dropped', reason: `no 2xx in ${DELIVERY_RETRY_WINDOW_MS / 3_600_000} hours of retries (${failure.message})` };
+  }
   const base = RETRY_SCHEDULE_SECONDS[Math.min(attempt.number, RETRY_SCHEDULE_SECONDS.length) - 1] ?? RETRY_SCHEDULE_SECONDS[0];
   const jitter = 0.9 + 0.2 * (deps.random ?? Math.random)();
   return { kind: 'retry', afterSeconds: Math.min(43_200, Math.round(base * jitter * deps.backoffScale)), reason: failure.message };

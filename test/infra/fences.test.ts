@@ -50,9 +50,6 @@ const SAMPLE_KEYS: Record<Partition, string> = {
   sponsorBudget: 'SPONSOR#BUDGET#acme#2026-11-25',
   delegateDeployment: keys.delegateDeployment('ETH', '0xAbC').pk,
   sponsorTopUp: keys.sponsorTopUp('ETH', '0xAbC').pk,
-  webhooks: keys.webhookEndpointsOf('acme'),
-  events: keys.eventsOf('acme'),
-  eventPlacement: keys.eventPlacement('acme', 'evt_0192').pk,
 };
 const KINDS = Object.keys(PARTITIONS) as Partition[];
 
