@@ -1,7 +1,12 @@
+import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
+import { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
+import { getEndpoint, listEndpoints, markFailing, recordDelivery, signingSecrets, subscribes } from '../../shared/events/endpoints.ts';
 import { MAX_ENDPOINTS_PER_APP } from '../../shared/events/types.ts';
-import { accountHeaders, appOne, appTwo, call, expectErrorShape, uniqueUser, webhooksApp } from './support/client.ts';
+import { accountHeaders, appOne, appTwo, call, expectErrorShape, sandbox, uniqueUser, webhooksApp } from './support/client.ts';
 import { scanItems, tableReadable } from './support/table.ts';
 
 /**
@@ -259,5 +264,74 @@ describe('at most MAX_ENDPOINTS_PER_APP endpoints per app', () => {
     const elsewhere = await create({ url: RECEIVER }, { 'x-service-secret-key': appTwo.secret_key });
     expect(elsewhere.status).toBe(200);
     await remove(elsewhere.body.id, { 'x-service-secret-key': appTwo.secret_key });
+  });
+});
+
+/**
+ * What the deliverer (another module) reads and writes through shared/events/endpoints.ts, run
+ * against the sandbox's own table and key file (DynamoDB Local only: dynalite lives inside the
+ * runtime), and observed through GET /webhook-endpoints.
+ */
+describe.skipIf(!tableReadable)("the deliverer's view of an endpoint (DynamoDB Local)", () => {
+  const table = () => ({
+    doc: DynamoDBDocumentClient.from(
+      new DynamoDBClient({
+        endpoint: sandbox.dynamodbEndpoint,
+        region: process.env.AWS_REGION ?? 'us-east-1',
+        credentials: { accessKeyId: process.env.AWS_ACCESS_KEY_ID ?? 'sandbox', secretAccessKey: 'sandbox' },
+      }),
+      { marshallOptions: { removeUndefinedValues: true } },
+    ),
+    name: 'perp-wallet',
+  });
+
+  it('signingSecrets: the shown secret; after a rotation the new one first, then the previous one until it expires', async () => {
+    // The runtime's DATA_DIR (global-setup.ts): its account key file sealed the secrets.
+    const deps = { table: table(), keyWrapper: new LocalKeyWrapper(join(sandbox.dataDir, 'runtime'), 'account') };
+    const endpoint = await created({ url: RECEIVER, events: ['task.completed'] });
+    const stored = (await getEndpoint(deps, webhooksApp.app_id, endpoint.id))!;
+    expect(subscribes(stored, 'task.completed')).toBe(true);
+    expect(subscribes(stored, 'task.failed')).toBe(false);
+    expect(await signingSecrets(deps, stored, new Date())).toEqual([endpoint.secret]);
+
+    const rotated = (await rotate(endpoint.id)).body as { secret: string; previous_secret_expires_at: string };
+    const after = (await getEndpoint(deps, webhooksApp.app_id, endpoint.id))!;
+    expect(await signingSecrets(deps, after, new Date())).toEqual([rotated.secret, endpoint.secret]);
+    expect(await signingSecrets(deps, after, new Date(Date.parse(rotated.previous_secret_expires_at) + 1))).toEqual([rotated.secret]);
+    // Another app's endpoint id under this app: nothing.
+    expect(await getEndpoint(deps, appOne.app_id, endpoint.id)).toBeUndefined();
+    expect((await listEndpoints(deps, webhooksApp.app_id)).map((item) => item.id)).toContain(endpoint.id);
+    await remove(endpoint.id);
+  });
+
+  it('recordDelivery and markFailing show in GET; a success clears failing; stale outcomes are dropped', async () => {
+    const deps = { table: table() };
+    const endpoint = await created({ url: RECEIVER });
+    const shown = async () => ((await list()).body.endpoints as { id: string; status: string }[]).find((item) => item.id === endpoint.id);
+    const t0 = Date.now();
+    const at = (ms: number) => new Date(t0 + ms);
+
+    expect(await recordDelivery(deps, webhooksApp.app_id, endpoint.id, { at: at(1000), ok: false, status: 503, message: 'HTTP 503' })).toBe(true);
+    expect(await recordDelivery(deps, webhooksApp.app_id, endpoint.id, { at: at(500), ok: true, status: 200 })).toBe(false);
+    expect(await markFailing(deps, webhooksApp.app_id, endpoint.id, at(0))).toBe(true);
+    expect(await markFailing(deps, webhooksApp.app_id, endpoint.id, at(800))).toBe(true);
+    expect(await shown()).toMatchObject({
+      status: 'failing',
+      failing_since: at(0).toISOString(),
+      last_delivery: { at: at(1000).toISOString(), ok: false, status: 503, message: 'HTTP 503' },
+    });
+
+    expect(await recordDelivery(deps, webhooksApp.app_id, endpoint.id, { at: at(2000), ok: true, status: 204 })).toBe(true);
+    const healthy = await shown();
+    expect(healthy).toMatchObject({ status: 'enabled', last_delivery: { at: at(2000).toISOString(), ok: true, status: 204 } });
+    expect(healthy).not.toHaveProperty('failing_since');
+    // A delivery first tried before that success cannot mark the endpoint failing any more.
+    expect(await markFailing(deps, webhooksApp.app_id, endpoint.id, at(1500))).toBe(false);
+    expect((await shown())?.status).toBe('enabled');
+
+    await remove(endpoint.id);
+    expect(await recordDelivery(deps, webhooksApp.app_id, endpoint.id, { at: at(3000), ok: true })).toBe(false);
+    expect(await markFailing(deps, webhooksApp.app_id, endpoint.id, at(3000))).toBe(false);
+    expect(await getEndpoint(deps, webhooksApp.app_id, endpoint.id)).toBeUndefined();
   });
 });
