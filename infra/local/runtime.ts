@@ -29,6 +29,8 @@ import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } fr
 import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.ts';
 import { ChainHeads } from './chain-heads.ts';
 import { serveDocs } from './docs-routes.ts';
+import { startDynamoDbStreamProxy } from './dynamodb-stream/proxy.ts';
+import { DELIVERY_QUEUE, startLocalEvents, startLocalQueues } from './events.ts';
 import { startEvmSandbox } from './evm-sandbox.ts';
 import { LocalRuntimeError } from './local-runtime-error.ts';
 import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
@@ -162,6 +164,14 @@ async function startOnLockedDataDir(
     closers.push(() => close(engine));
   }
   await ensureTable(dynamodbEndpoint, tableName);
+  // Every sandbox writer goes through the table's stream (infra/local/dynamodb-stream/), as every
+  // AWS write reaches DynamoDB Streams: the engine's endpoint is known to the proxy alone.
+  const tableStream = await startDynamoDbStreamProxy({ upstream: dynamodbEndpoint, host, port: 0 });
+  closers.push(() => tableStream.stop());
+  dynamodbEndpoint = tableStream.endpoint;
+  // Webhook deliveries' FIFO queue and its dead-letter queue, under DATA_DIR/sqs (infra/local/events.ts).
+  const queues = await startLocalQueues(dataDir, host);
+  closers.push(() => queues.stop());
 
   // Sandbox chains: one anvil per EVM chain, a LiteSVM-backed Solana RPC.
   const [evm, sol] = await Promise.all([startEvmSandbox({ dataDir, host }), startSolanaSandbox({ dataDir, host })]);
@@ -224,6 +234,8 @@ async function startOnLockedDataDir(
     VENUE_NETWORK: 'sandbox',
     // Webhook endpoints may also be http://127.0.0.1, localhost or [::1] here (shared/events/webhook-url.ts).
     WEBHOOK_URLS: 'sandbox',
+    SQS_ENDPOINT: queues.endpoint,
+    DELIVERY_QUEUE_URL: queues.queueUrl(DELIVERY_QUEUE),
     ALLOWED_7702_DELEGATES: [
       ...new Set(
         Object.values(evm.chains)
@@ -274,6 +286,9 @@ async function startOnLockedDataDir(
     new EnclaveSponsorPool(new HttpWalletEnclave(urls.enclave), sponsorSigner, new AppRegistry(table), loadSponsorPoolSize(process.env)),
   );
   await stepFunctions.redriveRunning();
+  // The publisher and the deliverer, on the table's stream and the delivery queue (stopped before them).
+  const events = await startLocalEvents({ stream: tableStream.stream, sqs: queues, tableName });
+  closers.unshift(() => events.stop());
 
   return {
     urls,

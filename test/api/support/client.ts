@@ -12,6 +12,8 @@ export const policyApp = sandbox.apps[2] as TestApp;
 export const policyEvaluateApp = sandbox.apps[3] as TestApp;
 /** The app whose webhook endpoints test/api/webhook-endpoints.test.ts fills to the limit (global-setup.ts TEST_APPS): no other file may use it. */
 export const webhooksApp = sandbox.apps[4] as TestApp;
+/** The app whose events test/api/events.test.ts receives (global-setup.ts TEST_APPS): no other file may use it. */
+export const eventsApp = sandbox.apps[5] as TestApp;
 
 export interface ApiResponse<T = any> {
   readonly status: number;

@@ -74,7 +74,8 @@ async function makeIdentityProvider(appId: string) {
  * app would refuse other files' signatures while they run alongside. app-policy-evaluate belongs to
  * test/api/policies-evaluate.test.ts alone, for the same reason (its policies would change the
  * decisions policies.test.ts asserts). app-webhooks belongs to test/api/webhook-endpoints.test.ts
- * alone: it fills the app up to its endpoint limit.
+ * alone: it fills the app up to its endpoint limit. app-events belongs to test/api/events.test.ts
+ * alone: its receiver takes every event of the app, and only that file's transfers make them.
  */
 const TEST_APPS = [
   { label: 'app-one', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
@@ -82,6 +83,7 @@ const TEST_APPS = [
   { label: 'app-policy', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
   { label: 'app-policy-evaluate', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
   { label: 'app-webhooks', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
+  { label: 'app-events', created_at: '2026-09-01T00:00:00.000Z', legacy_provider_ids: [] as string[] },
 ];
 
 function testApp(

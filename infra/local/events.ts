@@ -1,0 +1,83 @@
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { withServiceName } from '../../shared/observability/service-name.ts';
+import { lambdaContext, runInvocation } from './api-gateway.ts';
+import { startStreamEventSource } from './dynamodb-stream/event-source.ts';
+import type { LocalDynamoDbStream } from './dynamodb-stream/stream.ts';
+import { startSqsEventSource } from './sqs/event-source.ts';
+import { type LocalSqs, startLocalSqs } from './sqs/server.ts';
+
+/**
+ * Events in the sandbox (issue 24), the same machinery as in AWS (infra/ events stack):
+ * - the table's stream (the sandbox's DynamoDB Streams, infra/local/dynamodb-stream/) drives the
+ *   publisher Lambda (functions/events/publish.ts) through an event source mapping with the same
+ *   filter (records whose new image has an outbox);
+ * - the FIFO delivery queue and its dead-letter queue (the sandbox's SQS, infra/local/sqs/, under
+ *   DATA_DIR/sqs) drive the deliverer Lambda (functions/events/deliver.ts).
+ * The handlers are the Lambda modules themselves, imported once the handlers' environment is set,
+ * each invocation in its own Lambda context.
+ *
+ * After `kill -9`: queued deliveries are on disk (the queue's journal); a write whose stream
+ * record was lost with the process is found by `reconcile`, which replays every item holding an
+ * outbox through the publisher at start (idempotent: it logs and queues what was not).
+ */
+export const DELIVERY_QUEUE = 'webhook-deliveries.fifo';
+export const DELIVERY_DLQ = 'webhook-deliveries-dlq.fifo';
+/** The deliverer's POST times out at 15 s; SQS wants the visibility timeout well above a handler's time. */
+const VISIBILITY_SECONDS = 90;
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+export async function startLocalQueues(dataDir: string, host: string): Promise<LocalSqs> {
+  return startLocalSqs({
+    dataDir,
+    host,
+    port: 0,
+    queues: [
+      { name: DELIVERY_DLQ, visibilityTimeoutSeconds: VISIBILITY_SECONDS, messageRetentionSeconds: 14 * 86_400 },
+      {
+        name: DELIVERY_QUEUE,
+        visibilityTimeoutSeconds: VISIBILITY_SECONDS,
+        messageRetentionSeconds: 4 * 86_400,
+        redrive: { deadLetterQueue: DELIVERY_DLQ, maxReceiveCount: 30 },
+      },
+    ],
+  });
+}
+
+/** The stream records the publisher takes: an insert or change of an item that holds an outbox (the AWS mapping's filter). */
+export const hasOutbox = (record: DynamoDBRecord) => record.eventName !== 'REMOVE' && record.dynamodb?.NewImage?.outbox !== undefined;
+
+type Handler<E, R> = (event: E, context: unknown) => Promise<R>;
+
+async function lambda<E, R>(entry: string, id: string): Promise<(event: E) => Promise<R>> {
+  const module = (await import(pathToFileURL(join(ROOT, entry)).href)) as { handler: Handler<E, R> };
+  return (event: E) => {
+    const context = lambdaContext(id, 60_000);
+    return withServiceName('account', () => runInvocation(context, () => module.handler(event, context)));
+  };
+}
+
+export interface LocalEvents {
+  stop(): Promise<void>;
+}
+
+/** Starts the publisher and deliverer mappings (call once the handlers' environment is set), then replays unpublished outboxes. */
+export async function startLocalEvents(options: {
+  readonly stream: LocalDynamoDbStream;
+  readonly sqs: LocalSqs;
+  readonly tableName: string;
+}): Promise<LocalEvents> {
+  const publish = await lambda<DynamoDBStreamEvent, DynamoDBBatchResponse>('functions/events/publish.ts', 'EventsPublish');
+  const deliver = await lambda<SQSEvent, SQSBatchResponse>('functions/events/deliver.ts', 'EventsDeliver');
+  const published = startStreamEventSource({ stream: options.stream, table: options.tableName, handler: publish, batchSize: 10, filter: hasOutbox });
+  const delivered = startSqsEventSource({ sqs: options.sqs, queue: DELIVERY_QUEUE, handler: deliver, batchSize: 10, maxConcurrency: 4 });
+  await options.stream.reconcile({ table: options.tableName, filterExpression: 'attribute_exists(outbox)' });
+  return {
+    stop: async () => {
+      await delivered.stop();
+      await published.stop();
+    },
+  };
+}
