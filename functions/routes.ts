@@ -294,6 +294,14 @@ export const ROUTES: readonly RouteDefinition[] = [
     entry: 'functions/account/rotate-webhook-endpoint-secret.ts',
     needs: { table: { reads: BY_SECRET, writes: ['webhooks'] }, accountAccessKey: ['GenerateDataKey'] },
   },
+  // Reads the endpoint and the log; writes nothing in the table: the deliveries go on the queue.
+  {
+    id: 'ReplayWebhookEndpoint',
+    service: 'account',
+    routeKey: 'POST /webhook-endpoints/{id}/replay',
+    entry: 'functions/account/replay-webhook-endpoint.ts',
+    needs: { table: { reads: [...BY_SECRET, 'webhooks', 'events'] } },
+  },
 
   { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts', needs: NOTHING },
   { id: 'EnclaveNotFound', service: 'enclave', routeKey: '$default', entry: 'functions/common/not-found.ts', needs: NOTHING },

@@ -21,7 +21,6 @@ import {
   V1SignMessageRequest,
   V1SignTransactionRequest,
 } from '../../shared/enclave/schemas.ts';
-import { EventsPage, EventsQuery } from '../../shared/events/schemas.ts';
 import {
   CreateEndpointRequest,
   CreateEndpointResponse,
@@ -29,6 +28,7 @@ import {
   ListEndpointsResponse,
   RotateSecretResponse,
 } from '../../shared/events/endpoint-schemas.ts';
+import { EventsPage, EventsQuery, ReplayRequest, ReplayResponse } from '../../shared/events/schemas.ts';
 import { MAX_ENDPOINTS_PER_APP } from '../../shared/events/types.ts';
 import {
   ExpressSignDataRequest,
@@ -256,6 +256,16 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     response: RotateSecretResponse,
     errors: [400, 401, 404, 409],
   },
+  ReplayWebhookEndpoint: {
+    summary: 'Deliver the logged events after a cursor to this endpoint again',
+    description: `${WEBHOOK_NOTE} Body { after }: a cursor of GET /events (0: from the oldest event kept). The events after it that the endpoint subscribes to are queued again, in log order and with their own ids (webhook-id), at most 1000 per call: \`more\` true means call again with after = \`next\`. Per resource they keep their order behind deliveries still waiting. 404 WEBHOOK_ENDPOINT_NOT_FOUND as DELETE.`,
+    security: ['secretKey'],
+    body: ReplayRequest,
+    response: ReplayResponse,
+    status: 202,
+    errors: [400, 401, 404, 415],
+  },
+
   CheckPerpDexRequirements: {
     summary: "Whether the wallet can fund the venue's first deposit: token and gas",
     description: `Balances read from the chains for the user's EVM address. usdc_required is the venue's first-deposit minimum; usdc_available the venue token on the venue's chain (chain_balances: on every EVM chain carrying it); eth_required the native coin (gas_token) for the first deposit's calls at the chain's current maxFeePerGas (a fixed gas budget per venue mechanism; the user pays gas). message says what is missing. ${VENUE_NOTE} 502 CHAIN_UNAVAILABLE when a chain cannot be read.`,

@@ -49,6 +49,23 @@ export const EventsPage = v.object({
   next: v.pipe(v.string(), v.description('Pass as `after` to read on; the same cursor when there is nothing newer yet.')),
 });
 
+/** The body is JSON, so `after` is a number here (a string cursor is taken too). */
 export const ReplayRequest = v.object({
-  after: v.pipe(Cursor, v.description('Redeliver the events after this cursor (0: from the oldest kept) that the endpoint subscribes to.')),
+  after: v.pipe(
+    v.union([
+      v.pipe(v.number('must be a cursor'), v.safeInteger('must be a cursor'), v.minValue(0, 'must be a cursor'), v.transform(String)),
+      v.string('must be a cursor'),
+    ]),
+    Cursor,
+    v.description('Redeliver the events after this cursor (0: from the oldest kept) that the endpoint subscribes to.'),
+  ),
+});
+
+export const ReplayResponse = v.object({
+  success: v.literal(true),
+  id: v.string(),
+  replay_id: v.pipe(v.string(), v.description('`rp_<UUIDv7>`: names this replay in logs.')),
+  queued: v.pipe(v.number(), v.description('Deliveries queued by this call.')),
+  next: v.pipe(v.string(), v.description('The cursor of the last event looked at.')),
+  more: v.pipe(v.boolean(), v.description('True when this call stopped at its maximum (1000 events): call again with `after` = `next`.')),
 });

@@ -114,6 +114,27 @@ describe.runIf(isSandbox)('events and webhooks', () => {
       expect([...firstPage.body.events, ...nextPage.body.events].map((e: { seq: number }) => e.seq)).toEqual(
         (log.body.events as { seq: number }[]).slice(0, 2).map((e) => e.seq),
       );
+
+      // Replay from the start: the same events again, same ids, in log order.
+      const before = received.length;
+      const replay = await call('account', 'POST', `/webhook-endpoints/${endpointId}/replay`, { headers: secretKey, json: { after: 0 } });
+      expect(replay.status, JSON.stringify(replay.body)).toBe(202);
+      expect(replay.body).toMatchObject({ success: true, id: endpointId, queued: log.body.events.length, more: false });
+      const replayDeadline = Date.now() + 30_000;
+      const replayed = () => received.slice(before).map((delivery) => JSON.parse(delivery.body) as { id: string; resource: { id: string } });
+      while (replayed().length < replay.body.queued && Date.now() < replayDeadline) await ticks(POLL_TICKS);
+      expect(
+        replayed()
+          .filter((event) => event.resource.id === taskId)
+          .map((event) => event.id),
+      ).toEqual(events.map((event) => event.id));
+      const unknown = await call('account', 'POST', '/webhook-endpoints/we_0199a3c4-5b6e-7f80-9a1b-2c3d4e5f6a7b/replay', {
+        headers: secretKey,
+        json: { after: 0 },
+      });
+      expect(unknown.status).toBe(404);
+      const badCursor = await call('account', 'POST', `/webhook-endpoints/${endpointId}/replay`, { headers: secretKey, json: { after: -1 } });
+      expect(badCursor.status).toBe(400);
     } finally {
       await call('account', 'DELETE', `/webhook-endpoints/${endpointId}`, { headers: secretKey });
     }
