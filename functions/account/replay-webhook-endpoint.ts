@@ -17,7 +17,7 @@ import { parseInput } from '../../shared/http/validate.ts';
 /**
  * `POST /webhook-endpoints/{id}/replay` `{ after }` (issue 24): the logged events after the cursor
  * that the endpoint subscribes to are delivered again (same ids), at most REPLAY_MAX_EVENTS per
- * call; 202 with how many were queued and where to continue.
+ * call; 200 once they are queued, with how many and where to continue.
  */
 export const makeReplayWebhookEndpoint =
   (deps: { readonly apps: AppRegistry; readonly table: Table; readonly deliveries: DeliveryQueue; readonly now: () => Date }) =>
@@ -28,7 +28,7 @@ export const makeReplayWebhookEndpoint =
     const endpoint = await getEndpoint(deps, app.app_id, id);
     if (!endpoint) throw new NotFoundError('WEBHOOK_ENDPOINT_NOT_FOUND', 'This app has no webhook endpoint with this id');
     const result = await replayEvents(deps, { app_id: app.app_id, endpoint_id: endpoint.id, ...(endpoint.events ? { events: endpoint.events } : {}) }, after);
-    return jsonResponse(202, { success: true, id: endpoint.id, ...result });
+    return jsonResponse(200, { success: true, id: endpoint.id, ...result });
   };
 
 /** Composition root (needs: table, WEBHOOKS# and EVENTS# read; the delivery queue, SendMessage). */

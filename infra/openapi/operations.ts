@@ -262,7 +262,6 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     security: ['secretKey'],
     body: ReplayRequest,
     response: ReplayResponse,
-    status: 202,
     errors: [400, 401, 404, 415],
   },
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Table } from '../db/client.ts';
-import { toDecisionResource } from '../enclave/policy-log.ts';
 import type { logger } from '../logger.ts';
+import { toDecisionResource } from '../policies/decision-record.ts';
 import { toTaskResource } from '../transfers/task.ts';
 import { parseTaskItem } from '../transfers/task-record.ts';
 import { venueCredentialsView } from '../venues/credentials-view.ts';

@@ -488,8 +488,10 @@ describe('fuzz: generated requests over every route', () => {
     const itemsAfter = await scanItems(RUN);
     expect(itemsAfter.filter((item) => item.includes(FRESH))).toEqual([]);
     // The enclave's decisions log (issue 22) records every signing decision PRE's valid requests
-    // met, refusals included: an audit trail the app lists, not state; everything else is unchanged.
-    const isDecision = (item: string) => item.includes('"pk":{"S":"POLICYLOG#');
+    // met, refusals included, and each denial is a policy.denied event in the app's event log
+    // (issue 24): an audit trail the app lists, not state; everything else is unchanged.
+    const isDecision = (item: string) =>
+      item.includes('"pk":{"S":"POLICYLOG#') || (item.includes('"pk":{"S":"EVENTS#') && item.includes('"type":{"S":"policy.denied"}'));
     expect(itemsAfter.filter((item) => !isDecision(item))).toEqual(itemsBefore.filter((item) => !isDecision(item)));
 
     const seconds = ((Date.now() - started) / 1000).toFixed(1);

@@ -282,6 +282,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The application's event log, oldest first, from a cursor
+         * @description Every event of every user of the app (task.created, task.step_updated, task.completed, task.failed, …), oldest first, with no gap in `seq`: an event is recorded in the same write as the change it reports. Query `after` (a cursor: the previous page's `next`; default 0, the oldest event kept), `types` (comma-separated) and `limit` (default 100, at most 500). Kept 30 days in AWS. Webhooks deliver the same events (guide: webhooks). Only with the app's X-SERVICE-SECRET-KEY.
+         */
+        get: operations["ListEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/task/{task_id}/resume": {
         parameters: {
             query?: never;
@@ -360,6 +380,26 @@ export interface paths {
          * @description Webhook endpoints (issue 24) belong to the application: X-SERVICE-SECRET-KEY alone, no user JWT. Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). Guide: docs/guide/webhooks.md. No body. The new secret is in this response only. Until previous_secret_expires_at every delivery's webhook-signature lists a signature with each secret (space-separated, Standard Webhooks), so a receiver can switch to the new one without missing a delivery; a second rotation within those 24 hours drops the older secret at once. 404 WEBHOOK_ENDPOINT_NOT_FOUND as DELETE; 409 ROTATION_CONFLICT (Retry-After) after four lost races with concurrent rotations.
          */
         post: operations["RotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver the logged events after a cursor to this endpoint again
+         * @description Webhook endpoints (issue 24) belong to the application: X-SERVICE-SECRET-KEY alone, no user JWT. Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). Guide: docs/guide/webhooks.md. Body { after }: a cursor of GET /events (0: from the oldest event kept). The events after it that the endpoint subscribes to are queued again, in log order and with their own ids (webhook-id), at most 1000 per call: `more` true means call again with after = `next`. Per resource they keep their order behind deliveries still waiting. 404 WEBHOOK_ENDPOINT_NOT_FOUND as DELETE.
+         */
+        post: operations["ReplayWebhookEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2521,6 +2561,89 @@ export interface operations {
             };
         };
     };
+    ListEvents: {
+        parameters: {
+            query?: {
+                after?: string;
+                types?: string;
+                limit?: string;
+            };
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        events: {
+                            /** @description `evt_<UUIDv7>`: the same in the log, in `webhook-id` and on every retry or replay of a delivery. */
+                            id: string;
+                            /** @enum {string} */
+                            type: "task.created" | "task.step_updated" | "task.completed" | "task.failed" | "task.cancelled" | "task.resumed" | "task.stuck" | "withdrawal.sent" | "withdrawal.confirmed" | "withdrawal.failed" | "venue.initialized" | "venue.trading_initialized" | "policy.denied";
+                            /** @description The event's place in the app's log: 1, 2, 3, … with no gap. */
+                            seq: number;
+                            occurred_at: string;
+                            app_user_id: string;
+                            resource: {
+                                /** @enum {string} */
+                                type: "task" | "withdrawal" | "venue" | "policy_decision";
+                                id: string;
+                            };
+                            /** @description The resource as the API returns it, as of the change the event reports (a task as GET /task/{id} returns it). */
+                            data: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        /** @description Pass as `after` to read on; the same cursor when there is nothing newer yet. */
+                        next: string;
+                    };
+                };
+            };
+            /** @description Invalid input; the message names the field */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     ResumeTask: {
         parameters: {
             query?: never;
@@ -2633,7 +2756,7 @@ export interface operations {
                             id: string;
                             url: string;
                             /** @description null: every event type. */
-                            events: ("task.created" | "task.step_updated" | "task.completed" | "task.failed" | "task.stuck" | "withdrawal.sent" | "withdrawal.confirmed" | "withdrawal.failed" | "venue.initialized" | "venue.trading_initialized" | "policy.denied")[] | null;
+                            events: ("task.created" | "task.step_updated" | "task.completed" | "task.failed" | "task.cancelled" | "task.resumed" | "task.stuck" | "withdrawal.sent" | "withdrawal.confirmed" | "withdrawal.failed" | "venue.initialized" | "venue.trading_initialized" | "policy.denied")[] | null;
                             description: string | null;
                             created_at: string;
                             /**
@@ -2694,7 +2817,7 @@ export interface operations {
                 "application/json": {
                     /** @description Where deliveries are POSTed. In AWS: https only, no user name or password, a public host (no loopback, private, link-local, CGNAT, multicast, documentation or benchmarking address; no localhost, *.local, *.internal). The sandbox also takes http to 127.0.0.1, localhost and [::1] on any port. 422 WEBHOOK_URL_NOT_ALLOWED / WEBHOOK_URL_INVALID otherwise. */
                     url: string;
-                    /** @description The event types to deliver; absent means every type, present and future. One of: task.created, task.step_updated, task.completed, task.failed, task.stuck, withdrawal.sent, withdrawal.confirmed, withdrawal.failed, venue.initialized, venue.trading_initialized, policy.denied. 422 UNKNOWN_EVENT_TYPE names an unknown one. */
+                    /** @description The event types to deliver; absent means every type, present and future. One of: task.created, task.step_updated, task.completed, task.failed, task.cancelled, task.resumed, task.stuck, withdrawal.sent, withdrawal.confirmed, withdrawal.failed, venue.initialized, venue.trading_initialized, policy.denied. 422 UNKNOWN_EVENT_TYPE names an unknown one. */
                     events?: string[];
                     description?: string;
                 };
@@ -2715,7 +2838,7 @@ export interface operations {
                         id: string;
                         url: string;
                         /** @description null: every event type. */
-                        events: ("task.created" | "task.step_updated" | "task.completed" | "task.failed" | "task.stuck" | "withdrawal.sent" | "withdrawal.confirmed" | "withdrawal.failed" | "venue.initialized" | "venue.trading_initialized" | "policy.denied")[] | null;
+                        events: ("task.created" | "task.step_updated" | "task.completed" | "task.failed" | "task.cancelled" | "task.resumed" | "task.stuck" | "withdrawal.sent" | "withdrawal.confirmed" | "withdrawal.failed" | "venue.initialized" | "venue.trading_initialized" | "policy.denied")[] | null;
                         description: string | null;
                         created_at: string;
                         /**
@@ -2945,6 +3068,112 @@ export interface operations {
             };
             /** @description The wallet is in another state (MIGRATION_REQUIRED, WALLET_MIGRATED) */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description Internal error (reveals nothing internal; quote the request id) */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    ReplayWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your own id for this request, echoed in the `X-Request-Id` response header and in every log line; one that does not match the pattern is replaced, not refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Redeliver the events after this cursor (0: from the oldest kept) that the endpoint subscribes to. */
+                    after: string | number;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        id: string;
+                        /** @description `rp_<UUIDv7>`: names this replay in logs. */
+                        replay_id: string;
+                        /** @description Deliveries queued by this call. */
+                        queued: number;
+                        /** @description The cursor of the last event looked at. */
+                        next: string;
+                        /** @description True when this call stopped at its maximum (1000 events): call again with `after` = `next`. */
+                        more: boolean;
+                    };
+                };
+            };
+            /** @description Invalid input; the message names the field */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the request body is over 256 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
