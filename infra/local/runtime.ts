@@ -165,8 +165,9 @@ async function startOnLockedDataDir(
   }
   await ensureTable(dynamodbEndpoint, tableName);
   // Every sandbox writer goes through the table's stream (infra/local/dynamodb-stream/), as every
-  // AWS write reaches DynamoDB Streams: the engine's endpoint is known to the proxy alone.
-  const tableStream = await startDynamoDbStreamProxy({ upstream: dynamodbEndpoint, host, port: 0 });
+  // AWS write reaches DynamoDB Streams: the engine's endpoint is known to the proxy alone. NEW_IMAGE,
+  // as the AWS table's stream: the publisher needs the image a write made, never the one before.
+  const tableStream = await startDynamoDbStreamProxy({ upstream: dynamodbEndpoint, host, port: 0, viewType: 'NEW_IMAGE' });
   closers.push(() => tableStream.stop());
   dynamodbEndpoint = tableStream.endpoint;
   // Webhook deliveries' FIFO queue and its dead-letter queue, under DATA_DIR/sqs (infra/local/events.ts).

@@ -113,11 +113,12 @@ export async function publishImage(
   const fresh = entries.filter((entry) => !before.has(entry.id));
   if (fresh.length === 0) return 0;
   const appId = typeof image.app_id === 'string' ? image.app_id : '';
-  // Entries are published in order, so when the newest is queued every earlier one is: an image
-  // replayed without its previous image (the sandbox after a crash) costs one read.
+  // Entries are published in order, so when the newest is queued every earlier one is. The table's
+  // stream carries new images only (NEW_IMAGE): a write that added no event costs this one read.
   const newest = fresh.at(-1)?.id ?? '';
-  if ((await getPlacement(deps.table, appId, newest))?.queued) return 0;
+  if (!previous && (await getPlacement(deps.table, appId, newest))?.queued) return 0;
   let published = 0;
+  const subscribers = new Map<EventType, Promise<readonly Subscription[]>>();
   for (const entry of fresh) {
     const subject = subjectOf(image, entry);
     if (!subject) {
@@ -135,9 +136,10 @@ export async function publishImage(
       data: subject.data,
     };
     const seq = await appendEvent(deps.table, { ...event, app_id: subject.app_id }, deps.now(), placed);
-    const targets = await deps.subscribers.subscribers(subject.app_id, entry.type);
+    let targets = subscribers.get(entry.type);
+    if (!targets) subscribers.set(entry.type, (targets = deps.subscribers.subscribers(subject.app_id, entry.type)));
     await deps.deliveries.enqueue(
-      targets.map((target) => ({
+      (await targets).map((target) => ({
         app_id: subject.app_id,
         endpoint_id: target.endpoint_id,
         event_id: entry.id,

@@ -5,7 +5,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { listenPreferring } from '../listen-preferring.ts';
 import { type KeySchema, keyOf, lockName, type WireItem } from './images.ts';
 import { KeyLock } from './key-lock.ts';
-import { type ItemChange, keySchemaOf, LocalDynamoDbStream } from './stream.ts';
+import { type ItemChange, keySchemaOf, LocalDynamoDbStream, type StreamViewType } from './stream.ts';
 import { Upstream, type UpstreamResponse } from './upstream.ts';
 
 /**
@@ -31,6 +31,14 @@ export interface DynamoDbStreamProxyOptions {
   readonly port?: number;
   /** The records' awsRegion and ARN region; default AWS_REGION, else us-east-1. */
   readonly region?: string;
+  /**
+   * NEW_IMAGE (what the sandbox runs, as the AWS table's stream): a PutItem's or UpdateItem's new
+   * image comes from the write itself (the Item put; ALL_NEW in place of NONE), so a write costs
+   * no extra read, and records carry no OldImage. NEW_AND_OLD_IMAGES (default) reads the old
+   * image first, under the item's lock. In NEW_IMAGE, an UpdateItem that wrote nothing new still
+   * makes a record (its old image was not read), and an upsert by UpdateItem is a MODIFY.
+   */
+  readonly viewType?: StreamViewType;
   /** A write landed but its record could not be made (a read after it failed): reconcile covers it. Default: a line on stderr. */
   readonly onError?: (error: Error) => void;
 }
@@ -60,7 +68,8 @@ export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptio
   const upstream = new Upstream(options.upstream);
   const lock = new KeyLock();
   const client = new DynamoDBClient({ endpoint: options.upstream, region });
-  const stream = new LocalDynamoDbStream({ region, client, lock });
+  const viewType = options.viewType ?? 'NEW_AND_OLD_IMAGES';
+  const stream = new LocalDynamoDbStream({ region, client, lock, viewType });
   const schemas = new Map<string, Promise<KeySchema>>();
 
   const schemaOf = (table: string, headers: IncomingHttpHeaders): Promise<KeySchema> => {
@@ -118,6 +127,23 @@ export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptio
         : asked === 'NONE' || asked === 'ALL_OLD'
           ? 'ALL_OLD'
           : undefined;
+    // NEW_IMAGE: the write's own answer (or the Item put) is the new image; no read before or after.
+    if (viewType === 'NEW_IMAGE' && ((operation === 'UpdateItem' && returned === 'ALL_NEW') || (operation === 'PutItem' && returned === 'ALL_OLD'))) {
+      const release = await lock.acquire([lockName(table, key)]);
+      try {
+        const rewritten = returned !== asked;
+        const answer = await upstream.send(headers, operation, rewritten ? Buffer.from(JSON.stringify({ ...body, ReturnValues: returned })) : raw);
+        if (answer.status !== 200) return answer;
+        const result = JSON.parse(answer.body.toString('utf8'));
+        const newImage: WireItem | undefined = operation === 'PutItem' ? body.Item : result.Attributes;
+        stream.publish(table, [{ keys: key, newImage, existed: operation === 'UpdateItem' || result.Attributes !== undefined }]);
+        if (!rewritten) return answer;
+        delete result.Attributes;
+        return withBody(answer, result);
+      } finally {
+        release();
+      }
+    }
     const release = await lock.acquire([lockName(table, key)]);
     try {
       let before: WireItem | undefined;

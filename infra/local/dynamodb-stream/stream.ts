@@ -5,7 +5,7 @@ import { itemSize, type KeySchema, keyOf, lockName, sameItem, type WireItem, wir
 import type { KeyLock } from './key-lock.ts';
 
 /**
- * The sandbox's DynamoDB Streams (view type NEW_AND_OLD_IMAGES), fed by the stream proxy
+ * The sandbox's DynamoDB Streams (view type NEW_AND_OLD_IMAGES, or NEW_IMAGE as the sandbox runs it), fed by the stream proxy
  * (./proxy.ts) and read by the local event source mapping (./event-source.ts). Records have
  * exactly the shape Lambda hands a function (`DynamoDBRecord`, @types/aws-lambda), as documented in
  * https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_streams_Record.html,
@@ -21,7 +21,12 @@ export interface ItemChange {
   readonly keys: WireItem;
   readonly oldImage?: WireItem | undefined;
   readonly newImage?: WireItem | undefined;
+  /** NEW_IMAGE view: whether the item existed before (INSERT or MODIFY), when its old image was not read. */
+  readonly existed?: boolean;
 }
+
+/** The stream's view type: what each record carries (DynamoDB's StreamViewType). */
+export type StreamViewType = 'NEW_IMAGE' | 'NEW_AND_OLD_IMAGES';
 
 export interface ReconcileOptions {
   readonly table: string;
@@ -50,8 +55,11 @@ export class LocalDynamoDbStream {
   #sequence = 10n ** 20n + BigInt(Date.now()) * 1_000_000n;
 
   /** `client` reaches the same engine as the proxy (reconcile's reads); `lock` is the proxy's per-item lock. */
-  constructor(options: { region: string; client: DynamoDBClient; lock: KeyLock }) {
+  readonly viewType: StreamViewType;
+
+  constructor(options: { region: string; client: DynamoDBClient; lock: KeyLock; viewType?: StreamViewType }) {
     this.region = options.region;
+    this.viewType = options.viewType ?? 'NEW_AND_OLD_IMAGES';
     this.#client = options.client;
     this.#lock = options.lock;
   }
@@ -86,7 +94,7 @@ export class LocalDynamoDbStream {
       const { oldImage, newImage } = change;
       if (!oldImage && !newImage) continue;
       if (oldImage && newImage && sameItem(oldImage, newImage)) continue;
-      this.#emit(table, listeners, oldImage ? (newImage ? 'MODIFY' : 'REMOVE') : 'INSERT', change);
+      this.#emit(table, listeners, oldImage || change.existed ? (newImage ? 'MODIFY' : 'REMOVE') : 'INSERT', change);
     }
   }
 
@@ -149,10 +157,10 @@ export class LocalDynamoDbStream {
         ApproximateCreationDateTime: Math.floor(Date.now() / 1000),
         Keys: change.keys,
         ...(change.newImage ? { NewImage: change.newImage } : {}),
-        ...(change.oldImage ? { OldImage: change.oldImage } : {}),
+        ...(change.oldImage && this.viewType === 'NEW_AND_OLD_IMAGES' ? { OldImage: change.oldImage } : {}),
         SequenceNumber: String(this.#sequence),
-        SizeBytes: Math.max(1, itemSize(change.keys) + itemSize(change.newImage) + itemSize(change.oldImage)),
-        StreamViewType: 'NEW_AND_OLD_IMAGES',
+        SizeBytes: Math.max(1, itemSize(change.keys) + itemSize(change.newImage) + (this.viewType === 'NEW_AND_OLD_IMAGES' ? itemSize(change.oldImage) : 0)),
+        StreamViewType: this.viewType,
       },
       eventSourceARN: this.streamArn(table),
     };
