@@ -26,6 +26,13 @@ export function tableAccess(table: TableNeeds): TableAccess {
 /** KMS operations on a symmetric wrapping key (shared/crypto/kms-key-wrapper.ts). */
 export type WrappingKeyOperation = 'GenerateDataKey' | 'Decrypt';
 
+/**
+ * Operations on the webhook delivery queue (SQS FIFO, issue 24): SendMessage queues deliveries
+ * (SendMessageBatch is authorised by sqs:SendMessage), ChangeMessageVisibility holds a failed one
+ * back for its retry backoff (shared/events/delivery-queue.ts).
+ */
+export type DeliveryQueueOperation = 'SendMessage' | 'ChangeMessageVisibility';
+
 /** KMS operations on the op_jwt and gas sponsor signing keys (shared/crypto/kms-op-jwt-signer.ts; Sign needs the kid, so GetPublicKey too). */
 export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
 
@@ -39,6 +46,7 @@ export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
  * | `table`            | TABLE_NAME                                   | reads: GetItem, BatchGetItem, Query on the `reads` and `writes` partitions; writes: PutItem, UpdateItem, DeleteItem, BatchWriteItem, ConditionCheckItem on the `writes` partitions (dynamodb:LeadingKeys, shared/db/partitions.ts) |
  * | `enclaveWalletKey` | KEY_PROVIDER=kms, ENCLAVE_KMS_KEY_ID         | the listed ops, encryption context purpose `enclave-wallet` |
  * | `accountAccessKey` | KEY_PROVIDER=kms, ACCOUNT_KMS_KEY_ID         | the listed ops, encryption context purpose `account-access-keys` |
+ * | `webhookSecretKey` | KEY_PROVIDER=kms, ACCOUNT_KMS_KEY_ID         | the listed ops on the account key, encryption context purpose `webhook-secret` (with app_id, endpoint_id) |
  * | `opJwtKey`         | OP_JWT_SIGNER=kms, OP_JWT_KMS_KEY_ID         | the listed ops on the op_jwt signing key          |
  * | `sponsorKey`       | SPONSOR_SIGNER=kms, SPONSOR_KMS_KEY_ID       | the listed ops on the gas sponsor's signing key   |
  * | `enclaveUrl`       | TEE_URL (the enclave API's base URL)         | none (public HTTPS endpoint)                      |
@@ -49,6 +57,7 @@ export type SigningKeyOperation = 'Sign' | 'GetPublicKey';
  * | `bridge`           | BRIDGE_URL (the bridge API's base URL)       | none (the bridge's public HTTPS API)             |
  * | `platformFee`      | PLATFORM_FEE (JSON; shared/transfers/platform-fee.ts) | none                                    |
  * | `transfers`        | TRANSFER_STATE_MACHINE_ARN, TRANSFER_STEP_FUNCTIONS | states:StartExecution on the transfer machine, states:DescribeExecution on its executions |
+ * | `deliveryQueue`    | DELIVERY_QUEUE_URL                           | the listed sqs: actions on the webhook delivery queue only (infra/events-stack.ts) |
  *
  * Every function also gets NODE_OPTIONS and the POWERTOOLS_* / LOG_LEVEL variables.
  */
@@ -59,6 +68,12 @@ export interface RouteNeeds {
   readonly enclaveWalletKey?: readonly WrappingKeyOperation[];
   /** Wraps the account service's stored enclave access keys. */
   readonly accountAccessKey?: readonly WrappingKeyOperation[];
+  /**
+   * Seals (GenerateDataKey) or opens (Decrypt) webhook endpoints' signing secrets: the account key,
+   * under encryption context `{ purpose: 'webhook-secret', app_id, endpoint_id }` only, so neither
+   * this grant nor `accountAccessKey`'s can open what the other sealed (issue 24).
+   */
+  readonly webhookSecretKey?: readonly WrappingKeyOperation[];
   /** Signs op_jwt and service tokens for users' wallets. */
   readonly opJwtKey?: readonly SigningKeyOperation[];
   /**
@@ -85,6 +100,8 @@ export interface RouteNeeds {
   readonly platformFee?: true;
   /** Starts and describes executions of the transfer state machine (statemachines/transfer.asl.json). */
   readonly transfers?: true;
+  /** The webhook delivery queue (issue 24): queues deliveries (publisher, replay) or holds one back (deliverer). */
+  readonly deliveryQueue?: readonly DeliveryQueueOperation[];
 }
 
 export interface RouteDefinition {
@@ -271,7 +288,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     service: 'account',
     routeKey: 'POST /webhook-endpoints',
     entry: 'functions/account/create-webhook-endpoint.ts',
-    needs: { table: { reads: BY_SECRET, writes: ['webhooks'] }, accountAccessKey: ['GenerateDataKey'] },
+    needs: { table: { reads: BY_SECRET, writes: ['webhooks'] }, webhookSecretKey: ['GenerateDataKey'] },
   },
   {
     id: 'ListWebhookEndpoints',
@@ -292,7 +309,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     service: 'account',
     routeKey: 'POST /webhook-endpoints/{id}/rotate-secret',
     entry: 'functions/account/rotate-webhook-endpoint-secret.ts',
-    needs: { table: { reads: BY_SECRET, writes: ['webhooks'] }, accountAccessKey: ['GenerateDataKey'] },
+    needs: { table: { reads: BY_SECRET, writes: ['webhooks'] }, webhookSecretKey: ['GenerateDataKey'] },
   },
   // Reads the endpoint and the log; writes nothing in the table: the deliveries go on the queue.
   {
@@ -300,7 +317,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     service: 'account',
     routeKey: 'POST /webhook-endpoints/{id}/replay',
     entry: 'functions/account/replay-webhook-endpoint.ts',
-    needs: { table: { reads: [...BY_SECRET, 'webhooks', 'events'] } },
+    needs: { table: { reads: [...BY_SECRET, 'webhooks', 'events'] }, deliveryQueue: ['SendMessage'] },
   },
 
   { id: 'EnclaveHealth', service: 'enclave', routeKey: 'GET /health', entry: 'functions/common/health.ts', needs: NOTHING },

@@ -1,6 +1,7 @@
 import type { Environment, Stack } from 'aws-cdk-lib';
 import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import type { Construct } from 'constructs';
+import { EVENT_FUNCTIONS, type EventFunction } from '../functions/events.ts';
 import { ROUTES, type ServiceName } from '../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS, type TransferStepFunction } from '../functions/transfer-steps.ts';
 import type { ChainsConfig } from '../shared/chains/chain-config.ts';
@@ -9,6 +10,7 @@ import { loadPlatformFee, type PlatformFeeSettings } from '../shared/transfers/p
 import { ApiGatewayLoggingStack } from './api-gateway-logging-stack.ts';
 import { type ApiThrottle, ServiceApiStack, type SharedNeedsResources } from './api-stack.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
+import { EventsStack } from './events-stack.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 import { TransfersStack } from './transfers-stack.ts';
 
@@ -70,6 +72,8 @@ export interface ServiceStacksProps extends StatefulResources {
   readonly sponsorPoolSize?: number | string;
   /** The transfer step Lambdas. @default TRANSFER_STEP_FUNCTIONS (functions/transfer-steps.ts) */
   readonly transferSteps?: readonly TransferStepFunction[];
+  /** The event publisher and webhook deliverer. @default EVENT_FUNCTIONS (functions/events.ts) */
+  readonly eventFunctions?: readonly EventFunction[];
 }
 
 const STACK_NAMES = { enclave: 'Enclave', account: 'Account', express: 'Express' } as const satisfies Record<ServiceName, string>;
@@ -77,23 +81,26 @@ const STACK_NAMES = { enclave: 'Enclave', account: 'Account', express: 'Express'
 /**
  * The stateless side, one stack per seam (docs/deploy.md, "Stacks"): each service's REST API with
  * its route functions (`<prefix>Account`, `<prefix>Enclave`, `<prefix>Express`), the transfer state
- * machine with its step functions (`<prefix>Transfers`), and API Gateway's region-wide logging role
- * (`<prefix>ApiGatewayLogging`). CloudFormation allows 500 resources per stack; split so, each
+ * machine with its step functions (`<prefix>Transfers`), events and webhooks (`<prefix>Events`: the
+ * delivery queue, the stream publisher and the deliverer), and API Gateway's region-wide logging
+ * role (`<prefix>ApiGatewayLogging`). CloudFormation allows 500 resources per stack; split so, each
  * holds under 300 (asserted in test/infra/stacks.test.ts). They refer to the stateful stack and to
  * each other by passing constructs, which CDK turns into exports and imports:
- * Stateful <- Enclave (TEE_URL) <- Transfers <- Account, Enclave <- Express; no cycle.
+ * Stateful <- Enclave (TEE_URL) <- Transfers <- Account, Enclave <- Express, Stateful <- Events
+ * (<- Account once a route sends to the delivery queue); no cycle.
  */
 export class ServiceStacks {
   readonly apiGatewayLogging?: ApiGatewayLoggingStack;
   readonly enclave: ServiceApiStack;
   readonly transfers: TransfersStack;
+  readonly events: EventsStack;
   readonly account: ServiceApiStack;
   readonly express: ServiceApiStack;
 
   constructor(scope: Construct, props: ServiceStacksProps) {
     const prefix = props.prefix ?? 'PerpWallet-';
     if (props.webAclArn !== undefined) assertRegionalWebAclArn(props.webAclArn);
-    const resources: SharedNeedsResources = {
+    const shared: SharedNeedsResources = {
       table: props.table,
       enclaveKey: props.enclaveKey,
       accountKey: props.accountKey,
@@ -109,6 +116,16 @@ export class ServiceStacks {
       // Checked as the functions check it: an out-of-range size stops the synth.
       ...(props.sponsorPoolSize !== undefined ? { sponsorPoolSize: String(loadSponsorPoolSize({ SPONSOR_POOL_SIZE: String(props.sponsorPoolSize) })) } : {}),
     };
+
+    // The delivery queue for the routes that send to it (replay), and the event functions themselves.
+    this.events = new EventsStack(scope, `${prefix}Events`, {
+      env: props.env,
+      description: 'Perp wallet: events and webhooks (delivery queue, stream publisher, deliverer)',
+      resources: shared,
+      table: props.table,
+      functions: props.eventFunctions ?? EVENT_FUNCTIONS,
+    });
+    const resources: SharedNeedsResources = { ...shared, deliveryQueue: this.events.deliveryQueue };
 
     if (props.apiGatewayCloudWatchRole ?? true) {
       this.apiGatewayLogging = new ApiGatewayLoggingStack(scope, `${prefix}ApiGatewayLogging`, {
@@ -145,7 +162,7 @@ export class ServiceStacks {
 
   /** Every stateless stack, in deployment order. */
   get stacks(): Stack[] {
-    return [...(this.apiGatewayLogging ? [this.apiGatewayLogging] : []), this.enclave, this.transfers, this.account, this.express];
+    return [...(this.apiGatewayLogging ? [this.apiGatewayLogging] : []), this.enclave, this.transfers, this.events, this.account, this.express];
   }
 
   /** The three services' stacks. */
@@ -158,11 +175,11 @@ export class ServiceStacks {
     return { account: this.account.api, enclave: this.enclave.api, express: this.express.api };
   }
 
-  /** Every route's function (by route id) and every transfer step's (by step id). */
+  /** Every route's function (by route id), every transfer step's (by step id) and the event functions (by id). */
   get functions(): ReadonlyMap<string, ServiceFunction> {
     return new Map([
       ...[this.account, this.enclave, this.express].flatMap((stack) => [...stack.functions]),
-      ...[...this.transfers.transfers.stepFunctions.values()].map((fn) => [fn.node.id, fn] as const),
+      ...[...this.transfers.transfers.stepFunctions.values(), ...this.events.functions.values()].map((fn) => [fn.node.id, fn] as const),
     ]);
   }
 }

@@ -1,8 +1,9 @@
 import { CfnOutput, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, type ITable, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, BillingMode, type ITable, StreamViewType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { type IKey, Key, KeySpec, KeyUsage } from 'aws-cdk-lib/aws-kms';
 import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
+import { EVENT_FUNCTIONS } from '../functions/events.ts';
 import { ROUTES } from '../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS } from '../functions/transfer-steps.ts';
 import { RPC_URLS_PLACEHOLDER_KEY } from '../shared/chains/rpc-urls.ts';
@@ -41,7 +42,7 @@ export interface StatefulStackProps extends StackProps {
   /**
    * The functions whose roles the key policies name (by role path, key-use.ts): their ids and
    * needs. The service stacks built on this stack must make exactly these functions.
-   * @default ROUTES and TRANSFER_STEP_FUNCTIONS
+   * @default ROUTES, TRANSFER_STEP_FUNCTIONS and EVENT_FUNCTIONS
    */
   readonly keyUsers?: readonly KeyUser[];
   /**
@@ -66,7 +67,7 @@ export class StatefulStack extends Stack implements StatefulResources {
   constructor(scope: Construct, id: string, props: StatefulStackProps = {}) {
     super(scope, id, props);
     const deletionProtection = props.deletionProtection ?? true;
-    const keyUsers = props.keyUsers ?? [...ROUTES, ...TRANSFER_STEP_FUNCTIONS];
+    const keyUsers = props.keyUsers ?? [...ROUTES, ...TRANSFER_STEP_FUNCTIONS, ...EVENT_FUNCTIONS];
 
     // AWS::DynamoDB::Table rather than TableV2's GlobalTable: one region, and LocalStack handles it.
     this.table = new Table(this, 'Table', {
@@ -75,6 +76,11 @@ export class StatefulStack extends Stack implements StatefulResources {
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       timeToLiveAttribute: TABLE_TTL_ATTRIBUTE,
+      // Issue 24: the publisher (infra/events-stack.ts) reads new outbox entries from each write's
+      // new image (NEW_IMAGE: it never needs the old one; each entry's placement in the event log
+      // says whether it was published, so a retried record publishes nothing twice).
+      // Adding a stream updates the table in place (no replacement); records are kept 24 hours.
+      stream: StreamViewType.NEW_IMAGE,
       deletionProtection,
       removalPolicy: deletionProtection ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });
@@ -89,10 +95,12 @@ export class StatefulStack extends Stack implements StatefulResources {
       policy: keyPolicy(this, 'enclave-wallet', keyUsers),
       removalPolicy: RemovalPolicy.RETAIN,
     });
+    // Also seals webhook endpoints' signing secrets (issue 24), under purpose `webhook-secret`:
+    // one key, two purposes, each use bound to its own encryption context (key-use.ts).
     this.accountKey = new Key(this, 'AccountAccessKey', {
-      description: 'Wraps stored account access keys (account service)',
+      description: 'Wraps stored account access keys and webhook signing secrets (account service)',
       enableKeyRotation: true,
-      policy: keyPolicy(this, 'account-access-keys', keyUsers),
+      policy: keyPolicy(this, ['account-access-keys', 'webhook-secret'], keyUsers),
       removalPolicy: RemovalPolicy.RETAIN,
     });
     // Asymmetric keys cannot rotate automatically; rotating means a new key and a JWKS overlap.

@@ -31,13 +31,14 @@ import type { RouteNeeds, SigningKeyOperation, WrappingKeyOperation } from '../.
  * these paths and grant it the key (iam:CreateRole with iam:PutRolePolicy). Both are audited in
  * CloudTrail; keep those rights with a small admin role (docs/deploy.md, "Keys").
  */
-export type KeyPurpose = 'enclave-wallet' | 'account-access-keys' | 'op-jwt' | 'gas-sponsor';
+export type KeyPurpose = 'enclave-wallet' | 'account-access-keys' | 'webhook-secret' | 'op-jwt' | 'gas-sponsor';
 export type KeyOperation = WrappingKeyOperation | SigningKeyOperation;
 
 /** The `needs` field that lists each key's operations. */
 export const KEY_NEED = {
   'enclave-wallet': 'enclaveWalletKey',
   'account-access-keys': 'accountAccessKey',
+  'webhook-secret': 'webhookSecretKey',
   'op-jwt': 'opJwtKey',
   'gas-sponsor': 'sponsorKey',
 } as const satisfies Record<KeyPurpose, keyof RouteNeeds>;
@@ -68,12 +69,17 @@ export function functionRoleArnPattern(scope: IConstruct, functionId: string): s
 }
 
 /**
- * The encryption context each wrapping key is used with (shared/wallets/wallet-record.ts
- * walletEncryptionContext, shared/accounts/account-record.ts accountEncryptionContext).
+ * The encryption context each wrapping purpose is used with (shared/wallets/wallet-record.ts
+ * walletEncryptionContext, shared/accounts/account-record.ts accountEncryptionContext, and the
+ * webhook endpoints' signing secrets, shared/events/endpoints.ts: `{ purpose: 'webhook-secret',
+ * app_id, endpoint_id }`). `webhook-secret` shares the account key with `account-access-keys`
+ * (one key, two purposes, WRAPPING_KEY_PURPOSES): the purpose in the context, required by the
+ * key policy and the IAM grant alike, keeps each purpose's users to their own sealed data.
  */
 export const WRAPPING_CONTEXTS = {
   'enclave-wallet': { purpose: 'enclave-wallet', otherKeys: ['app_id', 'wallet_id'] },
   'account-access-keys': { purpose: 'account-access-keys', otherKeys: ['app_id', 'user_id'] },
+  'webhook-secret': { purpose: 'webhook-secret', otherKeys: ['app_id', 'endpoint_id'] },
 } as const satisfies Record<WrappingPurpose, { purpose: string; otherKeys: readonly string[] }>;
 
 type WrappingPurpose = Exclude<KeyPurpose, 'op-jwt' | 'gas-sponsor'>;
@@ -125,44 +131,63 @@ const ADMIN_ACTIONS = [
 const OPERATIONS: Record<KeyPurpose, readonly KeyOperation[]> = {
   'enclave-wallet': ['GenerateDataKey', 'Decrypt'],
   'account-access-keys': ['GenerateDataKey', 'Decrypt'],
+  'webhook-secret': ['GenerateDataKey', 'Decrypt'],
   'op-jwt': ['Sign', 'GetPublicKey'],
   'gas-sponsor': ['Sign', 'GetPublicKey'],
 };
 
 /**
- * The key policy of the key of `purpose` in the stack of `scope`: administration by the account;
- * each operation only by the roles of `users` whose needs list it (aws:PrincipalArn), with that
- * operation's conditions. An operation no user needs gets no statement: nobody may use it.
+ * The key policy of the key used for `purposes` in the stack of `scope`: administration by the
+ * account; each operation of each purpose only by the roles of `users` whose needs list it for
+ * that purpose (aws:PrincipalArn), with that purpose's conditions. An operation no user needs gets no statement: nobody may use it.
  * `operators`: role ARNs (exact, no wildcard) that may use every operation too, for the operator
  * scripts that sign as the gas sponsor (`npm run sponsor:setup`, docs/deploy.md).
  */
-export function keyPolicy(scope: IConstruct, purpose: KeyPurpose, users: readonly KeyUser[], operators: readonly string[] = []): PolicyDocument {
+export function keyPolicy(
+  scope: IConstruct,
+  purposes: KeyPurpose | readonly KeyPurpose[],
+  users: readonly KeyUser[],
+  operators: readonly string[] = [],
+): PolicyDocument {
   const account = new AccountRootPrincipal();
   const ids = users.map((user) => user.id);
   if (new Set(ids).size !== ids.length) throw new Error(`key users: function ids must be unique (they name the roles' paths), got ${ids.join(', ')}`);
+  const all: readonly KeyPurpose[] = typeof purposes === 'string' ? [purposes] : purposes;
+  const [first] = all;
+  if (!first || (all.some(isSigningPurpose) && all.length > 1)) throw new Error(`key policy: one signing purpose, or wrapping purposes, got ${all.join(', ')}`);
   const statements = [
     new PolicyStatement({
       sid: 'AdministerButNotUse',
       principals: [account],
-      actions: isSigningPurpose(purpose) ? [...ADMIN_ACTIONS, 'kms:GetPublicKey'] : ADMIN_ACTIONS,
+      actions: isSigningPurpose(first) ? [...ADMIN_ACTIONS, 'kms:GetPublicKey'] : ADMIN_ACTIONS,
       resources: ['*'],
     }),
-    ...OPERATIONS[purpose].flatMap((operation) => {
-      const roles = [
-        ...users.filter((user) => keyOperationsOf(user.needs, purpose).includes(operation)).map((user) => functionRoleArnPattern(scope, user.id)),
-        ...operators,
-      ];
-      if (roles.length === 0) return [];
-      return [
-        new PolicyStatement({
-          sid: `${operation}OnlyByNamedRoles`,
-          principals: [account],
-          actions: [`kms:${operation}`],
-          resources: ['*'],
-          conditions: { ...keyUseConditions(purpose, operation), ArnLike: { 'aws:PrincipalArn': roles } },
-        }),
-      ];
-    }),
+    // The first purpose keeps the plain Sids (`DecryptOnlyByNamedRoles`); a key's further purposes add theirs (`DecryptWebhookSecretOnlyByNamedRoles`).
+    ...all.flatMap((purpose, index) => useStatements(scope, purpose, users, operators, index === 0 ? '' : sidPart(purpose))),
   ];
   return new PolicyDocument({ statements });
+}
+
+/** `webhook-secret` -> `WebhookSecret`. */
+const sidPart = (purpose: KeyPurpose) => purpose.replace(/(^|-)([a-z])/g, (_, __, letter: string) => letter.toUpperCase());
+
+/** One statement per operation of `purpose` some user needs: only those users' roles, with the purpose's conditions. */
+function useStatements(scope: IConstruct, purpose: KeyPurpose, users: readonly KeyUser[], operators: readonly string[], sidInfix: string): PolicyStatement[] {
+  const account = new AccountRootPrincipal();
+  return OPERATIONS[purpose].flatMap((operation) => {
+    const roles = [
+      ...users.filter((user) => keyOperationsOf(user.needs, purpose).includes(operation)).map((user) => functionRoleArnPattern(scope, user.id)),
+      ...operators,
+    ];
+    if (roles.length === 0) return [];
+    return [
+      new PolicyStatement({
+        sid: `${operation}${sidInfix}OnlyByNamedRoles`,
+        principals: [account],
+        actions: [`kms:${operation}`],
+        resources: ['*'],
+        conditions: { ...keyUseConditions(purpose, operation), ArnLike: { 'aws:PrincipalArn': roles } },
+      }),
+    ];
+  });
 }

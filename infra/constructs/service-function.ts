@@ -8,9 +8,10 @@ import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import type { RouteNeeds, ServiceName, SigningKeyOperation, WrappingKeyOperation } from '../../functions/routes.ts';
+import type { DeliveryQueueOperation, RouteNeeds, ServiceName, SigningKeyOperation, WrappingKeyOperation } from '../../functions/routes.ts';
 import { partitionPatterns, type TableNeeds } from '../../shared/db/partitions.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS } from '../api-resources.ts';
 import { LAMBDA_BUNDLING } from '../bundling.ts';
@@ -64,6 +65,8 @@ export interface NeedsResources {
   readonly sponsorPoolSize?: string;
   /** The transfer state machine and TRANSFER_STEP_FUNCTIONS; absent while the step functions themselves are built. */
   readonly transfers?: TransferResources;
+  /** The webhook delivery queue (infra/events-stack.ts); absent where no events stack is built. */
+  readonly deliveryQueue?: IQueue;
 }
 
 /** What the `transfers` need binds (infra/constructs/transfer-machine.ts). */
@@ -174,6 +177,8 @@ export class ServiceFunction extends Construct {
     if (needs.table) this.bindTable(resources.table, needs.table);
     if (needs.enclaveWalletKey) this.bindWrappingKey(resources.enclaveKey, 'enclave-wallet', needs.enclaveWalletKey);
     if (needs.accountAccessKey) this.bindWrappingKey(resources.accountKey, 'account-access-keys', needs.accountAccessKey);
+    // The same account key, under its own purpose (key-use.ts WRAPPING_CONTEXTS): a grant for one purpose opens nothing of the other.
+    if (needs.webhookSecretKey) this.bindWrappingKey(resources.accountKey, 'webhook-secret', needs.webhookSecretKey);
     if (needs.opJwtKey) this.bindOpJwtKey(resources.opJwtKey, needs.opJwtKey);
     if (needs.sponsorKey) this.bindSponsorKey(resources.sponsorKey, needs.sponsorKey);
     if (needs.sponsorKey && resources.sponsorPoolSize !== undefined) this.lambda.addEnvironment('SPONSOR_POOL_SIZE', resources.sponsorPoolSize);
@@ -189,6 +194,21 @@ export class ServiceFunction extends Construct {
         throw new Error(`${this.node.path}: needs transfers, but the transfer state machine is not built yet (a step function cannot start transfers)`);
       this.bindTransfers(resources.transfers);
     }
+    if (needs.deliveryQueue) {
+      if (!resources.deliveryQueue) throw new Error(`${this.node.path}: needs the delivery queue, but no events stack is built`);
+      this.bindDeliveryQueue(resources.deliveryQueue, needs.deliveryQueue);
+    }
+    return this;
+  }
+
+  /**
+   * The webhook delivery queue: DELIVERY_QUEUE_URL and exactly the listed sqs: actions on that
+   * queue (not grantSendMessages, which adds GetQueueAttributes and GetQueueUrl; the URL comes from
+   * the environment). The queue is encrypted with SQS-managed keys, so no KMS grant goes with it.
+   */
+  bindDeliveryQueue(queue: IQueue, operations: readonly DeliveryQueueOperation[]): this {
+    this.lambda.addEnvironment('DELIVERY_QUEUE_URL', queue.queueUrl);
+    this.role.addToPrincipalPolicy(new PolicyStatement({ actions: operations.map((operation) => `sqs:${operation}`), resources: [queue.queueArn] }));
     return this;
   }
 
@@ -240,7 +260,7 @@ export class ServiceFunction extends Construct {
    * A symmetric wrapping key, for exactly `operations`, with the encryption-context conditions
    * of its purpose; the key policy names this role by its path (key-use.ts).
    */
-  bindWrappingKey(key: IKey, purpose: 'enclave-wallet' | 'account-access-keys', operations: readonly WrappingKeyOperation[]): this {
+  bindWrappingKey(key: IKey, purpose: 'enclave-wallet' | 'account-access-keys' | 'webhook-secret', operations: readonly WrappingKeyOperation[]): this {
     this.lambda.addEnvironment('KEY_PROVIDER', 'kms');
     this.lambda.addEnvironment(purpose === 'enclave-wallet' ? 'ENCLAVE_KMS_KEY_ID' : 'ACCOUNT_KMS_KEY_ID', key.keyArn);
     for (const operation of operations) this.grantKeyUse(key, purpose, operation);

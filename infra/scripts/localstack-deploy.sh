@@ -78,7 +78,7 @@ step "Bootstrapping the LocalStack environment (cdklocal + aws-cdk@$CDK_VERSION)
 cdklocal bootstrap -c deletionProtection=false \
   || die "cdklocal bootstrap failed (see above)."
 
-# --all: the six stacks in dependency order (each service stack imports from the stateful one, the
+# --all: the seven stacks in dependency order (each service stack imports from the stateful one, the
 # account and express stacks and the transfers stack from the enclave's, the account stack from the
 # transfers stack); the outputs file groups each stack's outputs.
 step "Deploying every stack: PerpWallet-Stateful, -ApiGatewayLogging, -Enclave, -Transfers, -Account, -Express (deletionProtection=false)"

@@ -7,15 +7,24 @@ import { SqsDeliveryQueue } from '../events/delivery-queue.ts';
 import { getEndpoint, listEndpoints, markFailing, recordDelivery, signingSecrets, subscribes } from '../events/endpoints.ts';
 import type { PublisherDeps, Subscribers } from '../events/publisher.ts';
 import { createWebhookPost } from '../events/webhook-http.ts';
+import { WEBHOOK_POST_TIMEOUT_MS } from '../events/types.ts';
 import { isPublicAddress, loadWebhookUrlMode } from '../events/webhook-url.ts';
 import { accountKeyWrapperFromEnv } from './clients.ts';
 import { systemClock, tableFromEnv } from './table.ts';
 
 /**
- * The events functions' dependencies (issue 24), built once per container from the environment:
- * DELIVERY_QUEUE_URL (the FIFO delivery queue), SQS_ENDPOINT (the sandbox's SQS; absent in AWS),
- * WEBHOOK_URLS (public-https in AWS: deliveries connect to public addresses only), and
- * WEBHOOK_BACKOFF_SCALE (the sandbox's test speed: multiplies the retry backoff; 1 in AWS).
+ * The composition roots of the event publisher and the webhook deliverer (issue 24,
+ * functions/events/*.ts; needs in functions/events.ts), and of the replay route. Each reads only
+ * its function's variables:
+ *
+ * | variable              | who             | what                                                       |
+ * |-----------------------|-----------------|------------------------------------------------------------|
+ * | TABLE_NAME            | all             | the table (DYNAMODB_ENDPOINT locally)                      |
+ * | DELIVERY_QUEUE_URL    | all             | the SQS FIFO delivery queue (infra/events-stack.ts)        |
+ * | SQS_ENDPOINT          | all, optional   | a local SQS (the sandbox); unset in AWS                    |
+ * | KEY_PROVIDER, ACCOUNT_KMS_KEY_ID | deliverer | opens signing secrets (purpose `webhook-secret`)     |
+ * | WEBHOOK_URLS          | deliverer, optional | `public-https` (default: public addresses only) or `sandbox` |
+ * | WEBHOOK_BACKOFF_SCALE | deliverer, optional | multiplies retry backoffs (the sandbox's test speed); 1 |
  */
 let sqs: SQSClient | undefined;
 const sqsClient = (env: NodeJS.ProcessEnv) => (sqs ??= new SQSClient(env.SQS_ENDPOINT ? { endpoint: env.SQS_ENDPOINT } : {}));
@@ -63,7 +72,7 @@ export function delivererDepsFromEnv(env = process.env): DelivererDeps & { retry
   return {
     table,
     endpoints,
-    post: createWebhookPost({ publicOnly: loadWebhookUrlMode(env) === 'public-https', isPublicAddress, timeoutMs: 15_000 }),
+    post: createWebhookPost({ publicOnly: loadWebhookUrlMode(env) === 'public-https', isPublicAddress, timeoutMs: WEBHOOK_POST_TIMEOUT_MS }),
     now: systemClock,
     backoffScale: loadEventsEnv(env).WEBHOOK_BACKOFF_SCALE,
     retryLater: (receiptHandle, seconds) => queue.retryLater(receiptHandle, seconds),

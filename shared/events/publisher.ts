@@ -136,8 +136,8 @@ export async function publishImage(
       data: subject.data,
     };
     const seq = await appendEvent(deps.table, { ...event, app_id: subject.app_id }, deps.now(), placed);
-    let targets = subscribers.get(entry.type);
-    if (!targets) subscribers.set(entry.type, (targets = deps.subscribers.subscribers(subject.app_id, entry.type)));
+    const targets = subscribers.get(entry.type) ?? deps.subscribers.subscribers(subject.app_id, entry.type);
+    subscribers.set(entry.type, targets);
     await deps.deliveries.enqueue(
       (await targets).map((target) => ({
         app_id: subject.app_id,

@@ -69,3 +69,6 @@ export const MAX_ENDPOINTS_PER_APP = 10;
 
 /** How long a failing delivery is retried, from its first attempt: three days (Standard Webhooks' example schedule is about 75 h). */
 export const DELIVERY_RETRY_WINDOW_MS = 3 * 24 * 3600 * 1000;
+
+/** How long the deliverer waits for a receiver's answer (Standard Webhooks suggests 15-30 s). */
+export const WEBHOOK_POST_TIMEOUT_MS = 15_000;

@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { AssetManifestArtifact } from 'aws-cdk-lib/cx-api';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_FUNCTIONS } from '../../functions/events.ts';
 import { ROUTES } from '../../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import {
@@ -59,6 +60,8 @@ describe('the coverage data', () => {
       if (source.repo) expect(source.commit).toMatch(/^[0-9a-f]{40}$/);
     }
     expect(COVERAGE.sdk.inferred).toBe(true);
+    expect(COVERAGE.event_source_mappings.inferred).toBe(true);
+    expect(COVERAGE.operations.sources_added.source.commit).toMatch(/^[0-9a-f]{40}$/);
     expect(COVERAGE.tooling.inferred).toBe(true);
     // What the issue takes as given: REST APIs are free, HTTP APIs are not.
     expect(COVERAGE.resource_types.free).toEqual(
@@ -179,19 +182,50 @@ describe("the project on LocalStack's free edition", () => {
   });
 
   it('the functions call only operations the free edition serves (from the route and transfer-step entries, following imports)', () => {
-    const files = reachableFiles([...new Set([...ROUTES, ...TRANSFER_STEP_FUNCTIONS].map((fn) => fn.entry))]);
+    const files = reachableFiles([...new Set([...ROUTES, ...TRANSFER_STEP_FUNCTIONS, ...EVENT_FUNCTIONS].map((fn) => fn.entry))]);
     const operations: Found = new Map();
     const unknown: string[] = [];
     for (const file of files.filter((f) => f.endsWith('.ts'))) sdkOperations(readFileSync(join(ROOT, file), 'utf8'), file, operations, unknown);
     expect(unknown).toEqual([]);
     // The scan must have seen the calls we know of, or an empty result would prove nothing.
     expect([...operations.keys()]).toEqual(
-      expect.arrayContaining(['dynamodb GetItem', 'dynamodb PutItem', 'kms Sign', 'kms Decrypt', 'secretsmanager GetSecretValue']),
+      expect.arrayContaining([
+        'dynamodb GetItem',
+        'dynamodb PutItem',
+        'kms Sign',
+        'kms Decrypt',
+        'secretsmanager GetSecretValue',
+        // Issue 24: the publisher queues deliveries, the deliverer holds failed ones back.
+        'sqs SendMessageBatch',
+        'sqs ChangeMessageVisibility',
+      ]),
     );
     expect(outsideFreeCoverage({ operations })).toEqual([]);
     // Step Functions: only what the `transfers` need grants (infra/constructs/service-function.ts, bindTransfers).
     for (const key of operations.keys())
       if (key.startsWith('stepfunctions ')) expect(['stepfunctions StartExecution', 'stepfunctions DescribeExecution'], key).toContain(key);
+  });
+
+  it("the event source mappings' pollers (DynamoDB stream, SQS) call only free operations", () => {
+    const operations = mappingOperations(templates);
+    expect([...operations.keys()].sort()).toEqual([
+      'dynamodbstreams DescribeStream',
+      'dynamodbstreams GetRecords',
+      'dynamodbstreams GetShardIterator',
+      'dynamodbstreams ListStreams',
+      'sqs ChangeMessageVisibilityBatch',
+      'sqs DeleteMessage',
+      'sqs DeleteMessageBatch',
+      'sqs GetQueueAttributes',
+      'sqs ReceiveMessage',
+    ]);
+    expect(outsideFreeCoverage({ operations })).toEqual([]);
+    // Not vacuous: without SQS in the free data, the same mappings fail the check.
+    const { sqs: _sqs, ...withoutSqs } = COVERAGE.operations.free;
+    const reduced = { ...COVERAGE, operations: { ...COVERAGE.operations, free: withoutSqs } } as unknown as typeof COVERAGE;
+    expect(outsideFreeCoverage({ operations }, reduced)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^operation sqs ReceiveMessage: no free-coverage data for sqs/)]),
+    );
   });
 
   it('the state machines (templates and statemachines/*.asl.json) call only free operations', () => {
@@ -223,3 +257,27 @@ describe("the project on LocalStack's free edition", () => {
     expect(outsideFreeCoverage({ operations })).toEqual([]);
   });
 });
+
+/**
+ * The operations Lambda's pollers call for each AWS::Lambda::EventSourceMapping of the templates,
+ * by the kind of its source (free-coverage.json `event_source_mappings`, inferred from the execution
+ * role permissions Lambda documents). A mapping on any other source fails: it has no data yet.
+ */
+function mappingOperations(templates: readonly { label: string; text: string }[]): Found {
+  const found: Found = new Map();
+  const pollers = COVERAGE.event_source_mappings as unknown as Record<string, [string, string][]>;
+  for (const { label, text } of templates) {
+    const resources = (JSON.parse(text) as { Resources?: Record<string, { Type: string; Properties: { EventSourceArn: unknown } }> }).Resources ?? {};
+    for (const [id, resource] of Object.entries(resources)) {
+      if (resource.Type !== 'AWS::Lambda::EventSourceMapping') continue;
+      const source = JSON.stringify(resource.Properties.EventSourceArn);
+      const kind = source.includes('StreamArn') ? 'AWS::DynamoDB::Table stream' : /Queue[0-9A-F]{8}"?,"Arn"/.test(source) ? 'AWS::SQS::Queue' : undefined;
+      if (!kind) throw new Error(`${label}/${id}: event source ${source} has no poller data in free-coverage.json`);
+      for (const [service, operation] of pollers[kind]!) {
+        const key = `${service} ${operation}`;
+        found.set(key, new Set([...(found.get(key) ?? []), `${label}/${id}`]));
+      }
+    }
+  }
+  return found;
+}

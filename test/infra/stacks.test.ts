@@ -8,6 +8,7 @@ import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { AssetManifestArtifact, type CloudAssembly } from 'aws-cdk-lib/cx-api';
 import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_FUNCTIONS } from '../../functions/events.ts';
 import { ROUTES, type RouteDefinition, type RouteNeeds, type ServiceName, tableAccess } from '../../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import { parseRouteKey, resourceTree } from '../../infra/api-resources.ts';
@@ -15,6 +16,7 @@ import type { ServiceApiStack } from '../../infra/api-stack.ts';
 import { functionRolePath } from '../../infra/constructs/key-use.ts';
 import { API_FUNCTION_TIMEOUT, REPO_ROOT, type ServiceFunction } from '../../infra/constructs/service-function.ts';
 import { stepFunctionTimeout } from '../../infra/constructs/transfer-machine.ts';
+import { DELIVERER_TIMEOUT, PUBLISHER_TIMEOUT } from '../../infra/events-stack.ts';
 import { API_INTEGRATION_TIMEOUT, API_STAGE_NAME, DEFAULT_API_THROTTLE, type ServiceStacks } from '../../infra/services-stack.ts';
 import { DEFAULT_RPC_URLS_SECRET_NAME, StatefulStack } from '../../infra/stateful-stack.ts';
 import { RPC_URLS_PLACEHOLDER_KEY } from '../../shared/chains/rpc-urls.ts';
@@ -27,15 +29,40 @@ type Resources = Record<
 >;
 type Outputs = Record<string, { Value: unknown; Export?: { Name: string } }>;
 type KeyName = 'enclaveKey' | 'accountKey' | 'opJwtKey' | 'sponsorKey';
-/** The `needs` field of each key. */
-const KEY_NEED = { enclaveKey: 'enclaveWalletKey', accountKey: 'accountAccessKey', opJwtKey: 'opJwtKey', sponsorKey: 'sponsorKey' } as const;
+/** The `needs` fields of each key: the account key serves two purposes (issue 24), each under its own encryption context. */
+const KEY_NEED = {
+  enclaveKey: ['enclaveWalletKey'],
+  accountKey: ['accountAccessKey', 'webhookSecretKey'],
+  opJwtKey: ['opJwtKey'],
+  sponsorKey: ['sponsorKey'],
+} as const satisfies Record<string, readonly (keyof RouteNeeds)[]>;
+/** Does `needs` list `operation` in any of the `fields`? */
+const needsOperation = (needs: RouteNeeds, fields: readonly (keyof RouteNeeds)[], operation: string) =>
+  fields.some((field) => (needs[field] as readonly string[] | undefined)?.includes(operation));
 const KEY_NAMES = Object.keys(KEY_NEED) as KeyName[];
 const isSigningKey = (key: KeyName) => key === 'opJwtKey' || key === 'sponsorKey';
 
 const SERVICES: readonly ServiceName[] = ['account', 'enclave', 'express'];
 
-/** Every function of the service stacks and its needs: one per route, one per transfer step (functions/transfer-steps.ts). */
-const FUNCTIONS: readonly { id: string; needs: RouteNeeds }[] = [...ROUTES, ...TRANSFER_STEP_FUNCTIONS];
+/** Each wrapping purpose: its key, the need that lists its operations, and the context key naming what it seals (key-use.ts WRAPPING_CONTEXTS). */
+const WRAPPING_CONTEXT = {
+  'enclave-wallet': { key: 'enclaveKey', need: 'enclaveWalletKey', idKey: 'wallet_id' },
+  'account-access-keys': { key: 'accountKey', need: 'accountAccessKey', idKey: 'user_id' },
+  'webhook-secret': { key: 'accountKey', need: 'webhookSecretKey', idKey: 'endpoint_id' },
+} as const;
+
+/** The encryption-context condition of `purpose`, as written out here (not read from key-use.ts). */
+function contextCondition(purpose: string): Record<string, unknown> {
+  const { idKey } = WRAPPING_CONTEXT[purpose as keyof typeof WRAPPING_CONTEXT];
+  return {
+    StringEquals: { 'kms:EncryptionContext:purpose': purpose },
+    Null: { 'kms:EncryptionContext:app_id': 'false', [`kms:EncryptionContext:${idKey}`]: 'false' },
+    'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['purpose', 'app_id', idKey] },
+  };
+}
+
+/** Every function of the service stacks and its needs: one per route, one per transfer step (functions/transfer-steps.ts), the event functions (functions/events.ts). */
+const FUNCTIONS: readonly { id: string; needs: RouteNeeds }[] = [...ROUTES, ...TRANSFER_STEP_FUNCTIONS, ...EVENT_FUNCTIONS];
 
 /** CloudFormation refuses a stack of more than 500 resources; ours stay well under, with room for new routes. */
 const MAX_RESOURCES_PER_STACK = 300;
@@ -185,7 +212,7 @@ const rolesOf = (functions: readonly { id: string }[]) => new Set(functions.map(
 
 /** Roles of the routes whose `needs` list `operation` for `key`. */
 function rolesNeedingKey(key: KeyName, operation: string): Set<string> {
-  return rolesOf(FUNCTIONS.filter((fn) => (fn.needs[KEY_NEED[key]] as readonly string[] | undefined)?.includes(operation)));
+  return rolesOf(FUNCTIONS.filter((fn) => needsOperation(fn.needs, KEY_NEED[key], operation)));
 }
 
 const HEALTH_AND_NOT_FOUND = ROUTES.filter((route) => route.routeKey === 'GET /health' || route.routeKey === '$default');
@@ -203,7 +230,7 @@ function enclaveUrlIn(stack: Stack): unknown {
 
 describe('stacks', () => {
   it("splits the stateless side into one stack per service, the transfer machine, and API Gateway's logging role", () => {
-    expect(services.stacks.map((stack) => stack.stackName)).toEqual(['ApiGatewayLogging', 'Enclave', 'Transfers', 'Account', 'Express']);
+    expect(services.stacks.map((stack) => stack.stackName)).toEqual(['ApiGatewayLogging', 'Enclave', 'Transfers', 'Events', 'Account', 'Express']);
     for (const service of SERVICES) {
       const stack = services.apiStacks[service];
       expect(stack.service).toBe(service);
@@ -252,6 +279,8 @@ describe('stacks', () => {
     expect(dependsOn(stateful)).toEqual([]);
     expect(dependsOn(services.enclave)).toEqual(['ApiGatewayLogging', 'Stateful']);
     expect(dependsOn(services.transfers)).toEqual(['Enclave', 'Stateful']);
+    // Events needs the table (stream, partitions) and the account key only; Account will import its queue once a route sends to it.
+    expect(dependsOn(services.events)).toEqual(['Stateful']);
     expect(dependsOn(services.account)).toEqual(['ApiGatewayLogging', 'Enclave', 'Stateful', 'Transfers']);
     expect(dependsOn(services.express)).toEqual(['ApiGatewayLogging', 'Enclave', 'Stateful']);
   });
@@ -271,7 +300,8 @@ describe('stacks', () => {
       ]),
     );
     expect(exportsOf(services.transfers)).toHaveLength(2 + TRANSFER_STEP_FUNCTIONS.length);
-    for (const stack of [services.apiGatewayLogging!, services.account, services.express]) expect(exportsOf(stack), stack.stackName).toEqual([]);
+    for (const stack of [services.apiGatewayLogging!, services.events, services.account, services.express])
+      expect(exportsOf(stack), stack.stackName).toEqual([]);
     // Imports, not SSM parameters or weak references (docs/deploy.md, "Stacks").
     for (const [stack, template] of serviceTemplates) {
       const json = template.toJSON() as { Parameters?: Record<string, unknown> };
@@ -286,14 +316,17 @@ describe('stacks', () => {
 });
 
 describe('service stacks: functions', () => {
-  it('makes one function per route and per transfer step, and nothing else', () => {
+  it('makes one function per route, per transfer step and per event function, and nothing else', () => {
     const functions = serviceResources('AWS::Lambda::Function');
     expect(TRANSFER_STEP_FUNCTIONS).toHaveLength(4);
     expect(Object.keys(functions).sort()).toEqual(FUNCTIONS.map((fn) => functionId(fn.id)).sort());
   });
 
   it('runs every function on nodejs24.x, arm64, traced, with source maps; the API timeout for routes, the step timeout for steps', () => {
-    const steps = new Map(TRANSFER_STEP_FUNCTIONS.map((step) => [functionId(step.id), stepFunctionTimeout(step.kind).toSeconds()]));
+    const steps = new Map([
+      ...TRANSFER_STEP_FUNCTIONS.map((step) => [functionId(step.id), stepFunctionTimeout(step.kind).toSeconds()] as const),
+      ...EVENT_FUNCTIONS.map((fn) => [functionId(fn.id), (fn.kind === 'publish' ? PUBLISHER_TIMEOUT : DELIVERER_TIMEOUT).toSeconds()] as const),
+    ]);
     for (const [id, fn] of Object.entries(serviceResources('AWS::Lambda::Function'))) {
       expect(fn.Properties?.Timeout, id).toBe(steps.get(id) ?? API_FUNCTION_TIMEOUT.toSeconds());
       expect(fn.Properties).toMatchObject({
@@ -328,9 +361,10 @@ describe('service stacks: functions', () => {
       const { needs } = route;
       const expected = ['NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'POWERTOOLS_METRICS_NAMESPACE', 'LOG_LEVEL'];
       if (needs.table) expected.push('TABLE_NAME');
-      if (needs.enclaveWalletKey || needs.accountAccessKey) expected.push('KEY_PROVIDER');
+      if (needs.enclaveWalletKey || needs.accountAccessKey || needs.webhookSecretKey) expected.push('KEY_PROVIDER');
       if (needs.enclaveWalletKey) expected.push('ENCLAVE_KMS_KEY_ID');
-      if (needs.accountAccessKey) expected.push('ACCOUNT_KMS_KEY_ID');
+      if (needs.accountAccessKey || needs.webhookSecretKey) expected.push('ACCOUNT_KMS_KEY_ID');
+      if (needs.deliveryQueue) expected.push('DELIVERY_QUEUE_URL');
       if (needs.opJwtKey) expected.push('OP_JWT_SIGNER', 'OP_JWT_KMS_KEY_ID');
       if (needs.sponsorKey) expected.push('SPONSOR_SIGNER', 'SPONSOR_KMS_KEY_ID');
       if (needs.enclaveUrl) expected.push('TEE_URL');
@@ -344,7 +378,7 @@ describe('service stacks: functions', () => {
       const variables = environmentOf(route.id);
       expect(Object.keys(variables).sort(), route.id).toEqual(expected.sort());
       if (needs.enclaveUrl) expect(variables.TEE_URL, route.id).toEqual(enclaveUrlIn(Stack.of(functionOf(route.id))));
-      if (needs.enclaveWalletKey || needs.accountAccessKey) expect(variables.KEY_PROVIDER).toBe('kms');
+      if (needs.enclaveWalletKey || needs.accountAccessKey || needs.webhookSecretKey) expect(variables.KEY_PROVIDER).toBe('kms');
       if (needs.opJwtKey) expect(variables.OP_JWT_SIGNER).toBe('kms');
       if (needs.sponsorKey) expect(variables.SPONSOR_SIGNER).toBe('kms');
     }
@@ -800,7 +834,7 @@ describe('service stacks: REST APIs', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const { services: bare } = buildStacks(app, { prefix: 'NoRole', services: { apiGatewayCloudWatchRole: false } });
     expect(bare.apiGatewayLogging).toBeUndefined();
-    expect(bare.stacks.map((stack) => stack.stackName)).toEqual(['NoRoleEnclave', 'NoRoleTransfers', 'NoRoleAccount', 'NoRoleExpress']);
+    expect(bare.stacks.map((stack) => stack.stackName)).toEqual(['NoRoleEnclave', 'NoRoleTransfers', 'NoRoleEvents', 'NoRoleAccount', 'NoRoleExpress']);
     const templates = bare.stacks.map((stack) => Template.fromStack(stack));
     const count = (type: string) => templates.reduce((sum, template) => sum + Object.keys(template.findResources(type)).length, 0);
     expect(count('AWS::ApiGateway::Account')).toBe(0);
@@ -903,26 +937,30 @@ describe('least privilege per route', () => {
             'TransferWithdrawalStep',
             'TransferBridgeStep',
             'TransferDepositStep',
+            // Issue 24: opens webhook signing secrets, under purpose webhook-secret only.
+            'EventsDeliver',
           ].includes(r.id),
         ),
       ),
     );
     expect(rolesNeedingKey('accountKey', 'Decrypt').has(roleId('TransferSettle'))).toBe(false);
+    expect(rolesNeedingKey('accountKey', 'Decrypt').has(roleId('EventsPublish'))).toBe(false);
     expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleId('CreateAccount'))).toBe(false);
     expect(rolesNeedingKey('opJwtKey', 'Sign').has(roleId('ExpressSignData'))).toBe(true);
   });
 
   it("conditions every wrapping-key grant on its purpose's encryption context, and op_jwt Sign on ES256 over a raw message", () => {
-    const contexts = { enclaveKey: ['enclave-wallet', 'wallet_id'], accountKey: ['account-access-keys', 'user_id'] } as const;
-    for (const [key, [purpose, idKey]] of Object.entries(contexts) as Array<[keyof typeof contexts, readonly [string, string]]>) {
+    for (const key of ['enclaveKey', 'accountKey'] as const) {
       const grants = roleStatements().filter(({ statement }) => JSON.stringify(statement.Resource) === JSON.stringify(importedKeyArn(key)));
       expect(grants.length, key).toBeGreaterThan(0);
-      for (const { statement } of grants) {
-        expect(statement.Condition, key).toEqual({
-          StringEquals: { 'kms:EncryptionContext:purpose': purpose },
-          Null: { 'kms:EncryptionContext:app_id': 'false', [`kms:EncryptionContext:${idKey}`]: 'false' },
-          'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['purpose', 'app_id', idKey] },
-        });
+      for (const { role, statement } of grants) {
+        // Each grant carries the context of the need it comes from: the role's function lists the operation under that purpose's field.
+        const purpose = (statement.Condition as { StringEquals?: Record<string, string> }).StringEquals?.['kms:EncryptionContext:purpose'] ?? '';
+        const context = WRAPPING_CONTEXT[purpose as keyof typeof WRAPPING_CONTEXT];
+        expect(context?.key, `${key} ${purpose}`).toBe(key);
+        const fn = FUNCTIONS.find((f) => roleId(f.id) === role)!;
+        expect(needsOperation(fn.needs, [context!.need], String(statement.Action).replace('kms:', '')), `${fn.id} ${purpose}`).toBe(true);
+        expect(statement.Condition, key).toEqual(contextCondition(purpose));
       }
     }
     const signs = roleStatements().filter(
@@ -1132,7 +1170,11 @@ describe('key policies', () => {
         expect(asArray(statement.Action)).toHaveLength(1);
         const [action] = asArray(statement.Action) as string[];
         const operation = action!.replace('kms:', '');
-        const users = FUNCTIONS.filter((fn) => (fn.needs[KEY_NEED[key]] as readonly string[] | undefined)?.includes(operation));
+        // A wrapping key's statement serves one purpose (its condition), so the users are those whose need for that purpose lists the operation.
+        const purpose = (statement.Condition as { StringEquals?: Record<string, string> }).StringEquals?.['kms:EncryptionContext:purpose'];
+        const fields = purpose ? [WRAPPING_CONTEXT[purpose as keyof typeof WRAPPING_CONTEXT].need] : KEY_NEED[key];
+        const users = FUNCTIONS.filter((fn) => needsOperation(fn.needs, fields, operation));
+        expect(users.length, `${key} ${statement.Sid}`).toBeGreaterThan(0);
         const patterns = (statement.Condition as { ArnLike: Record<string, unknown> }).ArnLike['aws:PrincipalArn'];
         expect(JSON.stringify(patterns), `${key} ${action}`).toBe(
           JSON.stringify(
@@ -1149,19 +1191,28 @@ describe('key policies', () => {
     }
   });
 
-  it("bind wallet-key and access-key use to their purpose's encryption context", () => {
-    for (const [key, purpose, idKey] of [
-      ['enclaveKey', 'enclave-wallet', 'wallet_id'],
-      ['accountKey', 'account-access-keys', 'user_id'],
-    ] as const) {
-      const uses = policyOf(key).Statement.filter((statement) => statement.Sid !== 'AdministerButNotUse');
-      expect(uses.flatMap((statement) => asArray(statement.Action)).sort(), key).toEqual(['kms:Decrypt', 'kms:GenerateDataKey']);
-      for (const statement of uses) {
-        expect(statement.Condition, key).toMatchObject({
-          StringEquals: { 'kms:EncryptionContext:purpose': purpose },
-          Null: { 'kms:EncryptionContext:app_id': 'false', [`kms:EncryptionContext:${idKey}`]: 'false' },
-          'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['purpose', 'app_id', idKey] },
-        });
+  it("bind wallet-key, access-key and webhook-secret use to their purpose's encryption context", () => {
+    const uses = (key: KeyName) => policyOf(key).Statement.filter((statement) => statement.Sid !== 'AdministerButNotUse');
+    const summary = (key: KeyName) =>
+      uses(key)
+        .map((s) => `${(s.Condition as { StringEquals: Record<string, string> }).StringEquals['kms:EncryptionContext:purpose']} ${s.Action}`)
+        .sort();
+    expect(summary('enclaveKey')).toEqual(['enclave-wallet kms:Decrypt', 'enclave-wallet kms:GenerateDataKey']);
+    // The webhook secret's GenerateDataKey gets its statement with the first route that seals one (POST /webhook-endpoints).
+    const sealsWebhookSecrets = FUNCTIONS.some((fn) => needsOperation(fn.needs, ['webhookSecretKey'], 'GenerateDataKey'));
+    expect(summary('accountKey')).toEqual(
+      [
+        'account-access-keys kms:Decrypt',
+        'account-access-keys kms:GenerateDataKey',
+        'webhook-secret kms:Decrypt',
+        ...(sealsWebhookSecrets ? ['webhook-secret kms:GenerateDataKey'] : []),
+      ].sort(),
+    );
+    for (const key of ['enclaveKey', 'accountKey'] as const) {
+      for (const statement of uses(key)) {
+        const purpose = (statement.Condition as { StringEquals: Record<string, string> }).StringEquals['kms:EncryptionContext:purpose']!;
+        expect(WRAPPING_CONTEXT[purpose as keyof typeof WRAPPING_CONTEXT].key, purpose).toBe(key);
+        expect(statement.Condition, `${key} ${purpose}`).toEqual({ ...contextCondition(purpose), ArnLike: expect.any(Object) });
       }
     }
   });
@@ -1293,9 +1344,11 @@ describe('service stacks: function configuration', () => {
             ? JSON.stringify(Object.fromEntries(['withdrawal', 'bridge', 'deposit', 'settle'].map((kind) => [kind, fakeArn(kind)])))
             : name === 'TRANSFER_STATE_MACHINE_ARN'
               ? 'arn:aws:states:us-east-1:123456789012:stateMachine:placeholder'
-              : JSON.stringify(value).includes('.execute-api.')
-                ? `https://enclave.example.com/${API_STAGE_NAME}`
-                : 'placeholder-id';
+              : name === 'DELIVERY_QUEUE_URL'
+                ? 'https://sqs.us-east-1.amazonaws.com/123456789012/placeholder.fifo'
+                : JSON.stringify(value).includes('.execute-api.')
+                  ? `https://enclave.example.com/${API_STAGE_NAME}`
+                  : 'placeholder-id';
       const failures: string[] = [];
       const loaded: string[] = [];
       await Promise.all(

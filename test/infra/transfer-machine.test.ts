@@ -3,6 +3,7 @@ import { App, type CfnResource, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_FUNCTIONS } from '../../functions/events.ts';
 import { ROUTES, type RouteNeeds } from '../../functions/routes.ts';
 import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import { ServiceFunction } from '../../infra/constructs/service-function.ts';
@@ -348,7 +349,7 @@ describe('routes that start transfers (need `transfers`)', () => {
   it("sets BRIDGE_URL to LI.FI's public API unless configured, PLATFORM_FEE only when configured (absent: no fee), and refuses bad values at synth", () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const { services: bare } = buildStacks(app, { prefix: 'Bare' });
-    expect(bare.functions.size).toBe(ROUTES.length + TRANSFER_STEP_FUNCTIONS.length);
+    expect(bare.functions.size).toBe(ROUTES.length + TRANSFER_STEP_FUNCTIONS.length + EVENT_FUNCTIONS.length);
     for (const fn of bare.functions.values()) {
       const bareResources = Template.fromStack(Stack.of(fn)).toJSON().Resources as Resources;
       const variables = (bareResources[id(fn.lambda)]!.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;

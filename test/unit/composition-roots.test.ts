@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { ROUTES, type RouteDefinition, type RouteNeeds } from '../../functions/routes.ts';
+import { EVENT_FUNCTIONS } from '../../functions/events.ts';
+import { ROUTES, type RouteNeeds } from '../../functions/routes.ts';
 
 /**
  * Each handler module's composition root reads its route's configuration, and only that, at
@@ -27,7 +28,7 @@ function environment(needs: RouteNeeds): { env: Record<string, string>; required
     if (isRequired && !required.includes(name)) required.push(name);
   };
   if (needs.table) add('TABLE_NAME', 'unit-table');
-  if (needs.accountAccessKey) {
+  if (needs.accountAccessKey || needs.webhookSecretKey) {
     add('KEY_PROVIDER', 'kms');
     add('ACCOUNT_KMS_KEY_ID', 'alias/account');
   }
@@ -54,6 +55,7 @@ function environment(needs: RouteNeeds): { env: Record<string, string>; required
   if (needs.venues) add('VENUE_URLS', '{"venue_b":"https://venue-b.example.com"}');
   if (needs.bridge) add('BRIDGE_URL', 'https://bridge.example.com', false);
   if (needs.platformFee) add('PLATFORM_FEE', '{"bps":10,"recipients":{}}', false);
+  if (needs.deliveryQueue) add('DELIVERY_QUEUE_URL', 'https://sqs.us-east-1.amazonaws.com/123456789012/deliveries.fifo');
   if (needs.transfers) {
     add('TRANSFER_STATE_MACHINE_ARN', 'arn:aws:states:us-east-1:123456789012:stateMachine:Transfer');
     add('TRANSFER_STEP_FUNCTIONS', '{"withdrawal":"w","bridge":"b","deposit":"d","settle":"s"}');
@@ -111,8 +113,8 @@ async function importAll(cases: readonly Case[]): Promise<{ ok: boolean; error: 
 
 describe('composition roots', () => {
   it("every handler module loads with exactly its route's variables, and refuses to without each required one", async () => {
-    const byEntry = new Map<string, RouteDefinition>();
-    for (const route of ROUTES) byEntry.set(route.entry, route);
+    const byEntry = new Map<string, { id: string; entry: string; needs: RouteNeeds }>();
+    for (const route of [...ROUTES, ...EVENT_FUNCTIONS]) byEntry.set(route.entry, route);
     const cases: Case[] = [...byEntry.values()].flatMap((route) => {
       const { env, required } = environment(route.needs);
       const without = (name: string) => Object.fromEntries(Object.entries(env).filter(([key]) => key !== name));
