@@ -273,19 +273,19 @@ describe('stacks', () => {
     expect(assembly.stacks).toHaveLength(services.stacks.length + 1);
   });
 
-  it('orders the stacks by what they import: Stateful and the logging role, then Enclave, Transfers, Account; Express after Enclave', () => {
+  it('orders the stacks by what they import: Stateful and the logging role, then Enclave, Transfers, Events, Account; Express after Enclave', () => {
     const dependsOn = (stack: Stack) => stack.dependencies.map((d) => d.stackName).sort();
     expect(dependsOn(services.apiGatewayLogging!)).toEqual([]);
     expect(dependsOn(stateful)).toEqual([]);
     expect(dependsOn(services.enclave)).toEqual(['ApiGatewayLogging', 'Stateful']);
     expect(dependsOn(services.transfers)).toEqual(['Enclave', 'Stateful']);
-    // Events needs the table (stream, partitions) and the account key only; Account will import its queue once a route sends to it.
+    // Events needs the table (stream, partitions) and the account key only; Account imports its queue (the replay route sends to it).
     expect(dependsOn(services.events)).toEqual(['Stateful']);
-    expect(dependsOn(services.account)).toEqual(['ApiGatewayLogging', 'Enclave', 'Stateful', 'Transfers']);
+    expect(dependsOn(services.account)).toEqual(['ApiGatewayLogging', 'Enclave', 'Events', 'Stateful', 'Transfers']);
     expect(dependsOn(services.express)).toEqual(['ApiGatewayLogging', 'Enclave', 'Stateful']);
   });
 
-  it("exports exactly what other stacks import: the enclave API's id, the transfer machine and its step functions", () => {
+  it("exports exactly what other stacks import: the enclave API's id, the transfer machine and its step functions, the delivery queue", () => {
     const exportsOf = (stack: Stack) =>
       Object.values((serviceTemplates.get(stack)!.toJSON().Outputs ?? {}) as Outputs)
         .filter((output) => output.Export)
@@ -300,8 +300,14 @@ describe('stacks', () => {
       ]),
     );
     expect(exportsOf(services.transfers)).toHaveLength(2 + TRANSFER_STEP_FUNCTIONS.length);
-    for (const stack of [services.apiGatewayLogging!, services.events, services.account, services.express])
-      expect(exportsOf(stack), stack.stackName).toEqual([]);
+    // Events: the delivery queue's ARN (the replay route's SendMessage grant) and URL (its DELIVERY_QUEUE_URL).
+    const queue = logicalId(services.events.deliveryQueue);
+    expect(exportsOf(services.events)).toEqual(expect.arrayContaining([{ 'Fn::GetAtt': [queue, 'Arn'] }]));
+    expect(
+      exportsOf(services.events).every((value) => JSON.stringify(value).includes(queue)),
+      'only the delivery queue',
+    ).toBe(true);
+    for (const stack of [services.apiGatewayLogging!, services.account, services.express]) expect(exportsOf(stack), stack.stackName).toEqual([]);
     // Imports, not SSM parameters or weak references (docs/deploy.md, "Stacks").
     for (const [stack, template] of serviceTemplates) {
       const json = template.toJSON() as { Parameters?: Record<string, unknown> };
