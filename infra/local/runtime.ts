@@ -30,6 +30,7 @@ import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.t
 import { ChainHeads } from './chain-heads.ts';
 import { serveDocs } from './docs-routes.ts';
 import { startDynamoDbStreamProxy } from './dynamodb-stream/proxy.ts';
+import type { LocalDynamoDbStream } from './dynamodb-stream/stream.ts';
 import { DELIVERY_QUEUE, startLocalEvents, startLocalQueues } from './events.ts';
 import { startEvmSandbox } from './evm-sandbox.ts';
 import { LocalRuntimeError } from './local-runtime-error.ts';
@@ -88,7 +89,11 @@ export interface LocalRuntime {
   /** The local Step Functions running the transfer machine (SFN_ENDPOINT; `GET {endpoint}/executions/{name}` has the counts). */
   readonly stepFunctions: Pick<LocalStepFunctions, 'endpoint' | 'stateMachineArn' | 'execution' | 'closed'>;
   readonly apps: readonly AppFileEntry[];
+  /** The table's endpoint as the handlers see it: the stream proxy in front of the engine. */
   readonly dynamodbEndpoint: string;
+  readonly tableName: string;
+  /** The table's stream (NEW_IMAGE): every write the sandbox makes, as DynamoDB Streams records (benches and tests count them). */
+  readonly tableStream: LocalDynamoDbStream;
   stop(): Promise<void>;
 }
 
@@ -299,6 +304,8 @@ async function startOnLockedDataDir(
     bridge: bridge.listing,
     stepFunctions,
     dynamodbEndpoint,
+    tableName,
+    tableStream: tableStream.stream,
     stop: async () => {
       for (const closeOne of closers) await closeOne();
     },
