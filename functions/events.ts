@@ -28,7 +28,7 @@ export const EVENT_FUNCTIONS: readonly EventFunction[] = [
     id: 'EventsPublish',
     kind: 'publish',
     entry: 'functions/events/publish.ts',
-    needs: { table: { reads: ['tasks', 'webhooks'], writes: ['events', 'eventPlacement'] }, deliveryQueue: ['SendMessage'] },
+    needs: { table: { reads: ['webhooks'], writes: ['events', 'eventPlacement'] }, deliveryQueue: ['SendMessage'] },
   },
   /**
    * One signed POST per queued delivery (shared/events/deliver.ts): reads the logged event (EVENTS#)

@@ -215,7 +215,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     // The gas sponsor (shared/withdrawals/gas-sponsor.ts) reads the platform app (APP#) and signs with its own key.
     needs: {
       ...SIGN_WITH_ACCOUNT_WALLET,
-      table: { reads: [...BY_SECRET, 'account'], writes: ['idempotency', 'senderLease', 'sponsorBudget'] },
+      table: { reads: [...BY_SECRET, 'account'], writes: ['idempotency', 'senderLease', 'sponsorBudget', 'withdrawals'] },
       chains: true,
       sponsorKey: ['Sign', 'GetPublicKey'],
     },

@@ -25,6 +25,7 @@
  * | webhook endpoint  | WEBHOOKS#<app_id>                    | EP#<endpoint_id> |  (an app's webhook endpoints, one partition per app: GET lists them with one Query; shared/events/endpoints.ts)
  * | webhook slots     | WEBHOOKS#<app_id>                    | SLOTS         |  (the set of the app's endpoint ids, whose size holds MAX_ENDPOINTS_PER_APP under concurrent creates: shared/events/endpoints.ts)
  * | event log         | EVENTS#<app_id>                      | <seq, 12 digits>, HEAD |  (the app's events, gap-free `seq`, `ttl` 30 days: shared/events/log.ts)
+ * | withdrawal        | WITHDRAWALS#<app_id>#<sub>           | WD#<withdrawal_id> |  (a withdrawal to an external address with its events, `ttl` 30 days: shared/withdrawals/withdrawal-record.ts)
  * | event placement   | EVENTID#<app_id>#<event_id>          | EVENTID       |  (the seq an outbox entry was given in the log, so a redelivered stream record never logs it twice: shared/events/log.ts)
  */
 export const keys = {
@@ -64,6 +65,8 @@ export const keys = {
   webhookEndpointsOf: (appId: string) => `WEBHOOKS#${appId}`,
   /** The ids of the app's endpoints (a string set): the conditional write that holds the per-app limit. */
   webhookEndpointSlots: (appId: string) => ({ pk: `WEBHOOKS#${appId}`, sk: 'SLOTS' }),
+  /** A withdrawal to an external address and its events (issue 24). */
+  withdrawal: (appId: string, sub: string, withdrawalId: string) => ({ pk: `WITHDRAWALS#${appId}#${sub}`, sk: `WD#${withdrawalId}` }),
   /** One event of the app's log; zero-padded so sk order is seq order. */
   event: (appId: string, seq: number) => ({ pk: `EVENTS#${appId}`, sk: String(seq).padStart(12, '0') }),
   eventsOf: (appId: string) => `EVENTS#${appId}`,

@@ -40,6 +40,8 @@ export const PARTITIONS = {
   policyLog: ['POLICYLOG#*'],
   /** `WEBHOOKS#<app_id>`: the app's webhook endpoints and their signing secrets (issue 24); written by the /webhook-endpoints routes, read by the publisher and the deliverer. */
   webhooks: ['WEBHOOKS#*'],
+  /** `WITHDRAWALS#<app_id>#<sub>`: withdrawals to external addresses with their events (issue 24); written by POST /withdraw. */
+  withdrawals: ['WITHDRAWALS#*'],
   /** `EVENTS#<app_id>`: the app's event log (issue 24); written by the publisher only, read by GET /events, replay and the deliverer. */
   events: ['EVENTS#*'],
   /** `EVENTID#<app_id>#<event_id>`: where the publisher placed an outbox entry in the log (issue 24); the publisher only. */

@@ -6,6 +6,7 @@ import { toTaskResource } from '../transfers/task.ts';
 import { parseTaskItem } from '../transfers/task-record.ts';
 import { venueCredentialsView } from '../venues/credentials-view.ts';
 import { VENUE_IDS, type VenueId, type VenueStatus } from '../venues/default-status.ts';
+import { toWithdrawalResource } from '../withdrawals/withdrawal-record.ts';
 import { appendEvent, getPlacement, markQueued } from './log.ts';
 import { OUTBOX_ATTRIBUTE } from './outbox.ts';
 import type { EventType, OutboxEntry, ResourceType, WireEvent } from './types.ts';
@@ -79,6 +80,14 @@ export function subjectOf(image: Readonly<Record<string, unknown>>, entry: Outbo
       app_user_id: String(image.app_user_id),
       resource: { type: 'venue', id: entry.resource_id },
       data: venueCredentialsView(entry.resource_id, statuses?.[entry.resource_id]),
+    };
+  }
+  if (pk.startsWith('WITHDRAWALS#') && sk.startsWith('WD#') && typeof image.app_id === 'string') {
+    return {
+      app_id: image.app_id,
+      app_user_id: String(image.app_user_id),
+      resource: { type: 'withdrawal', id: String(image.withdrawal_id) },
+      data: toWithdrawalResource(image),
     };
   }
   if (pk.startsWith('POLICYLOG#') && typeof image.app_id === 'string') {

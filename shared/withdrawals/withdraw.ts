@@ -6,13 +6,16 @@ import { walletSigner } from '../accounts/wallet-signer.ts';
 import type { AuthenticatedUser } from '../auth/authenticate.ts';
 import type { Chains } from '../chains/chains.ts';
 import { enclaveEvmSigner, enclaveSolanaSigner } from '../chains/sender/enclave-signers.ts';
+import { classifySendFailure } from '../chains/sender/outcome.ts';
 import type { SendJournal, SendTimings } from '../chains/sender/ports.ts';
 import type { Senders } from '../chains/sender/senders.ts';
 import { newTimings } from '../chains/sender/timings.ts';
+import { DomainError } from '../errors.ts';
 import { formatAmount, MAX_EVM_UNITS, MAX_SOLANA_UNITS, parseAmount } from '../money.ts';
 import { claimIdempotencyKey, type IdempotencyRecord, requestHash, type StoredResponse } from './idempotency.ts';
 import type { SponsorshipBudget } from './sponsorship-budget.ts';
 import { assertWithdrawable, normaliseRecipient, type WithdrawInput } from './withdraw-rules.ts';
+import { WithdrawalRecord, withdrawalId } from './withdrawal-record.ts';
 
 /**
  * `POST /withdraw` (spec, Endpoints): from the user's wallet to an external address, exactly
@@ -71,15 +74,34 @@ export async function withdraw(deps: WithdrawDeps, user: AuthenticatedUser, inpu
     resumed = claim.kind === 'resume';
   }
 
+  // Its events (issue 24): sent with the journaled transaction, then confirmed or failed.
+  const withdrawal = new WithdrawalRecord(
+    deps.table,
+    { appId: user.app.app_id, sub: user.identity.sub, id: withdrawalId({ appId: user.app.app_id, sub: user.identity.sub }, idempotencyKey) },
+    {
+      chain: plan.chain,
+      token: plan.token,
+      amount: formatAmount(plan.amount, plan.decimals),
+      from_address: plan.from,
+      to_address: plan.to,
+      gas_sponsored: plan.sponsored,
+    },
+    record,
+    deps.now,
+  );
   try {
     // Counted once per withdrawal: not again when a retry resumes an attempt that recorded its send (or crashed after counting).
     if (plan.sponsored && !resumed) await deps.sponsorship.consume(user.app.app_id, user.identity.sub);
-    const txHash = await send(deps, user, plan, record, timings);
+    const txHash = await send(deps, user, plan, withdrawal, timings);
     const response = { status: 200, body: successBody(plan, txHash) };
     await record?.complete(response);
+    await withdrawal.confirmed(txHash);
     return { response, timings, replayed: false };
   } catch (error) {
     await record?.settleFailure(error);
+    // Failed on chain after it was sent (a revert): withdrawal.failed. An unknown outcome (inclusion
+    // timed out) is no failure: a retry with the same Idempotency-Key finds out; never sent: no record.
+    if (classifySendFailure(error, true) === 'failed' && error instanceof DomainError) await withdrawal.failed({ code: error.code, message: error.message });
     throw error;
   }
 }

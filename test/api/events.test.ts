@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { faucet, newAccount, sandboxChains } from './support/chains.ts';
 import { call, eventsApp, expectErrorShape, uniqueUser } from './support/client.ts';
@@ -115,11 +116,29 @@ describe.runIf(isSandbox)('events and webhooks', () => {
         (log.body.events as { seq: number }[]).slice(0, 2).map((e) => e.seq),
       );
 
+      // A withdrawal to an external address: withdrawal.sent, then withdrawal.confirmed, with its tx hash.
+      const to = privateKeyToAddress(generatePrivateKey());
+      const sent = await call('account', 'POST', '/withdraw', {
+        headers: { ...user.headers, 'idempotency-key': `events-${crypto.randomUUID()}` },
+        json: { to_address: to, amount: '1', token: 'USDC', chain: 'ARB' },
+      });
+      expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+      const withdrawalEvents = () =>
+        received
+          .map((delivery) => JSON.parse(delivery.body))
+          .filter((event) => event.resource?.type === 'withdrawal' && event.data.tx_hash === sent.body.tx_hash);
+      const withdrawalDeadline = Date.now() + 30_000;
+      while (!withdrawalEvents().some((event) => event.type === 'withdrawal.confirmed') && Date.now() < withdrawalDeadline) await ticks(POLL_TICKS);
+      expect(withdrawalEvents().map((event) => event.type)).toEqual(['withdrawal.sent', 'withdrawal.confirmed']);
+      expect(withdrawalEvents()[1].data).toMatchObject({ status: 'confirmed', chain: 'ARB', token: 'USDC', amount: '1', to_address: to, gas_sponsored: false });
+      expect(JSON.stringify(withdrawalEvents())).not.toContain('"raw"');
+
       // Replay from the start: the same events again, same ids, in log order.
       const before = received.length;
       const replay = await call('account', 'POST', `/webhook-endpoints/${endpointId}/replay`, { headers: secretKey, json: { after: 0 } });
       expect(replay.status, JSON.stringify(replay.body)).toBe(200);
-      expect(replay.body).toMatchObject({ success: true, id: endpointId, queued: log.body.events.length, more: false });
+      const everything = await call('account', 'GET', '/events?after=0&limit=500', { headers: secretKey });
+      expect(replay.body).toMatchObject({ success: true, id: endpointId, queued: everything.body.events.length, more: false });
       const replayDeadline = Date.now() + 30_000;
       const replayed = () => received.slice(before).map((delivery) => JSON.parse(delivery.body) as { id: string; resource: { id: string } });
       while (replayed().length < replay.body.queued && Date.now() < replayDeadline) await ticks(POLL_TICKS);

@@ -234,8 +234,8 @@ describe('events: event source mappings', () => {
 });
 
 describe('events: least privilege', () => {
-  it('gives the publisher exactly its needs: reads tasks and endpoints, writes the log and placements, sends to the queue, reads the stream', () => {
-    expect(reads('EventsPublish').sort()).toEqual(['eventPlacement', 'events', 'tasks', 'webhooks']);
+  it('gives the publisher exactly its needs: reads endpoints (the items it publishes arrive in the stream), writes the log and placements, sends to the queue, reads the stream', () => {
+    expect(reads('EventsPublish').sort()).toEqual(['eventPlacement', 'events', 'webhooks']);
     expect(writes('EventsPublish').sort()).toEqual(['eventPlacement', 'events']);
     expect(actionsOf('EventsPublish', 'sqs:')).toEqual(['sqs:SendMessage']);
     expect(statementsOf.get('EventsPublish')!.filter((s) => asArray(s.Action).includes('sqs:SendMessage'))).toEqual([

@@ -46,6 +46,7 @@ const SAMPLE_KEYS: Record<Partition, string> = {
   policyLog: keys.policyDecisionsOf('acme'),
   webhooks: keys.webhookEndpoint('acme', 'we_0199a3c4-5b6e-7f80-9a1b-2c3d4e5f6a7b').pk,
   events: keys.eventsOf('acme'),
+  withdrawals: keys.withdrawal('acme', 'user-1', 'wd_0192').pk,
   eventPlacement: keys.eventPlacement('acme', 'evt_0199a3c4-5b6e-7f80-9a1b-2c3d4e5f6a7b').pk,
   sponsorBudget: 'SPONSOR#BUDGET#acme#2026-11-25',
   delegateDeployment: keys.delegateDeployment('ETH', '0xAbC').pk,
@@ -205,7 +206,7 @@ describe('table fence (dynamodb:LeadingKeys)', () => {
     only('TransferSettle', ['venueBalanceLease', 'tasks']);
     only('CreateAccount', ['account']);
     only('CreateTransfer', ['idempotency', 'tasks']);
-    only('Withdraw', ['idempotency', 'senderLease', 'sponsorBudget']);
+    only('Withdraw', ['idempotency', 'senderLease', 'withdrawals', 'sponsorBudget']);
     only('TransferWithdrawalStep', ['senderLease', 'venueBalanceLease', 'tasks']);
     only('TransferBridgeStep', ['senderLease', 'tasks', 'sponsorBudget']);
     only('TransferDepositStep', ['senderLease', 'venueBalanceLease', 'tasks', 'sponsorBudget']);
