@@ -62,9 +62,37 @@ export async function appendEvent(
   placed: Placement | undefined,
 ): Promise<number> {
   if (placed && (await getLoggedEvent(table, event.app_id, placed.seq))?.id === event.id) return placed.seq;
+  return serially(`${table.name}\n${event.app_id}`, () => place(table, event, now));
+}
+
+/**
+ * The last seq this process gave in each app's log (by table and app): the next append tries the
+ * one after without reading the log. It is never ahead of the log (seqs are only ever added), so
+ * it cannot make a gap (a stale guess, another process having appended since, only costs a refused
+ * conditional Put and a read). Appends of one app in this process run one after another, so they
+ * do not race each other for a seq (shards of the stream run side by side; in AWS one Lambda
+ * instance handles one batch at a time anyway).
+ */
+const lastGiven = new Map<string, number>();
+const appendsOf = new Map<string, Promise<unknown>>();
+
+function serially<T>(appId: string, work: () => Promise<T>): Promise<T> {
+  const run = (appendsOf.get(appId) ?? Promise.resolve()).then(work);
+  const settled = run.catch(() => undefined);
+  appendsOf.set(appId, settled);
+  void settled.then(() => {
+    if (appendsOf.get(appId) === settled) appendsOf.delete(appId);
+  });
+  return run;
+}
+
+async function place(table: Table, event: Omit<WireEvent, 'seq'> & { readonly app_id: string }, now: Date): Promise<number> {
   const ttl = Math.floor(now.getTime() / 1000) + EVENT_RETENTION_DAYS * 24 * 3600;
+  const log = `${table.name}\n${event.app_id}`;
+  let guess = lastGiven.get(log);
   for (let tries = 0; tries < 50; tries++) {
-    const seq = (await highestSeq(table, event.app_id)) + 1;
+    const seq = (guess ?? (await highestSeq(table, event.app_id))) + 1;
+    guess = undefined; // after a refused guess, read the log
     await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.eventPlacement(event.app_id, event.id), seq, [TABLE_TTL_ATTRIBUTE]: ttl } }));
     const { app_id, ...wire } = event;
     try {
@@ -80,6 +108,7 @@ export async function appendEvent(
       throw error;
     }
     await raiseHead(table, app_id, seq);
+    lastGiven.set(log, seq);
     return seq;
   }
   throw new Error(`event log of app ${event.app_id}: no free seq after 50 tries`);
