@@ -27,6 +27,11 @@ export const makeDeliver =
     for (const record of event.Records) {
       const group = record.attributes.MessageGroupId ?? '';
       if (blockedGroups.has(group)) {
+        // Released at once: it stays behind its group's failed message, which is in flight for its
+        // backoff, so it goes out right after that one's retry. Left as received, it would wait
+        // the queue's whole visibility timeout (90 s in the sandbox) after that retry succeeded.
+        // Best effort: if the release fails, the visibility timeout brings it back as before.
+        await deps.retryLater(record.receiptHandle, 0).catch(() => undefined);
         failures.push({ itemIdentifier: record.messageId });
         continue;
       }
