@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { importJWK, type JWK, SignJWT } from 'jose';
@@ -9,9 +10,19 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devAppPaths } from '../../infra/local/applications.ts';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
-import { createDocumentClient, type Table } from '../../shared/db/client.ts';
+import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
+import { keys } from '../../shared/db/keys.ts';
+import type { OutboxEntry } from '../../shared/events/types.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
 import type { RecordedSend, TaskRecord } from '../../shared/transfers/task.ts';
+import {
+  checkDeliveries,
+  type DeliveredEvent,
+  EventLogReader,
+  startWebhookReceiver,
+  type WebhookReceiver,
+  waitForDeliveries,
+} from './support/webhook-receiver.ts';
 
 /**
  * Conservation of money under randomised transfers with injected faults (issue 11, section 5).
@@ -39,12 +50,27 @@ import type { RecordedSend, TaskRecord } from '../../shared/transfers/task.ts';
  * more than the wallet holds: 422 INSUFFICIENT_FUNDS, no task, nothing moved. No double send: every recorded transaction hash appears once over
  * all tasks, steps and tries, and each user's EVM nonce on each chain grew by exactly the number
  * of EVM transactions the tasks recorded there.
+ *
+ * Webhooks lose nothing (issue 24, part 4), on the same run: a receiver in this process, registered
+ * as the app's endpoint before any event, answers 500 to WEBHOOK_FAILURE_RATE of the deliveries
+ * (drawn from SEED) and 204 to the rest. Once the deliveries drain: every request verifies
+ * (standardwebhooks), the log from 0 is the set received, duplicates share an id and a body, each
+ * resource's events arrive in seq order, and every task's events are its outbox (the source of
+ * truth, written with each change), each step status change an event, one task.resumed per resume.
  */
 const SEED = Number(process.env.SEED ?? Math.floor(Math.random() * 2 ** 31));
 const COUNT = Number(process.env.CONSERVATION_COUNT ?? 200);
 const USERS = 5;
 const MAX_RESUMES = 4;
 const FAULT_RATE = 0.3;
+/** The share of webhook deliveries the receiver answers 500 (issue 24, part 4). */
+const WEBHOOK_FAILURE_RATE = 0.3;
+/**
+ * WEBHOOK_BACKOFF_SCALE of the runtime: the deliverer's backoff (5 s, 5 min, 30 min, 2 h, 5 h…)
+ * times this, rounded to seconds: 0 s for a delivery's first three retries, then 1, 2, 4 s, so a
+ * run of failures still waits its (shrunk) backoff and the queue drains within seconds.
+ */
+const WEBHOOK_BACKOFF_SCALE = '0.0001';
 /** TRANSFER_STEP_DEADLINE_SECONDS of the runtime: a deposit the venue never credits fails this soon, not after 1 h. */
 const STEP_DEADLINE_SECONDS = 4;
 /**
@@ -93,6 +119,8 @@ function prng(seed: number) {
 let dataDir: string;
 let runtime: LocalRuntime;
 let table: Table;
+let receiver: WebhookReceiver;
+let eventLog: EventLogReader;
 const feeEvm = privateKeyToAccount(generatePrivateKey()).address;
 const feeSol = Keypair.generate().publicKey.toBase58();
 
@@ -105,6 +133,8 @@ interface User {
   readonly evm: Address;
   readonly sol: string;
   readonly taskIds: string[];
+  /** Resumes accepted per task (202): each must show as one task.resumed. */
+  readonly resumes: Map<string, number>;
 }
 const users: User[] = [];
 
@@ -267,9 +297,22 @@ beforeAll(async () => {
   process.env.SPONSOR_DAILY_SENDS_PER_USER = '100000';
   process.env.SANDBOX_STEP_WAIT_MS = String(SANDBOX_TICK_MS);
   process.env.PLATFORM_FEE = JSON.stringify({ bps: 10, recipients: { EVM: feeEvm, SOL: feeSol } });
+  process.env.WEBHOOK_BACKOFF_SCALE = WEBHOOK_BACKOFF_SCALE;
+  // Its own draws (SEED replays them): the users' PRNGs stay as they were.
+  receiver = await startWebhookReceiver({ failureRate: WEBHOOK_FAILURE_RATE, random: prng(SEED ^ 0x5eed_0024).next });
   runtime = await startLocalRuntime({ dataDir, ports: { account: 0, enclave: 0, express: 0 } });
   table = { doc: createDocumentClient(runtime.dynamodbEndpoint), name: process.env.TABLE_NAME! };
   const app = runtime.apps[0]!;
+  // Before any event (the users' venue set-ups below are the first): the endpoint takes them all.
+  const endpoint = await fetch(`${runtime.urls.account}/webhook-endpoints`, {
+    method: 'POST',
+    headers: { 'x-service-secret-key': app.secret_key, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: receiver.url, description: 'transfer-conservation.test.ts' }),
+  });
+  const registered = (await endpoint.json()) as { secret?: string };
+  if (endpoint.status !== 200 || !registered.secret) throw new Error(`POST /webhook-endpoints: ${endpoint.status} ${JSON.stringify(registered)}`);
+  receiver.trust(registered.secret);
+  eventLog = new EventLogReader(() => runtime.urls.account, app.secret_key);
   const jwk = JSON.parse(await readFile(devAppPaths(dataDir).issuerKey, 'utf8')) as JWK;
   const key = await importJWK(jwk, 'ES256');
   await Promise.all(
@@ -293,6 +336,7 @@ beforeAll(async () => {
         evm: account.public_address.ETH,
         sol: account.public_address.SOL,
         taskIds: [],
+        resumes: new Map(),
       };
       users[index] = user;
       const faucet = (chain: string, token: string, amount: string, address: string = user.evm) =>
@@ -308,6 +352,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await runtime?.stop();
+  await receiver?.close();
   if (!process.env.KEEP_DATA_DIR) await rm(dataDir, { recursive: true, force: true });
   else console.info(`data dir kept: ${dataDir}`);
 }, 60_000);
@@ -511,6 +556,7 @@ async function runUser(user: User, count: number) {
       const resumed = await api(user, 'POST', `/task/${taskId}/resume`, {});
       expect(resumed.status, JSON.stringify(resumed.body)).toBeLessThan(300);
       stats.resumes++;
+      user.resumes.set(taskId, (user.resumes.get(taskId) ?? 0) + 1);
       task = await waitForTask(user, taskId);
     }
     if (task.status === 'completed') stats.completed++;
@@ -527,6 +573,61 @@ async function runUser(user: User, count: number) {
       stats.stuck.push(`${taskId} ${shape} ${task.status} ${JSON.stringify(steps)}`);
     }
   }
+}
+
+/** The `outbox` list of an item (shared/events/outbox.ts), read raw: the task schema does not carry it. */
+async function outboxOf(key: { pk: string; sk: string }): Promise<OutboxEntry[]> {
+  return ((await getItem(table, key))?.outbox ?? []) as OutboxEntry[];
+}
+
+const stepStatuses = (event: DeliveredEvent) => ((event.data.progress as { steps: { status: string }[] }).steps ?? []).map((step) => step.status);
+
+/**
+ * Every state change of one task is an event (issue 24): the task's events in the log are its
+ * outbox, in order (the outbox is written in the same write as each change); the first is
+ * task.created; one task.resumed per resume the test made (= attempt); one task.failed per
+ * failed attempt; task.completed once, last, when the task completed, task.failed last when it
+ * failed. Each event's `data` is the task as of its write, so consecutive events show what changed
+ * between them: a task.step_updated changes exactly one step's status, a task.resumed at most one
+ * (failed → pending), any other event none (a status change that wrote no event would show as one
+ * more); the last event's data is the task GET /task shows now.
+ */
+async function taskEventProblems(user: User, taskId: string, events: readonly DeliveredEvent[]): Promise<string[]> {
+  const problems: string[] = [];
+  const say = (what: string) => problems.push(`task ${taskId}: ${what}`);
+  const outbox = await outboxOf(keys.task(runtime.apps[0]!.app_id, user.sub, taskId));
+  const task = await ok(user, 'GET', `/task/${taskId}`);
+  const entries = (list: readonly { id: string; type: string; occurred_at: string }[]) => list.map((e) => `${e.id} ${e.type} ${e.occurred_at}`);
+  if (!isDeepStrictEqual(entries(events), entries(outbox))) say(`log ${JSON.stringify(entries(events))} is not the outbox ${JSON.stringify(entries(outbox))}`);
+  const types = outbox.map((entry) => entry.type);
+  const count = (type: string) => types.filter((one) => one === type).length;
+  const resumes = user.resumes.get(taskId) ?? 0;
+  const expected = {
+    'task.created': 1,
+    'task.resumed': resumes,
+    'task.failed': resumes + (task.status === 'failed' ? 1 : 0),
+    'task.completed': task.status === 'completed' ? 1 : 0,
+    'task.cancelled': 0,
+  };
+  const counted = Object.fromEntries(Object.keys(expected).map((type) => [type, count(type)]));
+  if (!isDeepStrictEqual(counted, expected)) say(`event counts ${JSON.stringify(counted)}, expected ${JSON.stringify(expected)} (${types.join(', ')})`);
+  // Attempts count from 0 (shared/transfers/task-store.ts resumeTask: attempt + 1).
+  if (task.metadata.attempt !== resumes) say(`attempt ${task.metadata.attempt} after ${resumes} resumes`);
+  if (types[0] !== 'task.created') say(`first event ${types[0]}`);
+  const last = { completed: 'task.completed', failed: 'task.failed' }[task.status as 'completed' | 'failed'];
+  if (types.at(-1) !== last) say(`status ${task.status}, last event ${types.at(-1)}`);
+  let before: string[] | undefined;
+  for (const event of events) {
+    const now = stepStatuses(event);
+    const changed = before ? now.flatMap((status, i) => (status === before![i] ? [] : [`step ${i} ${before![i]} → ${status}`])) : [];
+    const allowed = event.type === 'task.step_updated' ? 1 : event.type === 'task.resumed' ? changed.length : 0;
+    if (changed.length !== allowed || (event.type === 'task.resumed' && changed.some((change) => !change.endsWith('failed → pending'))))
+      say(`seq ${event.seq} ${event.type}: ${changed.length ? changed.join(', ') : 'no step status changed'}`);
+    if (event.type === 'task.created' && now.some((status) => status !== 'pending')) say(`created with steps ${now.join(', ')}`);
+    before = now;
+  }
+  if (events.length > 0 && !isDeepStrictEqual(events.at(-1)!.data, task)) say(`last event's data is not GET /task: ${JSON.stringify(events.at(-1)!.data)}`);
+  return problems;
 }
 
 describe('conservation under randomised transfers with faults', () => {
@@ -626,5 +727,37 @@ describe('conservation under randomised transfers with faults', () => {
     // Only a deposit the venue kept (a `fail` fault) stays failed: every resume adopts it, none sends another.
     expect(stats.failedCodes.filter((code) => code !== 'DEPOSIT_NOT_CREDITED')).toEqual([]);
     expect(after.total - before.total).toBe(0n);
+
+    // Webhooks (issue 24, part 4). Every task is settled: nothing writes events now, so once every
+    // outbox entry is in the log and every logged event got its 2xx, the deliveries have drained.
+    const owners = users.flatMap((user) => user.taskIds.map((taskId) => ({ user, taskId })));
+    const outboxes = await Promise.all([
+      ...owners.map(({ user, taskId }) => outboxOf(keys.task(runtime.apps[0]!.app_id, user.sub, taskId))),
+      ...users.map((user) => outboxOf(keys.account(runtime.apps[0]!.app_id, user.sub))), // venue.initialized
+    ]);
+    const entries = new Map(outboxes.flat().map((entry) => [entry.id, entry]));
+    const written = new Set(entries.keys());
+    const { waitedMs } = await waitForDeliveries(receiver, eventLog, 60_000, (events, missing) => {
+      const logged = new Set(events.map((event) => event.id));
+      return missing.length === 0 && [...written].every((id) => logged.has(id));
+    });
+    const log = await eventLog.read();
+    const { problems, counts } = checkDeliveries(log, receiver.deliveries);
+    const ofTask = new Map<string, DeliveredEvent[]>();
+    for (const event of log) if (event.resource.type === 'task') ofTask.set(event.resource.id, [...(ofTask.get(event.resource.id) ?? []), event]);
+    for (const { user, taskId } of owners) problems.push(...(await taskEventProblems(user, taskId, ofTask.get(taskId) ?? [])));
+    const types: Record<string, number> = {};
+    for (const event of log) bump(types, event.type);
+    console.info(
+      `webhooks: events=${counts.events} deliveries=${counts.deliveries} retries=${counts.retries} duplicates=${counts.duplicates} ` +
+        `redelivered after a 2xx=${counts.redelivered} unverifiable before the secret=${receiver.beforeSecret} drained ${waitedMs} ms after the checks; ${JSON.stringify(types)}`,
+    );
+    // The log holds exactly the items' outbox entries: nothing lost, nothing made up.
+    const logged = new Set(log.map((event) => event.id));
+    for (const [id, entry] of entries) if (!logged.has(id)) problems.push(`outbox entry ${JSON.stringify(entry)} is not in the log`);
+    for (const event of log) if (!written.has(event.id)) problems.push(`log: seq ${event.seq} ${event.type} is in no outbox`);
+    expect(problems.slice(0, 30), `${problems.length} problems`).toEqual([]);
+    // The receiver's failures did happen (the seeded draw): retries were exercised.
+    expect(counts.retries).toBeGreaterThan(0);
   }, 600_000);
 });

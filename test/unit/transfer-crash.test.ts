@@ -1,12 +1,18 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { importJWK, type JWK, SignJWT } from 'jose';
 import { type Address, createPublicClient, erc20Abi, type Hex, http, parseUnits } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { devAppPaths } from '../../infra/local/applications.ts';
+import { getItem } from '../../shared/db/client.ts';
+import { keys } from '../../shared/db/keys.ts';
+import type { OutboxEntry } from '../../shared/events/types.ts';
 import { type RuntimeProcess, startRuntimeProcess, stopProcess } from '../api/support/global-setup.ts';
+import { checkDeliveries, EventLogReader, startWebhookReceiver, type WebhookReceiver, waitForDeliveries } from './support/webhook-receiver.ts';
 
 /**
  * CRASH SAFETY (issue 11 §3), slow (~60-90 s): `kill -9` of the local runtime (`node
@@ -20,16 +26,57 @@ import { type RuntimeProcess, startRuntimeProcess, stopProcess } from '../api/su
  * checkpoints: the user's wallets read from the chains, the venues, the platform fee's recipient;
  * every recorded send is on chain exactly once, and the user's nonce on each chain equals the
  * number of recorded sends from it (a second broadcast would show as one more).
+ *
+ * Webhooks survive the kills too (issue 24, part 4): a receiver in this process (always 2xx) is the
+ * app's endpoint from the first start on. At the end the log from 0 is the tasks' and the
+ * account's outbox entries, and the set of ids received (each verified), but for deliveries a kill
+ * caught in flight: those must still be on the delivery queue's journal, due when their
+ * visibility timeout ends (the sandbox replays unpublished outboxes at start and keeps the queue
+ * on disk, so a kill loses no event; it may delay one).
  */
 type Json = any;
 type Headers = Record<string, string>;
 const TERMINAL = ['completed', 'failed', 'cancelled'];
 
+/** The webhook deliveries the sandbox's delivery queue holds, as it replays its journal at start. */
+interface QueuedDeliveries {
+  /** The event ids of the queue's messages. */
+  readonly events: ReadonlySet<string>;
+  /** When the first of its FIFO groups can next hand a message out (ms since the epoch; Infinity when empty). */
+  readonly movesAt: number;
+}
+
+/**
+ * Reads DATA_DIR/sqs/webhook-deliveries.fifo.jsonl (infra/local/sqs/queue.ts: `s` sent, `r`
+ * received, `v` visibility changed, `d` deleted; a compaction rewrites the live messages as `s`).
+ * A group moves when its first message (in send order) turns visible.
+ */
+async function queuedDeliveries(dataDir: string): Promise<QueuedDeliveries> {
+  const text = await readFile(join(dataDir, 'sqs', 'webhook-deliveries.fifo.jsonl'), 'utf8');
+  const messages = new Map<string, { event: string; group: string; visibleAt: number }>();
+  for (const line of text.split('\n')) {
+    let record: Json;
+    try {
+      record = JSON.parse(line);
+    } catch {
+      continue; // an empty line, or the last one being written
+    }
+    if (record.t === 's') messages.set(record.m.id, { event: JSON.parse(record.m.body).event_id, group: record.m.group, visibleAt: record.m.visibleAt });
+    else if ((record.t === 'r' || record.t === 'v') && messages.has(record.id)) messages.get(record.id)!.visibleAt = record.visibleAt;
+    else if (record.t === 'd') messages.delete(record.id);
+  }
+  const heads = new Map<string, number>();
+  for (const message of messages.values()) if (!heads.has(message.group)) heads.set(message.group, message.visibleAt);
+  return { events: new Set([...messages.values()].map((message) => message.event)), movesAt: Math.min(...heads.values()) };
+}
+
 describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the runtime (slow)', () => {
   let dataDir = '';
   let runtime: RuntimeProcess | undefined;
+  let receiver: WebhookReceiver | undefined;
   afterAll(async () => {
     if (runtime) await stopProcess(runtime.child);
+    await receiver?.close();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
@@ -60,6 +107,13 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
       .setExpirationTime('600s')
       .sign(await importJWK(jwk, 'ES256'));
     const headers = { authorization: `Bearer ${token}`, 'x-service-secret-key': devApp.secret_key };
+
+    // The app's webhook endpoint, before any event (the venue set-ups below are the first).
+    receiver = await startWebhookReceiver();
+    const endpoint = await call('POST', '/webhook-endpoints', { 'x-service-secret-key': devApp.secret_key }, { url: receiver.url });
+    expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(200);
+    receiver.trust(endpoint.body.secret);
+    const eventLog = new EventLogReader(base, devApp.secret_key);
 
     const account = await call('POST', '/account', headers);
     expect(account.status, JSON.stringify(account.body)).toBe(200);
@@ -297,8 +351,49 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
     const executions = Object.values(JSON.parse(await readFile(join(dataDir, 'stepfunctions', 'executions.json'), 'utf8')).executions) as { runs: number }[];
     const redriven = executions.filter((execution) => execution.runs > 1).length;
     expect(redriven).toBeGreaterThan(0); // the kills did cut running executions
+
+    // Nothing the kills cut was lost: every task's outbox (written with each change) is in the log,
+    // and every logged event reached the receiver. The table is read through the last runtime's
+    // DynamoDB endpoint (its start-up banner names it); the tasks are settled, so the outboxes are final.
+    const dynamodb = /DynamoDB at (http:\/\/[^)\s]+)\)/.exec(runtime.output())?.[1];
+    expect(dynamodb, 'the DynamoDB endpoint in the start-up banner').toBeDefined();
+    const table = {
+      doc: DynamoDBDocumentClient.from(
+        new DynamoDBClient({ endpoint: dynamodb, region: 'us-east-1', credentials: { accessKeyId: 'sandbox', secretAccessKey: 'sandbox' } }),
+      ),
+      name: 'perp-wallet',
+    };
+    const outboxes = await Promise.all(
+      all.map(async (id) => ({ id, outbox: ((await getItem(table, keys.task(devApp.app_id, 'crash-user', id)))?.outbox ?? []) as OutboxEntry[] })),
+    );
+    const venueEvents = ((await getItem(table, keys.account(devApp.app_id, 'crash-user')))?.outbox ?? []) as OutboxEntry[];
+    table.doc.destroy();
+    const written = new Set([...outboxes.flatMap(({ outbox }) => outbox), ...venueEvents].map((entry) => entry.id));
+    // A delivery in flight at a kill comes back only when its visibility timeout ends (90 s, as SQS
+    // after a Lambda crash), and holds its resource's later events: rather than wait that out, the
+    // wait ends once every event still missing is on the delivery queue's journal (on disk) and no
+    // group there can move for QUIET_MS; those are owed, not lost.
+    const QUIET_MS = 5_000;
+    let queued: QueuedDeliveries = { events: new Set(), movesAt: 0 };
+    const { waitedMs } = await waitForDeliveries(receiver, eventLog, 30_000, async (events, missing) => {
+      const logged = new Set(events.map((event) => event.id));
+      if (![...written].every((id) => logged.has(id))) return false;
+      if (missing.length === 0) return true;
+      queued = await queuedDeliveries(dataDir);
+      return missing.every((event) => queued.events.has(event.id)) && queued.movesAt > Date.now() + QUIET_MS;
+    });
+    const log = await eventLog.read();
+    const logged = new Set(log.map((event) => event.id));
+    const unlogged = outboxes.flatMap(({ id, outbox }) => outbox.filter((entry) => !logged.has(entry.id)).map((entry) => `${id} ${entry.type} ${entry.id}`));
+    const acknowledged = new Set(receiver.deliveries.filter((delivery) => delivery.status < 300).map((delivery) => delivery.event?.id));
+    const pending = new Set(log.filter((event) => !acknowledged.has(event.id) && queued.events.has(event.id)).map((event) => event.id));
+    const { problems, counts } = checkDeliveries(log, receiver.deliveries, pending);
+    expect(unlogged, 'outbox entries missing from the log').toEqual([]);
+    expect(logged, 'the log is the outboxes (tasks and venue set-ups)').toEqual(written);
+    expect(problems.slice(0, 30), `${problems.length} problems`).toEqual([]);
+    expect(counts.events).toBeGreaterThan(all.length * 3); // created, step updates, completed of each task: the check had events to check
     process.stdout.write(
-      `transfer-crash: ${JSON.stringify({ tasks: all.length, redriven, sends: sends.length, fromUser, resumed: resumed.length, rounds: measured })}\n`,
+      `transfer-crash: ${JSON.stringify({ tasks: all.length, redriven, sends: sends.length, fromUser, resumed: resumed.length, rounds: measured, webhooks: { ...counts, pendingOnQueue: pending.size, beforeSecret: receiver.beforeSecret, waitedMs } })}\n`,
     );
   });
 });
