@@ -24,8 +24,12 @@ import { type LocalSqs, startLocalSqs } from './sqs/server.ts';
  */
 export const DELIVERY_QUEUE = 'webhook-deliveries.fifo';
 export const DELIVERY_DLQ = 'webhook-deliveries-dlq.fifo';
-/** The deliverer's POST times out at 15 s; SQS wants the visibility timeout well above a handler's time. */
-const VISIBILITY_SECONDS = 90;
+/**
+ * As the AWS queue (infra/events-stack.ts): 6 × the deliverer's timeout (a batch of 10 POSTs of at
+ * most 15 s each, and a margin), so a slow batch is never handed out twice while it runs. A
+ * delivery caught in flight by `kill -9` goes out again after it.
+ */
+const VISIBILITY_SECONDS = 1080;
 
 const ROOT = resolve(import.meta.dirname, '../..');
 

@@ -46,11 +46,26 @@ export interface DelivererDeps {
 }
 
 /**
- * After the n-th failed attempt, wait RETRY_SCHEDULE_SECONDS[n - 1] (the last entry from then on):
+ * The waits between attempts, in order (the last one from then on; nextBackoffSeconds picks by time):
  * Standard Webhooks' example schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, then 12 h, SQS's
  * longest visibility timeout), with ±10 % jitter so a recovering receiver is not hit all at once.
  */
 export const RETRY_SCHEDULE_SECONDS = [5, 300, 1800, 7200, 18_000, 36_000, 43_200] as const;
+
+/**
+ * The backoff after a failure `elapsedMs` after the delivery was queued: the first entry of
+ * RETRY_SCHEDULE_SECONDS whose running total (scaled) lies beyond the time elapsed. By time, not
+ * by SQS's receive count: a message held back behind its group's failing one is received (and
+ * counted) without an attempt of its own, and must not start on a later, longer backoff.
+ */
+export function nextBackoffSeconds(elapsedMs: number, scale: number): number {
+  let total = 0;
+  for (const seconds of RETRY_SCHEDULE_SECONDS) {
+    total += seconds * scale * 1000;
+    if (total > elapsedMs) return seconds;
+  }
+  return RETRY_SCHEDULE_SECONDS[RETRY_SCHEDULE_SECONDS.length - 1] ?? 43_200;
+}
 
 export type DeliveryResult =
   | { readonly kind: 'delivered'; readonly status: number }
@@ -58,7 +73,7 @@ export type DeliveryResult =
   | { readonly kind: 'dropped'; readonly reason: string };
 
 export interface Attempt {
-  /** 1 for the first attempt (SQS ApproximateReceiveCount). */
+  /** SQS ApproximateReceiveCount (logs only: the backoff goes by time, nextBackoffSeconds). */
   readonly number: number;
   /** When the delivery was queued (SQS SentTimestamp, ms): the retry window counts from it. */
   readonly queuedAtMs: number;
@@ -100,7 +115,7 @@ export async function deliver(deps: DelivererDeps, message: DeliveryMessage, att
     await deps.endpoints.markFailing(message.app_id, endpoint.id, new Date(attempt.queuedAtMs));
     return { kind: 'dropped', reason: `no 2xx in ${DELIVERY_RETRY_WINDOW_MS / 3_600_000} hours of retries (${failure.message})` };
   }
-  const base = RETRY_SCHEDULE_SECONDS[Math.min(attempt.number, RETRY_SCHEDULE_SECONDS.length) - 1] ?? RETRY_SCHEDULE_SECONDS[0];
+  const base = nextBackoffSeconds(now.getTime() - attempt.queuedAtMs, deps.backoffScale);
   const jitter = 0.9 + 0.2 * (deps.random ?? Math.random)();
   return { kind: 'retry', afterSeconds: Math.min(43_200, Math.round(base * jitter * deps.backoffScale)), reason: failure.message };
 }
