@@ -2,6 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { importJWK, type JWK, SignJWT } from 'jose';
@@ -575,6 +576,25 @@ async function runUser(user: User, count: number) {
   }
 }
 
+/** Every outbox entry of a user's withdrawals (one item each, shared/withdrawals/withdrawal-record.ts), in item order. */
+async function withdrawalOutboxes(appId: string, sub: string): Promise<OutboxEntry[]> {
+  const entries: OutboxEntry[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await table.doc.send(
+      new QueryCommand({
+        TableName: table.name,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.withdrawal(appId, sub, '').pk },
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const item of page.Items ?? []) entries.push(...((item.outbox ?? []) as OutboxEntry[]));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return entries;
+}
+
 /** The `outbox` list of an item (shared/events/outbox.ts), read raw: the task schema does not carry it. */
 async function outboxOf(key: { pk: string; sk: string }): Promise<OutboxEntry[]> {
   return ((await getItem(table, key))?.outbox ?? []) as OutboxEntry[];
@@ -734,6 +754,7 @@ describe('conservation under randomised transfers with faults', () => {
     const outboxes = await Promise.all([
       ...owners.map(({ user, taskId }) => outboxOf(keys.task(runtime.apps[0]!.app_id, user.sub, taskId))),
       ...users.map((user) => outboxOf(keys.account(runtime.apps[0]!.app_id, user.sub))), // venue.initialized
+      ...users.map((user) => withdrawalOutboxes(runtime.apps[0]!.app_id, user.sub)), // withdrawal.sent, .confirmed, .failed
     ]);
     const entries = new Map(outboxes.flat().map((entry) => [entry.id, entry]));
     const written = new Set(entries.keys());
