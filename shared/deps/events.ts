@@ -3,6 +3,7 @@ import * as v from 'valibot';
 import { ConfigError } from '../config.ts';
 import type { Table } from '../db/client.ts';
 import type { DelivererDeps, DeliveryEndpoints } from '../events/deliver.ts';
+import { cachedDeliveryEndpoints } from '../events/delivery-cache.ts';
 import { SqsDeliveryQueue } from '../events/delivery-queue.ts';
 import { getEndpoint, listEndpoints, markFailing, recordDelivery, signingSecrets, subscribes } from '../events/endpoints.ts';
 import type { PublisherDeps, Subscribers } from '../events/publisher.ts';
@@ -63,12 +64,12 @@ export function delivererDepsFromEnv(env = process.env): DelivererDeps & { retry
   const table = tableFromEnv();
   const keyWrapper = accountKeyWrapperFromEnv();
   const queue = deliveryQueueFromEnv(env);
-  const endpoints: DeliveryEndpoints = {
+  const endpoints: DeliveryEndpoints = cachedDeliveryEndpoints({
     get: (appId, endpointId) => getEndpoint({ table }, appId, endpointId),
     secrets: (endpoint, now) => signingSecrets({ keyWrapper }, endpoint, now),
     record: (appId, endpointId, outcome) => recordDelivery({ table }, appId, endpointId, outcome),
     markFailing: (appId, endpointId, since) => markFailing({ table }, appId, endpointId, since),
-  };
+  });
   return {
     table,
     endpoints,
