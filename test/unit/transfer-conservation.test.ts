@@ -67,11 +67,14 @@ const FAULT_RATE = 0.3;
 /** The share of webhook deliveries the receiver answers 500 (issue 24, part 4). */
 const WEBHOOK_FAILURE_RATE = 0.3;
 /**
- * WEBHOOK_BACKOFF_SCALE of the runtime: the deliverer's backoff (5 s, 5 min, 30 min, 2 h, 5 h…)
- * times this, rounded to seconds: 0 s for a delivery's first three retries, then 1, 2, 4 s, so a
- * run of failures still waits its (shrunk) backoff and the queue drains within seconds.
+ * WEBHOOK_BACKOFF_SCALE of the runtime: the deliverer's backoff (5 s, 5 min, 30 min, 2 h, 5 h…,
+ * chosen by the time since a delivery was queued) times this, rounded to whole seconds (SQS's
+ * visibility timeout): under 0.5 s at every step, so every retry goes out at once and the queue
+ * drains as the receiver answers. (At 0.0001 the later steps round to 4 s, and a delivery queued
+ * behind its resource's earlier ones waited them out: the drain took 14 s after the checks.) The
+ * schedule itself: test/unit/webhook-deliver.test.ts.
  */
-const WEBHOOK_BACKOFF_SCALE = '0.0001';
+const WEBHOOK_BACKOFF_SCALE = '0.00001';
 /** TRANSFER_STEP_DEADLINE_SECONDS of the runtime: a deposit the venue never credits fails this soon, not after 1 h. */
 const STEP_DEADLINE_SECONDS = 4;
 /**
