@@ -31,6 +31,7 @@ import { ChainHeads } from './chain-heads.ts';
 import { serveDocs } from './docs-routes.ts';
 import { startDynamoDbStreamProxy } from './dynamodb-stream/proxy.ts';
 import type { LocalDynamoDbStream } from './dynamodb-stream/stream.ts';
+import type { EngineListener } from './dynamodb-stream/upstream.ts';
 import { DELIVERY_QUEUE, startLocalEvents, startLocalQueues } from './events.ts';
 import { startEvmSandbox } from './evm-sandbox.ts';
 import { LocalRuntimeError } from './local-runtime-error.ts';
@@ -162,17 +163,19 @@ async function startOnLockedDataDir(
   process.env.AWS_SECRET_ACCESS_KEY ??= 'sandbox';
 
   let dynamodbEndpoint = options.dynamodbEndpoint;
+  let engineListener: EngineListener | undefined;
   if (!dynamodbEndpoint) {
     const engine = dynalite({ path: join(dataDir, 'dynamodb'), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
     const port = await listen(engine, 0, host);
     dynamodbEndpoint = `http://${host}:${port}`;
+    engineListener = engine.listeners('request')[0] as EngineListener | undefined;
     closers.push(() => close(engine));
   }
   await ensureTable(dynamodbEndpoint, tableName);
   // Every sandbox writer goes through the table's stream (infra/local/dynamodb-stream/), as every
   // AWS write reaches DynamoDB Streams: the engine's endpoint is known to the proxy alone. NEW_IMAGE,
   // as the AWS table's stream: the publisher needs the image a write made, never the one before.
-  const tableStream = await startDynamoDbStreamProxy({ upstream: dynamodbEndpoint, host, port: 0, viewType: 'NEW_IMAGE' });
+  const tableStream = await startDynamoDbStreamProxy({ upstream: dynamodbEndpoint, engine: engineListener, host, port: 0, viewType: 'NEW_IMAGE' });
   closers.push(() => tableStream.stop());
   dynamodbEndpoint = tableStream.endpoint;
   // Webhook deliveries' FIFO queue and its dead-letter queue, under DATA_DIR/sqs (infra/local/events.ts).

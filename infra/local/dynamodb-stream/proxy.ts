@@ -6,7 +6,7 @@ import { listenPreferring } from '../listen-preferring.ts';
 import { type KeySchema, keyOf, lockName, type WireItem } from './images.ts';
 import { KeyLock } from './key-lock.ts';
 import { type ItemChange, keySchemaOf, LocalDynamoDbStream, type StreamViewType } from './stream.ts';
-import { Upstream, type UpstreamResponse } from './upstream.ts';
+import { type EngineListener, Upstream, type UpstreamResponse } from './upstream.ts';
 
 /**
  * DynamoDB Streams for the sandbox's engine (dynalite has no Streams API): an HTTP proxy in front
@@ -26,6 +26,8 @@ import { Upstream, type UpstreamResponse } from './upstream.ts';
 export interface DynamoDbStreamProxyOptions {
   /** The engine's endpoint URL (dynalite, DynamoDB Local). */
   readonly upstream: string;
+  /** The engine's request listener when it runs in this process (the embedded dynalite): no second HTTP hop. */
+  readonly engine?: EngineListener;
   readonly host?: string;
   /** 0 or unset: any free port. */
   readonly port?: number;
@@ -65,7 +67,7 @@ interface Written {
 export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptions): Promise<DynamoDbStreamProxy> {
   const region = options.region ?? process.env.AWS_REGION ?? 'us-east-1';
   const onError = options.onError ?? ((error: Error) => process.stderr.write(`dynamodb-stream proxy: ${error.message}\n`));
-  const upstream = new Upstream(options.upstream);
+  const upstream = new Upstream(options.upstream, options.engine);
   const lock = new KeyLock();
   const client = new DynamoDBClient({ endpoint: options.upstream, region });
   const viewType = options.viewType ?? 'NEW_AND_OLD_IMAGES';
