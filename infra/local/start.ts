@@ -66,6 +66,9 @@ out.write(`Prices: Chainlink feeds (ETH, POL, SOL in USD) on the ETH chain; GET 
 out.write(
   `Transfers: Step Functions (local, same ASL) ${runtime.stepFunctions.endpoint} (GET /executions lists them with transition counts); sandbox bridge GET ${runtime.urls.account}/sandbox/bridge\n`,
 );
+out.write(
+  `Events: GET ${runtime.urls.account}/events (the app's log); webhooks: POST /webhook-endpoints with an http://127.0.0.1 receiver (docs/guide/webhooks.md); the table's stream and the delivery queue (under ${dataDir}/sqs) run as in AWS\n`,
+);
 out.write('\n');
 if (env.APPS_FILE) {
   out.write(`Applications from ${env.APPS_FILE}: ${runtime.apps.map((app) => app.app_id).join(', ')}\n`);
