@@ -7,7 +7,7 @@ import { parseTaskItem } from '../transfers/task-record.ts';
 import { venueCredentialsView } from '../venues/credentials-view.ts';
 import { VENUE_IDS, type VenueId, type VenueStatus } from '../venues/default-status.ts';
 import { toWithdrawalResource } from '../withdrawals/withdrawal-record.ts';
-import { appendEvent, getPlacement, markQueued } from './log.ts';
+import { appendEvent, getPlacement, markQueued, type Placement } from './log.ts';
 import { OUTBOX_ATTRIBUTE } from './outbox.ts';
 import type { EventType, OutboxEntry, ResourceType, WireEvent } from './types.ts';
 
@@ -122,20 +122,24 @@ export async function publishImage(
   const fresh = entries.filter((entry) => !before.has(entry.id));
   if (fresh.length === 0) return 0;
   const appId = typeof image.app_id === 'string' ? image.app_id : '';
-  // Entries are published in order, so when the newest is queued every earlier one is. The table's
-  // stream carries new images only (NEW_IMAGE): a write that added no event costs this one read.
-  const newest = fresh.at(-1)?.id ?? '';
-  if (!previous && (await getPlacement(deps.table, appId, newest))?.queued) return 0;
+  // Entries are published in order, so once one is queued every earlier one is: placements are
+  // read from the newest back to the first queued one, and only what follows it is published. The
+  // table's stream carries new images only (NEW_IMAGE), so `fresh` is the whole outbox: a write
+  // that added no event costs one read, one that added an event two, however long the outbox.
+  const pending: { readonly entry: OutboxEntry; readonly placed: Placement | undefined }[] = [];
+  for (const entry of [...fresh].reverse()) {
+    const placed = await getPlacement(deps.table, appId, entry.id);
+    if (placed?.queued) break;
+    pending.unshift({ entry, placed });
+  }
   let published = 0;
   const subscribers = new Map<EventType, Promise<readonly Subscription[]>>();
-  for (const entry of fresh) {
+  for (const { entry, placed } of pending) {
     const subject = subjectOf(image, entry);
     if (!subject) {
       deps.logger?.warn('an outbox entry of an item that is no event subject: skipped', { event_id: entry.id, type: entry.type });
       continue;
     }
-    const placed = await getPlacement(deps.table, subject.app_id, entry.id);
-    if (placed?.queued) continue;
     const event: Omit<WireEvent, 'seq'> = {
       id: entry.id,
       type: entry.type,
