@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { InvokeStore, InvokeStoreBase } from '@aws/lambda-invoke-store';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { withServiceName } from '../../shared/observability/service-name.ts';
 
 /**
  * What API Gateway REST APIs do in front of a Lambda (proxy integration, payload format 1.0), for
@@ -167,6 +170,22 @@ export function runInvocation<T>(context: Context, invoke: () => T): T {
   const store = globalThis.awslambda?.InvokeStore;
   return store ? store.run({ [InvokeStoreBase.PROTECTED_KEYS.REQUEST_ID]: context.awsRequestId }, invoke) : invoke();
 }
+
+/**
+ * A Lambda module of this repository (`entry`, relative to the root; it exports `handler`) as the
+ * local runtime invokes it outside API Gateway (the transfer machine's steps, the event source
+ * mappings): imported once, each invocation in its own Lambda context under the account service's
+ * name, as its function runs in AWS.
+ */
+export async function loadLocalLambda<E, R>(entry: string, functionId: string, timeoutMs: number): Promise<(event: E) => Promise<R>> {
+  const module = (await import(pathToFileURL(join(ROOT, entry)).href)) as { handler: (event: E, context: Context) => Promise<R> };
+  return (event: E) => {
+    const context = lambdaContext(functionId, timeoutMs);
+    return withServiceName('account', () => runInvocation(context, () => module.handler(event, context)));
+  };
+}
+
+const ROOT = resolve(import.meta.dirname, '../..');
 
 export function writeResult(res: ServerResponse, result: APIGatewayProxyResult | string | undefined) {
   if (result === undefined || typeof result === 'string') {

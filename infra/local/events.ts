@@ -1,8 +1,6 @@
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { withServiceName } from '../../shared/observability/service-name.ts';
-import { lambdaContext, runInvocation } from './api-gateway.ts';
+import { DELIVERY_BATCH_SIZE, WEBHOOK_POST_TIMEOUT_SECONDS } from '../../functions/events.ts';
+import { loadLocalLambda } from './api-gateway.ts';
 import { startStreamEventSource } from './dynamodb-stream/event-source.ts';
 import type { LocalDynamoDbStream } from './dynamodb-stream/stream.ts';
 import { startSqsEventSource } from './sqs/event-source.ts';
@@ -30,8 +28,8 @@ export const DELIVERY_DLQ = 'webhook-deliveries-dlq.fifo';
  * delivery caught in flight by `kill -9` goes out again after it.
  */
 const VISIBILITY_SECONDS = 1080;
-
-const ROOT = resolve(import.meta.dirname, '../..');
+/** The deliverer's Lambda timeout in AWS (infra/events-stack.ts DELIVERER_TIMEOUT): a batch of POSTs and a margin; the publisher's is shorter. */
+const HANDLER_TIMEOUT_MS = (DELIVERY_BATCH_SIZE * WEBHOOK_POST_TIMEOUT_SECONDS + 30) * 1000;
 
 export async function startLocalQueues(dataDir: string, host: string): Promise<LocalSqs> {
   return startLocalSqs({
@@ -53,16 +51,6 @@ export async function startLocalQueues(dataDir: string, host: string): Promise<L
 /** The stream records the publisher takes: an insert or change of an item that holds an outbox (the AWS mapping's filter). */
 export const hasOutbox = (record: DynamoDBRecord) => record.eventName !== 'REMOVE' && record.dynamodb?.NewImage?.outbox !== undefined;
 
-type Handler<E, R> = (event: E, context: unknown) => Promise<R>;
-
-async function lambda<E, R>(entry: string, id: string): Promise<(event: E) => Promise<R>> {
-  const module = (await import(pathToFileURL(join(ROOT, entry)).href)) as { handler: Handler<E, R> };
-  return (event: E) => {
-    const context = lambdaContext(id, 60_000);
-    return withServiceName('account', () => runInvocation(context, () => module.handler(event, context)));
-  };
-}
-
 export interface LocalEvents {
   stop(): Promise<void>;
 }
@@ -73,8 +61,8 @@ export async function startLocalEvents(options: {
   readonly sqs: LocalSqs;
   readonly tableName: string;
 }): Promise<LocalEvents> {
-  const publish = await lambda<DynamoDBStreamEvent, DynamoDBBatchResponse>('functions/events/publish.ts', 'EventsPublish');
-  const deliver = await lambda<SQSEvent, SQSBatchResponse>('functions/events/deliver.ts', 'EventsDeliver');
+  const publish = await loadLocalLambda<DynamoDBStreamEvent, DynamoDBBatchResponse>('functions/events/publish.ts', 'EventsPublish', HANDLER_TIMEOUT_MS);
+  const deliver = await loadLocalLambda<SQSEvent, SQSBatchResponse>('functions/events/deliver.ts', 'EventsDeliver', HANDLER_TIMEOUT_MS);
   const published = startStreamEventSource({ stream: options.stream, table: options.tableName, handler: publish, batchSize: 10, filter: hasOutbox });
   const delivered = startSqsEventSource({ sqs: options.sqs, queue: DELIVERY_QUEUE, handler: deliver, batchSize: 10, maxConcurrency: 4 });
   await options.stream.reconcile({ table: options.tableName, filterExpression: 'attribute_exists(outbox)' });

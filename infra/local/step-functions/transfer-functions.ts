@@ -1,12 +1,10 @@
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { getAddressDecoder } from '@solana/kit';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { TRANSFER_STEP_FUNCTIONS, type TransferStepFunction, type TransferStepKind } from '../../../functions/transfer-steps.ts';
-import { withServiceName } from '../../../shared/observability/service-name.ts';
 import { TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS, TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS } from '../../transfer-definition.ts';
-import { lambdaContext, runInvocation } from '../api-gateway.ts';
+import { loadLocalLambda } from '../api-gateway.ts';
 import { DurableState } from '../venues/durable-state.ts';
 import { FunctionNotFoundError, type FunctionResolver, type LocalLambda } from './runner.ts';
 
@@ -16,8 +14,6 @@ import { FunctionNotFoundError, type FunctionResolver, type LocalLambda } from '
  * Lambda context. A function is found by its id (`TransferDepositStep`) or by an ARN ending in it;
  * its module is imported at its first invocation, so a missing module fails only that invocation.
  */
-const ROOT = resolve(import.meta.dirname, '../../..');
-
 export function transferStepResolver(functions: readonly TransferStepFunction[] = TRANSFER_STEP_FUNCTIONS): FunctionResolver {
   const byId = new Map(functions.map((fn) => [fn.id, fn]));
   const loaded = new Map<string, Promise<LocalLambda>>();
@@ -28,13 +24,8 @@ export function transferStepResolver(functions: readonly TransferStepFunction[] 
     if (!fn) throw new FunctionNotFoundError(functionName);
     let lambda = loaded.get(id);
     if (!lambda) {
-      lambda = import(pathToFileURL(join(ROOT, fn.entry)).href).then((module: { handler: (event: unknown, context: unknown) => Promise<unknown> }) => {
-        const timeoutMs = (fn.kind === 'settle' ? TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS : TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS) * 1000;
-        return (payload: unknown) => {
-          const context = lambdaContext(fn.id, timeoutMs);
-          return withServiceName('account', () => runInvocation(context, () => module.handler(payload, context)));
-        };
-      });
+      const timeoutMs = (fn.kind === 'settle' ? TRANSFER_SETTLE_LAMBDA_TIMEOUT_SECONDS : TRANSFER_STEP_LAMBDA_TIMEOUT_SECONDS) * 1000;
+      lambda = loadLocalLambda<unknown, unknown>(fn.entry, fn.id, timeoutMs);
       lambda.catch(() => loaded.delete(id)); // a failed import is tried again at the next invocation
       loaded.set(id, lambda);
     }
