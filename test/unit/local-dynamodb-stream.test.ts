@@ -116,6 +116,31 @@ describe.each(DYNAMO_ENGINES)('DynamoDB stream proxy on %s', (engine) => {
     expect(new Set(sequence).size).toBe(sequence.length);
   });
 
+  it('NEW_IMAGE (as the sandbox runs it): new images only, read from the writes themselves; a no-op put makes no record', async () => {
+    const lean = await startDynamoDbStreamProxy({ upstream, port: 0, viewType: 'NEW_IMAGE' });
+    const leanDoc = createDocumentClient(lean.endpoint);
+    const seen: DynamoDBRecord[] = [];
+    const stop = lean.stream.subscribe(table.name, (record) => seen.push(record));
+    try {
+      const key = { pk: `TASK#lean-${engine}`, sk: 'TASK' };
+      await leanDoc.send(new PutCommand({ TableName: table.name, Item: { ...key, n: 1 } }));
+      await leanDoc.send(new PutCommand({ TableName: table.name, Item: { ...key, n: 1 } }));
+      await leanDoc.send(new UpdateCommand({ TableName: table.name, Key: key, UpdateExpression: 'SET n = :two', ExpressionAttributeValues: { ':two': 2 } }));
+      const afterUpdate = await stored(key);
+      await leanDoc.send(new DeleteCommand({ TableName: table.name, Key: key }));
+      expect(seen.map((record) => record.eventName)).toEqual(['INSERT', 'MODIFY', 'REMOVE']);
+      expect(seen[1]!.dynamodb!.NewImage).toEqual(afterUpdate);
+      for (const record of seen) {
+        expect(record.dynamodb!.StreamViewType).toBe('NEW_IMAGE');
+        expect(record.dynamodb!.OldImage).toBeUndefined();
+      }
+    } finally {
+      stop();
+      leanDoc.destroy();
+      await lean.stop();
+    }
+  });
+
   it('a failed conditional write yields no record and its error reaches the client as the engine sent it', async () => {
     const key = { pk: `TASK#cond-${engine}`, sk: 'TASK' };
     await doc.send(new PutCommand({ TableName: table.name, Item: { ...key, v: 1 } }));

@@ -129,27 +129,11 @@ export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptio
         : asked === 'NONE' || asked === 'ALL_OLD'
           ? 'ALL_OLD'
           : undefined;
-    // NEW_IMAGE: the write's own answer (or the Item put) is the new image; no read before or after.
-    if (viewType === 'NEW_IMAGE' && ((operation === 'UpdateItem' && returned === 'ALL_NEW') || (operation === 'PutItem' && returned === 'ALL_OLD'))) {
-      const release = await lock.acquire([lockName(table, key)]);
-      try {
-        const rewritten = returned !== asked;
-        const answer = await upstream.send(headers, operation, rewritten ? Buffer.from(JSON.stringify({ ...body, ReturnValues: returned })) : raw);
-        if (answer.status !== 200) return answer;
-        const result = JSON.parse(answer.body.toString('utf8'));
-        const newImage: WireItem | undefined = operation === 'PutItem' ? body.Item : result.Attributes;
-        stream.publish(table, [{ keys: key, newImage, existed: operation === 'UpdateItem' || result.Attributes !== undefined }]);
-        if (!rewritten) return answer;
-        delete result.Attributes;
-        return withBody(answer, result);
-      } finally {
-        release();
-      }
-    }
     const release = await lock.acquire([lockName(table, key)]);
     try {
       let before: WireItem | undefined;
-      if (returned !== 'ALL_OLD') {
+      // NEW_IMAGE records carry no old image: none is read (the write's own answer, or the Item put, is the new one).
+      if (returned !== 'ALL_OLD' && viewType === 'NEW_AND_OLD_IMAGES') {
         try {
           before = await getItem(headers, table, key);
         } catch {
@@ -162,10 +146,16 @@ export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptio
       if (answer.status !== 200) return answer;
       const result = JSON.parse(answer.body.toString('utf8'));
       try {
-        const change: { oldImage: WireItem | undefined; newImage: WireItem | undefined } =
+        const putImage = operation === 'PutItem' && viewType === 'NEW_IMAGE' ? (body.Item as WireItem) : undefined;
+        const change: { oldImage: WireItem | undefined; newImage: WireItem | undefined; existed?: boolean } =
           returned === 'ALL_OLD'
-            ? { oldImage: result.Attributes, newImage: operation === 'DeleteItem' ? undefined : await getItem(headers, table, key) }
-            : { oldImage: before, newImage: returned === 'ALL_NEW' ? result.Attributes : await getItem(headers, table, key) };
+            ? { oldImage: result.Attributes, newImage: operation === 'DeleteItem' ? undefined : (putImage ?? (await getItem(headers, table, key))) }
+            : // NEW_IMAGE: an update's old image was not read; it is a MODIFY (an upsert too).
+              {
+                oldImage: before,
+                newImage: returned === 'ALL_NEW' ? result.Attributes : await getItem(headers, table, key),
+                existed: viewType === 'NEW_IMAGE',
+              };
         const image = change.newImage ?? change.oldImage;
         stream.publish(table, [{ keys: (image && keyOf(image, schema)) ?? key, ...change }]);
       } catch (error) {
