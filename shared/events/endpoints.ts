@@ -285,6 +285,13 @@ async function conditionalUpdate(table: Table, update: Omit<ConstructorParameter
 
 const endpointNotFound = () => new NotFoundError('WEBHOOK_ENDPOINT_NOT_FOUND', 'This app has no webhook endpoint with this id');
 
+/** The endpoint, or 404 WEBHOOK_ENDPOINT_NOT_FOUND (another app's included), as DELETE and rotate-secret answer. */
+export async function requireEndpoint(deps: EndpointStoreDeps, appId: string, endpointId: string): Promise<WebhookEndpoint> {
+  const endpoint = await getEndpoint(deps, appId, endpointId);
+  if (!endpoint) throw endpointNotFound();
+  return endpoint;
+}
+
 const EVENT_TYPE_TEXT = /^[a-z0-9_.]{1,64}$/;
 
 /** The listed types in order, once each; 422 naming the first unknown one (by value when it looks like a type name, else by position). */

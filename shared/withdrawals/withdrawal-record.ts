@@ -6,7 +6,7 @@ import { isConditionalCheckFailed, type Table } from '../db/client.ts';
 import { keys } from '../db/keys.ts';
 import { TABLE_TTL_ATTRIBUTE } from '../db/table-definition.ts';
 import { appendOutbox, OUTBOX_ATTRIBUTE, outboxEntries } from '../events/outbox.ts';
-import { EVENT_RETENTION_DAYS } from '../events/types.ts';
+import { EVENT_RETENTION_DAYS, type EventType } from '../events/types.ts';
 
 /**
  * A withdrawal to an external address as the events see it (issue 24): `withdrawal.sent` when its
@@ -111,50 +111,35 @@ export class WithdrawalRecord implements SendJournal {
   }
 
   async #settle(status: 'confirmed' | 'failed', fields: Record<string, unknown>): Promise<void> {
-    const at = this.#now().toISOString();
-    const update = {
-      sets: ['#status = :status', 'updated_at = :at'],
-      names: { '#status': 'status' } as Record<string, string>,
-      values: { ':status': status, ':at': at, ':sent': 'sent' } as Record<string, unknown>,
-    };
-    Object.entries(fields).forEach(([name, value], i) => {
-      update.names[`#f${i}`] = name;
-      update.values[`:f${i}`] = value;
-      update.sets.push(`#f${i} = :f${i}`);
-    });
-    appendOutbox(update, [`withdrawal.${status}`], at);
     try {
-      await this.#table.doc.send(
-        new UpdateCommand({
-          TableName: this.#table.name,
-          Key: this.#key,
-          UpdateExpression: `SET ${update.sets.join(', ')}`,
-          ConditionExpression: '#status = :sent',
-          ExpressionAttributeNames: update.names,
-          ExpressionAttributeValues: update.values,
-        }),
-      );
+      await this.#set({ ...fields, status }, { event: `withdrawal.${status}`, whileSent: true });
     } catch (error) {
       if (!isConditionalCheckFailed(error)) throw error; // settled already, or never sent: nothing to report
     }
   }
 
-  async #set(fields: Record<string, unknown>): Promise<void> {
-    const names: Record<string, string> = {};
-    const values: Record<string, unknown> = { ':at': this.#now().toISOString() };
-    const sets = ['updated_at = :at'];
+  /** Sets `fields` (and `updated_at`); with `event`, its outbox entry in the same write; `whileSent`: only while the status is `sent`. */
+  async #set(fields: Record<string, unknown>, options: { readonly event?: EventType; readonly whileSent?: boolean } = {}): Promise<void> {
+    const at = this.#now().toISOString();
+    const update = { sets: ['updated_at = :at'], names: {} as Record<string, string>, values: { ':at': at } as Record<string, unknown> };
     Object.entries(fields).forEach(([name, value], i) => {
-      names[`#f${i}`] = name;
-      values[`:f${i}`] = value;
-      sets.push(`#f${i} = :f${i}`);
+      update.names[`#f${i}`] = name;
+      update.values[`:f${i}`] = value;
+      update.sets.push(`#f${i} = :f${i}`);
     });
+    if (options.event) appendOutbox(update, [options.event], at);
+    if (options.whileSent) {
+      update.names['#status'] = 'status';
+      update.values[':sent'] = 'sent';
+    }
     await this.#table.doc.send(
       new UpdateCommand({
         TableName: this.#table.name,
         Key: this.#key,
-        UpdateExpression: `SET ${sets.join(', ')}`,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
+        UpdateExpression: `SET ${update.sets.join(', ')}`,
+        ...(options.whileSent ? { ConditionExpression: '#status = :sent' } : {}),
+        ExpressionAttributeNames: update.names,
+        ExpressionAttributeValues: update.values,
       }),
     );
   }

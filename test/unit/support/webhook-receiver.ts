@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { Webhook } from 'standardwebhooks';
+import type { WireEvent } from '../../../shared/events/types.ts';
 
 /**
  * A webhook receiver for the fault tests (issue 24, part 4): an HTTP server on 127.0.0.1:0 that
@@ -24,16 +25,8 @@ export interface ReceivedDelivery {
   readonly event?: DeliveredEvent;
 }
 
-/** The fields of an event (docs/guide/webhooks.md "The event") the tests read. */
-export interface DeliveredEvent {
-  readonly id: string;
-  readonly type: string;
-  readonly seq: number;
-  readonly occurred_at: string;
-  readonly app_user_id: string;
-  readonly resource: { readonly type: string; readonly id: string };
-  readonly data: Record<string, unknown>;
-}
+/** An event as a webhook delivers it (docs/guide/webhooks.md "The event"). */
+export type DeliveredEvent = WireEvent;
 
 export interface WebhookReceiver {
   /** Where to register the endpoint (`http://127.0.0.1:<port>/hooks`). */
