@@ -1,10 +1,11 @@
 import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { clientEndpoint } from '../deps/local-endpoints.ts';
 
-/** The document client for the single table; built once per module scope (warm Lambdas reuse it). */
+/** The document client for the single table; built once per module scope (warm Lambdas reuse it). `endpoint`: a local engine (shared/deps/local-endpoints.ts). */
 export function createDocumentClient(endpoint?: string): DynamoDBDocumentClient {
-  const client = new DynamoDBClient(endpoint ? { endpoint } : {});
+  const client = new DynamoDBClient(clientEndpoint(endpoint));
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true },
   });

@@ -11,6 +11,7 @@ import { WEBHOOK_POST_TIMEOUT_MS } from '../events/types.ts';
 import { createWebhookPost } from '../events/webhook-http.ts';
 import { isPublicAddress, loadWebhookUrlMode } from '../events/webhook-url.ts';
 import { accountKeyWrapperFromEnv } from './clients.ts';
+import { clientEndpoint } from './local-endpoints.ts';
 import { systemClock, tableFromEnv } from './table.ts';
 
 /**
@@ -28,7 +29,7 @@ import { systemClock, tableFromEnv } from './table.ts';
  * | WEBHOOK_BACKOFF_SCALE | deliverer, optional | multiplies retry backoffs (the sandbox's test speed); 1 |
  */
 let sqs: SQSClient | undefined;
-const sqsClient = (env: NodeJS.ProcessEnv) => (sqs ??= new SQSClient(env.SQS_ENDPOINT ? { endpoint: env.SQS_ENDPOINT } : {}));
+const sqsClient = (env: NodeJS.ProcessEnv) => (sqs ??= new SQSClient(clientEndpoint(env.SQS_ENDPOINT)));
 
 const EventsEnv = v.object({
   DELIVERY_QUEUE_URL: v.pipe(v.string(), v.url()),

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { createServer } from 'node:http';
 import { crc32 } from 'node:zlib';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { registerLocalEndpoint } from '../../../shared/deps/local-endpoints.ts';
 import { listenPreferring } from '../listen-preferring.ts';
 import { type KeySchema, keyOf, lockName, type WireItem } from './images.ts';
 import { KeyLock } from './key-lock.ts';
@@ -238,22 +239,24 @@ export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptio
     return planned;
   };
 
-  const handleWrite = async (operation: string, req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks);
+  const write = (operation: string, raw: Buffer, headers: IncomingHttpHeaders): Promise<UpstreamResponse> => {
     let body: unknown;
     try {
       body = JSON.parse(raw.toString('utf8'));
     } catch {
       body = undefined;
     }
-    const answer =
-      typeof body !== 'object' || body === null || Array.isArray(body)
-        ? await upstream.send(req.headers, operation, raw)
-        : operation === 'BatchWriteItem' || operation === 'TransactWriteItems'
-          ? await writeMany(operation, body, raw, req.headers)
-          : await writeOne(operation, body, raw, req.headers);
+    return typeof body !== 'object' || body === null || Array.isArray(body)
+      ? upstream.send(headers, operation, raw)
+      : operation === 'BatchWriteItem' || operation === 'TransactWriteItems'
+        ? writeMany(operation, body, raw, headers)
+        : writeOne(operation, body, raw, headers);
+  };
+
+  const handleWrite = async (operation: string, req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const answer = await write(operation, Buffer.concat(chunks), req.headers);
     const headers = { ...answer.headers };
     for (const name of ['connection', 'keep-alive', 'transfer-encoding']) delete headers[name];
     res.writeHead(answer.status, { ...headers, 'content-length': String(answer.body.length) }).end(answer.body);
@@ -280,10 +283,20 @@ export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptio
   const host = options.host ?? '127.0.0.1';
   const port = await listenPreferring(server, options.port || null, host);
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const endpoint = `http://${urlHost}:${port}`;
+  // This process's SDK clients for the endpoint: the same handling, without the loopback socket.
+  const unregister = registerLocalEndpoint(endpoint, async (request) => {
+    const target = request.headers['x-amz-target'];
+    const operation = typeof target === 'string' && target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : undefined;
+    return operation !== undefined && WRITES.has(operation)
+      ? write(operation, request.body, request.headers)
+      : upstream.send(request.headers, operation ?? '', request.body);
+  });
   return {
-    endpoint: `http://${urlHost}:${port}`,
+    endpoint,
     stream,
     stop: async () => {
+      unregister();
       await new Promise<void>((done) => {
         server.close(() => done());
         server.closeAllConnections();

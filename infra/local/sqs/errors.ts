@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
 
 /**
  * SQS's errors as its AWS JSON 1.0 endpoint sends them
@@ -70,12 +69,15 @@ export const invalidBatchEntryId = () =>
 export const batchRequestTooLong = (limit: number) =>
   new SqsError(`${SQS}#BatchRequestTooLong`, 'AWS.SimpleQueueService.BatchRequestTooLong', `Batch requests cannot be longer than ${limit} bytes.`);
 
-export function sendSqsError(res: ServerResponse, error: SqsError): void {
-  res
-    .writeHead(error.status, {
+/** The error as the SQS JSON protocol answers it (status, the query-compatible error header, `__type`). */
+export function sqsErrorResponse(error: SqsError): { status: number; headers: Record<string, string>; body: Buffer } {
+  return {
+    status: error.status,
+    headers: {
       'content-type': 'application/x-amz-json-1.0',
       'x-amzn-query-error': `${error.code};${error.fault}`,
       'x-amzn-requestid': randomUUID(),
-    })
-    .end(JSON.stringify({ __type: error.shape, message: error.message }));
+    },
+    body: Buffer.from(JSON.stringify({ __type: error.shape, message: error.message })),
+  };
 }

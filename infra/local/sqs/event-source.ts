@@ -1,5 +1,6 @@
 import { DeleteMessageBatchCommand, type Message, type MessageAttributeValue, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
+import { clientEndpoint } from '../../../shared/deps/local-endpoints.ts';
 import type { LocalSqs } from './server.ts';
 
 /**
@@ -52,7 +53,7 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
   const eventSourceARN = sqs.queueArn(queue);
   const fifo = queue.endsWith('.fifo');
   const onError = options.onError ?? ((error: unknown) => console.error(`sqs event source ${queue}: ${describe(error)}`));
-  const client = new SQSClient({ endpoint: sqs.endpoint, region: sqs.region, credentials: { accessKeyId: 'sandbox', secretAccessKey: 'sandbox' } });
+  const client = new SQSClient({ ...clientEndpoint(sqs.endpoint), region: sqs.region, credentials: { accessKeyId: 'sandbox', secretAccessKey: 'sandbox' } });
   const abort = new AbortController();
   const baseline = sqs.stats(queue).delivered;
   let stopped = false;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import { join, resolve } from 'node:path';
+import { type LocalRequest, type LocalResponse, registerLocalEndpoint } from '../../../shared/deps/local-endpoints.ts';
 import { listenPreferring } from '../listen-preferring.ts';
 import {
   batchEntryIdsNotDistinct,
@@ -16,8 +17,8 @@ import {
   missingParameter,
   queueDoesNotExist,
   SqsError,
-  sendSqsError,
   serializationError,
+  sqsErrorResponse,
   tooManyEntriesInBatchRequest,
   unknownOperation,
 } from './errors.ts';
@@ -67,6 +68,7 @@ export interface LocalSqs {
 export const SQS_REGION = 'us-east-1';
 const ACCOUNT = '000000000000';
 const BODY_LIMIT = 4 * 1024 * 1024;
+const tooLarge = () => new SqsError('com.amazon.coral.service#RequestEntityTooLarge', 'RequestEntityTooLarge', 'The request body is too large', 413);
 const MAX_MESSAGE_BYTES = 1_048_576;
 const MAX_DELAY_SECONDS = 900;
 const MAX_WAIT_SECONDS = 20;
@@ -248,46 +250,57 @@ export async function startLocalSqs(options: LocalSqsOptions): Promise<LocalSqs>
     },
   };
 
+  /** One request of the JSON protocol, from the HTTP server or from an SDK client in this process (shared/deps/local-endpoints.ts). */
+  const answer = async (request: LocalRequest): Promise<LocalResponse> => {
+    try {
+      if (request.body.length > BODY_LIMIT) throw tooLarge();
+      const target = request.headers['x-amz-target'] ?? '';
+      const name = target.startsWith('AmazonSQS.') ? target.slice('AmazonSQS.'.length) : '';
+      const operation = Object.hasOwn(operations, name) ? operations[name] : undefined;
+      if (request.method !== 'POST' || request.path.split('?')[0] !== '/' || !operation) {
+        if (MANAGEMENT_OPERATIONS.has(name))
+          throw new SqsError(
+            'com.amazonaws.sqs#UnsupportedOperation',
+            'AWS.SimpleQueueService.UnsupportedOperation',
+            `${name} is not supported by the sandbox's SQS: its queues are declared when it starts`,
+          );
+        throw unknownOperation(target);
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(request.body.toString('utf8') || '{}');
+      } catch {
+        throw serializationError('The request body is not JSON');
+      }
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw serializationError('The request body is not a JSON object');
+      const result = await operation(body as Body, request.signal ?? new AbortController().signal);
+      return {
+        status: 200,
+        headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': randomUUID() },
+        body: Buffer.from(JSON.stringify(result)),
+      };
+    } catch (error) {
+      return sqsErrorResponse(error instanceof SqsError ? error : internalError());
+    }
+  };
+
   const server = createServer((req, res) => {
     const aborted = new AbortController();
     res.on('close', () => aborted.abort());
-    handle(req, res, aborted.signal).catch((error: unknown) => {
-      if (res.headersSent) return void res.end();
-      sendSqsError(res, error instanceof SqsError ? error : internalError());
-    });
+    const respond = (answered: LocalResponse) => void (res.headersSent || res.writeHead(answered.status, answered.headers).end(answered.body));
+    (async () => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of req) {
+        size += (chunk as Buffer).length;
+        if (size > BODY_LIMIT) return respond(sqsErrorResponse(tooLarge()));
+        chunks.push(chunk as Buffer);
+      }
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers[name] = value;
+      respond(await answer({ method: req.method ?? 'GET', path: req.url ?? '/', headers, body: Buffer.concat(chunks), signal: aborted.signal }));
+    })().catch(() => res.destroy());
   });
-
-  const handle = async (req: IncomingMessage, res: ServerResponse, signal: AbortSignal) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > BODY_LIMIT)
-        throw new SqsError('com.amazon.coral.service#RequestEntityTooLarge', 'RequestEntityTooLarge', 'The request body is too large', 413);
-      chunks.push(chunk as Buffer);
-    }
-    const target = String(req.headers['x-amz-target'] ?? '');
-    const name = target.startsWith('AmazonSQS.') ? target.slice('AmazonSQS.'.length) : '';
-    const operation = Object.hasOwn(operations, name) ? operations[name] : undefined;
-    if (req.method !== 'POST' || (req.url ?? '/').split('?')[0] !== '/' || !operation) {
-      if (MANAGEMENT_OPERATIONS.has(name))
-        throw new SqsError(
-          'com.amazonaws.sqs#UnsupportedOperation',
-          'AWS.SimpleQueueService.UnsupportedOperation',
-          `${name} is not supported by the sandbox's SQS: its queues are declared when it starts`,
-        );
-      throw unknownOperation(target);
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-    } catch {
-      throw serializationError('The request body is not JSON');
-    }
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw serializationError('The request body is not a JSON object');
-    const result = await operation(body as Body, signal);
-    res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': randomUUID() }).end(JSON.stringify(result));
-  };
 
   const host = options.host ?? '127.0.0.1';
   const portFile = join(directory, 'port');
@@ -296,6 +309,7 @@ export async function startLocalSqs(options: LocalSqsOptions): Promise<LocalSqs>
   if (port !== previous) await writeFile(portFile, String(port), { mode: 0o600 });
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   const endpoint = `http://${urlHost}:${port}`;
+  const unregister = registerLocalEndpoint(endpoint, answer);
   const url = (name: string) => `${endpoint}/${ACCOUNT}/${name}`;
   const known = (name: string) => {
     const queue = queues.get(name);
@@ -313,6 +327,7 @@ export async function startLocalSqs(options: LocalSqsOptions): Promise<LocalSqs>
       for (const queue of name === undefined ? queues.values() : [known(name)]) queue.notify();
     },
     stop: async () => {
+      unregister();
       stopping = true;
       for (const queue of queues.values()) queue.notify();
       await new Promise<void>((done) => {
