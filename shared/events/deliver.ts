@@ -82,8 +82,10 @@ export interface Attempt {
 export async function deliver(deps: DelivererDeps, message: DeliveryMessage, attempt: Attempt): Promise<DeliveryResult> {
   const endpoint = await deps.endpoints.get(message.app_id, message.endpoint_id);
   if (!endpoint) return { kind: 'dropped', reason: 'the endpoint was deleted' };
-  const event = await getLoggedEvent(deps.table, message.app_id, message.seq);
-  if (!event || event.id !== message.event_id) return { kind: 'dropped', reason: 'the event is no longer in the log (past its retention)' };
+  // The event as logged rides in the message (shared/events/delivery-queue.ts); one queued without it is read from the log.
+  const event = message.event ?? (await getLoggedEvent(deps.table, message.app_id, message.seq));
+  if (!event || event.id !== message.event_id || event.seq !== message.seq)
+    return { kind: 'dropped', reason: 'the event is no longer in the log (past its retention)' };
   const now = deps.now();
   const body = JSON.stringify(event);
   const signatures = (await deps.endpoints.secrets(endpoint, now)).map((secret) => new Webhook(secret).sign(event.id, now, body));

@@ -3,24 +3,36 @@ import type { DeliveryOutcome, WebhookEndpoint } from './endpoints.ts';
 
 /**
  * What a warm deliverer keeps between deliveries (issue 24), so a busy endpoint costs neither a
- * KMS Decrypt per delivery nor a write per delivery to its one endpoint item (a hot key):
+ * KMS Decrypt, nor a read of its endpoint item, nor a write to it (a hot key) per delivery:
+ * - the endpoint item, for ENDPOINT_TTL_MS: a deletion or a new URL reaches a warm deliverer
+ *   within that (a rotation's new secret too; the old one signs on for 24 h anyway);
  * - the opened signing secrets, by endpoint and by the sealed blobs they were opened from (a
  *   rotation seals a new blob, so it is never served stale), for SECRET_TTL_MS;
- * - a success is recorded at most once per OK_RECORD_MS per endpoint while the endpoint and its
- *   last recorded delivery are fine; a failure, or a success after one, is always recorded.
+ * - an outcome is recorded when it differs from the last one recorded (a failure after a success,
+ *   a success after a failure), else at most once per RECORD_MS per endpoint: `last_delivery`
+ *   of GET /webhook-endpoints is at most that old.
  * In the container's memory only: secrets never leave the process, as before.
  */
+export const ENDPOINT_TTL_MS = 5_000;
 export const SECRET_TTL_MS = 5 * 60_000;
-export const OK_RECORD_MS = 60_000;
+export const RECORD_MS = 60_000;
 
 export function cachedDeliveryEndpoints(store: DeliveryEndpoints, clock: () => number = Date.now): DeliveryEndpoints {
   const secrets = new Map<string, { readonly sealed: string; readonly at: number; readonly values: Promise<string[]> }>();
-  const recordedOk = new Map<string, number>();
+  const endpoints = new Map<string, { readonly at: number; readonly endpoint: Promise<WebhookEndpoint | undefined> }>();
+  const recordedAt = new Map<string, number>();
   const health = new Map<string, boolean>();
   return {
-    get: async (appId, endpointId) => {
-      const endpoint = await store.get(appId, endpointId);
-      if (endpoint) health.set(`${appId}\n${endpointId}`, endpoint.status === 'enabled' && endpoint.last_delivery?.ok !== false);
+    get: (appId, endpointId) => {
+      const key = `${appId}\n${endpointId}`;
+      const cached = endpoints.get(key);
+      if (cached && clock() - cached.at < ENDPOINT_TTL_MS) return cached.endpoint;
+      const endpoint = store.get(appId, endpointId).then((found) => {
+        if (found) health.set(key, found.status === 'enabled' && found.last_delivery?.ok !== false);
+        return found;
+      });
+      endpoints.set(key, { at: clock(), endpoint });
+      endpoint.catch(() => endpoints.delete(key)); // a failed read is tried again next time
       return endpoint;
     },
     secrets: (endpoint: WebhookEndpoint, now: Date) => {
@@ -36,10 +48,9 @@ export function cachedDeliveryEndpoints(store: DeliveryEndpoints, clock: () => n
     },
     record: async (appId, endpointId, outcome: DeliveryOutcome) => {
       const key = `${appId}\n${endpointId}`;
-      const healthy = health.get(key) === true;
-      if (outcome.ok && healthy && clock() - (recordedOk.get(key) ?? Number.NEGATIVE_INFINITY) < OK_RECORD_MS) return;
+      if (health.get(key) === outcome.ok && clock() - (recordedAt.get(key) ?? Number.NEGATIVE_INFINITY) < RECORD_MS) return;
       await store.record(appId, endpointId, outcome);
-      if (outcome.ok) recordedOk.set(key, clock());
+      recordedAt.set(key, clock());
       health.set(key, outcome.ok);
     },
     markFailing: (appId, endpointId, since) => {

@@ -1,6 +1,7 @@
 import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import * as v from 'valibot';
 import type { Delivery, DeliveryQueue } from './publisher.ts';
+import { EventResource } from './schemas.ts';
 
 /**
  * Webhook deliveries on an SQS FIFO queue (issue 24): one message per event and endpoint.
@@ -10,6 +11,9 @@ import type { Delivery, DeliveryQueue } from './publisher.ts';
  * - MessageDeduplicationId = endpoint + event (+ the replay): a publisher retry within SQS's
  *   5-minute window queues nothing twice; a replay is a new delivery of the same event (same
  *   `webhook-id`, so the receiver can tell).
+ * - The message carries the event as logged (the body the deliverer signs), so a delivery reads
+ *   nothing from the log; one whose event would make it longer than MAX_EVENT_MESSAGE_BYTES goes
+ *   without it (the deliverer reads it from the log), keeping a batch of 10 under SQS's 256 KiB.
  * In AWS the queue's URL comes from DELIVERY_QUEUE_URL; in the sandbox the same client talks to
  * the sandbox's SQS (infra/local/sqs/) at SQS_ENDPOINT.
  */
@@ -19,7 +23,9 @@ export const DeliveryMessageSchema = v.object({
   event_id: v.string(),
   seq: v.pipe(v.number(), v.integer(), v.minValue(1)),
   replay: v.optional(v.string()),
+  event: v.optional(EventResource),
 });
+export const MAX_EVENT_MESSAGE_BYTES = 24 * 1024;
 export type DeliveryMessage = v.InferOutput<typeof DeliveryMessageSchema>;
 
 /** SendMessageBatch takes at most 10 entries. */
@@ -48,9 +54,10 @@ export class SqsDeliveryQueue implements DeliveryQueue {
               seq: delivery.seq,
               ...(delivery.replay ? { replay: delivery.replay } : {}),
             };
+            const full = delivery.event ? JSON.stringify({ ...message, event: delivery.event }) : undefined;
             return {
               Id: String(index),
-              MessageBody: JSON.stringify(message),
+              MessageBody: full && Buffer.byteLength(full) <= MAX_EVENT_MESSAGE_BYTES ? full : JSON.stringify(message),
               MessageGroupId: delivery.group,
               MessageDeduplicationId: `${delivery.endpoint_id}:${delivery.event_id}${delivery.replay ? `:${delivery.replay}` : ''}`,
             };

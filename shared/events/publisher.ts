@@ -40,6 +40,8 @@ export interface Delivery {
   readonly group: string;
   /** Set by a replay: the same event queued again, not deduplicated against its first delivery. */
   readonly replay?: string;
+  /** The event as logged: the delivery carries it (shared/events/delivery-queue.ts). */
+  readonly event?: WireEvent;
 }
 
 export interface DeliveryQueue {
@@ -126,10 +128,16 @@ export async function publishImage(
   // read from the newest back to the first queued one, and only what follows it is published. The
   // table's stream carries new images only (NEW_IMAGE), so `fresh` is the whole outbox: a write
   // that added no event costs one read, one that added an event two, however long the outbox.
+  // An entry this process queued needs no read: later writes of the item offer it again and again.
+  const queued = queuedIn(deps.table);
   const pending: { readonly entry: OutboxEntry; readonly placed: Placement | undefined }[] = [];
   for (const entry of [...fresh].reverse()) {
+    if (queued.has(`${appId}\n${entry.id}`)) break;
     const placed = await getPlacement(deps.table, appId, entry.id);
-    if (placed?.queued) break;
+    if (placed?.queued) {
+      remember(queued, `${appId}\n${entry.id}`);
+      break;
+    }
     pending.unshift({ entry, placed });
   }
   let published = 0;
@@ -158,12 +166,36 @@ export async function publishImage(
         event_id: entry.id,
         seq,
         group: deliveryGroup(target.endpoint_id, subject.app_user_id, subject.resource),
+        event: { ...event, seq },
       })),
     );
     await markQueued(deps.table, subject.app_id, entry.id);
+    remember(queued, `${appId}\n${entry.id}`);
     published++;
   }
   return published;
+}
+
+/**
+ * Events whose deliveries this process queued or saw queued (app and event id, per table), newest
+ * last: what a warm publisher knows without reading placements. Only ever true (a placement is
+ * never un-queued), so a forgotten entry costs a read, never a second delivery. Bounded: the
+ * oldest are forgotten first.
+ */
+const queuedByTable = new WeakMap<Table['doc'], Map<string, Set<string>>>();
+const QUEUED_REMEMBERED = 10_000;
+
+function queuedIn(table: Table): Set<string> {
+  const byName = queuedByTable.get(table.doc) ?? new Map<string, Set<string>>();
+  queuedByTable.set(table.doc, byName);
+  const queued = byName.get(table.name) ?? new Set<string>();
+  byName.set(table.name, queued);
+  return queued;
+}
+
+function remember(queued: Set<string>, key: string) {
+  queued.add(key);
+  if (queued.size > QUEUED_REMEMBERED) queued.delete(queued.values().next().value as string);
 }
 
 function outboxOf(image: Readonly<Record<string, unknown>> | undefined): OutboxEntry[] {

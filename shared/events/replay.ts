@@ -49,6 +49,7 @@ export async function replayEvents(
         seq: event.seq,
         group: deliveryGroup(endpoint.endpoint_id, event.app_user_id, event.resource),
         replay,
+        event,
       })),
     );
     queued += page.events.length;

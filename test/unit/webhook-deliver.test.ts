@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Table } from '../../shared/db/client.ts';
 import { type DelivererDeps, deliver, nextBackoffSeconds, RETRY_SCHEDULE_SECONDS } from '../../shared/events/deliver.ts';
-import { cachedDeliveryEndpoints, OK_RECORD_MS, SECRET_TTL_MS } from '../../shared/events/delivery-cache.ts';
+import { cachedDeliveryEndpoints, ENDPOINT_TTL_MS, RECORD_MS, SECRET_TTL_MS } from '../../shared/events/delivery-cache.ts';
 import type { DeliveryOutcome, WebhookEndpoint } from '../../shared/events/endpoints.ts';
 import { appendEvent } from '../../shared/events/log.ts';
 import { DELIVERY_RETRY_WINDOW_MS } from '../../shared/events/types.ts';
@@ -107,14 +107,18 @@ describe('the deliverer (shared/events/deliver.ts)', () => {
     expect(nextBackoffSeconds(6, 0.001)).toBe(RETRY_SCHEDULE_SECONDS[1]);
   });
 
-  it("a warm deliverer opens an endpoint's secrets once (again after a rotation or 5 minutes) and records a success once a minute while all is well", async () => {
+  it('a warm deliverer reads an endpoint once per 5 s, opens its secrets once (again after a rotation or 5 minutes), and records an outcome when it changes or once a minute', async () => {
     let opened = 0;
+    let reads = 0;
     const recorded: DeliveryOutcome[] = [];
     let clock = 1_000_000;
     let current = { ...endpoint, secret: { sealed: { wrapped_key: 'k1', secrets: {} }, created_at: '' } } as WebhookEndpoint;
     const cache = cachedDeliveryEndpoints(
       {
-        get: async () => current,
+        get: async () => {
+          reads++;
+          return current;
+        },
         secrets: async () => [`secret-${++opened}`],
         record: async (_app, _id, outcome) => void recorded.push(outcome),
         markFailing: async () => undefined,
@@ -123,23 +127,29 @@ describe('the deliverer (shared/events/deliver.ts)', () => {
     );
     const now = new Date();
     const ok = { at: now, ok: true, status: 204 };
+    const failed = { at: now, ok: false, status: 500 };
     const once = async () => {
       const found = (await cache.get(APP, 'we_1'))!;
       return cache.secrets(found, now);
     };
     expect(await once()).toEqual(['secret-1']);
     expect(await once()).toEqual(['secret-1']);
+    expect(reads).toBe(1);
     await cache.record(APP, 'we_1', ok);
     await cache.record(APP, 'we_1', ok);
-    expect(recorded).toHaveLength(1);
-    await cache.record(APP, 'we_1', { at: now, ok: false, status: 500 });
-    await cache.record(APP, 'we_1', ok); // the success after a failure clears it: recorded
+    expect(recorded).toHaveLength(1); // then not again within a minute
+    await cache.record(APP, 'we_1', failed);
+    await cache.record(APP, 'we_1', failed); // the same again within a minute: not written
+    await cache.record(APP, 'we_1', ok); // a success after a failure: recorded
     expect(recorded.map((o) => o.ok)).toEqual([true, false, true]);
     current = { ...current, secret: { sealed: { wrapped_key: 'k2', secrets: {} }, created_at: '' } } as WebhookEndpoint; // rotated
+    expect(await once()).toEqual(['secret-1']); // the endpoint item as read less than 5 s ago
+    clock += ENDPOINT_TTL_MS;
     expect(await once()).toEqual(['secret-2']);
+    expect(reads).toBe(2);
     clock += SECRET_TTL_MS;
     expect(await once()).toEqual(['secret-3']);
-    clock += OK_RECORD_MS;
+    clock += RECORD_MS;
     await cache.record(APP, 'we_1', ok);
     expect(recorded).toHaveLength(4);
   });
