@@ -52,17 +52,21 @@ export async function getLoggedEvent(table: Table, appId: string, seq: number): 
 }
 
 /**
- * Gives `event` its seq in the app's log, once: returns the seq (the one it already had, when its
- * placement, read by the caller, and the log item it names say it was logged).
+ * Gives `event` its seq in the app's log, once: returns the event as logged. When its placement,
+ * read by the caller, and the log item it names say it was logged already, that is the logged
+ * one, with its seq and its data as of then (a later image of the item may differ).
  */
 export async function appendEvent(
   table: Table,
   event: Omit<WireEvent, 'seq'> & { readonly app_id: string },
   now: Date,
   placed: Placement | undefined,
-): Promise<number> {
-  if (placed && (await getLoggedEvent(table, event.app_id, placed.seq))?.id === event.id) return placed.seq;
-  return serially(`${table.name}\n${event.app_id}`, () => place(table, event, now));
+): Promise<WireEvent> {
+  const logged = placed && (await getLoggedEvent(table, event.app_id, placed.seq));
+  if (logged && logged.id === event.id) return logged;
+  const seq = await serially(`${table.name}\n${event.app_id}`, () => place(table, event, now));
+  const { app_id: _app, ...wire } = event;
+  return { ...wire, seq };
 }
 
 /**

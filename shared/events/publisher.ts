@@ -156,7 +156,7 @@ export async function publishImage(
       resource: subject.resource,
       data: subject.data,
     };
-    const seq = await appendEvent(deps.table, { ...event, app_id: subject.app_id }, deps.now(), placed);
+    const logged = await appendEvent(deps.table, { ...event, app_id: subject.app_id }, deps.now(), placed);
     const targets = subscribers.get(entry.type) ?? deps.subscribers.subscribers(subject.app_id, entry.type);
     subscribers.set(entry.type, targets);
     await deps.deliveries.enqueue(
@@ -164,9 +164,9 @@ export async function publishImage(
         app_id: subject.app_id,
         endpoint_id: target.endpoint_id,
         event_id: entry.id,
-        seq,
+        seq: logged.seq,
         group: deliveryGroup(target.endpoint_id, subject.app_user_id, subject.resource),
-        event: { ...event, seq },
+        event: logged,
       })),
     );
     await markQueued(deps.table, subject.app_id, entry.id);

@@ -57,7 +57,7 @@ describe.each(DYNAMO_ENGINES)('event log and publisher (%s)', (engine) => {
     (await table.doc.send(new GetCommand({ TableName: table.name, Key: keys.task(APP, t.app_user_id, t.task_id), ConsistentRead: true }))).Item!;
 
   it('gives 40 concurrent events the seqs 1..40: no gap, no seq twice', async () => {
-    const seqs = await Promise.all(Array.from({ length: 40 }, (_, i) => appendEvent(table, wire(`evt_c${i}`), now(), undefined)));
+    const seqs = await Promise.all(Array.from({ length: 40 }, (_, i) => appendEvent(table, wire(`evt_c${i}`), now(), undefined).then((event) => event.seq)));
     expect([...seqs].sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
     const page = await listEvents(table, APP, { after: 0, limit: 100 }, now());
     expect(page.events.map((e) => e.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
@@ -65,14 +65,17 @@ describe.each(DYNAMO_ENGINES)('event log and publisher (%s)', (engine) => {
   });
 
   it('an event appended again keeps its seq; a placement whose log item another event took is placed anew', async () => {
-    const first = await appendEvent(table, wire('evt_again'), now(), undefined);
-    expect(await appendEvent(table, wire('evt_again'), now(), await getPlacement(table, APP, 'evt_again'))).toBe(first);
+    const { seq: first } = await appendEvent(table, wire('evt_again'), now(), undefined);
+    // Appended again from a later image (other data): the event as logged the first time.
+    const again = await appendEvent(table, { ...wire('evt_again'), data: { status: 'later' } }, now(), await getPlacement(table, APP, 'evt_again'));
+    expect(again).toEqual({ ...(await listEvents(table, APP, { after: first - 1, limit: 1 }, now())).events[0], seq: first });
+    expect(again.data).not.toEqual({ status: 'later' });
     // A crash between the placement and the log item, and another event took that seq meanwhile.
     const taken = first + 1;
     await table.doc.send(new PutCommand({ TableName: table.name, Item: { ...keys.eventPlacement(APP, 'evt_lost'), seq: taken } }));
-    expect(await appendEvent(table, wire('evt_other'), now(), undefined)).toBe(taken);
+    expect((await appendEvent(table, wire('evt_other'), now(), undefined)).seq).toBe(taken);
     const placed = await appendEvent(table, wire('evt_lost'), now(), await getPlacement(table, APP, 'evt_lost'));
-    expect(placed).toBe(taken + 1);
+    expect(placed.seq).toBe(taken + 1);
     const page = await listEvents(table, APP, { after: first - 1, limit: 10 }, now());
     expect(page.events.map((e) => e.id)).toEqual(['evt_again', 'evt_other', 'evt_lost']);
   });
@@ -153,7 +156,55 @@ describe.each(DYNAMO_ENGINES)('event log and publisher (%s)', (engine) => {
       logged.map((e) => [e.id, e.seq, deliveryGroup('we_1', 'bob', { type: 'task', id: t.task_id })]),
     );
     expect(new Set(queued.map((d) => d.group)).size).toBe(1);
+    // Each delivery carries its event as logged: the deliverer reads nothing from the log.
+    expect(queued.map((d) => d.event)).toEqual(logged);
     expect(deliveryGroup('we_1', 'bob', { type: 'task', id: t.task_id })).toMatch(/^we_1:[A-Za-z0-9_-]{32}$/);
+  });
+
+  it('a crash after an event was logged and before its deliveries were queued: republished from a later image, the delivery carries the event as logged', async () => {
+    const queued: Delivery[] = [];
+    const deps = {
+      table,
+      subscribers: { subscribers: async () => [{ endpoint_id: 'we_3' }] },
+      deliveries: { enqueue: async (d: readonly Delivery[]) => void queued.push(...d) },
+      now,
+    };
+    const t = task('dave');
+    await putTask(table, t);
+    const created = await image(t);
+    const [entry] = created.outbox as { id: string; type: EventType; occurred_at: string }[];
+    // The first publisher logged task.created (the task pending) and died before queueing it.
+    const loggedFirst = await appendEvent(
+      table,
+      {
+        app_id: APP,
+        id: entry!.id,
+        type: entry!.type,
+        occurred_at: entry!.occurred_at,
+        app_user_id: 'dave',
+        resource: { type: 'task', id: t.task_id },
+        data: { status: 'pending' },
+      },
+      now(),
+      undefined,
+    );
+    const ref = { app_id: APP, app_user_id: 'dave', task_id: t.task_id };
+    const at = now().toISOString();
+    await writeStep(table, {
+      ref,
+      attempt: 0,
+      index: 0,
+      tryNumber: 0,
+      starting: true,
+      stepStatusIn: ['pending'],
+      step: { status: 'submitted', sends: {} },
+      task: { status: 'in_progress' },
+      now: at,
+    });
+    expect(await publishImage(deps, await image(t))).toBe(2);
+    expect(queued[0]!.event).toEqual(loggedFirst);
+    expect(queued[0]!.event!.data).toEqual({ status: 'pending' });
+    expect(queued[1]!.event!.data).toMatchObject({ status: 'in_progress' });
   });
 
   it('publishes a venue event of an account item with the venue as GET /account/perp-credentials shows it, never a secret field', async () => {

@@ -32,7 +32,7 @@ describe('the deliverer (shared/events/deliver.ts)', () => {
       },
       new Date(),
       undefined,
-    );
+    ).then((event) => event.seq);
   });
   afterAll(() => stop());
 
