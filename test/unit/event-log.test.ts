@@ -53,6 +53,20 @@ describe.each(DYNAMO_ENGINES)('event log and publisher (%s)', (engine) => {
   });
   afterAll(() => stop());
 
+  /** Step 0 starts (submitted) and the task is in progress: the write a deposit step's first call makes. */
+  const submitStep = (ref: { app_id: string; app_user_id: string; task_id: string }, at: string) =>
+    writeStep(table, {
+      ref,
+      attempt: 0,
+      index: 0,
+      tryNumber: 0,
+      starting: true,
+      stepStatusIn: ['pending'],
+      step: { status: 'submitted', sends: {} },
+      task: { status: 'in_progress' },
+      now: at,
+    });
+
   const image = async (t: TaskRecord) =>
     (await table.doc.send(new GetCommand({ TableName: table.name, Key: keys.task(APP, t.app_user_id, t.task_id), ConsistentRead: true }))).Item!;
 
@@ -104,19 +118,7 @@ describe.each(DYNAMO_ENGINES)('event log and publisher (%s)', (engine) => {
     const created = await image(t);
     const ref = { app_id: APP, app_user_id: 'bob', task_id: t.task_id };
     const at = now().toISOString();
-    expect(
-      await writeStep(table, {
-        ref,
-        attempt: 0,
-        index: 0,
-        tryNumber: 0,
-        starting: true,
-        stepStatusIn: ['pending'],
-        step: { status: 'submitted', sends: {} },
-        task: { status: 'in_progress' },
-        now: at,
-      }),
-    ).toBe(true);
+    expect(await submitStep(ref, at)).toBe(true);
     // A write that records a send only: no event.
     expect(
       await writeStep(table, { ref, attempt: 0, index: 0, tryNumber: 0, sends: { deposit_0: { chain: 'ARB', tx_hash: '0xabc', raw: '0x01' } }, now: at }),
@@ -190,17 +192,7 @@ describe.each(DYNAMO_ENGINES)('event log and publisher (%s)', (engine) => {
     );
     const ref = { app_id: APP, app_user_id: 'dave', task_id: t.task_id };
     const at = now().toISOString();
-    await writeStep(table, {
-      ref,
-      attempt: 0,
-      index: 0,
-      tryNumber: 0,
-      starting: true,
-      stepStatusIn: ['pending'],
-      step: { status: 'submitted', sends: {} },
-      task: { status: 'in_progress' },
-      now: at,
-    });
+    expect(await submitStep(ref, at)).toBe(true);
     expect(await publishImage(deps, await image(t))).toBe(2);
     expect(queued[0]!.event).toEqual(loggedFirst);
     expect(queued[0]!.event!.data).toEqual({ status: 'pending' });
