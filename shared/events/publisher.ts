@@ -126,9 +126,9 @@ export async function publishImage(
   const appId = typeof image.app_id === 'string' ? image.app_id : '';
   // Entries are published in order, so once one is queued every earlier one is: placements are
   // read from the newest back to the first queued one, and only what follows it is published. The
-  // table's stream carries new images only (NEW_IMAGE), so `fresh` is the whole outbox: a write
-  // that added no event costs one read, one that added an event two, however long the outbox.
-  // An entry this process queued needs no read: later writes of the item offer it again and again.
+  // table's stream carries new images only (NEW_IMAGE), so `fresh` is the whole outbox. An entry
+  // this process queued (or saw queued) is known without a read: in a warm publisher a write that
+  // added no event costs no read, one that added an event one, however long the outbox.
   const queued = queuedIn(deps.table);
   const pending: { readonly entry: OutboxEntry; readonly placed: Placement | undefined }[] = [];
   for (const entry of [...fresh].reverse()) {

@@ -6,11 +6,12 @@ import { isDeepStrictEqual } from 'node:util';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { importJWK, SignJWT } from 'jose';
 import { type Address, createPublicClient, erc20Abi, http, isAddressEqual, type PublicClient, parseEventLogs } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
+import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import type { OutboxEntry } from '../../shared/events/types.ts';
@@ -318,25 +319,23 @@ beforeAll(async () => {
   // Its own draws (SEED replays them): the users' PRNGs stay as they were.
   receiver = await startWebhookReceiver({ failureRate: WEBHOOK_FAILURE_RATE, random: prng(SEED ^ 0x5eed_0024).next });
   // Two applications, each with its own identity provider: events of the first are delivered to the receiver.
-  const issuers = await Promise.all(APP_IDS.map(() => generateKeyPair('ES256', { extractable: true })));
+  const issuers = await Promise.all(APP_IDS.map(() => generateEs256Jwk()));
   const appsFile = join(dataDir, 'apps.json');
   await writeFile(
     appsFile,
     JSON.stringify(
-      await Promise.all(
-        APP_IDS.map(async (appId, index) => ({
-          app_id: appId,
-          secret_key: `${appId}-secret-${SEED}-${randomUUID()}`,
-          api_key: `${appId}-api-key-${SEED}-${randomUUID()}`,
-          created_at: '2026-09-01T00:00:00Z',
-          oidc: {
-            provider_id: `${appId}-idp`,
-            issuer: `https://${appId}.idp.test`,
-            audience: appId,
-            jwks: { keys: [{ ...(await exportJWK(issuers[index]!.publicKey)), kid: appId, alg: 'ES256', use: 'sig' }] },
-          },
-        })),
-      ),
+      APP_IDS.map((appId, index) => ({
+        app_id: appId,
+        secret_key: `${appId}-secret-${SEED}-${randomUUID()}`,
+        api_key: `${appId}-api-key-${SEED}-${randomUUID()}`,
+        created_at: '2026-09-01T00:00:00Z',
+        oidc: {
+          provider_id: `${appId}-idp`,
+          issuer: `https://${appId}.idp.test`,
+          audience: appId,
+          jwks: { keys: [issuers[index]!.publicJwk] },
+        },
+      })),
     ),
     { mode: 0o600 },
   );
@@ -358,14 +357,15 @@ beforeAll(async () => {
       const sub = `conserve-${index}-${SEED}`;
       const appId = index < WEBHOOK_USERS ? WEBHOOK_APP : APP_IDS[1];
       const own = runtime.apps.find((one) => one.app_id === appId)!;
+      const issuer = issuers[APP_IDS.indexOf(appId)]!;
       const token = await new SignJWT({})
-        .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: appId })
+        .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: issuer.privateJwk.kid! })
         .setIssuer(own.oidc.issuer)
         .setAudience(appId)
         .setSubject(sub)
         .setIssuedAt()
         .setExpirationTime('2h')
-        .sign(issuers[APP_IDS.indexOf(appId)]!.privateKey);
+        .sign(await importJWK(issuer.privateJwk, 'ES256'));
       const headers = { authorization: `Bearer ${token}`, 'x-service-secret-key': own.secret_key, 'content-type': 'application/json' };
       const account = (await (await fetch(`${runtime.urls.account}/account`, { method: 'POST', headers, body: '{}' })).json()) as any;
       const user: User = {

@@ -54,6 +54,9 @@ export interface DynamoDbStreamProxy {
 
 const TARGET_PREFIX = 'DynamoDB_20120810.';
 const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
+/** The DynamoDB operation an `X-Amz-Target` header names. */
+const operationOf = (target: string | string[] | undefined) =>
+  typeof target === 'string' && target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : undefined;
 /** BatchGetItem's limit per request. */
 const BATCH_GET_KEYS = 100;
 
@@ -272,8 +275,7 @@ export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptio
   };
 
   const server = createServer((req, res) => {
-    const target = req.headers['x-amz-target'];
-    const operation = typeof target === 'string' && target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : undefined;
+    const operation = operationOf(req.headers['x-amz-target']);
     if (req.method === 'POST' && operation !== undefined && WRITES.has(operation)) handleWrite(operation, req, res).catch(failed(res));
     else upstream.pipe(req, res, failed(res));
   });
@@ -286,8 +288,7 @@ export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptio
   const endpoint = `http://${urlHost}:${port}`;
   // This process's SDK clients for the endpoint: the same handling, without the loopback socket.
   const unregister = registerLocalEndpoint(endpoint, async (request) => {
-    const target = request.headers['x-amz-target'];
-    const operation = typeof target === 'string' && target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : undefined;
+    const operation = operationOf(request.headers['x-amz-target']);
     return operation !== undefined && WRITES.has(operation)
       ? write(operation, request.body, request.headers)
       : upstream.send(request.headers, operation ?? '', request.body);
