@@ -6,7 +6,7 @@ import { buildConfig } from '@paradex/sdk/dist/config.js';
 import { v7 as uuidv7 } from 'uuid';
 import { type Address, encodeFunctionData, erc20Abi, type Hex } from 'viem';
 import { generatePrivateKey } from 'viem/accounts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sandboxStarkgateBridgeArtifact } from '../../infra/local/contracts/sandbox-starkgate-bridge.artifact.ts';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
@@ -406,6 +406,63 @@ describe('venue_c sandbox: withdrawals', () => {
     const user = await newUser(0n);
     const other = await newUser(0n);
     await expect(driver.balances(user.wallet, other.fields)).rejects.toMatchObject({ code: 'ACCOUNT_MISMATCH' });
+  });
+});
+
+describe("venue_c sandbox: the driver's kept JWT", () => {
+  /** The user's wallet, counting its signatures: each fresh JWT asks for the STARK Key signature once. */
+  function counted(user: User) {
+    const wallet = { ...user.wallet, signatures: 0 };
+    wallet.signTypedData = (typedData) => {
+      wallet.signatures += 1;
+      return user.wallet.signTypedData(typedData);
+    };
+    return wallet;
+  }
+
+  it('reads reuse the JWT until a minute before its exp, then authenticate again; another account is not served with it', async () => {
+    const user = await newUser(0n);
+    const other = await newUser(0n);
+    let now = Date.now();
+    const reader = new VenueCDriver({ baseUrl, now: () => now });
+    const wallet = counted(user);
+    expect(await reader.balances(wallet, user.fields)).toEqual({ balance: 0n, account_value: 0n, available_for_withdrawal: 0n });
+    await reader.balances(wallet, user.fields);
+    expect(await reader.withdrawalStatus(wallet, user.fields, 'no-such-transfer')).toMatchObject({ state: 'failed' });
+    expect(wallet.signatures).toBe(1);
+    // The sandbox's JWTs live 300 s: at 240 s the kept one is in its last minute.
+    now += 240_000;
+    await reader.balances(wallet, user.fields);
+    expect(wallet.signatures).toBe(2);
+    // Fields naming another account are checked by a fresh derivation, not served with the kept JWT.
+    await expect(reader.balances(wallet, other.fields)).rejects.toMatchObject({ code: 'ACCOUNT_MISMATCH' });
+    expect(wallet.signatures).toBe(3);
+  });
+
+  it('a 401 on the kept JWT drops it: the read authenticates once more and answers', async () => {
+    const user = await newUser(0n);
+    const reader = new VenueCDriver({ baseUrl });
+    const wallet = counted(user);
+    await reader.balances(wallet, user.fields);
+    const refused = vi
+      .spyOn(globalThis, 'fetch')
+      .mockResolvedValueOnce(new Response(JSON.stringify({ error: 'UNAUTHORIZED_ERROR', message: 'JWT expired' }), { status: 401 }));
+    try {
+      expect(await reader.balances(wallet, user.fields)).toEqual({ balance: 0n, account_value: 0n, available_for_withdrawal: 0n });
+    } finally {
+      refused.mockRestore();
+    }
+    expect(wallet.signatures).toBe(2);
+    // Any other refusal is the answer, not a reason to authenticate again.
+    const other = vi
+      .spyOn(globalThis, 'fetch')
+      .mockResolvedValueOnce(new Response(JSON.stringify({ error: 'RATE_LIMITED', message: 'slow down' }), { status: 429 }));
+    try {
+      await expect(reader.withdrawalStatus(wallet, user.fields, 'x')).rejects.toBeInstanceOf(VenueCRefusedError);
+    } finally {
+      other.mockRestore();
+    }
+    expect(wallet.signatures).toBe(2);
   });
 });
 

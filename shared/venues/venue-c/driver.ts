@@ -1,3 +1,4 @@
+import { decodeJwt } from 'jose';
 import { type Address, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Hex, isAddress, parseUnits } from 'viem';
 import type { DepositPlan, TradingSetup, VenueBalances, VenueDriver, VenueFields, VenueWallet, WithdrawalStatus } from '../driver.ts';
 import { VenueRuleError } from '../driver.ts';
@@ -25,6 +26,12 @@ import { formatWithdrawalSignature, PARACLEAR_DECIMALS, type WithdrawalRequestBo
  * registration, withdrawal) it asks the wallet for the EIP-712 "STARK Key" signature again and
  * grinds the key from it (deterministic: the same wallet gives the same key).
  *
+ * A read (balances, withdrawal status) reuses the account's JWT from an earlier call of this
+ * driver (a warm Lambda's) until a minute before its `exp`, as Paradex's SDKs keep theirs: no wallet
+ * signature, no key grinding, no Stark signature per read. It is kept only in memory, keyed by
+ * the wallet's address and checked against the stored `l2_address`; a 401 on it drops it and the
+ * read authenticates once more. Writes (subkeys, withdrawals) always sign afresh.
+ *
  * Withdrawals are not live: the request (`POST /v1/withdrawals`, shared/venues/venue-c/withdrawal.ts)
  * is the local stand-in's HTTP shortcut for Paradex's Starknet withdraw transaction, which live
  * would be an invoke through the venue's full node followed by hours of proving before the L1
@@ -48,9 +55,12 @@ export interface VenueCDriverOptions {
 /** The venue answered, and refused (4xx `{ error, message }`). */
 export class VenueCRefusedError extends VenueRuleError {
   readonly venueError: string;
-  constructor(venueError: string, message: string) {
+  /** The venue's HTTP status (4xx). */
+  readonly status: number;
+  constructor(venueError: string, message: string, status: number) {
     super('VENUE_REFUSED', `venue_c refused: ${venueError}: ${message}`);
     this.venueError = venueError;
+    this.status = status;
   }
 }
 
@@ -72,6 +82,10 @@ function starkgateDepositFee(): bigint {
 }
 
 const SCALE = 10n ** BigInt(PARACLEAR_DECIMALS - RULES.decimals);
+/** A kept JWT is not used in its last minute (a read must not race its expiry). */
+const SESSION_RENEW_MS = 60_000;
+/** At most this many wallets' JWTs are kept; the oldest goes first. */
+const MAX_SESSIONS = 1_000;
 const DEFAULT_SUBKEY_NAME = 'trading';
 
 interface SystemConfig extends ParadexSystemConfig {
@@ -82,6 +96,13 @@ interface SystemConfig extends ParadexSystemConfig {
     readonly l1_bridge_address: string;
     readonly l2_token_address: string;
   }[];
+}
+
+/** An account's JWT, kept for reads until SESSION_RENEW_MS before `expiresAt`. */
+interface Session {
+  readonly account: bigint;
+  readonly jwt: string;
+  readonly expiresAt: number;
 }
 
 interface Signer {
@@ -95,6 +116,8 @@ export class VenueCDriver implements VenueDriver {
   readonly rules = RULES;
   private readonly options: Required<VenueCDriverOptions>;
   private configPromise: Promise<SystemConfig> | undefined;
+  /** JWTs by wallet address (lower case), for reads. */
+  private readonly sessions = new Map<string, Session>();
 
   constructor(options: VenueCDriverOptions) {
     this.options = {
@@ -126,11 +149,9 @@ export class VenueCDriver implements VenueDriver {
   }
 
   async balances(wallet: VenueWallet, fields: VenueFields): Promise<VenueBalances> {
-    const jwt = await this.jwt(await this.signer(wallet, fields));
-    const [balance, account] = (await Promise.all([this.request('GET', '/v1/balance', { jwt }), this.request('GET', '/v1/account', { jwt })])) as [
-      { results?: { token?: string; size?: string }[] },
-      { account_value?: string; free_collateral?: string },
-    ];
+    const [balance, account] = (await this.read(wallet, fields, (jwt) =>
+      Promise.all([this.request('GET', '/v1/balance', { jwt }), this.request('GET', '/v1/account', { jwt })]),
+    )) as [{ results?: { token?: string; size?: string }[] }, { account_value?: string; free_collateral?: string }];
     if (!Array.isArray(balance?.results)) throw new VenueCUnavailableError('venue_c answered /v1/balance without results');
     const usdc = balance.results.find((entry) => entry.token === 'USDC');
     return {
@@ -152,7 +173,7 @@ export class VenueCDriver implements VenueDriver {
     if (name.length === 0 || name.length > 64) throw new VenueRuleError('INVALID_METADATA', 'metadata.name: 1 to 64 characters');
 
     const signer = await this.signer(wallet, fields);
-    const jwt = await this.jwt(signer);
+    const jwt = await this.jwt(signer, wallet);
     const listed = (await this.request('GET', '/v1/account/keys/subkeys', { jwt })) as { results?: { name?: string; public_key?: string; state?: string }[] };
     if (!Array.isArray(listed?.results)) throw new VenueCUnavailableError('venue_c answered the subkey list without results');
     const active = listed.results.flatMap((subkey) =>
@@ -224,7 +245,7 @@ export class VenueCDriver implements VenueDriver {
       throw new VenueRuleError('BELOW_MINIMUM_WITHDRAWAL', `venue_c withdrawals are at least ${formatUnits(RULES.withdrawal.minimum, RULES.decimals)} USDC`);
     }
     const signer = await this.signer(wallet, fields);
-    const jwt = await this.jwt(signer);
+    const jwt = await this.jwt(signer, wallet);
     const token = await this.usdc();
     const nonce = withdrawalNonceFromKey(idempotencyKey);
     const expiration = Math.floor(this.options.now() / 1000) + this.options.signatureSeconds;
@@ -245,8 +266,9 @@ export class VenueCDriver implements VenueDriver {
   }
 
   async withdrawalStatus(wallet: VenueWallet, fields: VenueFields, reference: string): Promise<WithdrawalStatus> {
-    const jwt = await this.jwt(await this.signer(wallet, fields));
-    const listed = (await this.request('GET', '/v1/transfers?page_size=5000', { jwt })) as { results?: TransferResult[] };
+    const listed = (await this.read(wallet, fields, (jwt) => this.request('GET', '/v1/transfers?page_size=5000', { jwt }))) as {
+      results?: TransferResult[];
+    };
     if (!Array.isArray(listed?.results)) throw new VenueCUnavailableError('venue_c answered /v1/transfers without results');
     const transfer = listed.results.find((entry) => entry.id === reference && entry.kind === 'WITHDRAWAL');
     if (!transfer) return { state: 'failed', reason: 'venue_c has no withdrawal with this reference' };
@@ -304,7 +326,27 @@ export class VenueCDriver implements VenueDriver {
     return { config, keyPair, account };
   }
 
-  private async jwt(signer: Signer): Promise<string> {
+  /**
+   * A read with the wallet's kept JWT when it is this account's and not about to expire; else (or
+   * when the venue refuses the kept one with 401) with a fresh one.
+   */
+  private async read<T>(wallet: VenueWallet, fields: VenueFields, call: (jwt: string) => Promise<T>): Promise<T> {
+    const key = wallet.address.toLowerCase();
+    const kept = this.sessions.get(key);
+    const stored = typeof fields.l2_address === 'string' ? fields.l2_address : undefined;
+    if (kept && stored !== undefined && sameFelt(stored, feltToHex(kept.account)) && kept.expiresAt - SESSION_RENEW_MS > this.options.now()) {
+      try {
+        return await call(kept.jwt);
+      } catch (error) {
+        if (!(error instanceof VenueCRefusedError && error.status === 401)) throw error;
+        this.sessions.delete(key);
+      }
+    }
+    return call(await this.jwt(await this.signer(wallet, fields), wallet));
+  }
+
+  /** A fresh JWT, kept for the wallet's later reads until shortly before its `exp`. */
+  private async jwt(signer: Signer, wallet: VenueWallet): Promise<string> {
     const timestamp = Math.floor(this.options.now() / 1000);
     const headers = authHeaders({
       account: signer.account,
@@ -315,7 +357,21 @@ export class VenueCDriver implements VenueDriver {
     });
     const answer = (await this.request('POST', '/v1/auth', { headers })) as { jwt_token?: unknown };
     if (typeof answer?.jwt_token !== 'string') throw new VenueCUnavailableError('venue_c answered /v1/auth without jwt_token');
+    this.keep(wallet.address.toLowerCase(), signer.account, answer.jwt_token);
     return answer.jwt_token;
+  }
+
+  private keep(key: string, account: bigint, jwt: string): void {
+    let exp: unknown;
+    try {
+      exp = decodeJwt(jwt).exp;
+    } catch {
+      return; // a token we cannot read the expiry of is used once, not kept
+    }
+    if (typeof exp !== 'number') return;
+    this.sessions.delete(key);
+    if (this.sessions.size >= MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value as string);
+    this.sessions.set(key, { account, jwt, expiresAt: exp * 1000 });
   }
 
   private async request(method: string, path: string, input: { headers?: Record<string, string>; jwt?: string; body?: unknown }): Promise<unknown> {
@@ -344,6 +400,7 @@ export class VenueCDriver implements VenueDriver {
       throw new VenueCRefusedError(
         typeof parsed?.error === 'string' ? parsed.error : `HTTP ${response.status}`,
         typeof parsed?.message === 'string' ? parsed.message : text.slice(0, 300),
+        response.status,
       );
     }
     if (!response.ok) throw new VenueCUnavailableError(`venue_c answered HTTP ${response.status}`);
