@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -17,6 +17,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FunctionNotFoundError, type LocalLambda } from '../../infra/local/step-functions/runner.ts';
 import { type LocalStepFunctions, startLocalStepFunctions } from '../../infra/local/step-functions/server.ts';
 import { localStepFunctionNames, sandboxPlatformFee, transferStepResolver } from '../../infra/local/step-functions/transfer-functions.ts';
+import { readDurableDocument, replaceDurableDocument } from '../../infra/local/venues/durable-state.ts';
 import { readTransferMachine } from '../../infra/transfer-definition.ts';
 import { loadPlatformFee } from '../../shared/transfers/platform-fee.ts';
 import { type ExecutionInput, executionName, STEP_FAILED_ERROR, type StepInvocation } from '../../shared/transfers/task.ts';
@@ -157,7 +158,7 @@ describe('local Step Functions through @aws-sdk/client-sfn', () => {
     await new Promise((done) => setTimeout(done, 30));
     // What kill -9 leaves: the record RUNNING on disk (stop() does not record the runs closed).
     await sfn!.stop();
-    const onDisk = JSON.parse(await readFile(join(dataDir, 'stepfunctions', 'executions.json'), 'utf8'));
+    const onDisk = await readDurableDocument(join(dataDir, 'stepfunctions', 'executions.json'));
     expect(onDisk.executions[name].status).toBe('RUNNING');
     fake = fakeFunctions();
     await start();
@@ -176,7 +177,7 @@ describe('local Step Functions through @aws-sdk/client-sfn', () => {
     await start(asl);
     await sfn!.stop();
     const path = join(dataDir, 'stepfunctions', 'executions.json');
-    const state = JSON.parse(await readFile(path, 'utf8'));
+    const state = await readDurableDocument(path);
     state.executions.old = {
       name: 'old',
       input: JSON.stringify(inputOf()),
@@ -185,7 +186,7 @@ describe('local Step Functions through @aws-sdk/client-sfn', () => {
       counts: { transitions: 0, state_entered: 0, state_retried: 0, lambda_invocations: 0, refused_invocations: 0 },
       runs: 1,
     };
-    await writeFile(path, JSON.stringify(state));
+    await replaceDurableDocument(path, state);
     await start(asl);
     await sfn!.redriveRunning();
     expect(await sfn!.closed('old')).toMatchObject({ status: 'TIMED_OUT' });

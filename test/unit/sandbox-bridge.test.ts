@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SandboxBridge, startSandboxBridge } from '../../infra/local/bridge/server.ts';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox/index.ts';
+import { readDurableDocument } from '../../infra/local/venues/durable-state.ts';
 import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';
@@ -336,7 +337,7 @@ describe('what is not a quoted deposit', () => {
 
   it("a mint to the vault (the faucet topping it up) is nobody's deposit: nothing is refunded", async () => {
     const stateFile = join(dataDir, 'bridge', 'bridge.json');
-    const payouts = async () => Object.keys((JSON.parse(await readFile(stateFile, 'utf8')) as { payouts: object }).payouts).length;
+    const payouts = async () => Object.keys(((await readDurableDocument(stateFile)) as { payouts: object }).payouts).length;
     const before = await payouts();
     const vaultBefore = await usdcOf('ARB', bridge.listing.vaults.evm);
     await evm.faucet('ARB', bridge.listing.vaults.evm, 'USDC', 5n * USDC);
@@ -444,7 +445,7 @@ describe('restart', () => {
       const deadline = Date.now() + 10_000;
       let fill: { state: string; hash?: string } | undefined;
       while (Date.now() < deadline) {
-        const state = JSON.parse(await readFile(stateFile, 'utf8')) as { payouts: Record<string, { state: string; hash?: string }> };
+        const state = (await readDurableDocument(stateFile)) as { payouts: Record<string, { state: string; hash?: string }> };
         fill = state.payouts[`fill:ARB:${tx}`];
         if (fill?.state === 'sent') break;
         await new Promise((wake) => setTimeout(wake, 25));

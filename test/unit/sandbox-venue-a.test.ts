@@ -1,9 +1,10 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Address, encodeFunctionData, erc20Abi, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
+import { readDurableDocument } from '../../infra/local/venues/durable-state.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { VENUE_A_SANDBOX_BRIDGE, venueAModule } from '../../infra/local/venues/venue-a.ts';
 import { VenueRuleError } from '../../shared/venues/driver.ts';
@@ -345,7 +346,7 @@ describe('venue_a sandbox: faults', () => {
     let receipt: Awaited<ReturnType<typeof user.send>> | undefined;
     for (const call of stalled.calls) receipt = await user.send(call.to, call.data);
     await eventually(
-      async () => JSON.parse(await readFile(join(dataDir, 'venues', 'venue_a.json'), 'utf8')).cursor,
+      async () => (await readDurableDocument(join(dataDir, 'venues', 'venue_a.json'))).cursor,
       (cursor) => BigInt(cursor) >= receipt!.blockNumber,
     );
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC - FEE);
@@ -411,7 +412,7 @@ describe('venue_a sandbox: refunds, concurrency, an unreachable venue', () => {
     const user = await newWallet(0n);
     const results = await Promise.all([driver.initAccount(user.wallet), driver.initAccount(user.wallet), driver.initAccount(user.wallet)]);
     expect(new Set(results.map((fields) => fields.account_id)).size).toBe(1);
-    const state = JSON.parse(await readFile(join(dataDir, 'venues', 'venue_a.json'), 'utf8'));
+    const state = await readDurableDocument(join(dataDir, 'venues', 'venue_a.json'));
     expect(Object.values(state.venue.accounts as Record<string, { wallet: string }>).filter((a) => a.wallet === user.account.address)).toHaveLength(1);
   });
 

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ExchangeClient, HttpTransport, InfoClient } from '@nktkas/hyperliquid';
@@ -7,6 +7,7 @@ import { type Address, encodeFunctionData, erc20Abi, type Hex, pad } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
+import { readDurableDocument, replaceDurableDocument } from '../../infra/local/venues/durable-state.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { VenueRuleError } from '../../shared/venues/driver.ts';
 import { transferLogsOf } from '../../shared/venues/payouts.ts';
@@ -238,7 +239,7 @@ describe('venue_b sandbox: signatures and trading setup', () => {
     expect(unnamed.stored.agent_name).toBeNull();
     await driver.initTrading(user.wallet, user.fields, {}, false);
     expect((await info({ type: 'extraAgents', user: user.account.address })).map((agent: any) => agent.name).sort()).toEqual(['a', 'b', 'c']);
-    const state = JSON.parse(await readFile(join(dataDir, 'venues', 'venue_b.json'), 'utf8'));
+    const state = await readDurableDocument(join(dataDir, 'venues', 'venue_b.json'));
     expect(Object.keys(state.venue.users[user.account.address.toLowerCase()].agents).sort()).toEqual(['', 'a', 'b', 'c']);
   });
 
@@ -413,7 +414,7 @@ describe('venue_b sandbox: faults', () => {
     const receipt = await user.send(plan.calls[0]!.to, plan.calls[0]!.data);
     // Wait until the watcher has read past the deposit's block, then check it is held.
     await eventually(
-      async () => JSON.parse(await readFile(join(dataDir, 'venues', 'venue_b.json'), 'utf8')).cursor,
+      async () => (await readDurableDocument(join(dataDir, 'venues', 'venue_b.json'))).cursor,
       (cursor) => BigInt(cursor) >= receipt.blockNumber,
     );
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);
@@ -521,7 +522,7 @@ describe('venue_b sandbox: faults', () => {
     expect(await usdcOnChain(second.account.address)).toBe(secondBefore + 4n * USDC);
     // The first user's payout is still held, by its own address's fault.
     const payouts = Object.values(
-      JSON.parse(await readFile(join(dataDir, 'venues', 'venue_b.json'), 'utf8')).payouts as Record<
+      (await readDurableDocument(join(dataDir, 'venues', 'venue_b.json'))).payouts as Record<
         string,
         { to: string; held: boolean; heldBy?: string; state: string }
       >,
@@ -575,15 +576,15 @@ describe('venue_b sandbox: durable state', () => {
     // As if the venue died between recording the signed payout and confirming it: the same transaction is resent.
     await venues.stop();
     const path = join(dataDir, 'venues', 'venue_b.json');
-    const state = JSON.parse(await readFile(path, 'utf8'));
+    const state = await readDurableDocument(path);
     const payout = Object.values(state.payouts as Record<string, { txHash: string; state: string }>).find(
       (p) => p.txHash === (status as { txHash: string }).txHash,
     )!;
     payout.state = 'sent';
-    await writeFile(path, JSON.stringify(state));
+    await replaceDurableDocument(path, state);
     venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS });
     const resumed = await eventually(
-      async () => JSON.parse(await readFile(path, 'utf8')).payouts,
+      async () => (await readDurableDocument(path)).payouts,
       (payouts: Record<string, { state: string }>) => Object.values(payouts).every((p) => p.state === 'completed'),
     );
     expect(Object.values(resumed).every((p) => p.state === 'completed')).toBe(true);

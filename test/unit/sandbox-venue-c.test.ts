@@ -9,6 +9,7 @@ import { generatePrivateKey } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sandboxStarkgateBridgeArtifact } from '../../infra/local/contracts/sandbox-starkgate-bridge.artifact.ts';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
+import { readDurableDocument } from '../../infra/local/venues/durable-state.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { VENUE_C_BRIDGE, venueCModule } from '../../infra/local/venues/venue-c.ts';
 import { type VenueFields, VenueRuleError } from '../../shared/venues/driver.ts';
@@ -306,8 +307,9 @@ describe('venue_c sandbox: trading subkeys', () => {
     expect((await jwtFor(account, parseFelt(second.oneTime.subkey_private_key!))).status).toBe(200);
     const all = (await api('GET', '/v1/account/keys/subkeys?with_revoked=true', { jwt: mainJwt })).body.results;
     expect(all.map((subkey: { state: string }) => subkey.state)).toEqual(['revoked', 'active']);
-    // The venue only ever saw public keys: neither private key is in its state file.
-    const onDisk = await readFile(join(dataDir, 'venues', 'venue_c.json'), 'utf8');
+    // The venue only ever saw public keys: neither private key is in its state files (snapshot and journal).
+    const path = join(dataDir, 'venues', 'venue_c.json');
+    const onDisk = (await readFile(path, 'utf8')) + (await readFile(`${path}.log`, 'utf8'));
     for (const secret of [first.oneTime.subkey_private_key!, second.oneTime.subkey_private_key!]) expect(onDisk).not.toContain(secret.slice(2));
   });
 
@@ -479,7 +481,7 @@ describe('venue_c sandbox: faults', () => {
     let last = 0n;
     for (const call of plan.calls) last = (await user.send(call.to, call.data, call.value)).blockNumber;
     await eventually(
-      async () => BigInt(JSON.parse(await readFile(join(dataDir, 'venues', 'venue_c.json'), 'utf8')).cursor),
+      async () => BigInt((await readDurableDocument(join(dataDir, 'venues', 'venue_c.json'))).cursor),
       (cursor) => cursor >= last,
     );
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(5n * USDC);

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EngineClient } from '@nadohq/engine-client';
@@ -7,6 +7,7 @@ import { type Address, encodeFunctionData, erc20Abi, type Hex, pad, zeroAddress 
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
+import { readDurableDocument } from '../../infra/local/venues/durable-state.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { venueDModule } from '../../infra/local/venues/venue-d.ts';
 import { VenueRuleError } from '../../shared/venues/driver.ts';
@@ -408,7 +409,7 @@ describe('venue_d sandbox: faults', () => {
     await venues.setFault({ target: 'venue_d', operation: 'deposit', mode: 'stall', count: 1 });
     const receipt = await depositByHand(user, 7n * USDC);
     await eventually(
-      async () => JSON.parse(await readFile(join(dataDir, 'venues', 'venue_d.json'), 'utf8')).cursor,
+      async () => (await readDurableDocument(join(dataDir, 'venues', 'venue_d.json'))).cursor,
       (cursor) => BigInt(cursor) >= receipt.blockNumber,
     );
     expect((await driver.balances(user.wallet, user.fields)).balance).toBe(10n * USDC);

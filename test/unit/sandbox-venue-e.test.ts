@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AssetType, ClobClient } from '@polymarket/clob-client';
@@ -7,6 +7,7 @@ import { type Address, createPublicClient, encodeFunctionData, erc20Abi, type He
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
+import { readDurableDocument, replaceDurableDocument } from '../../infra/local/venues/durable-state.ts';
 import { type SandboxVenues, startSandboxVenues } from '../../infra/local/venues/framework.ts';
 import { venueEModule } from '../../infra/local/venues/venue-e.ts';
 import { type VenueFields, VenueRuleError } from '../../shared/venues/driver.ts';
@@ -71,7 +72,7 @@ const onChain = (token: Address, owner: Address) => tokenBalance(evm, 'POL', tok
 const deposit = (user: User, amount: bigint) => depositThroughPlan(driver, user, amount);
 
 async function stateFile() {
-  return JSON.parse(await readFile(join(dataDir, 'venues', 'venue_e.json'), 'utf8'));
+  return await readDurableDocument(join(dataDir, 'venues', 'venue_e.json'));
 }
 
 /** Waits until the watcher has read past `block`. */
@@ -495,7 +496,7 @@ describe('venue_e sandbox: durable state and errors', () => {
     )!;
     expect(move.state).toBe('moved');
     move.state = 'sending';
-    await writeFile(path, JSON.stringify(state));
+    await replaceDurableDocument(path, state);
     venues = await startSandboxVenues({ dataDir, evm, pollMs: TICK_MS, modules: [venueEModule()] });
     driver = newDriver();
     const settled = await eventually(stateFile, (s) =>

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -11,6 +11,7 @@ import { type Address, createPublicClient, erc20Abi, http, isAddressEqual, type 
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
+import { readDurableDocument } from '../../infra/local/venues/durable-state.ts';
 import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
@@ -222,15 +223,13 @@ async function venueBalance(user: User, dex: Venue): Promise<bigint> {
   return toUnits(perp.assets.balance);
 }
 
-const readJson = async (path: string) => JSON.parse(await readFile(path, 'utf8'));
-
 /**
  * The sandbox bridge's own ledger (DATA_DIR/bridge/bridge.json): its fee on every completed fill
  * (deposit − fill payout) and what it holds in flight (deposits seen and neither filled nor
  * refunded). `settling`: a fill or refund decided and not yet confirmed on chain.
  */
 async function bridgeLedger(): Promise<{ fees: bigint; inFlight: bigint; settling: number }> {
-  const state = await readJson(join(dataDir, 'bridge', 'bridge.json'));
+  const state = await readDurableDocument(join(dataDir, 'bridge', 'bridge.json'));
   let fees = 0n;
   let inFlight = 0n;
   let settling = 0;
@@ -251,7 +250,7 @@ async function bridgeLedger(): Promise<{ fees: bigint; inFlight: bigint; settlin
  * venue_e charges none), refused withdrawals excluded; `settling`: payouts not yet confirmed.
  */
 async function venueLedgers(): Promise<{ fees: bigint; held: bigint; settling: number }> {
-  const read = (dex: string) => readJson(join(dataDir, 'venues', `${dex}.json`));
+  const read = (dex: string) => readDurableDocument(join(dataDir, 'venues', `${dex}.json`));
   const [b, d, e] = await Promise.all([read('venue_b'), read('venue_d'), read('venue_e')]);
   let fees = 0n;
   for (const user of Object.values(b.venue.users) as any[])

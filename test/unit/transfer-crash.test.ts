@@ -8,6 +8,7 @@ import { type Address, createPublicClient, erc20Abi, type Hex, http, parseUnits 
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { devAppPaths } from '../../infra/local/applications.ts';
+import { readDurableDocument } from '../../infra/local/venues/durable-state.ts';
 import { getItem } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import type { OutboxEntry } from '../../shared/events/types.ts';
@@ -137,7 +138,7 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
 
     // Balances: the chains (RPC URLs change with each start: read afresh), the venues, the fee recipient.
     // PLATFORM_FEE's recipients are generated into DATA_DIR/platform-fee.json (with their keys).
-    const feeRecipient = privateKeyToAccount(JSON.parse(await readFile(join(dataDir, 'platform-fee.json'), 'utf8')).evm.private_key).address;
+    const feeRecipient = privateKeyToAccount((await readDurableDocument(join(dataDir, 'platform-fee.json'))).evm.private_key).address;
     const chains = async () => (await call('GET', '/sandbox/chains')).body.chains as Json[];
     const client = async (code: string) => createPublicClient({ transport: http((await chains()).find((c) => c.chain === code).rpc_url) });
     const tokenAddress = async (code: string, token: string) =>
@@ -249,9 +250,7 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
               );
             }
           }
-          const execution = JSON.parse(await readFile(join(dataDir, 'stepfunctions', 'executions.json'), 'utf8')).executions[
-            tasks.get(id).metadata.execution_name
-          ];
+          const execution = (await readDurableDocument(join(dataDir, 'stepfunctions', 'executions.json'))).executions[tasks.get(id).metadata.execution_name];
           tasks.get(id).diagnosis = {
             sends: where,
             execution: { status: execution?.status, runs: execution?.runs, error: execution?.error, cause: execution?.cause },
@@ -348,7 +347,7 @@ describe.runIf(process.platform === 'linux')('transfers survive kill -9 of the r
       };
       if (count !== fromUser[chain]) expect.fail(`sends on ${chain}: ${count} on chain, ${fromUser[chain]} recorded; not recorded: ${await unrecorded()}`);
     }
-    const executions = Object.values(JSON.parse(await readFile(join(dataDir, 'stepfunctions', 'executions.json'), 'utf8')).executions) as { runs: number }[];
+    const executions = Object.values((await readDurableDocument(join(dataDir, 'stepfunctions', 'executions.json'))).executions) as { runs: number }[];
     const redriven = executions.filter((execution) => execution.runs > 1).length;
     expect(redriven).toBeGreaterThan(0); // the kills did cut running executions
 
