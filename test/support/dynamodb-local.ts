@@ -1,14 +1,17 @@
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { freePort } from './free-port.ts';
 
 /**
- * DynamoDB Local (the jar from the npm package amplify-dynamodb-simulator, Java 17), one JVM per
- * vitest project that needs it: the api-dynamodb-local project's runtime, and the unit files whose
- * claims must hold on both engines (test/unit/support/dynamodb-engines.ts, each on a table of its
- * own). A JVM boot costs about 6 CPU-s on our machines: one per project, not one per file.
+ * DynamoDB Local (the jar from the npm package amplify-dynamodb-simulator, Java 17), one JVM for
+ * the whole run, shared by the projects that need it (`sharedDynamoDbLocal`): the
+ * api-dynamodb-local project's runtime (its own table) and the unit files whose claims must hold
+ * on both engines (test/unit/support/dynamodb-engines.ts, each on a table of its own). A JVM boot
+ * and warm-up cost about 5 CPU-s on our machines: one per run, not one per project or file.
  */
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -24,6 +27,42 @@ export function stopChild(child: ChildProcess): Promise<void> {
     child.kill('SIGTERM');
   });
 }
+
+/**
+ * The run's DynamoDB Local: started by the first project's global setup that asks, stopped when
+ * the last one that asked releases it. Global setups run in vitest's main process, each project
+ * with its own module instances: the JVM is kept on `globalThis`.
+ */
+export async function sharedDynamoDbLocal(): Promise<{ endpoint: string; release: () => Promise<void> }> {
+  const scope = globalThis as { [SHARED]?: { users: number; started: Promise<DynamoDbLocal & { workDir: string }> } };
+  scope[SHARED] ??= {
+    users: 0,
+    started: (async () => {
+      const workDir = await mkdtemp(join(tmpdir(), 'ddb-local-'));
+      return { ...(await startDynamoDbLocal(workDir)), workDir };
+    })(),
+  };
+  const shared = scope[SHARED];
+  shared.users += 1;
+  const engine = await shared.started.catch((error: unknown) => {
+    if (scope[SHARED] === shared) delete scope[SHARED];
+    throw error;
+  });
+  let released = false;
+  return {
+    endpoint: engine.endpoint,
+    release: async () => {
+      if (released) return;
+      released = true;
+      shared.users -= 1;
+      if (shared.users > 0) return;
+      if (scope[SHARED] === shared) delete scope[SHARED];
+      await stopChild(engine.process);
+      await rm(engine.workDir, { recursive: true, force: true });
+    },
+  };
+}
+const SHARED = Symbol.for('perp-wallet.test.dynamodb-local');
 
 /**
  * DynamoDB Local takes a port number (not 0): one probed free here can be taken (by a runtime's

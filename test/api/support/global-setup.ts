@@ -11,15 +11,15 @@ import { registerApplication } from '../../../shared/apps/register-application.t
 import { generateEs256Jwk } from '../../../shared/crypto/es256-jwk.ts';
 import { KmsOpJwtSigner } from '../../../shared/crypto/kms-op-jwt-signer.ts';
 import { createDocumentClient } from '../../../shared/db/client.ts';
-import { startDynamoDbLocal, stopChild as stopProcess } from '../../support/dynamodb-local.ts';
+import { sharedDynamoDbLocal, stopChild as stopProcess } from '../../support/dynamodb-local.ts';
 import { countLogLines, type KnownSecret, scanLog } from './log-scan.ts';
 import { SANDBOX_TICK_MS } from './sandbox-clock.ts';
 
 /**
  * Boots the local runtime as a separate process (`node infra/local/start.ts`), exactly as
  * `npm start` does, with an APPS_FILE of three test applications whose identity providers are
- * keys made here. The `api-dynamodb-local` project first starts DynamoDB Local (Java) and
- * points the runtime at it. The `api-deployed` project runs the same tests against a deployed
+ * keys made here. The `api-dynamodb-local` project points the runtime at the run's DynamoDB Local
+ * (Java; one JVM shared with the unit project). The `api-deployed` project runs the same tests against a deployed
  * stack (AWS or LocalStack).
  */
 export interface TestApp {
@@ -212,7 +212,7 @@ async function setupLocal(project: TestProject) {
   const appsFile = join(dataDir, 'apps.json');
   await writeFile(appsFile, JSON.stringify(entries), { mode: 0o600 });
 
-  const dynamodb = project.name === 'api-dynamodb-local' ? await startDynamoDbLocal(dataDir) : undefined;
+  const dynamodb = project.name === 'api-dynamodb-local' ? await sharedDynamoDbLocal() : undefined;
   // The functions' RPC URLs carry this credential in their path, as hosted RPC URLs carry API keys.
   const rpcCredential = `rpc-key-${crypto.randomUUID().replaceAll('-', '')}`;
   const logFile = runtimeLogPath(project.name);
@@ -244,7 +244,7 @@ async function setupLocal(project: TestProject) {
     try {
       await stopProcess(runtime.child);
       await runtime.logWritten;
-      if (dynamodb) await stopProcess(dynamodb.process);
+      await dynamodb?.release();
       const all = (await project.globTestFiles()).testFiles.length;
       const ran = project.vitest.state.getFiles().filter((file) => file.projectName === project.name).length;
       await assertLogHoldsNoSecrets(logFile, known, { secrets: secretsFile, publicValues: publicValuesFile }, ran >= all);

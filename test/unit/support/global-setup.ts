@@ -1,8 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startDynamoDbLocal, stopChild } from '../../support/dynamodb-local.ts';
+import { sharedDynamoDbLocal } from '../../support/dynamodb-local.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -11,13 +8,9 @@ declare module 'vitest' {
   }
 }
 
-/** One DynamoDB Local for the unit project's files, started beside the first files and stopped after the last. */
+/** The run's DynamoDB Local for the unit project's files (shared with api-dynamodb-local's runtime, each on its own tables). */
 export default async function setup(project: TestProject) {
-  const workDir = await mkdtemp(join(tmpdir(), 'ddb-local-unit-'));
-  const engine = await startDynamoDbLocal(workDir);
+  const engine = await sharedDynamoDbLocal();
   project.provide('dynamodbLocalEndpoint', engine.endpoint);
-  return async () => {
-    await stopChild(engine.process);
-    await rm(workDir, { recursive: true, force: true });
-  };
+  return engine.release;
 }
