@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -114,6 +114,20 @@ describe('DurableState', () => {
     });
     await writeFile(`${path}.log`, oldJournal);
     expect((await reopen(path)).read().items).toEqual([1, 2, 3]);
+  });
+
+  it('a change whose append fails is refused, and the next change starts a new snapshot and journal: nothing acknowledged is lost', async () => {
+    const path = join(await tempDir(), 'state.json');
+    const state = await DurableState.open(path, () => ({ items: [] as number[] }));
+    await state.transact((draft) => void draft.items.push(1));
+    // The journal cannot be opened for appending (a directory in its place): the change fails.
+    await rm(`${path}.log`);
+    await mkdir(`${path}.log`);
+    await expect(state.transact((draft) => void draft.items.push(2))).rejects.toThrow();
+    expect(state.read().items).toEqual([1]);
+    await rm(`${path}.log`, { recursive: true });
+    await state.transact((draft) => void draft.items.push(3));
+    expect((await reopen(path)).read().items).toEqual([1, 3]);
   });
 
   it("a change's result is a plain copy (usable after the change); the current document is frozen", async () => {

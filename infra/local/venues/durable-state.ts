@@ -26,7 +26,7 @@ import { current, type Draft, enablePatches, freeze, Immer, isDraft, type Patch 
 export class DurableState<T> {
   private current: T;
   private tail: Promise<unknown> = Promise.resolve();
-  /** Bytes of the current journal (0: none yet for this snapshot). */
+  /** Bytes of the current journal; infinite after a failed write (the next change writes a snapshot). */
   private journalBytes = 0;
   private snapshotBytes = 0;
 
@@ -77,8 +77,11 @@ export class DurableState<T> {
           const bytes = Buffer.byteLength(line);
           if (this.journalBytes + bytes > Math.max(JOURNAL_MIN_BYTES, this.snapshotBytes)) await this.snapshot(next as T);
           else {
+            // A failed append may have left part of its line: the next change starts a new snapshot and journal.
+            const before = this.journalBytes;
+            this.journalBytes = Number.POSITIVE_INFINITY;
             await append(journalPath(this.path), line);
-            this.journalBytes += bytes;
+            this.journalBytes = before + bytes;
           }
         }
       }
@@ -89,8 +92,9 @@ export class DurableState<T> {
     return run;
   }
 
-  /** Writes `document` as the snapshot, then a fresh journal naming it. */
+  /** Writes `document` as the snapshot, then a fresh journal naming it (until both are written, a change starts over with a snapshot). */
   private async snapshot(document: T = this.current): Promise<void> {
+    this.journalBytes = Number.POSITIVE_INFINITY;
     const text = JSON.stringify(document);
     await writeDurably(this.path, text);
     const header = journalHeader(text);
