@@ -158,8 +158,9 @@ describe('DurableState', () => {
   });
 });
 
-function reopen(path: string) {
-  return DurableState.open<Record<string, never>>(path, () => {
+/** What a restart reads: `path` opened again (it must exist). */
+function reopen<T = any>(path: string): Promise<DurableState<T>> {
+  return DurableState.open<T>(path, () => {
     throw new Error(`${path} is missing`);
-  }) as Promise<DurableState<any>>;
+  });
 }

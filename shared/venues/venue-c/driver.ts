@@ -30,7 +30,8 @@ import { formatWithdrawalSignature, PARACLEAR_DECIMALS, type WithdrawalRequestBo
  * driver (a warm Lambda's) until a minute before its `exp`, as Paradex's SDKs keep theirs: no wallet
  * signature, no key grinding, no Stark signature per read. It is kept only in memory, keyed by
  * the wallet's address and checked against the stored `l2_address`; a 401 on it drops it and the
- * read authenticates once more. Writes (subkeys, withdrawals) always sign afresh.
+ * read authenticates once more. Writes (subkeys, withdrawals) always authenticate afresh (they
+ * need the key anyway), and their JWT is kept for the reads that follow.
  *
  * Withdrawals are not live: the request (`POST /v1/withdrawals`, shared/venues/venue-c/withdrawal.ts)
  * is the local stand-in's HTTP shortcut for Paradex's Starknet withdraw transaction, which live

@@ -19,8 +19,8 @@ import { SANDBOX_TICK_MS } from './sandbox-clock.ts';
  * Boots the local runtime as a separate process (`node infra/local/start.ts`), exactly as
  * `npm start` does, with an APPS_FILE of three test applications whose identity providers are
  * keys made here. The `api-dynamodb-local` project points the runtime at the run's DynamoDB Local
- * (Java; one JVM shared with the unit project). The `api-deployed` project runs the same tests against a deployed
- * stack (AWS or LocalStack).
+ * (Java; one JVM shared with the unit project). The `api-deployed` project runs the same tests
+ * against a deployed stack (AWS or LocalStack).
  */
 export interface TestApp {
   readonly app_id: string;
