@@ -14,6 +14,18 @@ import { DYNAMO_ENGINES, startEngineTable } from './support/dynamodb-engines.ts'
 const APP = 'app-events';
 const now = () => new Date();
 
+/** The publisher's dependencies on `table`, with `subscribersOf(type)` subscribed to each event type, and the deliveries it queued. */
+function publisher(table: Table, subscribersOf: (type: EventType) => Subscription[]) {
+  const queued: Delivery[] = [];
+  const deps = {
+    table,
+    subscribers: { subscribers: async (_app: string, type: EventType) => subscribersOf(type) },
+    deliveries: { enqueue: async (d: readonly Delivery[]) => void queued.push(...d) },
+    now,
+  };
+  return { queued, deps };
+}
+
 function wire(id: string, type: EventType = 'task.created'): Omit<WireEvent, 'seq'> & { app_id: string } {
   return { app_id: APP, id, type, occurred_at: now().toISOString(), app_user_id: 'alice', resource: { type: 'task', id: 'task-1' }, data: {} };
 }
@@ -108,11 +120,7 @@ describe.each(DYNAMO_ENGINES)('event log and publisher (%s)', (engine) => {
   });
 
   it('publishes what a task write recorded, in write order, with the task as the API returns it; a record handled twice adds nothing', async () => {
-    const queued: Delivery[] = [];
-    const subscribers = {
-      subscribers: async (_app: string, type: EventType): Promise<Subscription[]> => (type === 'task.failed' ? [] : [{ endpoint_id: 'we_1' }]),
-    };
-    const deps = { table, subscribers, deliveries: { enqueue: async (d: readonly Delivery[]) => void queued.push(...d) }, now };
+    const { queued, deps } = publisher(table, (type) => (type === 'task.failed' ? [] : [{ endpoint_id: 'we_1' }]));
     const t = task('bob');
     await putTask(table, t);
     const created = await image(t);
@@ -164,13 +172,7 @@ describe.each(DYNAMO_ENGINES)('event log and publisher (%s)', (engine) => {
   });
 
   it('a crash after an event was logged and before its deliveries were queued: republished from a later image, the delivery carries the event as logged', async () => {
-    const queued: Delivery[] = [];
-    const deps = {
-      table,
-      subscribers: { subscribers: async () => [{ endpoint_id: 'we_3' }] },
-      deliveries: { enqueue: async (d: readonly Delivery[]) => void queued.push(...d) },
-      now,
-    };
+    const { queued, deps } = publisher(table, () => [{ endpoint_id: 'we_3' }]);
     const t = task('dave');
     await putTask(table, t);
     const created = await image(t);
@@ -200,13 +202,7 @@ describe.each(DYNAMO_ENGINES)('event log and publisher (%s)', (engine) => {
   });
 
   it('publishes a venue event of an account item with the venue as GET /account/perp-credentials shows it, never a secret field', async () => {
-    const queued: Delivery[] = [];
-    const deps = {
-      table,
-      subscribers: { subscribers: async () => [{ endpoint_id: 'we_2' }] },
-      deliveries: { enqueue: async (d: readonly Delivery[]) => void queued.push(...d) },
-      now,
-    };
+    const { queued, deps } = publisher(table, () => [{ endpoint_id: 'we_2' }]);
     const account = {
       pk: 'ACCOUNT#app-events#carol',
       sk: 'ACCOUNT',

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { current, type Draft, enablePatches, freeze, Immer, isDraft, type Patch } from 'immer';
 
@@ -183,40 +183,36 @@ async function readIfPresent(path: string): Promise<string | undefined> {
   });
 }
 
-async function append(path: string, line: string): Promise<void> {
-  const file = await open(path, 'a', 0o600);
+/** `use` with `path` open (created 0600 when `flags` create it), closed whatever happens. */
+async function withFile(path: string, flags: string, use: (file: FileHandle) => Promise<void>): Promise<void> {
+  const file = await open(path, flags, 0o600);
   try {
-    await file.writeFile(line, 'utf8');
-    await file.datasync();
+    await use(file);
   } finally {
     await file.close();
   }
 }
 
+async function append(path: string, line: string): Promise<void> {
+  await withFile(path, 'a', async (file) => {
+    await file.writeFile(line, 'utf8');
+    await file.datasync();
+  });
+}
+
 async function truncate(path: string, bytes: number): Promise<void> {
-  const file = await open(path, 'r+');
-  try {
+  await withFile(path, 'r+', async (file) => {
     await file.truncate(bytes);
     await file.datasync();
-  } finally {
-    await file.close();
-  }
+  });
 }
 
 async function writeDurably(path: string, text: string): Promise<void> {
   const temporary = `${path}.tmp`;
-  const file = await open(temporary, 'w', 0o600);
-  try {
+  await withFile(temporary, 'w', async (file) => {
     await file.writeFile(text, 'utf8');
     await file.sync();
-  } finally {
-    await file.close();
-  }
+  });
   await rename(temporary, path);
-  const directory = await open(dirname(path), 'r');
-  try {
-    await directory.sync();
-  } finally {
-    await directory.close();
-  }
+  await withFile(dirname(path), 'r', (directory) => directory.sync());
 }
