@@ -308,8 +308,17 @@ describe('deposits and fills on chain', () => {
     const route = findBridgeRoute({ chain: 'ETH', token: 'USDC' }, { chain: 'ARB', token: 'USDC' }, ROUTES)!;
     const quote = await client.quote({ route, amount: 10n * USDC, sender: user.address, recipient });
     await new Promise((wake) => setTimeout(wake, 2_500));
-    const status = await waitFinal('ETH', await user.send(quote));
-    expect(status).toMatchObject({ status: 'FAILED', substatus: 'EXPIRED', refund: { chain: 'ETH', amount: 10n * USDC } });
+    const hash = await user.send(quote);
+    const status = await waitFinal('ETH', hash);
+    // The bridge judges by the deposit block's time (seconds) against the quote's expiry (kept in its state): both in the message if it fills.
+    const { public: reader } = evmClients('ETH');
+    const block = await reader.getBlock({ blockHash: (await reader.getTransactionReceipt({ hash })).blockHash });
+    const kept = (await readDurableDocument(join(dataDir, 'bridge', 'bridge.json'))).quotes[quote.quote_id];
+    expect(status, `deposit block time ${block.timestamp} s, quote ${JSON.stringify(kept)}, now ${Date.now()}`).toMatchObject({
+      status: 'FAILED',
+      substatus: 'EXPIRED',
+      refund: { chain: 'ETH', amount: 10n * USDC },
+    });
     expect(status.receiving).toBeUndefined();
     expect(await usdcOf('ETH', user.address)).toBe(10n * USDC);
     expect(await usdcOf('ARB', recipient)).toBe(0n);
