@@ -29,6 +29,7 @@ import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } fr
 import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.ts';
 import { ChainHeads } from './chain-heads.ts';
 import { serveDocs } from './docs-routes.ts';
+import { type DynamoDbStore, dynamodbStore, prepareDynamoDbStore } from './dynamodb-store.ts';
 import { startDynamoDbStreamProxy } from './dynamodb-stream/proxy.ts';
 import type { LocalDynamoDbStream } from './dynamodb-stream/stream.ts';
 import type { EngineListener } from './dynamodb-stream/upstream.ts';
@@ -52,6 +53,8 @@ export interface LocalRuntimeOptions {
   readonly ports: Record<ServiceName, number>;
   /** Use this DynamoDB endpoint (DynamoDB Local, LocalStack) instead of embedded dynalite. */
   readonly dynamodbEndpoint?: string;
+  /** Where embedded dynalite keeps the table (default: SANDBOX_DYNAMODB_STORE, else on disk; infra/local/dynamodb-store.ts). */
+  readonly dynamodbStore?: DynamoDbStore;
   readonly appsFile?: string;
   readonly tableName?: string;
   readonly host?: string;
@@ -108,6 +111,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const host = options.host ?? '127.0.0.1';
   // Before anything starts, as a bad APPS_FILE: a bad tick is one line.
   const tickMs = options.tickMs ?? sandboxTickMs();
+  const store = options.dynamodbStore ?? dynamodbStore();
   const waitMs = options.stepWaitMs ?? stepWaitMs(tickMs);
   const tableName = options.tableName ?? 'perp-wallet';
   // Before anything starts: a bad APPS_FILE is one line, not a half-started sandbox.
@@ -116,7 +120,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const releaseDataDir = await lockDataDir(dataDir);
   const closers: (() => Promise<void>)[] = [releaseDataDir];
   try {
-    return await startOnLockedDataDir(options, { dataDir, host, tableName, tickMs, waitMs }, appsFromFile, closers);
+    return await startOnLockedDataDir(options, { dataDir, host, tableName, tickMs, waitMs, store }, appsFromFile, closers);
   } catch (error) {
     // A start that fails half-way frees what it took (the lock, the ports, the chains) before it says why.
     for (const closeOne of closers) await closeOne().catch(() => undefined);
@@ -126,7 +130,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
 
 async function startOnLockedDataDir(
   options: LocalRuntimeOptions,
-  { dataDir, host, tableName, tickMs, waitMs }: { dataDir: string; host: string; tableName: string; tickMs: number; waitMs: number },
+  {
+    dataDir,
+    host,
+    tableName,
+    tickMs,
+    waitMs,
+    store,
+  }: { dataDir: string; host: string; tableName: string; tickMs: number; waitMs: number; store: DynamoDbStore },
   appsFromFile: readonly AppFileEntry[] | undefined,
   closers: (() => Promise<void>)[],
 ): Promise<LocalRuntime> {
@@ -165,7 +176,8 @@ async function startOnLockedDataDir(
   let dynamodbEndpoint = options.dynamodbEndpoint;
   let engineListener: EngineListener | undefined;
   if (!dynamodbEndpoint) {
-    const engine = dynalite({ path: join(dataDir, 'dynamodb'), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+    const path = await prepareDynamoDbStore(dataDir, store);
+    const engine = dynalite({ ...(path ? { path } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
     const port = await listen(engine, 0, host);
     dynamodbEndpoint = `http://${host}:${port}`;
     engineListener = engine.listeners('request')[0] as EngineListener | undefined;

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 /**
  * `npm start`: the three services on 127.0.0.1 with no AWS account. Configuration by environment:
  * ACCOUNT_PORT (3000), ENCLAVE_PORT (3001), EXPRESS_PORT (3002), DATA_DIR (.data),
- * DYNAMODB_ENDPOINT (embedded dynalite when unset), APPS_FILE (a generated dev app when unset),
+ * DYNAMODB_ENDPOINT (embedded dynalite when unset; SANDBOX_DYNAMODB_STORE=memory keeps its table in memory), APPS_FILE (a generated dev app when unset),
  * TABLE_NAME (perp-wallet), V1_RETIREMENT_AT (read by the enclave functions; default end of 2026-07-31 UTC),
  * LOG_LEVEL (info; debug, warn, error, silent) for the functions' JSON logs, SANDBOX_RPC_CREDENTIAL
  * (random) the key the functions' RPC URLs carry. Access log: one JSON line per request on stdout

@@ -338,7 +338,8 @@ beforeAll(async () => {
     ),
     { mode: 0o600 },
   );
-  runtime = await startLocalRuntime({ dataDir, appsFile, ports: { account: 0, enclave: 0, express: 0 } });
+  // The table in memory (SANDBOX_DYNAMODB_STORE): this runtime never restarts; its dataDir is fresh and removed after.
+  runtime = await startLocalRuntime({ dataDir, appsFile, ports: { account: 0, enclave: 0, express: 0 }, dynamodbStore: 'memory' });
   table = { doc: createDocumentClient(runtime.dynamodbEndpoint), name: process.env.TABLE_NAME! };
   const app = runtime.apps.find((one) => one.app_id === WEBHOOK_APP)!;
   // Before any event (the users' venue set-ups below are the first): the endpoint takes them all.

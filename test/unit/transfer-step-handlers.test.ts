@@ -76,7 +76,7 @@ async function usdcOn(chain: 'ARB' | 'POL', owner: Address): Promise<bigint> {
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'transfer-step-handlers-'));
   // Ports 0: the runtime's services take theirs first (a port probed free here could be taken before they bind it).
-  runtime = await startLocalRuntime({ dataDir, ports: { account: 0, enclave: 0, express: 0 } });
+  runtime = await startLocalRuntime({ dataDir, ports: { account: 0, enclave: 0, express: 0 }, dynamodbStore: 'memory' });
   process.env.PLATFORM_FEE = JSON.stringify({ bps: 10, recipients: { EVM: feeRecipient } });
   const app = runtime.apps[0]!;
   appId = app.app_id;

@@ -225,7 +225,8 @@ async function setupLocal(project: TestProject) {
       DATA_DIR: join(dataDir, 'runtime'),
       APPS_FILE: appsFile,
       SANDBOX_RPC_CREDENTIAL: rpcCredential,
-      ...(dynamodb ? { DYNAMODB_ENDPOINT: dynamodb.endpoint } : {}),
+      // dynalite keeps the table in memory (infra/local/dynamodb-store.ts): this runtime runs once, on a fresh DATA_DIR.
+      ...(dynamodb ? { DYNAMODB_ENDPOINT: dynamodb.endpoint } : { SANDBOX_DYNAMODB_STORE: 'memory' }),
     },
     [],
     logFile,
