@@ -96,6 +96,8 @@ const STEP_DEADLINE_SECONDS = 4;
  * 100 ms 54 s, with the same CPU; under load the shorter tick's pollers only compete for the cores.
  */
 const SANDBOX_TICK_MS = 100;
+/** waitForTask's longest pause between two reads of a task. */
+const TASK_POLL_MAX_MS = 400;
 const EVM_CHAINS = ['ETH', 'ARB', 'POL', 'INK'] as const;
 type Chain = (typeof EVM_CHAINS)[number] | 'SOL';
 const VENUES = {
@@ -490,12 +492,18 @@ async function injectFault(rng: ReturnType<typeof prng>, body: Body) {
   }
 }
 
+/**
+ * Polls the task, as a client does, backing off from 50 to 400 ms (TASK_POLL_MAX_MS): a transfer
+ * ends within a second or takes several (a bridge, a step deadline). Every 50 ms, the five users'
+ * polls were 3,840 of the run's 27,500 HTTP requests (each authenticated and read from the table).
+ * Measured alone in concurrent pairs (SEED=12345): 88.0 -> 81.7 and 88.1 -> 78.4 CPU-s.
+ */
 async function waitForTask(user: User, taskId: string, timeoutMs = 60_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  for (let pause = 50; ; pause = Math.min(TASK_POLL_MAX_MS, pause * 1.5)) {
     const task = await ok(user, 'GET', `/task/${taskId}`);
     if (['completed', 'failed', 'cancelled'].includes(task.status) || Date.now() > deadline) return task;
-    await new Promise((wake) => setTimeout(wake, 50));
+    await new Promise((wake) => setTimeout(wake, pause));
   }
 }
 
