@@ -78,10 +78,14 @@ const perTry = {
  * The venue withdrawal's intent: its key (a UUIDv7, chosen once per try), the venue balance before
  * the request, the payout chain's head before it (`payout_from_block`, venues whose payout is
  * found on chain), the venue's reference; then the payout log it claimed (`<tx hash>:<log index>`).
+ * `request_refused`: the venue (or the driver's own rules) refused the request under this key, so
+ * nothing was withdrawn with it and a later try must not adopt it (venue_b spends a nonce on a
+ * refused action: the same key would be refused again as a duplicate nonce).
  */
 const withdrawalTry = {
   ...perTry,
   idempotency_key: v.optional(v.string()),
+  request_refused: v.optional(v.literal(true)),
   baseline: v.optional(v.string()),
   payout_from_block: v.optional(v.string()),
   reference: v.optional(v.string()),

@@ -17,6 +17,7 @@ const keyOf = (task: TaskKey) => keys.task(task.app_id, task.app_user_id, task.t
 export const PER_TRY_FIELDS = [
   'sends',
   'idempotency_key',
+  'request_refused',
   'reference',
   'baseline',
   'payout_from_block',

@@ -410,16 +410,21 @@ describe('deposit step (self → venue_b, ARB USDC)', () => {
 });
 
 describe('withdrawal step (venue_b → self)', () => {
-  it('the venue pays out minus its 1 USDC fee; the platform fee is taken from the payout; amount_out to the base unit', async () => {
-    const user = await newUser(20n * USDC);
-    const wallet = keyWallet(user.evmKey);
-    const fields = { account_address: user.evmAddress };
+  /** `amount` of the user's ARB USDC deposited to venue_b through the driver's plan, as the deposit step sends it. */
+  const depositToVenueB = async (user: TestUser, amount: bigint) => {
     const send = async (to: Address, data: Hex) => {
       const signer = localEvmSigner(user.evmKey);
       const evmChain = await chains.evm('ARB');
       return senders.evm.send({ chain: evmChain, from: user.evmAddress, call: { to, data, value: 0n }, spends: { token: 'USDC', amount: 0n }, signer });
     };
-    await depositThroughPlan(venueB(), { wallet, fields, send }, 20n * USDC);
+    await depositThroughPlan(venueB(), { wallet: keyWallet(user.evmKey), fields: { account_address: user.evmAddress }, send }, amount);
+  };
+
+  it('the venue pays out minus its 1 USDC fee; the platform fee is taken from the payout; amount_out to the base unit', async () => {
+    const user = await newUser(20n * USDC);
+    const wallet = keyWallet(user.evmKey);
+    const fields = { account_address: user.evmAddress };
+    await depositToVenueB(user, 20n * USDC);
     const ref = await newTask(user, 'venue_b', 'self', '10', [{ action: 'withdrawal', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'venue' }]);
     const feeBefore = await usdcOn('ARB', feeRecipient);
     const task = await drive(ref, 0);
@@ -458,6 +463,35 @@ describe('withdrawal step (venue_b → self)', () => {
     const [txHash, logIndex] = first.payout_log!.split(':') as [Hex, string];
     expect(await payoutClaim(table, ref, 'ARB', 0, 'someone-else')({ txHash, logIndex: Number(logIndex) })).toBe(false);
     expect(await payoutClaim(table, ref, 'ARB', 0, first.idempotency_key!)({ txHash, logIndex: Number(logIndex) })).toBe(true);
+  });
+
+  it('a request the venue refuses after spending its nonce (balance too low) fails VENUE_REFUSED; the resume withdraws once, under a new key', async () => {
+    const user = await newUser(20n * USDC);
+    const wallet = keyWallet(user.evmKey);
+    const fields = { account_address: user.evmAddress };
+    await depositToVenueB(user, 6n * USDC);
+    const ref = await newTask(user, 'venue_b', 'self', '10', [{ action: 'withdrawal', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'venue' }]);
+    await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+    const failed = (await loadTask(table, ref))!;
+    expect(failed).toMatchObject({ status: 'failed', failure: { step: 0, code: 'VENUE_REFUSED' } });
+    expect(failed.failure!.message).toMatch(/Insufficient balance for withdrawal/);
+    const refused = stepOf(failed, 0, 'withdrawal');
+    expect(refused).toMatchObject({ request_refused: true, idempotency_key: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(refused.reference).toBeUndefined();
+
+    // Funded, then resumed as POST /task/{id}/resume does: the refused key is not adopted (venue_b would refuse its nonce as a duplicate).
+    await depositToVenueB(user, 14n * USDC);
+    const seen = (await loadTask(table, ref))!;
+    expect(await resumeTask(table, seen, 0, new Date())).toBe(true);
+    const task = await drive(ref, 0, { attempt: seen.attempt + 1 });
+    expect(task.status).toBe('completed');
+    const step = stepOf(task, 0, 'withdrawal');
+    expect(step.idempotency_key).not.toBe(refused.idempotency_key);
+    expect(step.request_refused).toBeUndefined();
+    expect(step.previous_tries).toEqual([expect.objectContaining({ idempotency_key: refused.idempotency_key, request_refused: true })]);
+    const fee = platformFee({ bps: 10n, fixed: 0n }, 9n * USDC);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(9n * USDC - fee);
+    expect((await venueB().balances(wallet, fields)).balance).toBe(10n * USDC);
   });
 });
 

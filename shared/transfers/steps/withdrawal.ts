@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { VenueDriver, VenueFields } from '../../venues/driver.ts';
+import { type VenueDriver, type VenueFields, VenueRuleError } from '../../venues/driver.ts';
 import type { PayoutWatch } from '../../venues/payouts.ts';
 import { amountInOf, type Ctx, type Outcome, recordIntent, type StepKind, takePlatformFee } from './core.ts';
 import { StepFailure, StepTransient } from './outcomes.ts';
@@ -14,7 +14,10 @@ import { releaseVenueLock, takeVenueLock } from './venue-lock.ts';
  * (venue_a salt, venue_b nonce, venue_c nonce, venue_e id: all derived from the key) are simply
  * asked again; venue_d (no client id, its memory is per process) is asked again only when its
  * balance still shows no debit since `baseline`, otherwise the step fails WITHDRAWAL_UNRECONCILED
- * (the payout still reaches the user's own wallet; nothing is requested twice).
+ * (the payout still reaches the user's own wallet; nothing is requested twice). A request the
+ * venue refused withdrew nothing: the try records `request_refused`, and a resumed try mints a new
+ * key rather than adopt that one (venue_b spends a refused action's nonce, so the same key would be
+ * refused again as a duplicate: the conservation run caught a task failed for good that way).
  *
  * Completion is what the live venue shows (issue 23): venue_b and venue_d pay from their bridge /
  * withdraw pool on chain, found after `payout_from_block` (the payout chain's head, recorded with
@@ -66,7 +69,14 @@ async function withdrawal(ctx: Ctx<VenueStepDeps, 'withdrawal'>): Promise<Outcom
     }
     const key = ctx.step.idempotency_key;
     if (!key) throw new StepTransient('the withdrawal key is not recorded');
-    const { reference } = await driver.withdraw(wallet, fields, amount, key);
+    let reference: string;
+    try {
+      ({ reference } = await driver.withdraw(wallet, fields, amount, key));
+    } catch (error) {
+      // Refused: nothing was withdrawn under this key, and a resumed try mints its own (adoptWithdrawal).
+      if (error instanceof VenueRuleError) await recordIntent(ctx, { request_refused: true }, 'request_refused');
+      throw error;
+    }
     await recordIntent(ctx, { reference }, 'reference');
   }
   if (locking) await releaseVenueLock(ctx.deps.table, ctx.inv.task, ctx.step); // the venue has debited (or an adopted request had)
@@ -91,7 +101,7 @@ async function adoptWithdrawal(
   fields: VenueFields,
 ): Promise<{ key: string; reference?: string; baseline?: string; fromBlock: string | undefined } | undefined> {
   for (const previous of [...(ctx.step.previous_tries ?? [])].reverse()) {
-    if (!previous.idempotency_key) continue;
+    if (!previous.idempotency_key || previous.request_refused) continue;
     const baseline = previous.baseline !== undefined ? { baseline: previous.baseline } : {};
     const fromBlock = previous.payout_from_block;
     if (!previous.reference) return { key: previous.idempotency_key, ...baseline, fromBlock };
