@@ -41,6 +41,9 @@ const unitSetup = ['test/support/aws-matchers.ts'];
  */
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'perp-wallet-node-compile-cache');
 
+/** The CDK template tests' TMPDIR (their `cdk.out*` directories and bundles), removed at the end of the run: test/infra/support/global-setup.ts. */
+const infraTmpDir = join(tmpdir(), `perp-wallet-infra-${process.pid}`);
+
 export default defineConfig({
   test: {
     // Files side by side: most of a file's time is spent waiting on the sandbox (chains, venues,
@@ -65,7 +68,17 @@ export default defineConfig({
       },
       { test: { name: 'unit-isolated', include: isolatedUnitTests, setupFiles: unitSetup, testTimeout: 20_000 } },
       // Shared modules: each file would import aws-cdk-lib again (measured: 48.5 -> 43.2 CPU-s).
-      { test: { name: 'infra', include: ['test/infra/**/*.test.ts'], isolate: false, testTimeout: 120_000, hookTimeout: 240_000 } },
+      {
+        test: {
+          name: 'infra',
+          include: ['test/infra/**/*.test.ts'],
+          isolate: false,
+          env: { TMPDIR: infraTmpDir },
+          globalSetup: ['test/infra/support/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 240_000,
+        },
+      },
       {
         test: {
           name: 'api',

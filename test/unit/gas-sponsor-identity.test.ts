@@ -1,7 +1,7 @@
-import { mkdtemp, readdir } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import type { Application } from '../../shared/apps/application.ts';
 import { platformApplication } from '../../shared/apps/register-application.ts';
@@ -23,6 +23,8 @@ let opJwtKey: LocalOpJwtSigner;
 let sponsorKey: LocalOpJwtSigner;
 let platform: Application;
 const registry = { findById: async (id: string) => (id === PLATFORM_APP_ID ? platform : undefined) } as unknown as AppRegistry;
+
+afterAll(() => rm(dataDir, { recursive: true, force: true }));
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'sponsor-identity-'));

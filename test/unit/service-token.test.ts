@@ -1,8 +1,8 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { importJWK, type JWK, SignJWT } from 'jose';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppRegistry } from '../../shared/apps/app-registry.ts';
 import type { Application } from '../../shared/apps/application.ts';
 import { ENCLAVE_AUDIENCE, mintServiceToken, PLATFORM_ISSUER, verifyServiceToken } from '../../shared/auth/service-token.ts';
@@ -12,12 +12,16 @@ import { UnauthorizedError } from '../../shared/errors.ts';
 
 /** Platform service tokens: how the express service identifies an app to the enclave. */
 let platform: LocalOpJwtSigner;
+let keyDir: string;
 let idpKey: JWK;
 let app: Application;
 const registry = { findById: async (id: string) => (id === app.app_id ? app : undefined) } as unknown as AppRegistry;
 
+afterAll(() => rm(keyDir, { recursive: true, force: true }));
+
 beforeAll(async () => {
-  platform = new LocalOpJwtSigner(await mkdtemp(join(tmpdir(), 'service-token-')));
+  keyDir = await mkdtemp(join(tmpdir(), 'service-token-'));
+  platform = new LocalOpJwtSigner(keyDir);
   const { privateJwk, publicJwk } = await generateEs256Jwk();
   idpKey = privateJwk;
   app = {

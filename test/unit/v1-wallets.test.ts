@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JWK } from 'jose';
@@ -28,12 +28,14 @@ let app: Application;
 let issuerKey: JWK;
 const deps = (now: Date): EnclaveDeps => ({ table, keyWrapper, now: () => now, v1RetiresAt: RETIRES_AT });
 let keyWrapper: LocalKeyWrapper;
+let keyDir: string;
 
 const opJwt = (sub: string, now: Date) => signTestOpJwt(issuerKey, { iss: app.oidc.issuer, aud: 'legacy-api', sub, now });
 
 beforeAll(async () => {
   ({ table, stop } = await startDynaliteTable('v1-unit'));
-  keyWrapper = new LocalKeyWrapper(await mkdtemp(join(tmpdir(), 'v1-unit-')), 'enclave');
+  keyDir = await mkdtemp(join(tmpdir(), 'v1-unit-'));
+  keyWrapper = new LocalKeyWrapper(keyDir, 'enclave');
   const { privateJwk, publicJwk } = await generateEs256Jwk();
   issuerKey = privateJwk;
   app = {
@@ -46,7 +48,10 @@ beforeAll(async () => {
     default_wallet_group_id: 'default',
   };
 });
-afterAll(() => stop());
+afterAll(async () => {
+  await stop();
+  await rm(keyDir, { recursive: true, force: true });
+});
 
 // Created for a user (the optional auth_jwt): only such a wallet can migrate, and only to that user (issue 21 §8).
 const newV1 = (now: Date, context = 'secret-context', owner = 'alice') =>

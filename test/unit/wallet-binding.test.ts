@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -28,6 +28,7 @@ const NOW = new Date('2026-11-25T12:00:00Z');
 let table: Table;
 let stop: () => Promise<void>;
 let keyWrapper: LocalKeyWrapper;
+let keyDir: string;
 let issuerKey: JWK;
 let appOne: Application;
 let appTwo: Application;
@@ -49,13 +50,17 @@ const opJwt = (sub: string) => signTestOpJwt(issuerKey, { iss: appOne.oidc.issue
 
 beforeAll(async () => {
   ({ table, stop } = await startDynaliteTable('wallet-binding-unit'));
-  keyWrapper = new LocalKeyWrapper(await mkdtemp(join(tmpdir(), 'wallet-binding-')), 'enclave');
+  keyDir = await mkdtemp(join(tmpdir(), 'wallet-binding-'));
+  keyWrapper = new LocalKeyWrapper(keyDir, 'enclave');
   const { privateJwk, publicJwk } = await generateEs256Jwk();
   issuerKey = privateJwk;
   appOne = application('binding-app-one', publicJwk);
   appTwo = application('binding-app-two', publicJwk);
 });
-afterAll(() => stop());
+afterAll(async () => {
+  await stop();
+  await rm(keyDir, { recursive: true, force: true });
+});
 
 const REMOVE = Symbol('remove');
 async function editWallet(walletId: string, edits: Record<string, unknown>) {

@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JWK } from 'jose';
@@ -22,8 +22,13 @@ export interface EnclaveFixture {
  * one application whose identity provider is a fresh ES256 key (inline JWKS, no trusted keys).
  */
 export async function startEnclaveFixture(name: string, oidc: { appId: string; issuer: string; audience: string }): Promise<EnclaveFixture> {
-  const { table, stop } = await startDynaliteTable(name);
-  const keyWrapper = new LocalKeyWrapper(await mkdtemp(join(tmpdir(), `${name}-`)), 'enclave');
+  const { table, stop: stopTable } = await startDynaliteTable(name);
+  const keyDir = await mkdtemp(join(tmpdir(), `${name}-`));
+  const keyWrapper = new LocalKeyWrapper(keyDir, 'enclave');
+  const stop = async () => {
+    await stopTable();
+    await rm(keyDir, { recursive: true, force: true });
+  };
   const { privateJwk, publicJwk } = await generateEs256Jwk();
   const app: Application = {
     app_id: oidc.appId,
