@@ -74,7 +74,8 @@ async function withdrawal(ctx: Ctx<VenueStepDeps, 'withdrawal'>): Promise<Outcom
       ({ reference } = await driver.withdraw(wallet, fields, amount, key));
     } catch (error) {
       // Refused: nothing was withdrawn under this key, and a resumed try mints its own (adoptWithdrawal).
-      if (error instanceof VenueRuleError) await recordIntent(ctx, { request_refused: true }, 'request_refused');
+      // Recorded once (a re-run of this try after a lost failure write meets the same refusal).
+      if (error instanceof VenueRuleError && !ctx.step.request_refused) await recordIntent(ctx, { request_refused: true }, 'request_refused');
       throw error;
     }
     await recordIntent(ctx, { reference }, 'reference');
