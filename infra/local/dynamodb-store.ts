@@ -1,4 +1,5 @@
-import { access, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LocalRuntimeError } from './local-runtime-error.ts';
 
@@ -29,13 +30,13 @@ export function dynamodbStore(env: NodeJS.ProcessEnv = process.env): DynamoDbSto
 /** The dynalite `path` for `store` (undefined: in memory), after the checks above; marks DATA_DIR for a memory store. */
 export async function prepareDynamoDbStore(dataDir: string, store: DynamoDbStore): Promise<string | undefined> {
   const onDisk = join(dataDir, 'dynamodb');
-  if (await exists(join(dataDir, MEMORY_MARK))) {
+  if (existsSync(join(dataDir, MEMORY_MARK))) {
     throw new LocalRuntimeError(
       `the table of DATA_DIR ${dataDir} was kept in memory (SANDBOX_DYNAMODB_STORE=memory) by an earlier run and is gone; start on a fresh DATA_DIR`,
     );
   }
   if (store === 'disk') return onDisk;
-  if (await exists(onDisk)) {
+  if (existsSync(onDisk)) {
     throw new LocalRuntimeError(
       `SANDBOX_DYNAMODB_STORE=memory needs a DATA_DIR without a table, and ${dataDir} holds one on disk: use a fresh DATA_DIR, or the disk store`,
     );
@@ -44,11 +45,4 @@ export async function prepareDynamoDbStore(dataDir: string, store: DynamoDbStore
     mode: 0o600,
   });
   return undefined;
-}
-
-async function exists(path: string): Promise<boolean> {
-  return access(path).then(
-    () => true,
-    () => false,
-  );
 }
