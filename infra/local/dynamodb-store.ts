@@ -8,7 +8,7 @@ import { LocalRuntimeError } from './local-runtime-error.ts';
  * DATA_DIR/dynamodb, so a restart finds every account, wallet and task; `memory` in the process
  * only, for a sandbox that is started once on a fresh DATA_DIR and thrown away (the API tests'
  * runtime, the conservation run). The same engine either way, without LevelDB's reads from disk:
- * measured on the 2-core machine, a PutItem + GetItem pair costs about 35 % less CPU.
+ * a table call costs 25-33 % less CPU on the 2-core machine (`npm run bench:store`).
  *
  * An in-memory table is gone when the process stops, while the chains, venues and bridge under
  * DATA_DIR keep their state: a restart on that DATA_DIR would show funds on chain and no wallet
