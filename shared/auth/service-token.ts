@@ -1,4 +1,4 @@
-import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import type { AppRegistry } from '../apps/app-registry.ts';
 import type { Application } from '../apps/application.ts';
 import type { OpJwtSigner } from '../crypto/op-jwt-signer.ts';
@@ -46,7 +46,7 @@ export async function verifyServiceToken(registry: AppRegistry, token: string, n
   const app = typeof appId === 'string' ? await registry.findById(appId) : undefined;
   if (!app || app.trusted_keys.length === 0) throw invalid('unknown application');
   try {
-    const { payload } = await jwtVerify(token, createLocalJWKSet({ keys: [...app.trusted_keys] }), {
+    const { payload } = await jwtVerify(token, trustedKeySet(app), {
       issuer: PLATFORM_ISSUER,
       audience: ENCLAVE_AUDIENCE,
       subject: app.app_id,
@@ -62,4 +62,21 @@ export async function verifyServiceToken(registry: AppRegistry, token: string, n
     throw invalid('not signed by a trusted platform key, expired, or not for the enclave');
   }
   return app;
+}
+
+const trustedKeySets = new Map<string, JWTVerifyGetKey>();
+
+/**
+ * The app's trusted platform keys as a key set, kept per container and keyed by the keys
+ * themselves (a changed set is a new entry): jose imports a key set's keys on first use and keeps
+ * them, so a set made per call imported its key on every call.
+ */
+function trustedKeySet(app: Application): JWTVerifyGetKey {
+  const cacheKey = JSON.stringify(app.trusted_keys);
+  let keySet = trustedKeySets.get(cacheKey);
+  if (!keySet) {
+    keySet = createLocalJWKSet({ keys: [...app.trusted_keys] });
+    trustedKeySets.set(cacheKey, keySet);
+  }
+  return keySet;
 }

@@ -1,6 +1,6 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { importJWK, type JWK, SignJWT } from 'jose';
+import { type CryptoKey, importJWK, type JWK, SignJWT } from 'jose';
 import { describeEs256Jwk, generateEs256Jwk } from './es256-jwk.ts';
 import { createKeyFileOnce } from './key-file.ts';
 import { type OpJwtClaims, type OpJwtSigner, opJwtPayload } from './op-jwt-signer.ts';
@@ -13,18 +13,18 @@ export const LOCAL_SPONSOR_KEY_FILE = 'gas-sponsor-signer.jwk.json';
 /** Local op_jwt signer: an ES256 key pair kept as a JWK in `<dataDir>/keys/<file>` (0600; the op_jwt key by default). */
 export class LocalOpJwtSigner implements OpJwtSigner {
   readonly #path: string;
-  #key: Promise<{ privateJwk: JWK; publicJwk: JWK }> | undefined;
+  /** The key pair, and the private key imported once for signing (jose would import the JWK on every sign). */
+  #key: Promise<{ publicJwk: JWK; signingKey: CryptoKey | Uint8Array }> | undefined;
 
   constructor(dataDir: string, file: typeof LOCAL_OP_JWT_KEY_FILE | typeof LOCAL_SPONSOR_KEY_FILE = LOCAL_OP_JWT_KEY_FILE) {
     this.#path = join(dataDir, 'keys', file);
   }
 
   async sign(claims: OpJwtClaims): Promise<string> {
-    const { privateJwk, publicJwk } = await this.#load();
+    const { publicJwk, signingKey } = await this.#load();
     const { kid } = publicJwk;
     if (kid === undefined) throw new Error('internal: the op_jwt signing key has no kid (describeEs256Jwk always sets one)');
-    const key = await importJWK(privateJwk, 'ES256');
-    return new SignJWT(opJwtPayload(claims)).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid }).sign(key);
+    return new SignJWT(opJwtPayload(claims)).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid }).sign(signingKey);
   }
 
   async publicJwk(): Promise<JWK> {
@@ -32,7 +32,7 @@ export class LocalOpJwtSigner implements OpJwtSigner {
   }
 
   #load() {
-    this.#key ??= loadOrCreate(this.#path);
+    this.#key ??= loadOrCreate(this.#path).then(async ({ privateJwk, publicJwk }) => ({ publicJwk, signingKey: await importJWK(privateJwk, 'ES256') }));
     return this.#key;
   }
 }
