@@ -191,7 +191,10 @@ async function runKind<D extends StepCoreDeps, A extends StepAction>(
       outcome = await kind.run(ctx);
     }
     if (!outcome.done) {
-      if (inv.phase === 'poll' && timedOut(deps, ctx.step))
+      if (inv.phase === 'poll' && timedOut(deps, ctx.step)) {
+        // A step that reaches its deadline was stuck: said first (once per try) if no poll window
+        // ended between the two, so watchers always hear task.stuck before task.failed.
+        await reportStuck(ctx);
         throw (
           outcome.late ??
           new StepFailure(
@@ -199,6 +202,7 @@ async function runKind<D extends StepCoreDeps, A extends StepAction>(
             `The ${step.action} did not settle within ${deps.deadlineSeconds ?? DEFAULT_STEP_DEADLINE_SECONDS} s; a resume adopts it if it still lands`,
           )
         );
+      }
       if (inv.phase === 'poll') await reportStuck(ctx);
       return { settled: false, wait_seconds: outcome.waitSeconds ?? wait };
     }
