@@ -1,7 +1,9 @@
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ConditionalCheckFailedException, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clientEndpoint, type LocalRequest, registerLocalEndpoint } from '../../shared/deps/local-endpoints.ts';
+import { clientEndpoint, type LocalRequest, registerLocalEndpoint, UnsignedAuthorization } from '../../shared/deps/local-endpoints.ts';
 
 /**
  * In-process endpoints (shared/deps/local-endpoints.ts): a client built for a registered endpoint
@@ -44,7 +46,12 @@ describe('local endpoints', () => {
     const [request] = seen;
     expect(request).toMatchObject({ method: 'POST', path: '/' });
     expect(request!.headers['x-amz-target']).toBe('DynamoDB_20120810.GetItem');
-    expect(request!.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=sandbox\//);
+    // SigV4's header, unsigned: the access key, the request's date, region and service; 64 zeros for the signature.
+    const date = request!.headers['x-amz-date']!;
+    expect(date).toMatch(/^\d{8}T\d{6}Z$/);
+    expect(request!.headers.authorization).toBe(
+      `AWS4-HMAC-SHA256 Credential=sandbox/${date.slice(0, 8)}/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`,
+    );
     expect(JSON.parse(request!.body.toString('utf8'))).toEqual({ TableName: 'table', Key: { pk: { S: 'a' } } });
   });
 
@@ -88,6 +95,34 @@ describe('local endpoints', () => {
     await expect.poll(() => signalled).toBeDefined();
     abort.abort();
     await expect(receiving).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('leaves signing to the SDK for an endpoint in another process: a real SigV4 signature over each request', async () => {
+    const seen: IncomingHttpHeaders[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.headers);
+      req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' }).end('{}'));
+    });
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    try {
+      const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      expect(clientEndpoint(endpoint)).toEqual({ endpoint });
+      const client = new DynamoDBClient({ ...clientEndpoint(endpoint), region: 'us-east-1', credentials, maxAttempts: 1 });
+      for (const pk of ['a', 'b']) await client.send(new GetItemCommand({ TableName: 'table', Key: { pk: { S: pk } } }));
+      const signatures = seen.map(
+        (headers) =>
+          /^AWS4-HMAC-SHA256 Credential=sandbox\/\d{8}\/us-east-1\/dynamodb\/aws4_request, SignedHeaders=\S+, Signature=([0-9a-f]{64})$/.exec(
+            headers.authorization ?? '',
+          )?.[1],
+      );
+      expect(signatures).toHaveLength(2);
+      // Computed over each request's body: two keys, two signatures, neither the unsigned one.
+      expect(new Set(signatures).size).toBe(2);
+      for (const signature of signatures) expect([undefined, UnsignedAuthorization.SIGNATURE]).not.toContain(signature);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((closed) => server.close(closed));
+    }
   });
 
   it('stops serving once unregistered: a client built after that goes to the socket (and finds nothing on port 9)', async () => {
