@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { type DynamoDbStore, prepareDynamoDbStore } from '../infra/local/dynamodb-store.ts';
@@ -35,6 +35,8 @@ async function round(store: DynamoDbStore): Promise<{ cpuMs: number; wallMs: num
   const doc = createDocumentClient(`http://127.0.0.1:${(engine.address() as { port: number }).port}`);
   try {
     await doc.send(new CreateTableCommand(localCreateTableInput('bench')));
+    // dynalite answers CreateTable with the table CREATING, ACTIVE a timer later (createTableMs).
+    await waitUntilTableExists({ client: doc, maxWaitTime: 10, minDelay: 1, maxDelay: 1 }, { TableName: 'bench' });
     const value = 'x'.repeat(500);
     const cpu = process.cpuUsage();
     const started = performance.now();
