@@ -6,6 +6,10 @@ import { clientEndpoint } from '../deps/local-endpoints.ts';
 /** The document client for the single table; built once per module scope (warm Lambdas reuse it). `endpoint`: a local engine (shared/deps/local-endpoints.ts). */
 export function createDocumentClient(endpoint?: string): DynamoDBDocumentClient {
   const client = new DynamoDBClient(clientEndpoint(endpoint));
+  // No SDK logger is configured (its NoOpLogger), yet the SDK's logger middleware builds a
+  // sensitive-data-filtered copy of every command's input and output to hand it: for a GetItem,
+  // a walk over the whole item. Our logs are Powertools' (shared/observability), not the SDK's.
+  client.middlewareStack.remove('loggerMiddleware');
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true },
   });
