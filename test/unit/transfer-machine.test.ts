@@ -1,6 +1,9 @@
+import { randomInt } from 'node:crypto';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
-import { loadLocalDefinition, stateNames, UnsupportedDefinitionError } from '../../infra/local/step-functions/definition.ts';
+import { ASL_VERDICTS_FOLDER, loadLocalDefinition, stateNames, UnsupportedDefinitionError } from '../../infra/local/step-functions/definition.ts';
 import { type ExecutionOutcome, FunctionNotFoundError, type LocalLambda, type RunCounts, runLocalExecution } from '../../infra/local/step-functions/runner.ts';
 import {
   readTransferMachine,
@@ -136,6 +139,24 @@ describe('the local guard refuses what runs differently locally', () => {
     const asl = base();
     asl.States.Settle.Next = 'Nowhere';
     expect(() => loadLocalDefinition(asl)).toThrow(/invalid/);
+  });
+  it('a pass of asl-validator is kept for the next process (a file named by the versions and the text); a refusal is not', () => {
+    const entries = () => (existsSync(ASL_VERDICTS_FOLDER) ? readdirSync(ASL_VERDICTS_FOLDER) : []);
+    // A text no process has validated before.
+    const asl = base();
+    asl.TimeoutSeconds = 100_000 + randomInt(1_000_000);
+    const before = new Set(entries());
+    loadLocalDefinition(asl);
+    const added = entries().filter((name) => !before.has(name));
+    expect(added).toHaveLength(1);
+    expect(added[0]).toMatch(/^[0-9a-f]{64}$/);
+    try {
+      asl.States.Settle.Next = 'Nowhere';
+      expect(() => loadLocalDefinition(asl)).toThrow(/invalid/);
+      expect(entries().filter((name) => !before.has(name))).toEqual(added);
+    } finally {
+      rmSync(join(ASL_VERDICTS_FOLDER, added[0]!), { force: true });
+    }
   });
 });
 
