@@ -70,9 +70,9 @@ const PROJECT_ORDER = ['api', 'api-dynamodb-local', 'infra', 'unit-isolated', 'u
 
 /**
  * Within a project, the files expected to take this long (s) or more are spread evenly among the
- * shorter ones (longest first each) instead of all starting together: the unit project's long
- * files mostly wait on their sandboxes (anvil, pollers, deadlines), and together they left both
- * cores about half idle for 12 s.
+ * first half of the shorter ones (longest first each) instead of all starting together: the unit
+ * project's long files mostly wait on their sandboxes (anvil, pollers, deadlines), and together
+ * they left both cores about half idle for 12 s.
  */
 const SPREAD_FILE_SECONDS = 5;
 
@@ -107,8 +107,9 @@ export default class LongestFirstSequencer extends BaseSequencer {
       const sorted = specs.sort(longestFirst);
       const long = sorted.filter((spec) => weights.get(spec)! >= SPREAD_FILE_SECONDS);
       const short = sorted.filter((spec) => weights.get(spec)! < SPREAD_FILE_SECONDS);
-      // Long file i goes before short file ⌊i·|short|/|long|⌋: the first at the start, the rest evenly apart.
-      const before = (i: number) => Math.floor((i * short.length) / long.length);
+      // Long file i goes before short file ⌊i·|short|/(2·|long|)⌋: evenly apart over the first half
+      // of the short files, so that the project ends on short files only.
+      const before = (i: number) => Math.floor((i * short.length) / (2 * long.length));
       if (short.length === 0) return long;
       return short.flatMap((spec, index) => [...long.filter((_, i) => before(i) === index), spec]);
     };
