@@ -18,6 +18,7 @@ import { LOCAL_SPONSOR_KEY_FILE, LocalOpJwtSigner } from '../../shared/crypto/lo
 import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import { localCreateTableInput } from '../../shared/db/table-definition.ts';
+import { type LocalRequest, type LocalResponse, registerLocalEndpoint } from '../../shared/deps/local-endpoints.ts';
 import { requestIdOf } from '../../shared/http/request-id.ts';
 import { withServiceName } from '../../shared/observability/service-name.ts';
 import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
@@ -410,35 +411,54 @@ function pathWithoutQueryValues(rawUrl: string): string {
  * Hosted RPC providers put the API key in the URL path; the sandbox chains take none. This
  * gateway gives the functions such URLs (`http://host:port/<credential>/<CHAIN>`), refuses any
  * other path, and forwards JSON-RPC to the chain, so a leaked RPC URL is a detectable string.
+ * It is also served in process (registerLocalEndpoint): the functions' viem clients here
+ * (shared/chains/evm/evm-client.ts, `localFetch`) reach it without a loopback HTTP hop.
  */
 async function startRpcGateway(config: ChainsConfig, credential: string, host: string) {
   const upstream = new Map<string, string>();
-  const server = createServer(async (req, res) => {
-    const [, key, chain] = (req.url ?? '').split('?')[0]!.split('/');
-    const target = key === credential && chain ? upstream.get(chain) : undefined;
-    if (!target || req.method !== 'POST') {
-      res.writeHead(target ? 405 : 401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
-      return;
-    }
-    // Piped over kept-alive sockets (node:http, not fetch: measured, fetch's streams cost the sandbox seconds of CPU per test run).
-    const unavailable = () => {
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' }).end('{"error":"upstream unavailable"}');
-      else res.destroy();
-    };
-    const out = httpRequest(target, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'] ?? 'application/json' });
-      answer.pipe(res);
-      answer.on('error', unavailable);
-    });
-    out.on('error', unavailable);
-    res.on('close', () => {
-      if (!res.writableFinished) out.destroy(); // the caller gave up
-    });
-    req.pipe(out);
-  });
+  // To the chains over kept-alive sockets (node:http, not fetch: measured, fetch's streams cost the sandbox seconds of CPU per test run).
   const agent = new Agent({ keepAlive: true });
+  const answer = (status: number, body: string): LocalResponse => ({ status, headers: { 'content-type': 'application/json' }, body: Buffer.from(body) });
+  const handle = (request: LocalRequest): Promise<LocalResponse> => {
+    const [, key, chain] = request.path.split('?')[0]!.split('/');
+    const target = key === credential && chain ? upstream.get(chain) : undefined;
+    if (!target || request.method !== 'POST') return Promise.resolve(answer(target ? 405 : 401, '{"error":"unauthorized"}'));
+    return new Promise((done) => {
+      const unavailable = () => done(answer(502, '{"error":"upstream unavailable"}'));
+      // The caller gave up: so does the request to the chain.
+      const out = httpRequest(target, { method: 'POST', agent, headers: { 'content-type': 'application/json' }, signal: request.signal }, (reply) => {
+        const chunks: Buffer[] = [];
+        reply.on('data', (chunk: Buffer) => chunks.push(chunk));
+        reply.on('end', () =>
+          done({
+            status: reply.statusCode ?? 502,
+            headers: { 'content-type': reply.headers['content-type'] ?? 'application/json' },
+            body: Buffer.concat(chunks),
+          }),
+        );
+        reply.on('error', unavailable);
+      });
+      out.on('error', unavailable);
+      out.end(request.body);
+    });
+  };
+  const server = createServer(async (req, res) => {
+    const gaveUp = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gaveUp.abort();
+    });
+    try {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const reply = await handle({ method: req.method ?? 'GET', path: req.url ?? '/', headers: {}, body: Buffer.concat(chunks), signal: gaveUp.signal });
+      if (!gaveUp.signal.aborted) res.writeHead(reply.status, reply.headers).end(reply.body);
+    } catch {
+      res.destroy(); // the request broke off while it was read
+    }
+  });
   const port = await listen(server, 0, host);
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const unregister = registerLocalEndpoint(`http://${urlHost}:${port}`, handle);
   const keyed = structuredClone(config) as Record<string, unknown>;
   for (const [code, entry] of Object.entries(config)) {
     if (typeof entry !== 'object' || entry === null || !('rpc_url' in entry) || !entry.rpc_url) continue;
@@ -448,6 +468,7 @@ async function startRpcGateway(config: ChainsConfig, credential: string, host: s
   return {
     config: keyed as unknown as ChainsConfig,
     close: async () => {
+      unregister();
       await close(server);
       agent.destroy();
     },

@@ -57,22 +57,61 @@ interface SdkRequestHandler {
   destroy(): void;
 }
 
+/** An endpoint served in this process: its function, and the SDK's request handler over it. */
+interface Served {
+  readonly handle: LocalEndpointHandler;
+  readonly sdk: SdkRequestHandler;
+}
+
 /** Shared by every module instance in the process (a test runner may load this file more than once). */
 const REGISTRY = Symbol.for('perp-wallet.local-endpoints');
-type Registry = Map<string, SdkRequestHandler>;
+type Registry = Map<string, Served>;
 const scope = globalThis as Record<symbol, Registry | undefined>;
 scope[REGISTRY] ??= new Map();
 const registry: Registry = scope[REGISTRY];
 
-/** Serves `endpoint` from `handle` for the clients built after this call; returns the function that stops it. */
+/** Serves `endpoint` from `handle` for the clients built after this call (and `localFetch`'s calls); returns the function that stops it. */
 export function registerLocalEndpoint(endpoint: string, handle: LocalEndpointHandler): () => void {
   const key = normalise(endpoint);
-  const handler = requestHandler(handle);
-  registry.set(key, handler);
+  const served: Served = { handle, sdk: requestHandler(handle) };
+  registry.set(key, served);
   return () => {
-    if (registry.get(key) === handler) registry.delete(key);
+    if (registry.get(key) === served) registry.delete(key);
   };
 }
+
+/**
+ * A `fetch` for an HTTP client of ours that takes one (viem's http transport, `fetchFn`): a
+ * request to an endpoint served in this process at the time of the call (the sandbox's RPC
+ * gateway) goes to its function, as clientEndpoint's SDK clients' do; any other goes to the
+ * global fetch (in AWS, all of them). Looked up per call: once the endpoint stops, a request
+ * meets the closed port, as it would over HTTP.
+ */
+export const localFetch: typeof fetch = async (input, init = {}) => {
+  const url = new URL(input instanceof Request ? input.url : input);
+  const served = registry.get(url.origin);
+  if (!served || input instanceof Request) return fetch(input, init);
+  const signal = init.signal ?? undefined;
+  signal?.throwIfAborted();
+  const headers: Record<string, string> = {};
+  new Headers(init.headers).forEach((value, name) => {
+    headers[name] = value;
+  });
+  const answer = await served.handle({
+    method: init.method ?? 'GET',
+    path: `${url.pathname}${url.search}`,
+    headers,
+    body: bodyOf(init.body),
+    ...(signal ? { signal } : {}),
+  });
+  // As fetch: an aborted request rejects with the signal's reason, whatever came back.
+  signal?.throwIfAborted();
+  const answered = new Headers();
+  for (const [name, value] of Object.entries(answer.headers)) {
+    for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) answered.append(name, one);
+  }
+  return new Response(answer.body.byteLength ? answer.body : null, { status: answer.status, headers: answered });
+};
 
 /**
  * The client configuration for `endpoint`: `{}` when unset (AWS), the in-process handler and the
@@ -85,8 +124,8 @@ export function clientEndpoint(endpoint: string | undefined): {
   signerConstructor?: typeof UnsignedAuthorization;
 } {
   if (!endpoint) return {};
-  const handler = registry.get(normalise(endpoint));
-  return handler ? { endpoint, requestHandler: handler, signerConstructor: UnsignedAuthorization } : { endpoint };
+  const served = registry.get(normalise(endpoint));
+  return served ? { endpoint, requestHandler: served.sdk, signerConstructor: UnsignedAuthorization } : { endpoint };
 }
 
 /** What the SDK hands a signer's constructor (@smithy/signature-v4's SignatureV4Init, the part read here). */

@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { ConditionalCheckFailedException, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clientEndpoint, type LocalRequest, registerLocalEndpoint, UnsignedAuthorization } from '../../shared/deps/local-endpoints.ts';
+import { createEvmClient } from '../../shared/chains/evm/evm-client.ts';
+import { clientEndpoint, type LocalRequest, localFetch, registerLocalEndpoint, UnsignedAuthorization } from '../../shared/deps/local-endpoints.ts';
 
 /**
  * In-process endpoints (shared/deps/local-endpoints.ts): a client built for a registered endpoint
@@ -125,11 +126,60 @@ describe('local endpoints', () => {
     }
   });
 
+  it('localFetch hands a request for a registered endpoint to its function, and answers with a Response of what it returned', async () => {
+    const seen: LocalRequest[] = [];
+    stops.push(
+      registerLocalEndpoint(ENDPOINT, async (request) => {
+        seen.push(request);
+        return { status: 201, headers: { 'content-type': 'application/json', 'x-two': ['a', 'b'] }, body: Buffer.from('{"ok":true}') };
+      }),
+    );
+    const response = await localFetch(`${ENDPOINT}/key/ETH?x=1`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"id":1}' });
+    expect(response.status).toBe(201);
+    expect(response.headers.get('x-two')).toBe('a, b');
+    expect(await response.json()).toEqual({ ok: true });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ method: 'POST', path: '/key/ETH?x=1', headers: { 'content-type': 'application/json' } });
+    expect(seen[0]!.body.toString('utf8')).toBe('{"id":1}');
+  });
+
+  it('viem’s transport over localFetch (createEvmClient): JSON-RPC to a registered endpoint, no socket', async () => {
+    const methods: string[] = [];
+    stops.push(
+      registerLocalEndpoint(ENDPOINT, async (request) => {
+        const { id, method } = JSON.parse(request.body.toString('utf8')) as { id: number; method: string };
+        methods.push(method);
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, result: '0x2a' })) };
+      }),
+    );
+    const client = createEvmClient(`${ENDPOINT}/rpc-key/ETH`);
+    expect(await client.getBalance({ address: '0x1111111111111111111111111111111111111111' })).toBe(42n);
+    expect(methods).toEqual(['eth_getBalance']);
+  });
+
+  it('localFetch: an aborted request rejects with the signal’s reason, as fetch does; an endpoint not served here goes to the socket', async () => {
+    stops.push(registerLocalEndpoint(ENDPOINT, async () => json(200, {})));
+    const abort = new AbortController();
+    abort.abort(new Error('gave up'));
+    await expect(localFetch(`${ENDPOINT}/`, { method: 'POST', body: '{}', signal: abort.signal })).rejects.toThrow('gave up');
+    const server = createServer((req, res) => req.resume().on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end('over http')));
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    try {
+      const response = await localFetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, { method: 'POST', body: '{}' });
+      expect(await response.text()).toBe('over http');
+    } finally {
+      server.closeAllConnections();
+      await new Promise((closed) => server.close(closed));
+    }
+  });
+
   it('stops serving once unregistered: a client built after that goes to the socket (and finds nothing on port 9)', async () => {
     const stop = registerLocalEndpoint(ENDPOINT, async () => json(200, {}));
     stop();
     expect(clientEndpoint(ENDPOINT)).toEqual({ endpoint: ENDPOINT });
     const client = new DynamoDBClient({ ...clientEndpoint(ENDPOINT), region: 'us-east-1', credentials, maxAttempts: 1 });
     await expect(client.send(new GetItemCommand({ TableName: 'table', Key: { pk: { S: 'a' } } }))).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    // localFetch looks up each call: the same URL now meets the closed port.
+    await expect(localFetch(`${ENDPOINT}/`, { method: 'POST', body: '{}' })).rejects.toThrow('fetch failed');
   });
 });

@@ -10,6 +10,7 @@ import {
   sendRawTransaction,
   waitForTransactionReceipt,
 } from 'viem/actions';
+import { localFetch } from '../../deps/local-endpoints.ts';
 
 /** The public actions our EVM code calls, and no others. */
 type UsedActions = Pick<
@@ -33,7 +34,8 @@ export type EvmClient = Client & UsedActions;
  * which a bundler cannot drop: about 160 KB of each chain function's bundle (bench:bundles).
  */
 export function createEvmClient(rpcUrl: string): EvmClient {
-  const client = createClient({ transport: http(rpcUrl, { retryCount: 2, timeout: 10_000 }) });
+  // localFetch: the global fetch, or the sandbox's RPC gateway in this process (shared/deps/local-endpoints.ts).
+  const client = createClient({ transport: http(rpcUrl, { retryCount: 2, timeout: 10_000, fetchFn: localFetch }) });
   // The casts keep viem's generic signatures; each wrapper passes its arguments through unchanged.
   const actions = {
     getBalance: (args: Parameters<typeof getBalance>[1]) => getBalance(client, args),
