@@ -97,6 +97,7 @@ interface QuoteRecord {
 }
 
 type TransferState = 'waiting' | 'held' | 'filling' | 'refunding' | 'completed' | 'refunded';
+const FINAL_TRANSFER_STATES: ReadonlySet<TransferState> = new Set(['completed', 'refunded']);
 
 interface TransferRecord {
   readonly key: string;
@@ -494,7 +495,12 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     // Most rounds find nothing to do: only a round with work writes the state (each write is fsync'd).
     if (!hasWork(store.read(), now)) return;
     await transact((draft) => {
-      for (const transfer of Object.values(draft.transfers)) {
+      // The open transfers, found on the plain document (read() is the draft's base here): walking
+      // the draft's own values would make a draft of every transfer the bridge ever saw.
+      const open = Object.values(store.read().transfers)
+        .filter((transfer) => !FINAL_TRANSFER_STATES.has(transfer.state))
+        .map((transfer) => draft.transfers[transfer.key]!);
+      for (const transfer of open) {
         if (transfer.state !== 'waiting' && transfer.state !== 'held') continue;
         if (now > transfer.deadline_ms) {
           transfer.refund_as = { status: 'DONE', substatus: 'REFUNDED', message: 'no fill before the fill deadline; refunded on the source chain' };
@@ -516,7 +522,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
         transfer.fill_payout = id;
         transfer.state = 'filling';
       }
-      for (const transfer of Object.values(draft.transfers)) {
+      for (const transfer of open) {
         if (transfer.state === 'filling' && draft.payouts[transfer.fill_payout!]!.state === 'completed') transfer.state = 'completed';
         if (transfer.state === 'refunding' && draft.payouts[transfer.refund_payout!]!.state === 'completed') transfer.state = 'refunded';
       }
@@ -864,8 +870,9 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
         if (Object.keys(faults).length === 0) delete draft.faults;
         // `clear` releases what this scope's stall held: filled from now (or refunded if past the deadline).
         const now = Date.now();
-        for (const transfer of Object.values(draft.transfers)) {
-          if (transfer.state !== 'held' || (transfer.held_by ?? ANY_ADDRESS) !== scope) continue;
+        for (const held of Object.values(store.read().transfers)) {
+          if (held.state !== 'held' || (held.held_by ?? ANY_ADDRESS) !== scope) continue;
+          const transfer = draft.transfers[held.key]!;
           transfer.state = 'waiting';
           delete transfer.held_by;
           transfer.fill_at_ms = Math.min(transfer.fill_at_ms, now);
