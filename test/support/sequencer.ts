@@ -10,8 +10,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  *
  * - The files expected to take LONG_FILE_SECONDS or more start first, longest first (the
  *   longest-processing-time rule for filling `maxWorkers` workers).
- * - Then the other files, one project after another (PROJECT_ORDER), longest first within each.
- *   Vitest keeps a worker of an `isolate: false` project only while the next queued file is of
+ * - Then the other files, one project after another (PROJECT_ORDER), longest first within each,
+ *   except that the files of SPREAD_FILE_SECONDS or more are spread over the first half. Vitest keeps a worker of an `isolate: false` project only while the next queued file is of
  *   that same project; it stops the worker and forks a new one otherwise. Files of all projects
  *   interleaved by duration forked a worker for nearly every file
  *   (96 forks in one run, each importing vitest, viem and the AWS SDK again); grouped, a worker
@@ -65,6 +65,8 @@ const LONG_FILE_SECONDS = 30;
  * files mostly wait on their sandboxes: in the other order those files ran three at a time while a
  * core idled, then the templates at the end. Measured on the 2-core machine (`/proc/stat`, one run
  * each): the two cores about 0.9 busy for 24 s in the old order; 1.1 for 16 s in this one.
+ * unit-isolated before unit: its transfer-step-handlers file (about 9 s, mostly waiting) no longer
+ * runs alone at the very end.
  */
 const PROJECT_ORDER = ['api', 'api-dynamodb-local', 'infra', 'unit-isolated', 'unit'];
 
