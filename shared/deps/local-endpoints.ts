@@ -1,8 +1,9 @@
 /**
  * AWS SDK clients for an `endpoint` that is served inside this very process: the local sandbox's
- * DynamoDB (behind its streams proxy) and SQS. The sandbox registers each such endpoint with the
- * function that answers its requests; a client built for that endpoint then hands its signed
- * request to that function instead of opening a socket to itself. What the SDK does before and
+ * DynamoDB (behind its streams proxy) and SQS; and `localFetch`, the same for the functions' viem
+ * clients and the sandbox's RPC gateway. The sandbox registers each such endpoint with the
+ * function that answers its requests; a client built for that endpoint then hands its request to
+ * that function instead of opening a socket to itself. What the SDK does before and
  * after the wire (serialising, retries, error parsing) is unchanged, as is what the server does
  * with the request: only the loopback HTTP hop goes (measured on the 2-core machine: a DynamoDB
  * PutItem or GetItem 1.19 → 0.80 ms of CPU; the conservation test makes about 36,000).
