@@ -8,6 +8,7 @@ import type { EvmChainCode, EvmChainConfig } from '../../shared/chains/chain-con
 import { sponsoredExecutorArtifact } from '../../shared/chains/evm/contracts/sponsored-executor.artifact.ts';
 import { LIFI_CONTRACTS } from '../../shared/transfers/lifi.ts';
 import mainnetTokens from '../config/mainnet-tokens.json' with { type: 'json' };
+import { anvilFetch } from './anvil-fetch.ts';
 import { sandboxLifiDiamondArtifact } from './contracts/sandbox-lifi-diamond.artifact.ts';
 import { sandboxPriceFeedArtifactAbi } from './contracts/sandbox-price-feed.artifact.ts';
 import { sandboxTokenArtifact } from './contracts/sandbox-token.artifact.ts';
@@ -189,7 +190,7 @@ function chainClients(code: EvmChainCode, chainId: number, rpcUrl: string) {
     rpcUrls: { default: { http: [rpcUrl] } },
   });
   // anvil mines on every transaction: poll receipts quickly rather than at viem's 4 s default.
-  const transport = http(rpcUrl, { retryCount: 0 });
+  const transport = http(rpcUrl, { retryCount: 0, fetchFn: anvilFetch });
   return {
     public: createPublicClient({ chain, transport, pollingInterval: 50 }),
     wallet: createWalletClient({ chain, transport, account: privateKeyToAccount(SPONSOR.privateKey), pollingInterval: 50 }),

@@ -94,25 +94,35 @@ export const localFetch: typeof fetch = async (input, init = {}) => {
   if (!served || input instanceof Request) return fetch(input, init);
   const signal = init.signal ?? undefined;
   signal?.throwIfAborted();
-  const headers: Record<string, string> = {};
-  new Headers(init.headers).forEach((value, name) => {
-    headers[name] = value;
-  });
   const answer = await served.handle({
     method: init.method ?? 'GET',
     path: `${url.pathname}${url.search}`,
-    headers,
+    headers: fetchHeaders(init),
     body: bodyOf(init.body),
     ...(signal ? { signal } : {}),
   });
   // As fetch: an aborted request rejects with the signal's reason, whatever came back.
   signal?.throwIfAborted();
-  const answered = new Headers();
-  for (const [name, value] of Object.entries(answer.headers)) {
-    for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) answered.append(name, one);
-  }
-  return new Response(answer.body.byteLength ? answer.body : null, { status: answer.status, headers: answered });
+  return fetchResponse(answer);
 };
+
+/** A fetch call's headers as a plain object of lower-case names. */
+export function fetchHeaders(init: RequestInit): Record<string, string> {
+  const headers: Record<string, string> = {};
+  new Headers(init.headers).forEach((value, name) => {
+    headers[name] = value;
+  });
+  return headers;
+}
+
+/** The `Response` a fetch answers with for `answer`. */
+export function fetchResponse(answer: LocalResponse): Response {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(answer.headers)) {
+    for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, one);
+  }
+  return new Response(answer.body.byteLength ? answer.body : null, { status: answer.status, headers });
+}
 
 /**
  * The client configuration for `endpoint`: `{}` when unset (AWS), the in-process handler and the

@@ -40,6 +40,7 @@ import {
   findBridgeRoute,
 } from '../../../shared/transfers/bridge-routes.ts';
 import { bridgeChainOfLifi, LIFI_CHAIN_IDS, LIFI_CONTRACTS, LIFI_TOKEN_SYMBOLS } from '../../../shared/transfers/lifi.ts';
+import { anvilFetch } from '../anvil-fetch.ts';
 import { ChainHeads } from '../chain-heads.ts';
 import { sandboxLifiDiamondArtifactAbi } from '../contracts/sandbox-lifi-diamond.artifact.ts';
 import type { EvmSandbox } from '../evm-sandbox.ts';
@@ -266,7 +267,7 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
         nativeCurrency: { name: config.native, symbol: config.native, decimals: 18 },
         rpcUrls: { default: { http: [config.rpc_url] } },
       });
-      const transport = http(config.rpc_url, { retryCount: 0 });
+      const transport = http(config.rpc_url, { retryCount: 0, fetchFn: anvilFetch });
       return [
         code,
         {

@@ -19,6 +19,7 @@ import type { EvmChainConfig } from '../../../shared/chains/chain-config.ts';
 import type { VenueId } from '../../../shared/venues/default-status.ts';
 import type { VenueRules } from '../../../shared/venues/driver.ts';
 import { venueRulesJson } from '../../../shared/venues/rules.ts';
+import { anvilFetch } from '../anvil-fetch.ts';
 import { ChainHeads } from '../chain-heads.ts';
 import { sandboxPayoutPoolArtifact } from '../contracts/sandbox-payout-pool.artifact.ts';
 import type { EvmSandbox } from '../evm-sandbox.ts';
@@ -301,7 +302,7 @@ async function startVenue<S>(module: VenueModule<S>, options: SandboxVenuesOptio
     nativeCurrency: { name: chain.native, symbol: chain.native, decimals: 18 },
     rpcUrls: { default: { http: [chain.rpc_url] } },
   });
-  const transport = http(chain.rpc_url, { retryCount: 0 });
+  const transport = http(chain.rpc_url, { retryCount: 0, fetchFn: anvilFetch });
   const pollMs = options.pollMs ?? 200;
   const receiptPollMs = Math.min(50, pollMs);
   const client = createPublicClient({ chain: viemChain, transport, pollingInterval: receiptPollMs }) as PublicClient;
