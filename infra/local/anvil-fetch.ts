@@ -22,7 +22,7 @@ export const anvilFetch: typeof fetch = (input, init = {}) =>
     const out = request(url, { method: init.method ?? 'GET', headers: fetchHeaders(init), agent, ...(signal ? { signal } : {}) }, (reply) => {
       const chunks: Buffer[] = [];
       reply.on('data', (chunk: Buffer) => chunks.push(chunk));
-      reply.on('error', (error) => fail(new TypeError('fetch failed', { cause: error })));
+      reply.on('error', (error) => fail(signal?.aborted ? signal.reason : new TypeError('fetch failed', { cause: error })));
       reply.on('end', () => done(fetchResponse({ status: reply.statusCode ?? 502, headers: reply.headers, body: Buffer.concat(chunks) })));
     });
     out.on('error', (error) => fail(signal?.aborted ? signal.reason : new TypeError('fetch failed', { cause: error })));
