@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { Agent, createServer, request as httpRequest, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,6 +25,7 @@ import type { SandboxInfo } from '../../shared/sandbox/sandbox-info.ts';
 import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
 import { EnclaveSponsorPool } from '../../shared/withdrawals/gas-sponsor.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS, matchResource, type ResourceTree, resourceTree } from '../api-resources.ts';
+import { anvilExchange } from './anvil-fetch.ts';
 import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
 import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } from './applications.ts';
 import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.ts';
@@ -416,31 +417,23 @@ function pathWithoutQueryValues(rawUrl: string): string {
  */
 async function startRpcGateway(config: ChainsConfig, credential: string, host: string) {
   const upstream = new Map<string, string>();
-  // To the chains over kept-alive sockets (node:http, not fetch: measured, fetch's streams cost the sandbox seconds of CPU per test run).
-  const agent = new Agent({ keepAlive: true });
   const answer = (status: number, body: string): LocalResponse => ({ status, headers: { 'content-type': 'application/json' }, body: Buffer.from(body) });
-  const handle = (request: LocalRequest): Promise<LocalResponse> => {
+  const handle = async (request: LocalRequest): Promise<LocalResponse> => {
     const [, key, chain] = request.path.split('?')[0]!.split('/');
     const target = key === credential && chain ? upstream.get(chain) : undefined;
-    if (!target || request.method !== 'POST') return Promise.resolve(answer(target ? 405 : 401, '{"error":"unauthorized"}'));
-    return new Promise((done) => {
-      const unavailable = () => done(answer(502, '{"error":"upstream unavailable"}'));
-      // The caller gave up: so does the request to the chain.
-      const out = httpRequest(target, { method: 'POST', agent, headers: { 'content-type': 'application/json' }, signal: request.signal }, (reply) => {
-        const chunks: Buffer[] = [];
-        reply.on('data', (chunk: Buffer) => chunks.push(chunk));
-        reply.on('end', () =>
-          done({
-            status: reply.statusCode ?? 502,
-            headers: { 'content-type': reply.headers['content-type'] ?? 'application/json' },
-            body: Buffer.concat(chunks),
-          }),
-        );
-        reply.on('error', unavailable);
+    if (!target || request.method !== 'POST') return answer(target ? 405 : 401, '{"error":"unauthorized"}');
+    try {
+      // To the chain over the sandbox's kept-alive sockets (infra/local/anvil-fetch.ts); the caller giving up aborts it.
+      const reply = await anvilExchange(target, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: request.body,
+        ...(request.signal ? { signal: request.signal } : {}),
       });
-      out.on('error', unavailable);
-      out.end(request.body);
-    });
+      return { status: reply.status, headers: { 'content-type': String(reply.headers['content-type'] ?? 'application/json') }, body: reply.body };
+    } catch {
+      return answer(502, '{"error":"upstream unavailable"}');
+    }
   };
   const server = createServer(async (req, res) => {
     const gaveUp = new AbortController();
@@ -470,7 +463,6 @@ async function startRpcGateway(config: ChainsConfig, credential: string, host: s
     close: async () => {
       unregister();
       await close(server);
-      agent.destroy();
     },
   };
 }

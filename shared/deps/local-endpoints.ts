@@ -221,7 +221,8 @@ function requestHandler(handle: LocalEndpointHandler): SdkRequestHandler {
   };
 }
 
-function bodyOf(body: unknown): Buffer {
+/** A request body as bytes: the JSON protocols send strings or bytes. */
+export function bodyOf(body: unknown): Buffer {
   if (body === undefined || body === null) return Buffer.alloc(0);
   if (typeof body === 'string') return Buffer.from(body, 'utf8');
   if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);

@@ -1,4 +1,5 @@
 import { Point, Signature, pedersen as scurePedersen, sign as scureSign, verify as scureVerify, keccak as starknetKeccakBytes } from '@scure/starknet';
+import QuickLRU from 'quick-lru';
 import { type Hex, hexToBytes, sha256 } from 'viem';
 
 /**
@@ -76,15 +77,14 @@ export function randomStarkPrivateKey(): bigint {
   }
 }
 
-/** How many Pedersen results are kept (oldest first out): about 0.7 MB. */
-const PEDERSEN_MEMO = 4096;
-const pedersenMemo = new Map<string, bigint>();
+/** The last Pedersen results, least recently used out: quick-lru keeps 2,048 to 4,096 of them (its two generations), at most about 0.7 MB. */
+const pedersenMemo = new QuickLRU<string, bigint>({ maxSize: 2048 });
 
 /**
  * Pedersen hash of two field elements. @scure/starknet computes one in about 1.3 ms of CPU (252
  * point additions), and the venues' hashes repeat most of theirs: a typed-data hash re-hashes the
  * same domain struct (5 of its ~15 Pedersen hashes), and an account's contract address is the same
- * 12 hashes every time it is derived. So the last PEDERSEN_MEMO results are kept (public inputs
+ * 12 hashes every time it is derived. So the last results are kept (public inputs
  * only: messages, keys' x-coordinates, addresses; no private key is ever Pedersen-hashed).
  * `npm run bench:stark` on the 2-core machine: an account's contract address derived again
  * 16.6 -> 0.09 ms of CPU, a venue_c auth typed-data hash 21.4 -> 7.1 ms (its domain struct and
@@ -95,7 +95,6 @@ export function pedersen(a: bigint, b: bigint): bigint {
   const known = pedersenMemo.get(key);
   if (known !== undefined) return known;
   const hash = BigInt(scurePedersen(a, b));
-  if (pedersenMemo.size >= PEDERSEN_MEMO) pedersenMemo.delete(pedersenMemo.keys().next().value as string);
   pedersenMemo.set(key, hash);
   return hash;
 }
