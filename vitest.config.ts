@@ -46,9 +46,18 @@ const infraTmpDir = join(tmpdir(), `perp-wallet-infra-${process.pid}`);
 
 export default defineConfig({
   test: {
-    // Files side by side: most of a file's time is spent waiting on the sandbox (chains, venues,
-    // the bridge), so three workers keep both cores busy. Vitest's default is cores − 1 (one here).
-    maxWorkers: 3,
+    // Files side by side, in three groups one after another (`sequence.groupOrder`), each with its
+    // own number of workers (vitest's default is cores − 1: one here):
+    //   0. `unit`, 4 at a time: its sandbox files mostly wait (anvil, pollers, deadlines), and it
+    //      runs beside tsc and the API runtimes' start;
+    //   1. `api`, `unit-isolated` and `infra`, 2 at a time: the conservation run first, beside the
+    //      API files, whose runtime does the work;
+    //   2. `api-dynamodb-local`, 3 at a time: each request waits on the JVM's answers.
+    // Measured on the 2-core machine: three workers for everything kept both cores busy (about 30
+    // idle core-seconds per run) but made the run's CPU about 0.28 CPU-s per ms of the calibration
+    // loop (README, "Test it"); two for everything 0.25, with 94 idle core-seconds (the unit files
+    // waiting together at the end); these groups 0.23-0.24 with about 50.
+    maxWorkers: 2,
     // Longest files first across projects (a clean clone has no durations cached): test/support/sequencer.ts.
     sequence: { sequencer: LongestFirstSequencer },
     reporters: ['default', './test/support/summary-reporter.ts'],
@@ -57,6 +66,9 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          // Group 0, see maxWorkers above.
+          maxWorkers: 4,
+          sequence: { groupOrder: 0 },
           include: ['test/unit/**/*.test.ts'],
           exclude: isolatedUnitTests,
           isolate: false,
@@ -66,11 +78,12 @@ export default defineConfig({
           testTimeout: 20_000,
         },
       },
-      { test: { name: 'unit-isolated', include: isolatedUnitTests, setupFiles: unitSetup, testTimeout: 20_000 } },
+      { test: { name: 'unit-isolated', sequence: { groupOrder: 1 }, include: isolatedUnitTests, setupFiles: unitSetup, testTimeout: 20_000 } },
       // Shared modules: each file would import aws-cdk-lib again (measured: 48.5 -> 43.2 CPU-s).
       {
         test: {
           name: 'infra',
+          sequence: { groupOrder: 1 },
           include: ['test/infra/**/*.test.ts'],
           isolate: false,
           // CDK_VALIDATION: CDK's built-in CloudFormation validation runs once, in test/infra/cfn-validation.test.ts
@@ -84,6 +97,7 @@ export default defineConfig({
       {
         test: {
           name: 'api',
+          sequence: { groupOrder: 1 },
           include: apiTests,
           globalSetup: ['test/api/support/global-setup.ts'],
           // Black-box files: they share nothing but the runtime, so they share their worker's modules too (issue 20: api 158 -> 141 CPU-s).
@@ -96,6 +110,9 @@ export default defineConfig({
       {
         test: {
           name: 'api-dynamodb-local',
+          // Group 2, see maxWorkers above.
+          maxWorkers: 3,
+          sequence: { groupOrder: 2 },
           include: apiTests,
           globalSetup: ['test/api/support/global-setup.ts'],
           isolate: false,
@@ -110,6 +127,7 @@ export default defineConfig({
             {
               test: {
                 name: 'api-deployed',
+                sequence: { groupOrder: 1 },
                 include: apiTests,
                 globalSetup: ['test/api/support/global-setup.ts'],
                 env: { TEST_DYNAMODB: 'deployed' },
