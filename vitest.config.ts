@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 import LongestFirstSequencer from './test/support/sequencer.ts';
 
 /**
- * One test command, four projects: unit tests, CDK template assertions, and the black-box API
+ * One test command, six projects: unit tests (three: shared modules, isolated, the conservation run), CDK template assertions, and the black-box API
  * tests twice — against the embedded dynalite and against DynamoDB Local, so a dynalite quirk
  * cannot hide a real-DynamoDB bug.
  */
@@ -26,12 +26,13 @@ const isolatedUnitTests = [
   'logger',
   'metrics',
   'rpc-urls',
-  'transfer-conservation',
   'transfer-crash',
   'transfer-executor',
   'transfer-step-handlers',
 ].map((name) => `test/unit/${name}.test.ts`);
 const unitSetup = ['test/support/aws-matchers.ts'];
+/** The 200-transfer conservation run: a project of its own, so that it runs in another group than the isolated unit files (below). */
+const CONSERVATION_TEST = 'test/unit/transfer-conservation.test.ts';
 
 /**
  * Node's on-disk compile cache for every process the run starts (the forks, the API runtimes, the
@@ -48,15 +49,15 @@ export default defineConfig({
   test: {
     // Files side by side, in three groups one after another (`sequence.groupOrder`), each with its
     // own number of workers (vitest's default is cores − 1: one here):
-    //   0. `unit`, 4 at a time: its sandbox files mostly wait (anvil, pollers, deadlines), and it
-    //      runs beside tsc and the API runtimes' start;
-    //   1. `api`, `unit-isolated` and `infra`, 2 at a time: the conservation run first, beside the
-    //      API files, whose runtime does the work;
+    //   0. `unit` and `unit-isolated`, 4 at a time: their sandbox files and the kill -9 test mostly
+    //      wait (anvil, pollers, deadlines, leases), beside tsc and the API runtimes' start;
+    //   1. `conservation`, `infra` and `api`, 2 at a time: the conservation run and the CDK
+    //      templates first, then the API files (whose runtime does the work);
     //   2. `api-dynamodb-local`, 3 at a time: each request waits on the JVM's answers.
     // Measured on the 2-core machine: three workers for everything kept both cores busy (about 30
     // idle core-seconds per run) but made the run's CPU about 0.28 CPU-s per ms of the calibration
     // loop (README, "Test it"); two for everything 0.25, with 94 idle core-seconds (the unit files
-    // waiting together at the end); these groups 0.23-0.24 with about 50.
+    // waiting together at the end); groups 0.23-0.24 with about 50.
     maxWorkers: 2,
     // Longest files first across projects (a clean clone has no durations cached): test/support/sequencer.ts.
     sequence: { sequencer: LongestFirstSequencer },
@@ -70,7 +71,7 @@ export default defineConfig({
           maxWorkers: 4,
           sequence: { groupOrder: 0 },
           include: ['test/unit/**/*.test.ts'],
-          exclude: isolatedUnitTests,
+          exclude: [...isolatedUnitTests, CONSERVATION_TEST],
           isolate: false,
           setupFiles: unitSetup,
           // One DynamoDB Local for the files that check both engines (test/unit/support/dynamodb-engines.ts).
@@ -78,7 +79,10 @@ export default defineConfig({
           testTimeout: 20_000,
         },
       },
-      { test: { name: 'unit-isolated', sequence: { groupOrder: 1 }, include: isolatedUnitTests, setupFiles: unitSetup, testTimeout: 20_000 } },
+      // Group 0 beside `unit`: the kill -9 test mostly waits on its killed process's leases.
+      { test: { name: 'unit-isolated', maxWorkers: 4, sequence: { groupOrder: 0 }, include: isolatedUnitTests, setupFiles: unitSetup, testTimeout: 20_000 } },
+      // The 200-transfer conservation run (fresh modules, as the isolated files): group 1, beside the API files.
+      { test: { name: 'conservation', sequence: { groupOrder: 1 }, include: [CONSERVATION_TEST], setupFiles: unitSetup, testTimeout: 20_000 } },
       // Shared modules: each file would import aws-cdk-lib again (measured: 48.5 -> 43.2 CPU-s).
       {
         test: {

@@ -53,22 +53,21 @@ const SLOW_FILES: Readonly<Record<string, number>> = {
 
 /**
  * Files expected to take this long (s) or more start before the grouped rest: the conservation run
- * (it mostly waits, beside the API files whose runtime does the work). Not the kill -9 test (about
- * 35 s, mostly waiting on leases): started beside the conservation run, the two left a core about
- * half idle for 35 s; it goes in its project's turn. Not the CDK templates (27 s of CPU: synth and
- * esbuild): started at once beside both API runtimes' and the JVMs' boots, the run took 254-261 s on
- * a clean clone; in its project's turn, 242 s.
+ * (it mostly waits, beside the CDK templates and then the API files, whose runtime does the work).
+ * Not the kill -9 test (about 35 s, mostly waiting on leases): it starts first in its project's
+ * turn, in the group of the unit files that wait (vitest.config.ts). Started beside the
+ * conservation run, the two left a core about half idle for 35 s.
  */
 const LONG_FILE_SECONDS = 60;
 
 /**
  * The projects' order after those files (others follow, the most expected time first); vitest runs
  * the groups of vitest.config.ts (`sequence.groupOrder`) one after another whatever this order, so
- * it orders the projects within a group: the API files, then the isolated unit files (the kill -9
- * test among them, beside the last API files), then the CDK templates (CPU all the way). The unit
- * project runs first and api-dynamodb-local last, each in a group of its own.
+ * it orders the projects within a group. Group 0: the isolated unit files (the kill -9 test first),
+ * then the other unit files. Group 1: the CDK templates (CPU all the way: beside the conservation
+ * run), then the API files. api-dynamodb-local is a group of its own, last.
  */
-const PROJECT_ORDER = ['api', 'unit-isolated', 'infra', 'api-dynamodb-local', 'unit'];
+const PROJECT_ORDER = ['unit-isolated', 'unit', 'infra', 'api', 'api-dynamodb-local'];
 
 /**
  * Within a project, the files expected to take this long (s) or more are spread evenly among the
