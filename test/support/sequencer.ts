@@ -64,10 +64,11 @@ const LONG_FILE_SECONDS = 60;
  * The projects' order after those files (others follow, the most expected time first); vitest runs
  * the groups of vitest.config.ts (`sequence.groupOrder`) one after another whatever this order, so
  * it orders the projects within a group. Group 0: the isolated unit files (the kill -9 test first),
- * then the other unit files. Group 1: the CDK templates (CPU all the way: beside the conservation
- * run), then the API files. api-dynamodb-local is a group of its own, last.
+ * then the other unit files. Group 1: the conservation run (also when a cached duration under
+ * LONG_FILE_SECONDS keeps it out of the files that start first), the CDK templates (CPU all the
+ * way: beside it), then the API files. api-dynamodb-local is a group of its own, last.
  */
-const PROJECT_ORDER = ['unit-isolated', 'unit', 'infra', 'api', 'api-dynamodb-local'];
+const PROJECT_ORDER = ['unit-isolated', 'unit', 'conservation', 'infra', 'api', 'api-dynamodb-local'];
 
 /**
  * Within a project, the files expected to take this long (s) or more are spread evenly among the
