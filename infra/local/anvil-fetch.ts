@@ -1,5 +1,5 @@
 import { Agent, request } from 'node:http';
-import { bodyOf, fetchHeaders, fetchResponse, type LocalRequest, type LocalResponse } from '../../shared/deps/local-endpoints.ts';
+import { fetchRequest, fetchResponse, type LocalRequest, type LocalResponse } from '../../shared/deps/local-endpoints.ts';
 
 /**
  * The sandbox's HTTP to its anvil chains: JSON-RPC over node:http on kept-alive sockets instead of
@@ -31,15 +31,9 @@ export function anvilExchange(url: string | URL, out: Omit<LocalRequest, 'path'>
   });
 }
 
-/** `fetch` over anvilExchange, for viem's http transport (`fetchFn`): what viem reads of a fetch and no more. */
+/** `fetch` over anvilExchange, for viem's http transport (`fetchFn`): what viem reads of a fetch and no more. A `Request` goes to the global fetch, as in localFetch. */
 export const anvilFetch: typeof fetch = async (input, init = {}) => {
-  const url = new URL(input instanceof Request ? input.url : input);
-  const signal = init.signal ?? undefined;
-  const answer = await anvilExchange(url, {
-    method: init.method ?? 'GET',
-    headers: fetchHeaders(init),
-    body: bodyOf(init.body),
-    ...(signal ? { signal } : {}),
-  });
-  return fetchResponse(answer);
+  if (input instanceof Request) return fetch(input, init);
+  const url = new URL(input);
+  return fetchResponse(await anvilExchange(url, fetchRequest(url, init)));
 };

@@ -89,30 +89,25 @@ export function registerLocalEndpoint(endpoint: string, handle: LocalEndpointHan
  * meets the closed port, as it would over HTTP.
  */
 export const localFetch: typeof fetch = async (input, init = {}) => {
-  const url = new URL(input instanceof Request ? input.url : input);
+  if (input instanceof Request) return fetch(input, init);
+  const url = new URL(input);
   const served = registry.get(url.origin);
-  if (!served || input instanceof Request) return fetch(input, init);
-  const signal = init.signal ?? undefined;
-  signal?.throwIfAborted();
-  const answer = await served.handle({
-    method: init.method ?? 'GET',
-    path: `${url.pathname}${url.search}`,
-    headers: fetchHeaders(init),
-    body: bodyOf(init.body),
-    ...(signal ? { signal } : {}),
-  });
+  if (!served) return fetch(input, init);
+  init.signal?.throwIfAborted();
+  const answer = await served.handle(fetchRequest(url, init));
   // As fetch: an aborted request rejects with the signal's reason, whatever came back.
-  signal?.throwIfAborted();
+  init.signal?.throwIfAborted();
   return fetchResponse(answer);
 };
 
-/** A fetch call's headers as a plain object of lower-case names. */
-export function fetchHeaders(init: RequestInit): Record<string, string> {
+/** A fetch call (a URL and its init: what viem's transport passes) as a LocalRequest: headers by lower-case name, the body as bytes. */
+export function fetchRequest(url: URL, init: RequestInit): LocalRequest {
   const headers: Record<string, string> = {};
   new Headers(init.headers).forEach((value, name) => {
     headers[name] = value;
   });
-  return headers;
+  const signal = init.signal ?? undefined;
+  return { method: init.method ?? 'GET', path: `${url.pathname}${url.search}`, headers, body: bodyOf(init.body), ...(signal ? { signal } : {}) };
 }
 
 /** The `Response` a fetch answers with for `answer`. */
