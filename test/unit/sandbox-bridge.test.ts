@@ -3,14 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { getAddressDecoder } from '@solana/kit';
-import { type Address, createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, type Hex, http } from 'viem';
+import { type Address, createPublicClient, createWalletClient, decodeFunctionData, defineChain, encodeFunctionData, erc20Abi, type Hex, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SandboxBridge, startSandboxBridge } from '../../infra/local/bridge/server.ts';
-import { type EvmSandbox, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
+import { sandboxLifiDiamondArtifactAbi } from '../../infra/local/contracts/sandbox-lifi-diamond.artifact.ts';
+import { type EvmSandbox, SANDBOX_DELEGATE, startEvmSandbox } from '../../infra/local/evm-sandbox.ts';
 import { type SolanaSandbox, startSolanaSandbox } from '../../infra/local/solana-sandbox/index.ts';
 import { readDurableDocument } from '../../infra/local/venues/durable-state.ts';
 import type { EvmChainCode } from '../../shared/chains/chain-config.ts';
+import { executeCalldata, executorTypedData } from '../../shared/chains/evm/sponsored-executor.ts';
 import { SolanaChain } from '../../shared/chains/solana-chain.ts';
 import { signSolanaMessage } from '../../shared/enclave/solana-message.ts';
 import { type BridgeQuote, BridgeRefusedError, type BridgeStatus } from '../../shared/transfers/bridge.ts';
@@ -148,7 +150,18 @@ describe('quotes', () => {
       to: LIFI_CONTRACTS.ARB[0],
       value: 0n,
     });
-    expect((quote.deposit[0] as { data: string }).data.endsWith(quote.quote_id.replaceAll('-', ''))).toBe(true);
+    // LI.FI's BridgeData first: the quote id as its transactionId, the route's token, amount, receiver and destination chain.
+    const { functionName, args } = decodeFunctionData({ abi: sandboxLifiDiamondArtifactAbi, data: (quote.deposit[0] as { data: Hex }).data });
+    expect(functionName).toBe('startBridgeTokensViaSandbox');
+    expect(args[0]).toMatchObject({
+      transactionId: `0x${quote.quote_id.replaceAll('-', '')}${'0'.repeat(32)}`,
+      sendingAssetId: evm.chains.ARB.tokens.USDC!.address,
+      receiver: '0x000000000000000000000000000000000000bEEF',
+      minAmount: amount,
+      destinationChainId: 1n,
+      hasSourceSwaps: false,
+      hasDestinationCall: false,
+    });
   });
 
   it('refuses amounts below the minimum or above the maximum, routes that do not exist and bad addresses (4xx with a code)', async () => {
@@ -207,7 +220,8 @@ describe("LI.FI's public API shapes (GET /v1/quote, GET /v1/status)", () => {
     expect(body.action.fromToken).toMatchObject({ chainId: 42161, symbol: 'USDC', decimals: 6 });
     const feeCosts = body.estimate.feeCosts as { amount: string; included: boolean; token: { symbol: string } }[];
     expect(feeCosts.reduce((sum, cost) => sum + BigInt(cost.amount), 0n)).toBe(fee);
-    expect(body.transactionRequest.data.endsWith(String(body.id).replaceAll('-', ''))).toBe(true);
+    const { args } = decodeFunctionData({ abi: sandboxLifiDiamondArtifactAbi, data: body.transactionRequest.data });
+    expect(args[0].transactionId).toBe(`0x${String(body.id).replaceAll('-', '')}${'0'.repeat(32)}`);
   });
 
   it("a Solana source's transactionRequest is LI.FI's Solana form: only `data`, a base64 transaction", async () => {
@@ -342,6 +356,40 @@ describe('what is not a quoted deposit', () => {
       refund: { chain: 'ARB', amount: 3n * USDC },
     });
     expect(await usdcOf('ARB', user.address)).toBe(3n * USDC);
+  });
+
+  it("a gas-sponsored deposit (EIP-7702: the sponsor's transaction to the wallet, whose delegated code calls the diamond) is found by the diamond's event and filled", async () => {
+    const key = generatePrivateKey();
+    const owner = privateKeyToAccount(key);
+    await evm.faucet('ARB', owner.address, 'USDC', 10n * USDC);
+    const sponsor = await evmUser('ARB', 0n);
+    const { chain, public: reader } = evmClients('ARB');
+    const route = findBridgeRoute({ chain: 'ARB', token: 'USDC' }, { chain: 'INK', token: 'USDC' })!;
+    const quote = await client.quote({ route, amount: 10n * USDC, sender: owner.address, recipient: owner.address });
+    const deposit = quote.deposit[0]!;
+    if (deposit.kind !== 'evm_transaction') throw new Error('not an EVM deposit');
+    const calls = [
+      { to: deposit.token, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [deposit.spender, quote.amount] }) },
+      { to: deposit.to, value: deposit.value, data: deposit.data },
+    ];
+    // The wallet holds no gas: it only signs the delegation and the calls; the sponsor sends and pays.
+    const deadline = BigInt(Math.floor(Date.now() / 1000) + 300);
+    const authorization = await owner.signAuthorization({ chainId: chain.id, contractAddress: SANDBOX_DELEGATE, nonce: 0 });
+    const signature = await owner.signTypedData(executorTypedData({ chainId: chain.id, account: owner.address, calls, nonce: 0n, deadline }));
+    const sponsorWallet = createWalletClient({ chain, transport: http(evm.chains.ARB.rpc_url), account: privateKeyToAccount(sponsor.key) });
+    const hash = await sponsorWallet.sendTransaction({
+      to: owner.address,
+      data: executeCalldata(calls, 0n, deadline, signature),
+      authorizationList: [authorization],
+    });
+    const receipt = await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    expect(receipt.status).toBe('success');
+    // The transaction names the sponsor and the wallet, and carries execute(...): none of it is the diamond's call.
+    expect([receipt.from, receipt.to]).toEqual([sponsor.address.toLowerCase(), owner.address.toLowerCase()]);
+    const inkBefore = await usdcOf('INK', owner.address);
+    expect(await waitFinal('ARB', hash)).toMatchObject({ status: 'DONE', substatus: 'COMPLETED', receiving: { chain: 'INK', amount: quote.to_amount } });
+    expect((await usdcOf('INK', owner.address)) - inkBefore).toBe(quote.to_amount);
+    expect(await usdcOf('ARB', owner.address)).toBe(0n);
   });
 
   it("a mint to the vault (the faucet topping it up) is nobody's deposit: nothing is refunded", async () => {

@@ -25,7 +25,10 @@ import {
   keccak256,
   type PublicClient,
   parseAbiItem,
+  parseEventLogs,
+  toHex,
   zeroAddress,
+  zeroHash,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { EvmChainCode } from '../../../shared/chains/chain-config.ts';
@@ -62,11 +65,12 @@ import { DurableState } from '../venues/durable-state.ts';
  *   the quote expires after the route's TTL. Its `transactionRequest` is the deposit: EVM, as
  *   LI.FI's ERC-20 flow, a call of the diamond at LI.FI's own address (the SandboxLifiDiamond
  *   stand-in), which pulls the amount into the vault with `transferFrom` once the wallet has
- *   approved `estimate.approvalAddress` (the same diamond); the quote id follows the call's
- *   arguments in the calldata (the contract ignores it, the bridge reads it from the
- *   transaction); SOL, a base64 transaction of an SPL transfer to the vault with the quote id as memo.
+ *   approved `estimate.approvalAddress` (the same diamond); the call's first argument is LI.FI's
+ *   BridgeData, whose `transactionId` carries the quote id and which the diamond emits in
+ *   LiFiTransferStarted; SOL, a base64 transaction of an SPL transfer to the vault with the quote id as memo.
  * - Deposits are credited only from the chain: the EVM watcher reads Transfer logs to the vault on
- *   every EVM chain; a Solana deposit (and any EVM one not yet seen) is read from the chain when
+ *   every EVM chain, and the quote from the diamond's event in the same receipt (so a gas-sponsored
+ *   EIP-7702 deposit, sent by the sponsor to the wallet, is found as a plain one is); a Solana deposit (and any EVM one not yet seen) is read from the chain when
  *   its status is asked (`GET /v1/status?fromChain&txHash`). Each is recorded once, keyed
  *   `chain:tx`; a quote is used once.
  * - Fill after the route's latency: a payout from the destination vault of amount − fee, signed
@@ -194,7 +198,8 @@ const EVM_CHAINS: readonly EvmChainCode[] = ['ETH', 'ARB', 'POL', 'INK'];
 const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
 const MEMO_PROGRAM = 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr';
 const TOKEN_PROGRAM = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
-const QUOTE_SUFFIX_BYTES = 16;
+/** LI.FI's BridgeData.receiver for a non-EVM destination (LibAsset NON_EVM_ADDRESS): the Solana address travels in the facet data. */
+const NON_EVM_ADDRESS: Address = '0x11f111f111f111F111f111f111F111f111f111F1';
 /** How often the EVM watcher writes its cursors when no deposit came (see advanceCursor). */
 const CURSOR_WRITE_MS = 5_000;
 const LOG_RANGE = 2_000n;
@@ -378,7 +383,13 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     transfer.state = 'refunding';
   };
 
-  /** Reads one EVM transaction: the Transfer logs to the vault and the quote id in the calldata suffix. */
+  /**
+   * Reads one EVM transaction's receipt: the Transfer logs into the vault, and the quote id as the
+   * `transactionId` of the LiFiTransferStarted event the diamond emitted. Only the receipt's logs
+   * count, never the transaction's own sender, recipient or input: a gas-sponsored deposit is the
+   * sponsor's transaction to the wallet, whose delegated code calls the diamond (EIP-7702), and it
+   * is found the same way as one the wallet sent itself.
+   */
   const readEvmDeposit = async (chain: EvmChainCode, hash: Hex): Promise<ChainDeposit[] | undefined> => {
     const { client } = evm[chain];
     const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
@@ -388,9 +399,11 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
       const address = tokenAddress(chain, token);
       if (address) tokens.set(address.toLowerCase(), token);
     }
-    const tx = await client.getTransaction({ hash });
-    const input = tx.input;
-    const quoteId = input.length >= 2 + 2 * (68 + QUOTE_SUFFIX_BYTES) ? uuidFromHex(input.slice(-2 * QUOTE_SUFFIX_BYTES)) : null;
+    const diamond = diamondOf(chain);
+    const started = parseEventLogs({ abi: sandboxLifiDiamondArtifactAbi, eventName: 'LiFiTransferStarted', logs: receipt.logs }).find(
+      (log) => getAddress(log.address) === diamond,
+    );
+    const quoteId = started ? quoteIdOf(started.args.bridgeData.transactionId) : null;
     const block = await client.getBlock({ blockNumber: receipt.blockNumber });
     const deposits: ChainDeposit[] = [];
     for (const log of receipt.logs) {
@@ -678,8 +691,9 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
     const toAmount = amount - fee;
     // The sandbox fills exactly toAmount; toAmountMin is LI.FI's guarantee after the slippage asked for.
     const toAmountMin = (toAmount * BigInt(Math.round((1 - slippage) * 1_000_000))) / 1_000_000n;
-    // The deposit the watcher credits: a token transfer into the vault carrying the quote id
-    // (EVM: 16 bytes after the calldata; Solana: an SPL Memo), LI.FI-shaped as a transactionRequest.
+    // The deposit the watcher credits: a token transfer into the vault carrying the quote id (EVM:
+    // LI.FI's BridgeData.transactionId, emitted by the diamond in LiFiTransferStarted; Solana: an
+    // SPL Memo), LI.FI-shaped as a transactionRequest.
     const transactionRequest =
       from.chain === 'SOL'
         ? { data: await unsignedSolanaTransfer(sender, amount, id) }
@@ -687,11 +701,25 @@ export async function startSandboxBridge(options: SandboxBridgeOptions): Promise
             from: sender,
             to: diamondOf(from.chain),
             chainId: LIFI_CHAIN_IDS[from.chain],
-            data: `${encodeFunctionData({
+            data: encodeFunctionData({
               abi: sandboxLifiDiamondArtifactAbi,
               functionName: 'startBridgeTokensViaSandbox',
-              args: [tokenAddress(from.chain, from.token)!, amount, vault.address],
-            })}${id.replaceAll('-', '')}`,
+              args: [
+                {
+                  transactionId: transactionIdOf(id),
+                  bridge: route.model,
+                  integrator: query.integrator ?? 'lifi-api',
+                  referrer: zeroAddress,
+                  sendingAssetId: tokenAddress(from.chain, from.token)!,
+                  receiver: to.chain === 'SOL' ? NON_EVM_ADDRESS : (recipient as Address),
+                  minAmount: amount,
+                  destinationChainId: BigInt(LIFI_CHAIN_IDS[to.chain]),
+                  hasSourceSwaps: false,
+                  hasDestinationCall: false,
+                },
+                { vault: vault.address, nonEVMReceiver: to.chain === 'SOL' ? toHex(Uint8Array.from(getBase58Encoder().encode(recipient))) : zeroHash },
+              ],
+            }),
             value: '0x0',
             gasLimit: '0x30d40',
           };
@@ -929,9 +957,16 @@ function chainAddress(chain: BridgeChain, value: string | undefined, field: stri
   return getAddress(value);
 }
 
-function uuidFromHex(hex: string): string | null {
-  if (!/^[0-9a-f]{32}$/i.test(hex)) return null;
-  const h = hex.toLowerCase();
+/** A quote id (a UUID) as LI.FI's bytes32 `transactionId`: its 16 bytes, then zeros. */
+function transactionIdOf(quoteId: string): Hex {
+  return `0x${quoteId.replaceAll('-', '')}${'0'.repeat(32)}`;
+}
+
+/** The quote id a `transactionId` carries (transactionIdOf), or null when it names none. */
+function quoteIdOf(transactionId: Hex): string | null {
+  const match = /^0x([0-9a-f]{32})0{32}$/i.exec(transactionId);
+  if (!match) return null;
+  const h = match[1]!.toLowerCase();
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
