@@ -91,8 +91,8 @@ const withdrawalTry = {
   reference: v.optional(v.string()),
   payout_log: v.optional(v.string()),
 };
-/** The bridge deposit's quote id. */
-const bridgeTry = { ...perTry, reference: v.optional(v.string()) };
+/** The bridge deposit's quote id, and the least its fill may pay (the quote's toAmountMin, base units). */
+const bridgeTry = { ...perTry, reference: v.optional(v.string()), to_amount_min: v.optional(v.string()) };
 /**
  * The venue deposit's intent, recorded once before its first call: the venue balance before
  * (`baseline`; the credit is seen as balance ≥ baseline + expected_credit), what the venue will
@@ -113,8 +113,13 @@ const stepBase = {
   try: v.number(),
   /** What reached the next holding (base units), once completed. */
   amount_out: v.optional(v.string()),
-  /** Platform fee taken by this step (base units; only the first step that holds the money in the user's wallet). */
+  /**
+   * Platform fee this step owes (base units; only the first step that holds the money in the
+   * user's wallet), sent as `sends.platform_fee` once the step's move is delivered.
+   */
   platform_fee: v.optional(v.string()),
+  /** Why the fee of a delivered move was not taken (steps/core.ts takePlatformFee): recorded once, never sent afterwards. */
+  platform_fee_waived: v.optional(v.object({ code: v.string(), message: v.string() })),
   /** Public outcome hashes: venue payout tx, bridge fill/refund tx, a venue's deposit refund. */
   result_tx_hashes: v.optional(v.record(v.string(), v.string())),
   started_at: v.optional(v.string()),

@@ -19,6 +19,7 @@ export const PER_TRY_FIELDS = [
   'idempotency_key',
   'request_refused',
   'reference',
+  'to_amount_min',
   'baseline',
   'payout_from_block',
   'payout_log',

@@ -1,4 +1,4 @@
-import type { StepAction, TaskRecord } from './task-record.ts';
+import type { StepAction, StepRecord, TaskRecord } from './task-record.ts';
 
 /**
  * The transfer task item and its steps (types, schema and parser): task-record.ts. This module
@@ -107,6 +107,8 @@ export function toTaskResource(task: TaskRecord) {
         ...(step.amount_in ? { amount_in: step.amount_in } : {}),
         ...(step.amount_out ? { amount_out: step.amount_out } : {}),
         ...(step.platform_fee ? { platform_fee: step.platform_fee } : {}),
+        ...(feeStatusOf(step) ? { platform_fee_status: feeStatusOf(step) } : {}),
+        ...(step.platform_fee_waived && !step.sends?.platform_fee ? { platform_fee_waived: step.platform_fee_waived } : {}),
         ...('reference' in step && step.reference ? { reference: step.reference } : {}),
         sends: Object.fromEntries(Object.entries(step.sends ?? {}).map(([label, send]) => [label, { chain: send.chain, tx_hash: send.tx_hash }])),
         ...(step.result_tx_hashes ? { results: step.result_tx_hashes } : {}),
@@ -128,4 +130,18 @@ export function toTaskResource(task: TaskRecord) {
       ...(task.cancel_reason ? { cancel_reason: task.cancel_reason } : {}),
     },
   };
+}
+
+/**
+ * Where a step's platform fee stands (docs/guide/account.md, "Fees"): `charged` once its send is
+ * recorded; `waived` for a delivered move that did not earn it; `not_charged` while the step is
+ * failed (its move did not happen: nothing was taken); `pending` until the move is delivered.
+ */
+export type PlatformFeeStatus = 'pending' | 'charged' | 'waived' | 'not_charged';
+
+function feeStatusOf(step: StepRecord): PlatformFeeStatus | undefined {
+  if (!step.platform_fee || BigInt(step.platform_fee) === 0n) return undefined;
+  if (step.sends?.platform_fee) return 'charged';
+  if (step.platform_fee_waived) return 'waived';
+  return step.status === 'failed' ? 'not_charged' : 'pending';
 }

@@ -299,6 +299,69 @@ describe.runIf(isSandbox)('transfers end to end', () => {
     }
   });
 
+  it.each([
+    { from: 'ARB', to: 'INK' },
+    { from: 'ARB', to: 'SOL' },
+  ])(
+    'gas-sponsored self $from → self $to: the sponsor sends the bridge deposit (EIP-7702), the bridge fills it, the fee is taken once',
+    async ({ from, to }) => {
+      const { headers, evm, sol } = await newAccount(appOne, uniqueUser(`sponsored-bridge-${to}`));
+      const walletOf = (chain: string) => (chain === 'SOL' ? sol : evm);
+      // USDC only, no ETH: every EVM send of the step (approve, deposit, platform fee) is sponsored.
+      await faucet(from, evm, 'USDC', '20');
+      const toBefore = await chainBalance(to, walletOf(to), 'USDC');
+      const body = {
+        source: 'self',
+        destination: 'self',
+        amount: '15',
+        chain: from,
+        token: 'USDC',
+        destination_chain: to,
+        destination_token: 'USDC',
+        gas_sponsored: true,
+      };
+      const task = await transfer(headers, body);
+      const [step] = checkpoints(task);
+      expect(Object.keys(step!.sends).sort()).toEqual(['bridge', 'bridge_approve', 'platform_fee']);
+      expect(task.metadata.checkpoints[0]).toMatchObject({ platform_fee_status: 'charged' });
+      // The deposit was the sponsor's transaction to the wallet, not the wallet's own.
+      const receipt = await (await evmClient(from)).getTransactionReceipt({ hash: step!.sends.bridge!.tx_hash as Hex });
+      expect(getAddress(receipt.from)).not.toBe(getAddress(evm));
+      expect(getAddress(receipt.to!)).toBe(getAddress(evm));
+      const fee = platformFee(SANDBOX_PLATFORM_FEE, USDC('15'));
+      const route = findBridgeRoute({ chain: from as 'ARB', token: 'USDC' }, { chain: to as 'INK', token: 'USDC' })!;
+      expect((await chainBalance(to, walletOf(to), 'USDC')) - toBefore).toBe(USDC('15') - fee - bridgeFee(route, USDC('15') - fee));
+      expect(await chainBalance(from, evm, 'USDC')).toBe(USDC('5'));
+    },
+  );
+
+  it('a refunded bridge leaves the wallet exactly where it started (no platform fee); the resume bridges again and takes the fee once', async () => {
+    const { headers, evm } = await newAccount(appOne, uniqueUser('refunded-bridge'));
+    await faucet('ARB', evm, 'USDC', '20');
+    await faucet('ARB', evm, 'ETH', '0.05');
+    const body = { source: 'self', destination: 'self', amount: '15', chain: 'ARB', token: 'USDC', destination_chain: 'INK', destination_token: 'USDC' };
+    await setUserFault({ target: 'bridge', operation: 'bridge', mode: 'refund', count: 1, address: evm });
+    const taskId = await start(headers, body);
+    const failed = await waitForTask(headers, taskId);
+    expect(failed.status, JSON.stringify(failed)).toBe('failed');
+    expect(failed.metadata.failure).toMatchObject({ step: 0, code: 'BRIDGE_REFUNDED' });
+    expect(failed.metadata.failure.message).toMatch(
+      /14985000 base units were refunded to your wallet on ARB; the platform fee \(15000 base units\) was not charged$/,
+    );
+    expect(failed.metadata.checkpoints[0]).toMatchObject({ platform_fee: '15000', platform_fee_status: 'not_charged' });
+    expect(await chainBalance('ARB', evm, 'USDC')).toBe(USDC('20'));
+
+    const resumed = await call('account', 'POST', `/task/${taskId}/resume`, { headers });
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(202);
+    const done = await waitForTask(headers, taskId);
+    expect(done.status, JSON.stringify(done)).toBe('completed');
+    expect(done.metadata.checkpoints[0]).toMatchObject({ platform_fee_status: 'charged' });
+    expect(await chainBalance('ARB', evm, 'USDC')).toBe(USDC('5'));
+    const route = findBridgeRoute({ chain: 'ARB', token: 'USDC' }, { chain: 'INK', token: 'USDC' })!;
+    const afterFee = USDC('15') - platformFee(SANDBOX_PLATFORM_FEE, USDC('15'));
+    expect(await chainBalance('INK', evm, 'USDC')).toBe(afterFee - bridgeFee(route, afterFee));
+  });
+
   it('a venue withdrawal that fails fails the task at step 1; resume completes it with one payout', async () => {
     const { headers, evm } = await fundedAtVenueB();
     const walletBefore = await chainBalance('ARB', evm, 'USDC');

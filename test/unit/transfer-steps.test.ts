@@ -67,6 +67,7 @@ import {
   type StepRecord,
   type TaskRecord,
   type TaskRef,
+  toTaskResource,
   type WithdrawalStep,
 } from '../../shared/transfers/task.ts';
 import { isStepOf } from '../../shared/transfers/task-record.ts';
@@ -642,19 +643,57 @@ describe('bridge step', () => {
     expect(BigInt(step.amount_out!)).toBe(9_990_000n - bridgeFee(findBridgeRoute({ chain: 'SOL', token: 'USDC' }, ARB_USDC)!, 9_990_000n));
   });
 
-  it('a refund fault: the step fails BRIDGE_REFUNDED, the task fails, the bridged amount is back in the wallet', async () => {
+  it.each(['refund', 'fail'] as const)(
+    'a %s fault: the step fails, the bridged amount is back in the wallet and no platform fee was taken: the wallet is where it started',
+    async (mode) => {
+      const user = await newUser(20n * USDC);
+      const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], {
+        destination_chain: 'INK',
+        destination_token: 'USDC',
+      });
+      const feeBefore = await usdcOn('ARB', feeRecipient);
+      await bridge.setFault({ mode, count: 1, address: user.evmAddress });
+      await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
+      const task = (await loadTask(table, ref))!;
+      expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: mode === 'refund' ? 'BRIDGE_REFUNDED' : 'BRIDGE_FAILED' } });
+      expect(task.failure!.message).toMatch(/9990000 base units were refunded to your wallet on ARB; the platform fee \(10000 base units\) was not charged$/);
+      expect(task.steps[0]!.result_tx_hashes!.refund).toMatch(/^0x/);
+      expect(Object.keys(task.steps[0]!.sends!).sort()).toEqual(['bridge', 'bridge_approve']);
+      expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+      expect(await usdcOn('ARB', feeRecipient)).toBe(feeBefore);
+      expect(await usdcOn('INK', user.evmAddress)).toBe(0n);
+      // What GET /task shows (and every event carries): the fee was not charged.
+      expect(toTaskResource(task).metadata.checkpoints[0]).toMatchObject({ platform_fee: '10000', platform_fee_status: 'not_charged' });
+    },
+  );
+
+  it("a fill below the quote's guaranteed minimum completes the step (the money arrived) and takes no platform fee: waived, recorded once", async () => {
     const user = await newUser(20n * USDC);
     const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], {
       destination_chain: 'INK',
       destination_token: 'USDC',
     });
-    await bridge.setFault({ mode: 'refund', count: 1 });
-    await expect(drive(ref, 0)).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
-    const task = (await loadTask(table, ref))!;
-    expect(task).toMatchObject({ status: 'failed', failure: { step: 0, code: 'BRIDGE_REFUNDED' } });
-    expect(task.steps[0]!.result_tx_hashes!.refund).toMatch(/^0x/);
-    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC - 10_000n);
-    expect(await usdcOn('INK', user.evmAddress)).toBe(0n);
+    const feeBefore = await usdcOn('ARB', feeRecipient);
+    // The bridge's quote guarantees one base unit more than its fill pays (the sandbox fills exactly toAmount).
+    const real = deps.bridge!;
+    const promising: BridgeClient = {
+      quote: async (request) => {
+        const quote = await real.quote(request);
+        return { ...quote, to_amount_min: quote.to_amount + 1n };
+      },
+      status: (reference) => real.status(reference),
+    };
+    const task = await drive(ref, 0, { stepDeps: { ...deps, bridge: promising } });
+    expect(task.status).toBe('completed');
+    const step = task.steps[0]!;
+    expect(step.platform_fee_waived).toMatchObject({ code: 'BRIDGE_FILL_BELOW_MINIMUM' });
+    expect(step.platform_fee_waived!.message).toMatch(/below the \d+ its quote guaranteed: no platform fee is charged$/);
+    expect(step.sends!.platform_fee).toBeUndefined();
+    expect(await usdcOn('ARB', feeRecipient)).toBe(feeBefore);
+    // The fee stays in the wallet: 10 USDC planned, 9.99 bridged.
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC + 10_000n);
+    expect(await usdcOn('INK', user.evmAddress)).toBe(BigInt(step.amount_out!));
+    expect(toTaskResource(task).metadata.checkpoints[0]).toMatchObject({ platform_fee_status: 'waived', platform_fee_waived: step.platform_fee_waived });
   });
 });
 
@@ -816,18 +855,20 @@ describe('venue deposit faults (venue_b): refunded, or kept and not credited', (
     const refund = failed.steps[0]!.result_tx_hashes!.refund!;
     expect(refund).toMatch(/^0x[0-9a-f]{64}$/);
     expect(refund).not.toBe(failed.steps[0]!.sends!.deposit_0!.tx_hash);
-    // Only the platform fee left the wallet; the venue credited nothing.
-    expect(await usdcOn('ARB', user.evmAddress)).toBe(30n * USDC - 10_000n);
+    expect(failed.failure!.message).toMatch(/the platform fee \(10000 base units\) was not charged/);
+    // Nothing left the wallet for good: the deposit came back and no platform fee was taken; the venue credited nothing.
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(30n * USDC);
     expect(await venueBalance(user)).toBe(0n);
-    expect(await walletNonce(user.evmAddress)).toBe(2);
+    expect(await walletNonce(user.evmAddress)).toBe(1);
     const attempt = await resumeFailed(ref);
     const task = await drive(ref, 0, { attempt });
     expect(task.status).toBe('completed');
     const step = task.steps[0]!;
     expect(step.sends!.deposit_0!.tx_hash).not.toBe(step.previous_tries![0]!.sends!.deposit_0!.tx_hash);
-    expect(step.sends!.platform_fee!.tx_hash).toBe(step.previous_tries![0]!.sends!.platform_fee!.tx_hash);
+    expect(step.previous_tries![0]!.sends!.platform_fee).toBeUndefined();
+    expect(step.sends!.platform_fee!.tx_hash).toMatch(/^0x/);
     expect(step.amount_out).toBe('9990000');
-    // fee + refunded deposit + one new deposit: three sends, one credit.
+    // refunded deposit + one new deposit + the fee once it was credited: three sends, one credit.
     expect(await walletNonce(user.evmAddress)).toBe(3);
     expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
     expect(await venueBalance(user)).toBe(9_990_000n);
@@ -853,7 +894,7 @@ describe('venue deposit faults (venue_b): refunded, or kept and not credited', (
     expect(await usdcOn('ARB', user.evmAddress)).toBe(0n);
   });
 
-  it('a wallet drained between the deposit and the fee: the fee is not sent, the step fails; funded again, the resume adopts the deposit and takes the fee exactly once', async () => {
+  it('a wallet drained between the credit and the fee: the delivered deposit completes, its fee waived once (INSUFFICIENT_FUNDS) and never sent', async () => {
     const user = await newUser(30n * USDC);
     const ref = await newTask(user, 'self', 'venue_b', '10', [{ action: 'deposit', venue: 'venue_b', holding: ARB_USDC, gas_policy: 'user' }]);
     const feeBefore = await usdcOn('ARB', feeRecipient);
@@ -879,22 +920,19 @@ describe('venue deposit faults (venue_b): refunded, or kept and not credited', (
         },
       } as Senders['evm'],
     };
-    await expect(drive(ref, 0, { stepDeps: { ...deps, senders: draining } })).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
-    const failed = (await loadTask(table, ref))!;
-    expect(failed).toMatchObject({ status: 'failed', failure: { step: 0, code: 'INSUFFICIENT_FUNDS' } });
-    expect(Object.keys(failed.steps[0]!.sends!)).toEqual(['deposit_0']);
-    expect(await usdcOn('ARB', feeRecipient)).toBe(feeBefore);
-    await evm.faucet('ARB', user.evmAddress, 'USDC', USDC);
-    const attempt = await resumeFailed(ref);
-    const task = await drive(ref, 0, { attempt });
-    expect(task).toMatchObject({ status: 'completed', attempt: 1 });
+    const task = await drive(ref, 0, { stepDeps: { ...deps, senders: draining } });
+    expect(task).toMatchObject({ status: 'completed', attempt: 0 });
     const step = task.steps[0]!;
-    expect(step.sends!.deposit_0!.tx_hash).toBe(step.previous_tries![0]!.sends!.deposit_0!.tx_hash);
-    expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(10_000n);
+    expect(Object.keys(step.sends!)).toEqual(['deposit_0']);
+    expect(step.platform_fee_waived).toMatchObject({ code: 'INSUFFICIENT_FUNDS' });
+    expect(await usdcOn('ARB', feeRecipient)).toBe(feeBefore);
     expect(await venueBalance(user)).toBe(9_990_000n);
-    expect(await usdcOn('ARB', user.evmAddress)).toBe(USDC - 10_000n);
-    // deposit, the drain, the fee: one deposit, one fee.
-    expect(await walletNonce(user.evmAddress)).toBe(3);
+    // A later invocation of the completed step sends nothing.
+    expect(await runStep(deps, invocation(ref, 0, 'poll'))).toMatchObject({ settled: true });
+    expect(await usdcOn('ARB', feeRecipient)).toBe(feeBefore);
+    // deposit and the drain: no fee send.
+    expect(await walletNonce(user.evmAddress)).toBe(2);
+    expect(toTaskResource(task).metadata.checkpoints[0]).toMatchObject({ platform_fee_status: 'waived' });
   });
 
   it('fail (the venue keeps it): task.stuck once per try before DEPOSIT_NOT_CREDITED at the step deadline; a resume adopts the same deposit, never a second', async () => {
@@ -909,18 +947,19 @@ describe('venue deposit faults (venue_b): refunded, or kept and not credited', (
     }
     const failed = (await loadTask(table, ref))!;
     expect(failed.failure).toMatchObject({ step: 0, code: 'DEPOSIT_NOT_CREDITED' });
-    expect(failed.failure!.message).toMatch(/landed but the venue has not credited it/);
+    expect(failed.failure!.message).toMatch(/landed but the venue has not credited it; the platform fee \(10000 base units\) was not charged/);
     expect(failed.steps[0]!.result_tx_hashes).toBeUndefined();
-    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
-    expect(await walletNonce(user.evmAddress)).toBe(2);
+    // The deposit (9.99) is held by the venue; its platform fee stays in the wallet until the venue credits it.
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC + 10_000n);
+    expect(await walletNonce(user.evmAddress)).toBe(1);
     const attempt = await resumeFailed(ref);
     await expect(drive(ref, 0, { attempt, stepDeps: short })).rejects.toMatchObject({ name: STEP_FAILED_ERROR });
     const again = (await loadTask(table, ref))!;
     expect(again.failure).toMatchObject({ step: 0, code: 'DEPOSIT_NOT_CREDITED' });
     const step = again.steps[0]!;
     expect(step.sends!.deposit_0!.tx_hash).toBe(step.previous_tries![0]!.sends!.deposit_0!.tx_hash);
-    expect(await walletNonce(user.evmAddress)).toBe(2);
-    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC);
+    expect(await walletNonce(user.evmAddress)).toBe(1);
+    expect(await usdcOn('ARB', user.evmAddress)).toBe(20n * USDC + 10_000n);
     expect(await venueBalance(user)).toBe(0n);
     // The events written with these changes (shared/events/outbox.ts): stuck once in each try, before its failure.
     const item = (
@@ -1211,7 +1250,7 @@ async function resume(ref: TaskRef, mode: 'reset to pending' | 'left failed' = '
 }
 
 describe('resumed tries', () => {
-  it('after a refund, a resume bridges again and the platform fee of the first try is adopted, not charged twice', async () => {
+  it('after a refund (no fee taken), a resume bridges again and charges the platform fee once, when it fills', async () => {
     const user = await newUser(20n * USDC);
     const ref = await newTask(user, 'self', 'self', '10', [{ action: 'bridge', from: ARB_USDC, to: { chain: 'INK', token: 'USDC' }, gas_policy: 'user' }], {
       destination_chain: 'INK',
@@ -1228,7 +1267,8 @@ describe('resumed tries', () => {
     expect(task.failure).toBeUndefined();
     const step = task.steps[0]!;
     expect(step.try).toBe(1);
-    expect(step.sends!.platform_fee!.tx_hash).toBe(step.previous_tries![0]!.sends!.platform_fee!.tx_hash);
+    expect(step.previous_tries![0]!.sends!.platform_fee).toBeUndefined();
+    expect(step.sends!.platform_fee!.tx_hash).toMatch(/^0x/);
     expect(step.sends!.bridge!.tx_hash).not.toBe(step.previous_tries![0]!.sends!.bridge!.tx_hash);
     expect((await usdcOn('ARB', feeRecipient)) - feeBefore).toBe(10_000n);
     expect(await usdcOn('ARB', user.evmAddress)).toBe(10n * USDC);

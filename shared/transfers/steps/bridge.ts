@@ -8,6 +8,7 @@ import { type BridgeClient, type BridgeDepositCall, type BridgeQuote, BridgeRefu
 import {
   amountInOf,
   type Ctx,
+  feeNotCharged,
   NO_ADDRESS,
   type Outcome,
   platformFeeOwed,
@@ -53,7 +54,7 @@ async function quoteBridge(ctx: Ctx<BridgeStepDeps, 'bridge'>, bridge: BridgeCli
   const quote = await bridge.quote({ route: { from, to }, amount, sender: addressOn(from.chain), recipient: addressOn(to.chain) });
   if (Date.parse(quote.expires_at) <= ctx.deps.now().getTime()) throw new StepTransient('the bridge quote expired before the deposit');
   if (quote.deposit.length !== 1) throw new StepFailure('BRIDGE_FAILED', 'The bridge quote carries no single deposit call');
-  await writeOwnStep(ctx, { stepStatusIn: ['submitted'], step: { reference: quote.quote_id } });
+  await writeOwnStep(ctx, { stepStatusIn: ['submitted'], step: { reference: quote.quote_id, to_amount_min: quote.to_amount_min.toString() } });
   return quote;
 }
 
@@ -86,13 +87,22 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps, 'bridge'>): Promise<Outcome> 
     if (recorded.chain === 'SOL') await sendSolanaBridge(ctx, undefined, from.token);
     else await sendEvm(ctx, 'bridge', recorded.chain, { to: NO_ADDRESS, data: '0x', value: 0n }, { token: from.token, amount: 0n });
   }
-  // The fee only once the bridge deposit itself landed (a deposit that could not be sent keeps no fee).
-  await takePlatformFee(ctx, from.chain, from.token);
   const deposit = ctx.step.sends?.bridge;
-  // Recorded above (sent, or resumed from its record) before the fee: only a lost race gets here without it.
+  // Recorded above (sent, or resumed from its record): only a lost race gets here without it.
   if (!deposit) throw new StepTransient('the bridge deposit is not recorded');
   const status = await bridge.status({ chain: from.chain, tx: deposit.tx_hash });
   if (status.status === 'DONE' && status.substatus === 'COMPLETED' && status.receiving) {
+    // The fee only once the fill is known (a refunded or failed bridge keeps none), and none for a
+    // fill below the minimum the quote guaranteed: the user got less than the move they paid for.
+    const minimum = ctx.step.to_amount_min === undefined ? undefined : BigInt(ctx.step.to_amount_min);
+    const short =
+      minimum !== undefined && status.receiving.amount < minimum
+        ? {
+            code: 'BRIDGE_FILL_BELOW_MINIMUM',
+            message: `The bridge paid ${status.receiving.amount} base units on ${ctx.step.to.chain}, below the ${minimum} its quote guaranteed: no platform fee is charged`,
+          }
+        : undefined;
+    await takePlatformFee(ctx, from.chain, from.token, short);
     return { done: true, amountOut: status.receiving.amount, results: { fill: status.receiving.tx_hash } };
   }
   if (status.status === 'FAILED' || (status.status === 'DONE' && status.substatus === 'REFUNDED')) {
@@ -101,7 +111,7 @@ async function bridgeStep(ctx: Ctx<BridgeStepDeps, 'bridge'>): Promise<Outcome> 
     const code = status.status === 'FAILED' ? 'BRIDGE_FAILED' : 'BRIDGE_REFUNDED';
     throw new StepFailure(
       code,
-      `The bridge did not fill (${status.substatus ?? status.status}); ${status.refund.amount} base units were refunded to your wallet on ${from.chain}`,
+      `The bridge did not fill (${status.substatus ?? status.status}); ${status.refund.amount} base units were refunded to your wallet on ${from.chain}${feeNotCharged(ctx.step)}`,
     );
   }
   return { done: false, waitSeconds };
@@ -219,7 +229,10 @@ async function adoptBridgeDeposit(ctx: Ctx<BridgeStepDeps, 'bridge'>, bridge: Br
     await writeOwnStep(ctx, {
       stepStatusIn: ['submitted'],
       sends: { bridge: deposit },
-      step: { ...(previous.reference ? { reference: previous.reference } : {}) },
+      step: {
+        ...(previous.reference ? { reference: previous.reference } : {}),
+        ...(previous.to_amount_min ? { to_amount_min: previous.to_amount_min } : {}),
+      },
     });
     await refresh(ctx);
     return;

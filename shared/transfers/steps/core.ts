@@ -470,28 +470,81 @@ async function consumeSponsorship(budget: SponsorshipBudget, task: TaskRecord): 
   }
 }
 
+/** Why a delivered step's platform fee is not taken (recorded once in the step's `platform_fee_waived`). */
+export interface FeeWaiver {
+  readonly code: string;
+  readonly message: string;
+}
+
 /**
- * The platform fee of step 0, from the user's wallet to the recipient of that chain family (label
- * `platform_fee`). On Solana only through a kind that sends there (the bridge; a venue step's
- * money is on the venue's EVM chain). A kind takes it only after its own move landed (issue 19:
- * never a fee for a move that did not happen), and checks first that the move and the fee it still
- * owes are funded (requireFunded).
+ * The platform fee of step 0 (label `platform_fee`), from the user's wallet to the recipient of
+ * that chain family. A kind calls it only once its own move is delivered: the venue's payout in the
+ * wallet, the venue's credit of a deposit, the bridge's fill. A move that is refunded, fails or is
+ * never sent keeps no fee (docs/guide/account.md, "Fees"): nothing was taken, so nothing has to be
+ * returned, however often the step is resumed or crashes. On Solana only through a kind that sends
+ * there (the bridge; a venue step's money is on the venue's EVM chain). The kind checks before its
+ * first send that the move and the fee it still owes are funded (requireFunded).
+ *
+ * A delivered move never fails for its fee: the fee is waived, recorded once in
+ * `platform_fee_waived` and never sent afterwards, when the kind says the delivery does not earn it
+ * (`waive`: a bridge fill below the minimum its quote guaranteed), or when the fee send is refused
+ * before anything is signed (the wallet no longer holds the fee or its gas, the sponsorship budget
+ * is spent). Returns the fee taken: 0 when none is owed or it is waived.
  */
-export async function takePlatformFee<D extends StepCoreDeps>(ctx: Ctx<D>, chain: ChainCode, token: string): Promise<bigint> {
+export async function takePlatformFee<D extends StepCoreDeps>(ctx: Ctx<D>, chain: ChainCode, token: string, waive?: FeeWaiver): Promise<bigint> {
   const fee = BigInt(ctx.step.platform_fee ?? '0');
   if (fee === 0n) return 0n;
   await adoptPlatformFee(ctx);
+  if (!ctx.step.sends?.platform_fee) {
+    if (ctx.step.platform_fee_waived) return 0n;
+    if (waive) return waivePlatformFee(ctx, chain, token, waive);
+  }
   // A fee is planned only where a recipient is configured (platformFeeFor: no recipient, no fee).
   const { recipient } = platformFeeFor(ctx.deps.platformFee, chain);
   if (recipient === undefined) throw new Error(`internal: step ${ctx.step.action} owes a platform fee on ${chain}, and no fee recipient is configured there`);
-  if (chain === 'SOL') {
-    if (!ctx.kind.solana) throw new StepFailure('UNSUPPORTED_CHAIN', `A ${ctx.step.action} step does not send on Solana`);
-    await ctx.kind.solana.send(ctx, 'platform_fee', recipient, token, fee, `platform-fee:${ctx.inv.task.task_id}`);
-  } else {
-    const evm = await ctx.deps.chains.evm(chain);
-    await sendEvm(ctx, 'platform_fee', chain, evm.transferCall(token, recipient as Address, fee), { token, amount: fee, to: recipient });
+  try {
+    if (chain === 'SOL') {
+      if (!ctx.kind.solana) throw new StepFailure('UNSUPPORTED_CHAIN', `A ${ctx.step.action} step does not send on Solana`);
+      await ctx.kind.solana.send(ctx, 'platform_fee', recipient, token, fee, `platform-fee:${ctx.inv.task.task_id}`);
+    } else {
+      const evm = await ctx.deps.chains.evm(chain);
+      await sendEvm(ctx, 'platform_fee', chain, evm.transferCall(token, recipient as Address, fee), { token, amount: fee, to: recipient });
+    }
+  } catch (error) {
+    const refused = error instanceof StepFailure || (error instanceof DomainError && error.status >= 400 && error.status < 500 && error.status !== 409);
+    if (!refused) throw error;
+    await refresh(ctx);
+    // Refused after it was recorded (never so today: the senders check funds and budget first): it stands, and so does the error.
+    if (ctx.step.sends?.platform_fee) throw error;
+    return waivePlatformFee(ctx, chain, token, { code: (error as StepFailure | DomainError).code, message: (error as Error).message });
   }
   return fee;
+}
+
+/**
+ * Records the waiver once, only while no fee send is recorded. A concurrent duplicate that
+ * recorded its fee send first wins: that send is awaited and counts (it moved the fee).
+ */
+async function waivePlatformFee<D extends StepCoreDeps>(ctx: Ctx<D>, chain: ChainCode, token: string, waiver: FeeWaiver): Promise<bigint> {
+  await writeOwnStep(ctx, {
+    stepStatusIn: ['submitted'],
+    absent: ['platform_fee_waived', 'sends.platform_fee'],
+    step: { platform_fee_waived: { code: waiver.code, message: waiver.message } },
+  });
+  await refresh(ctx);
+  if (ctx.step.sends?.platform_fee) return takePlatformFee(ctx, chain, token);
+  logger.warn('platform fee waived', { task_id: ctx.inv.task.task_id, index: ctx.inv.index, code: ctx.step.platform_fee_waived?.code });
+  return 0n;
+}
+
+/**
+ * What a failure message adds about the platform fee of a step whose move did not happen: none
+ * was charged (a fee only follows a delivered move, see takePlatformFee).
+ */
+export function feeNotCharged(step: StepRecord): string {
+  const fee = BigInt(step.platform_fee ?? '0');
+  if (fee === 0n || step.sends?.platform_fee) return '';
+  return `; the platform fee (${fee} base units) was not charged`;
 }
 
 /**

@@ -5,6 +5,7 @@ import type { DepositStep, RecordedSend } from '../task.ts';
 import {
   amountInOf,
   type Ctx,
+  feeNotCharged,
   NO_ADDRESS,
   type Outcome,
   platformFeeOwed,
@@ -65,14 +66,16 @@ async function depositStep(ctx: Ctx<VenueStepDeps, 'deposit'>): Promise<Outcome>
     const spends = { token: holding.token, amount: /approve/i.test(call.label) ? 0n : amount };
     await sendEvm(ctx, label, chain, { to: call.to, data: call.data, value: call.value ?? 0n }, spends);
   }
-  // The fee only once the deposit itself landed (a deposit that could not be sent keeps no fee).
-  await takePlatformFee(ctx, holding.chain, holding.token);
   const balance = (await driver.balances(ctx.wallet.venue, fields)).balance;
   // Both recorded together (recordIntent, or adopted from an earlier try) before the first call.
   const { baseline, expected_credit } = ctx.step;
   if (baseline === undefined || expected_credit === undefined) throw new StepTransient('the deposit intent is not recorded');
   const expected = BigInt(expected_credit);
-  if (balance >= BigInt(baseline) + expected) return { done: true, amountOut: expected };
+  if (balance >= BigInt(baseline) + expected) {
+    // The fee only once the venue credited the deposit (one it returns or keeps uncredited takes none).
+    await takePlatformFee(ctx, holding.chain, holding.token);
+    return { done: true, amountOut: expected };
+  }
   const refund = await findRefund(ctx, ctx.step.sends ?? {}, amount);
   if (refund) {
     const results = ctx.step.result_tx_hashes ?? {};
@@ -83,12 +86,12 @@ async function depositStep(ctx: Ctx<VenueStepDeps, 'deposit'>): Promise<Outcome>
     }
     throw new StepFailure(
       'DEPOSIT_REFUNDED',
-      `${ctx.step.venue} returned the deposit to the wallet (transaction ${refund}); the money is back in the wallet, resume the task to deposit again`,
+      `${ctx.step.venue} returned the deposit to the wallet (transaction ${refund}); the money is back in the wallet${feeNotCharged(ctx.step)}; resume the task to deposit again`,
     );
   }
   const late = new StepFailure(
     'DEPOSIT_NOT_CREDITED',
-    `The deposit transaction to ${ctx.step.venue} landed but the venue has not credited it; resume the task to keep waiting for the same deposit (it is never sent twice), or contact the venue`,
+    `The deposit transaction to ${ctx.step.venue} landed but the venue has not credited it${feeNotCharged(ctx.step)}; resume the task to keep waiting for the same deposit (it is never sent twice), or contact the venue`,
   );
   return { done: false, late };
 }

@@ -35,7 +35,7 @@ export interface StepWrite {
    * tx_hash): a replacement candidate or the mined one (shared/chains/sender/evm-inclusion.ts).
    */
   readonly replaceSend?: { readonly label: string; readonly send: RecordedSend; readonly current: string };
-  /** Fields of steps[index] that must be absent (intent chosen once). */
+  /** Fields of steps[index] that must be absent (intent chosen once); `a.b` names a nested one. */
   readonly absent?: readonly string[];
   /** The step's status must be one of these. */
   readonly stepStatusIn?: readonly StepRecord['status'][];
@@ -109,8 +109,12 @@ export async function writeStep(table: Table, write: StepWrite): Promise<boolean
     n++;
   }
   for (const field of write.absent ?? []) {
-    names[`#a${n}`] = field;
-    conditions.push(`attribute_not_exists(${at}.#a${n})`);
+    // A dotted field names a nested attribute (`sends.platform_fee`).
+    const path = field.split('.').map((part, k) => {
+      names[`#a${n}_${k}`] = part;
+      return `#a${n}_${k}`;
+    });
+    conditions.push(`attribute_not_exists(${at}.${path.join('.')})`);
     n++;
   }
   if (write.stepStatusIn?.length) {
