@@ -16,6 +16,7 @@ import { generateEs256Jwk } from '../../shared/crypto/es256-jwk.ts';
 import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
 import type { OutboxEntry } from '../../shared/events/types.ts';
+import { BRIDGE_ROUTES } from '../../shared/transfers/bridge-routes.ts';
 import { loadTask } from '../../shared/transfers/steps/store.ts';
 import type { RecordedSend, TaskRecord } from '../../shared/transfers/task.ts';
 import {
@@ -38,7 +39,15 @@ import {
  * EVM ↔ SOL). Users run concurrently, each one's transfers in sequence. Before a transfer a fault
  * may be set at random (a venue's deposit: stall, fail or refund; its withdrawal: fail, stall or refund; the
  * bridge: fail, stall or refund; count 1, see FAULTS): a stall is cleared after a short while; a failed task is resumed
- * (POST /task/{id}/resume) until it completes or MAX_RESUMES is reached.
+ * (POST /task/{id}/resume) until it completes or MAX_RESUMES is reached, or, at its first failure
+ * (ABANDON_RATE), left failed as a user who never resumes would.
+ *
+ * Gas sponsorship and the platform fee (issue 37): the users' first transfers run every bridge
+ * route that starts on an EVM chain once, gas-sponsored (sponsoredSweep), every other one meeting
+ * a bridge refund or failure scoped to its user; SPONSORED_RATE of the drawn transfers are
+ * sponsored too. The platform fee's books close to the base unit: the fee recipients hold exactly
+ * the fees of the tasks whose step 0 completed, each sent once over all its tries; a step 0 that
+ * failed kept none; a completed one without its fee recorded the waiver.
  *
  * Money, in USDC base units (USDC and USDC.E both 6 decimals), before and after:
  *   Σ user wallets (every chain, USDC and USDC.E, read from the chain RPCs)
@@ -77,6 +86,13 @@ const USERS = 5;
 const WEBHOOK_USERS = 2;
 const MAX_RESUMES = 4;
 const FAULT_RATE = 0.3;
+/** The share of drawn transfers asked gas-sponsored (the EVM legs; a Solana leg is the user's). */
+const SPONSORED_RATE = 0.4;
+/**
+ * The share of failed tasks left failed at their first failure, as a user who never resumes: the
+ * books then show what a failed move kept (no platform fee: every fee taken has its delivered move).
+ */
+const ABANDON_RATE = 0.2;
 /** The share of webhook deliveries the receiver answers 500 (issue 24, part 4). */
 const WEBHOOK_FAILURE_RATE = 0.3;
 /**
@@ -121,6 +137,38 @@ const HOLDINGS: readonly { chain: Chain; token: 'USDC' | 'USDC.E' }[] = [
   { chain: 'INK', token: 'USDC' },
   { chain: 'SOL', token: 'USDC' },
 ];
+
+/**
+ * Every bridge route that starts on an EVM chain (shared/transfers/bridge-routes.ts: 32 of 36),
+ * each once, gas-sponsored, as self → self: the first transfers of the users, split among
+ * them. Every other one meets a bridge fault scoped to its user (refund, then fail), so a
+ * sponsored deposit is also refunded and failed on every kind of route; the resume (or its
+ * abandonment) follows as for any transfer.
+ */
+const SWEEP_FAULTS = ['refund', undefined, 'fail', undefined] as const;
+/** What only the sweep starts from (the drawn transfers keep to HOLDINGS): funded like them. */
+const SWEEP_HOLDINGS: readonly { chain: Chain; token: 'USDC' | 'USDC.E' }[] = [{ chain: 'ARB', token: 'USDC.E' }];
+function sponsoredSweep(): { shape: string; body: Record<string, unknown>; fault?: 'refund' | 'fail' }[] {
+  const held = (chain: string, token: string) => [...HOLDINGS, ...SWEEP_HOLDINGS].some((holding) => holding.chain === chain && holding.token === token);
+  return BRIDGE_ROUTES.filter((route) => route.from.chain !== 'SOL' && held(route.from.chain, route.from.token) && held(route.to.chain, route.to.token)).map(
+    (route, k) => ({
+      shape: `sponsored bridge ${route.id}`,
+      body: {
+        source: 'self',
+        destination: 'self',
+        amount: `${10 + (k % 7)}.${String(100_003 * (k + 1))
+          .padStart(6, '0')
+          .slice(-6)}`,
+        chain: route.from.chain,
+        token: route.from.token,
+        destination_chain: route.to.chain,
+        destination_token: route.to.token,
+        gas_sponsored: true,
+      },
+      ...(SWEEP_FAULTS[k % SWEEP_FAULTS.length] ? { fault: SWEEP_FAULTS[k % SWEEP_FAULTS.length] } : {}),
+    }),
+  );
+}
 
 /** mulberry32: a tiny seeded PRNG, so a run replays from its seed. */
 function prng(seed: number) {
@@ -387,7 +435,7 @@ beforeAll(async () => {
       for (const chain of ['ETH', 'ARB', 'INK'] as const) await faucet(chain, 'ETH', '5');
       await faucet('POL', 'POL', '50');
       await faucet('SOL', 'SOL', '2', user.sol);
-      for (const holding of HOLDINGS) await faucet(holding.chain, holding.token, '400', holding.chain === 'SOL' ? user.sol : user.evm);
+      for (const holding of [...HOLDINGS, ...SWEEP_HOLDINGS]) await faucet(holding.chain, holding.token, '400', holding.chain === 'SOL' ? user.sol : user.evm);
       for (const dex of VENUE_IDS) await ok(user, 'POST', '/account/init-perp-dex', { dex });
     }),
   );
@@ -463,6 +511,10 @@ const stats = {
   completed: 0,
   failed: [] as string[],
   failedCodes: [] as string[],
+  /** Tasks left failed on purpose (ABANDON_RATE): their codes. */
+  abandoned: [] as string[],
+  sponsored: 0,
+  swept: 0,
   stuck: [] as string[],
 };
 const bump = (map: Record<string, number>, key: string) => (map[key] = (map[key] ?? 0) + 1);
@@ -570,37 +622,53 @@ async function runWithdrawals(user: User, running: () => boolean) {
 
 async function runUser(user: User, count: number) {
   const rng = prng(SEED + user.index * 7919);
+  const sweep = sponsoredSweep().filter((_, k) => k % USERS === user.index);
   for (let i = 0; i < count; i++) {
     if (rng.next() < 0.05) await oversizedTransfer(rng, user);
     const venueFunds = Object.fromEntries(await Promise.all(VENUE_IDS.map(async (dex) => [dex, await venueBalance(user, dex)] as const))) as Record<
       Venue,
       bigint
     >;
-    const { shape, body } = chooseBody(rng, venueFunds);
+    const swept = i < sweep.length ? sweep[i] : undefined;
+    const { shape, body } = swept ?? chooseBody(rng, venueFunds);
+    if (!swept && rng.next() < SPONSORED_RATE) body.gas_sponsored = true;
     const estimate = await api(user, 'POST', '/transfer/estimate-transfer-cost', body);
     if (estimate.status !== 200) {
+      // A swept route must run: a refusal here is a defect, not a draw to skip.
+      if (swept) throw new Error(`${shape}: estimate ${estimate.status} ${JSON.stringify(estimate.body)}`);
       bump(stats.skipped, `${estimate.status} ${estimate.body.error?.code}`);
       i--;
       continue;
     }
-    await injectFault(rng, body);
+    if (swept?.fault) {
+      await ok(undefined, 'POST', '/sandbox/faults', { target: 'bridge', operation: 'bridge', mode: swept.fault, count: 1, address: user.evm });
+      bump(stats.faults, `sweep bridge ${swept.fault}`);
+    } else if (!swept) await injectFault(rng, body);
     const created = await api(user, 'POST', '/transfer', body);
     if (created.status !== 202) {
+      if (swept) throw new Error(`${shape}: POST /transfer ${created.status} ${JSON.stringify(created.body)}`);
       bump(stats.skipped, `transfer ${created.status} ${created.body.error?.code}`);
       i--;
       continue;
     }
     stats.transfers++;
-    bump(stats.shapes, shape);
+    if (swept) stats.swept++;
+    if (body.gas_sponsored) stats.sponsored++;
+    bump(stats.shapes, swept ? 'sponsored bridge sweep' : shape);
     const taskId = created.body.task_id as string;
     user.taskIds.push(taskId);
     let task = await waitForTask(user, taskId);
+    let abandoned = false;
     for (let resumes = 0; task.status === 'failed' && resumes < MAX_RESUMES; resumes++) {
       const code = task.metadata.failure?.code;
       bump(stats.failures, code);
       // A deposit the venue kept: one resume shows it is adopted (the nonce check below catches a
       // second send); more resumes would only wait out the same deadline again.
       if (code === 'DEPOSIT_NOT_CREDITED' && resumes > 0) break;
+      if (resumes === 0 && rng.next() < ABANDON_RATE) {
+        abandoned = true;
+        break;
+      }
       await new Promise((wake) => setTimeout(wake, 200)); // let a stall's clear or a refund land
       const resumed = await api(user, 'POST', `/task/${taskId}/resume`, {});
       expect(resumed.status, JSON.stringify(resumed.body)).toBeLessThan(300);
@@ -609,6 +677,7 @@ async function runUser(user: User, count: number) {
       task = await waitForTask(user, taskId);
     }
     if (task.status === 'completed') stats.completed++;
+    else if (task.status === 'failed' && abandoned) stats.abandoned.push(task.metadata.failure?.code);
     else if (task.status === 'failed') {
       stats.failed.push(`${taskId} ${shape} ${JSON.stringify(task.metadata.failure)}`);
       stats.failedCodes.push(task.metadata.failure?.code);
@@ -737,9 +806,32 @@ describe('conservation under randomised transfers with faults', () => {
             const where = `${taskId} step ${step.index}`;
             if (seen.has(send.tx_hash)) duplicates.push(`${send.tx_hash} in ${seen.get(send.tx_hash)} and ${where}`);
             seen.set(send.tx_hash, where);
-            if (send.chain !== 'SOL') bump(sendsPerChain[user.index]!, send.chain);
+            // A sponsored send is the sponsor's transaction: it spends no nonce of the user's.
+            if (send.chain !== 'SOL' && !send.sponsor) bump(sendsPerChain[user.index]!, send.chain);
           }
         }
+      }
+    }
+    // The platform fee's books, to the base unit: every fee on chain is a step 0 whose move was
+    // delivered (completed), charged once over all its tries; a step 0 that failed (refunded,
+    // failed, never sent, kept by a venue) sent none; a completed one without its fee recorded why.
+    let feesCharged = 0n;
+    let feesWaived = 0;
+    const feeProblems: string[] = [];
+    for (const user of users) {
+      for (const taskId of user.taskIds) {
+        const task = (await loadTask(table, { app_id: user.appId, app_user_id: user.sub, task_id: taskId })) as TaskRecord;
+        const first = task.steps[0]!;
+        const fee = BigInt(first.platform_fee ?? '0');
+        const feeSends = new Set(
+          [first.sends?.platform_fee, ...(first.previous_tries ?? []).map((t) => t.sends?.platform_fee)].flatMap((send) => (send ? [send.tx_hash] : [])),
+        );
+        if (feeSends.size > 1) feeProblems.push(`${taskId}: ${feeSends.size} platform fee sends`);
+        if (first.status !== 'completed') {
+          if (feeSends.size > 0) feeProblems.push(`${taskId}: step 0 ${first.status} (${first.error?.code}) kept a platform fee`);
+        } else if (feeSends.size === 1) feesCharged += fee;
+        else if (fee > 0n && first.platform_fee_waived) feesWaived++;
+        else if (fee > 0n) feeProblems.push(`${taskId}: step 0 completed with neither its fee nor a waiver`);
       }
     }
     const nonceGrowth = users.map((user) =>
@@ -771,7 +863,8 @@ describe('conservation under randomised transfers with faults', () => {
     console.info(
       [
         `withdrawals=${stats.withdrawals} refused ${JSON.stringify(stats.withdrawalsRefused)} oversized transfers refused=${stats.oversized}`,
-        `SEED=${SEED} transfers=${stats.transfers} completed=${stats.completed} failed=${stats.failed.length} stuck=${stats.stuck.length} resumes=${stats.resumes} wall=${elapsed.toFixed(1)}s`,
+        `SEED=${SEED} transfers=${stats.transfers} completed=${stats.completed} failed=${stats.failed.length} abandoned=${stats.abandoned.length} stuck=${stats.stuck.length} resumes=${stats.resumes} wall=${elapsed.toFixed(1)}s`,
+        `sponsored=${stats.sponsored} (sweep ${stats.swept} routes) platform fees charged=${feesCharged} waived=${feesWaived} abandoned ${JSON.stringify(stats.abandoned)}`,
         `shapes ${JSON.stringify(stats.shapes)}`,
         `faults ${JSON.stringify(stats.faults)}`,
         `failures before a resume ${JSON.stringify(stats.failures)}`,
@@ -795,6 +888,11 @@ describe('conservation under randomised transfers with faults', () => {
     // Only a deposit the venue kept (a `fail` fault) stays failed: every resume adopts it, none sends another.
     expect(stats.failedCodes.filter((code) => code !== 'DEPOSIT_NOT_CREDITED')).toEqual([]);
     expect(after.total - before.total).toBe(0n);
+    // Every bridge route that starts on an EVM chain ran gas-sponsored.
+    expect(sponsoredSweep().length).toBe(BRIDGE_ROUTES.filter((route) => route.from.chain !== 'SOL').length);
+    expect(stats.swept).toBe(sponsoredSweep().length);
+    expect(feeProblems).toEqual([]);
+    expect(after.platformFees - before.platformFees).toBe(feesCharged);
 
     // Webhooks (issue 24, part 4). Every task is settled: nothing writes events now, so once every
     // outbox entry is in the log and every logged event got its 2xx, the deliveries have drained.

@@ -47,15 +47,14 @@ contract SandboxLifiDiamond {
     error TokenCallFailed(address token);
     error InvalidReceiver();
     error InvalidAmount();
-    error CannotBridgeToSameNetwork();
     error NativeAssetNotSupported();
     error InformationMismatch();
 
-    /// @notice LI.FI's validateBridgeData, then pulls `minAmount` of the sending asset from the caller (who approved this contract) into `vault`.
+    /// @notice LI.FI's validateBridgeData (but for the same-network check: the sandbox's same-chain
+    /// routes, USDC to USDC.E, go through this facet where LI.FI would use its swap facet), then pulls `minAmount` of the sending asset from the caller (who approved this contract) into `vault`.
     function startBridgeTokensViaSandbox(BridgeData calldata _bridgeData, SandboxData calldata _sandboxData) external payable {
         if (_bridgeData.receiver == address(0)) revert InvalidReceiver();
         if (_bridgeData.minAmount == 0) revert InvalidAmount();
-        if (_bridgeData.destinationChainId == block.chainid) revert CannotBridgeToSameNetwork();
         if (_bridgeData.hasSourceSwaps || _bridgeData.hasDestinationCall) revert InformationMismatch();
         address token = _bridgeData.sendingAssetId;
         if (token == address(0) || msg.value != 0) revert NativeAssetNotSupported();
