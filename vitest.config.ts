@@ -26,6 +26,8 @@ const isolatedUnitTests = [
   'logger',
   'metrics',
   'rpc-urls',
+  // Starts a local runtime, which sets the handlers' environment in process.env.
+  'sandbox-iam-runtime',
   'transfer-crash',
   'transfer-executor',
   'transfer-step-handlers',

@@ -409,7 +409,8 @@ export const ROUTES: readonly RouteDefinition[] = [
     service: 'express',
     routeKey: 'GET /v1/identity/provider',
     entry: 'functions/express/get-identity-provider.ts',
-    needs: { table: { reads: BY_API_KEY } },
+    // X-SERVICE-SECRET-KEY authenticates it (shared/auth/authenticate.ts authenticateApp): the secret's lookup, then the app.
+    needs: { table: { reads: BY_SECRET } },
   },
   {
     id: 'GetOrCreateExpressWallet',

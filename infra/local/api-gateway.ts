@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { InvokeStore, InvokeStoreBase } from '@aws/lambda-invoke-store';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { withServiceName } from '../../shared/observability/service-name.ts';
+import { runAsFunction } from './iam/principal.ts';
 
 /**
  * What API Gateway REST APIs do in front of a Lambda (proxy integration, payload format 1.0), for
@@ -165,10 +166,14 @@ export async function installInvokeStore(): Promise<void> {
   await InvokeStore.getInstanceAsync(true);
 }
 
-/** Runs one invocation in its own InvokeStore context, as the Lambda runtime does. */
+/**
+ * Runs one invocation in its own InvokeStore context, as the Lambda runtime does, and as its
+ * function's principal (infra/local/iam/principal.ts: what the sandbox authorises its AWS calls as).
+ */
 export function runInvocation<T>(context: Context, invoke: () => T): T {
   const store = globalThis.awslambda?.InvokeStore;
-  return store ? store.run({ [InvokeStoreBase.PROTECTED_KEYS.REQUEST_ID]: context.awsRequestId }, invoke) : invoke();
+  const asFunction = () => runAsFunction(context.functionName, invoke);
+  return store ? store.run({ [InvokeStoreBase.PROTECTED_KEYS.REQUEST_ID]: context.awsRequestId }, asFunction) : asFunction();
 }
 
 /**

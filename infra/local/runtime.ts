@@ -37,6 +37,9 @@ import type { LocalDynamoDbStream } from './dynamodb-stream/stream.ts';
 import type { EngineListener } from './dynamodb-stream/upstream.ts';
 import { DELIVERY_QUEUE, startLocalEvents, startLocalQueues } from './events.ts';
 import { startEvmSandbox } from './evm-sandbox.ts';
+import { dynamodbAccessRequests } from './iam/dynamodb.ts';
+import { dynamodbAccessDenied, iamModeOf, loadRolePolicies, SandboxIam } from './iam/enforcer.ts';
+import type { RolePolicies } from './iam/role-policies.ts';
 import { LocalRuntimeError } from './local-runtime-error.ts';
 import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
 import { sandboxTickMs, stepWaitMs } from './sandbox-tick.ts';
@@ -71,6 +74,8 @@ export interface LocalRuntimeOptions {
   readonly tickMs?: number;
   /** How long each Wait of the transfer machine takes locally, ms (default: SANDBOX_STEP_WAIT_MS, else one tick). */
   readonly stepWaitMs?: number;
+  /** Tests: the policies to enforce instead of the committed ones, from them (a grant removed, to see the refusal). */
+  readonly rolePolicies?: (committed: RolePolicies) => RolePolicies;
 }
 
 /** One access-log line (JSON): like API Gateway's, never with query values, headers or bodies. */
@@ -100,10 +105,14 @@ export interface LocalRuntime {
   readonly tableName: string;
   /** The table's stream (NEW_IMAGE): every write the sandbox makes, as DynamoDB Streams records (benches and tests count them). */
   readonly tableStream: LocalDynamoDbStream;
+  /** The functions' IAM as the sandbox enforces it (SANDBOX_IAM; docs/sandbox-iam.md): its refusals and the statements used. */
+  readonly iam: SandboxIam;
   stop(): Promise<void>;
 }
 
 const ROOT = resolve(import.meta.dirname, '../..');
+/** The account id of the sandbox's ARNs (as in its Lambda contexts). */
+const SANDBOX_ACCOUNT = '000000000000';
 /** API Gateway REST APIs refuse larger payloads (413) before any function runs; routes refuse far less (shared/http/handler.ts). */
 const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 const SERVICES: readonly ServiceName[] = ['account', 'enclave', 'express'];
@@ -189,7 +198,21 @@ async function startOnLockedDataDir(
   // Every sandbox writer goes through the table's stream (infra/local/dynamodb-stream/), as every
   // AWS write reaches DynamoDB Streams: the engine's endpoint is known to the proxy alone. NEW_IMAGE,
   // as the AWS table's stream: the publisher needs the image a write made, never the one before.
-  const tableStream = await startDynamoDbStreamProxy({ upstream: dynamodbEndpoint, engine: engineListener, host, port: 0, viewType: 'NEW_IMAGE' });
+  // The functions' IAM, as synthesized (docs/sandbox-iam.md): each in-process call is authorised as its function's role.
+  const committed = loadRolePolicies({ account: SANDBOX_ACCOUNT, region: process.env.AWS_REGION, table: tableName });
+  const iam = new SandboxIam(options.rolePolicies?.(committed) ?? committed, iamModeOf(process.env.SANDBOX_IAM));
+  const tableArn = (name: string) => `arn:aws:dynamodb:${process.env.AWS_REGION}:${SANDBOX_ACCOUNT}:table/${name}`;
+  const tableStream = await startDynamoDbStreamProxy({
+    upstream: dynamodbEndpoint,
+    engine: engineListener,
+    host,
+    port: 0,
+    viewType: 'NEW_IMAGE',
+    authorize: (operation, body) => {
+      const refusal = iam.authorize(dynamodbAccessRequests(operation, body as never, tableArn));
+      return refusal ? dynamodbAccessDenied(refusal.message) : undefined;
+    },
+  });
   closers.push(() => tableStream.stop());
   dynamodbEndpoint = tableStream.endpoint;
   // Webhook deliveries' FIFO queue and its dead-letter queue, under DATA_DIR/sqs (infra/local/events.ts).
@@ -323,6 +346,7 @@ async function startOnLockedDataDir(
     dynamodbEndpoint,
     tableName,
     tableStream: tableStream.stream,
+    iam,
     stop: async () => {
       for (const closeOne of closers) await closeOne();
     },

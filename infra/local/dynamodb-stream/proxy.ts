@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { createServer } from 'node:http';
 import { crc32 } from 'node:zlib';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { registerLocalEndpoint } from '../../../shared/deps/local-endpoints.ts';
+import { type LocalResponse, registerLocalEndpoint } from '../../../shared/deps/local-endpoints.ts';
 import { listenPreferring } from '../listen-preferring.ts';
 import { type KeySchema, keyOf, lockName, type WireItem } from './images.ts';
 import { KeyLock } from './key-lock.ts';
@@ -44,6 +44,11 @@ export interface DynamoDbStreamProxyOptions {
   readonly viewType?: StreamViewType;
   /** A write landed but its record could not be made (a read after it failed): reconcile covers it. Default: a line on stderr. */
   readonly onError?: (error: Error) => void;
+  /**
+   * Asked before an in-process client's request reaches the engine (infra/local/iam/: the calling
+   * function's IAM): an answer refuses the request with it, and the engine never sees it.
+   */
+  readonly authorize?: (operation: string, body: unknown) => LocalResponse | undefined;
 }
 
 export interface DynamoDbStreamProxy {
@@ -289,6 +294,8 @@ export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptio
   // This process's SDK clients for the endpoint: the same handling, without the loopback socket.
   const unregister = registerLocalEndpoint(endpoint, async (request) => {
     const operation = operationOf(request.headers['x-amz-target']);
+    const refused = options.authorize?.(operation ?? '', JSON.parse(request.body.toString('utf8') || '{}'));
+    if (refused) return refused;
     return operation !== undefined && WRITES.has(operation)
       ? write(operation, request.body, request.headers)
       : upstream.send(request.headers, operation ?? '', request.body);

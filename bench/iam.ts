@@ -1,0 +1,62 @@
+import { parseArgs } from 'node:util';
+import { dynamodbAccessRequests } from '../infra/local/iam/dynamodb.ts';
+import { loadRolePolicies, SandboxIam } from '../infra/local/iam/enforcer.ts';
+import { runAsFunction } from '../infra/local/iam/principal.ts';
+
+/**
+ * `npm run bench:iam [-- --calls 200000]`: what the sandbox's IAM (docs/sandbox-iam.md) adds to a
+ * table call, in process: reading the request's body (JSON.parse, as the stream proxy does), what
+ * AWS would authorise for it (dynamodbAccessRequests) and the evaluation against the calling
+ * function's synthesized role (SandboxIam.authorize, the committed role-policies.json), for a
+ * GetItem of an account-service route, a Query, and a BatchGetItem of 25 keys. Each after a
+ * warm-up of a tenth of the calls. Not a test: it prints numbers.
+ */
+const { values } = parseArgs({ options: { calls: { type: 'string', default: '200000' } } });
+const CALLS = Number(values.calls);
+const TABLE = 'perp-wallet';
+const arn = (table: string) => `arn:aws:dynamodb:us-east-1:000000000000:table/${table}`;
+const iam = new SandboxIam(loadRolePolicies({ account: '000000000000', region: 'us-east-1', table: TABLE }), 'enforce', () => undefined);
+
+const cases: { name: string; functionId: string; operation: string; body: string }[] = [
+  {
+    name: 'GetItem (GetAccount, ACCOUNT#…)',
+    functionId: 'GetAccount',
+    operation: 'GetItem',
+    body: JSON.stringify({ TableName: TABLE, Key: { pk: { S: 'ACCOUNT#dev#alice' }, sk: { S: 'ACCOUNT' } }, ConsistentRead: true }),
+  },
+  {
+    name: 'Query (ListTasks, TASKS#…)',
+    functionId: 'ListTasks',
+    operation: 'Query',
+    body: JSON.stringify({
+      TableName: TABLE,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': { S: 'TASKS#dev#alice' } },
+      ScanIndexForward: false,
+      Limit: 5,
+    }),
+  },
+  {
+    name: 'BatchGetItem, 25 keys (EventsDeliver)',
+    functionId: 'EventsDeliver',
+    operation: 'BatchGetItem',
+    body: JSON.stringify({
+      RequestItems: { [TABLE]: { Keys: Array.from({ length: 25 }, (_, i) => ({ pk: { S: `WEBHOOKS#dev` }, sk: { S: `ENDPOINT#${i}` } })) } },
+    }),
+  },
+];
+
+console.info(`bench:iam, ${CALLS} calls per case, Node ${process.version}`);
+for (const one of cases) {
+  const run = (n: number) =>
+    runAsFunction(one.functionId, () => {
+      let refused = 0;
+      for (let i = 0; i < n; i++) if (iam.authorize(dynamodbAccessRequests(one.operation, JSON.parse(one.body), arn))) refused++;
+      return refused;
+    });
+  run(Math.ceil(CALLS / 10));
+  const started = performance.now();
+  const refused = run(CALLS);
+  const perCall = ((performance.now() - started) * 1000) / CALLS;
+  console.info(`${one.name}: ${perCall.toFixed(2)} µs per call (${refused} refused)`);
+}

@@ -1,0 +1,68 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
+
+/**
+ * The sandbox's IAM in the running sandbox (docs/sandbox-iam.md): every function's table calls
+ * are authorised as its synthesized role. One runtime whose policies lack one grant, as a stack
+ * would after a route's `needs` lost its table: that route answers 500 (nothing internal in the
+ * answer) and the refusal is said once, with DynamoDB's AccessDeniedException text; the other
+ * routes, under their committed grants, answer as always.
+ */
+let dataDir: string;
+let runtime: LocalRuntime;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'sandbox-iam-runtime-'));
+  process.env.LOG_LEVEL = 'silent';
+  runtime = await startLocalRuntime({
+    dataDir,
+    ports: { account: 0, enclave: 0, express: 0 },
+    dynamodbStore: 'memory',
+    rolePolicies: (committed) => {
+      const role = committed.functions.GetIdentityProvider!;
+      // The role without its table statement: what `needs: {}` would synthesize.
+      const policies = role.policies.map((policy) => ({
+        ...policy,
+        document: {
+          ...policy.document,
+          Statement: [policy.document.Statement]
+            .flat()
+            .filter((statement) => ![statement.Action].flat().some((action) => String(action).startsWith('dynamodb:'))),
+        },
+      }));
+      return { ...committed, functions: { ...committed.functions, GetIdentityProvider: { ...role, policies } } };
+    },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await runtime?.stop();
+  await rm(dataDir, { recursive: true, force: true });
+}, 60_000);
+
+describe('enforced by default', () => {
+  it('is on (SANDBOX_IAM unset), and a route under its committed grants is allowed: each call evaluated and its statement recorded', async () => {
+    expect(runtime.iam.mode).toBe('enforce');
+    const app = runtime.apps[0]!;
+    const events = await fetch(`${runtime.urls.account}/events`, { headers: { 'x-service-secret-key': app.secret_key } });
+    expect(events.status).toBe(200);
+    expect([...(runtime.iam.used.get('ListEvents') ?? [])].length).toBeGreaterThan(0);
+    expect(runtime.iam.refusals.filter((refusal) => refusal.functionId === 'ListEvents')).toEqual([]);
+  });
+
+  it('a route whose table grant is gone answers 500 with nothing internal; the refusal is AccessDeniedException for its role', async () => {
+    const app = runtime.apps[0]!;
+    const response = await fetch(`${runtime.urls.express}/v1/identity/provider`, { headers: { 'x-service-secret-key': app.secret_key } });
+    expect(response.status).toBe(500);
+    const body = (await response.json()) as { success: boolean; error: { code: string; message: string } };
+    expect(body.success).toBe(false);
+    expect(JSON.stringify(body)).not.toMatch(/AccessDenied|dynamodb|arn:/);
+    const [refusal] = runtime.iam.refusals.filter((one) => one.functionId === 'GetIdentityProvider');
+    expect(refusal?.message).toMatch(
+      /^User: arn:aws:sts::000000000000:assumed-role\/PerpWallet-Express-GetIdentityProviderRole[0-9A-F]{8}\/PerpWallet-Express-GetIdentityProviderRole[0-9A-F]{8} is not authorized to perform: dynamodb:GetItem on resource: arn:aws:dynamodb:us-east-1:000000000000:table\/perp-wallet because no identity-based policy allows the dynamodb:GetItem action$/,
+    );
+  });
+});
