@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { dynamodbAccessRequests } from '../infra/local/iam/dynamodb.ts';
 import { loadRolePolicies, SandboxIam } from '../infra/local/iam/enforcer.ts';
+import { kmsGuard } from '../infra/local/iam/kms.ts';
 import { runAsFunction } from '../infra/local/iam/principal.ts';
 
 /**
@@ -8,14 +9,17 @@ import { runAsFunction } from '../infra/local/iam/principal.ts';
  * table call, in process: reading the request's body (JSON.parse, as the stream proxy does), what
  * AWS would authorise for it (dynamodbAccessRequests) and the evaluation against the calling
  * function's synthesized role (SandboxIam.authorize, the committed role-policies.json), for a
- * GetItem of an account-service route, a Query, and a BatchGetItem of 25 keys. Each after a
+ * GetItem of an account-service route, a Query, and a BatchGetItem of 25 keys; and a KMS Decrypt
+ * of a wallet key (the role's grant and the key's policy, infra/local/iam/kms.ts). Each after a
  * warm-up of a tenth of the calls. Not a test: it prints numbers.
  */
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '200000' } } });
 const CALLS = Number(values.calls);
 const TABLE = 'perp-wallet';
 const arn = (table: string) => `arn:aws:dynamodb:us-east-1:000000000000:table/${table}`;
-const iam = new SandboxIam(loadRolePolicies({ account: '000000000000', region: 'us-east-1', table: TABLE }), 'enforce', () => undefined);
+const policies = loadRolePolicies({ account: '000000000000', region: 'us-east-1', table: TABLE });
+const iam = new SandboxIam(policies, 'enforce', () => undefined);
+const kms = kmsGuard(iam, policies, 'us-east-1', '000000000000');
 
 const cases: { name: string; functionId: string; operation: string; body: string }[] = [
   {
@@ -59,4 +63,16 @@ for (const one of cases) {
   const refused = run(CALLS);
   const perCall = ((performance.now() - started) * 1000) / CALLS;
   console.info(`${one.name}: ${perCall.toFixed(2)} µs per call (${refused} refused)`);
+}
+
+{
+  const request = { key: 'enclave', operation: 'Decrypt', encryptionContext: { purpose: 'enclave-wallet', app_id: 'dev', wallet_id: 'w-1' } } as const;
+  const run = (n: number) =>
+    runAsFunction('SignDataV2', () => {
+      for (let i = 0; i < n; i++) kms(request);
+    });
+  run(Math.ceil(CALLS / 10));
+  const started = performance.now();
+  run(CALLS);
+  console.info(`KMS Decrypt (SignDataV2, enclave key, role + key policy): ${(((performance.now() - started) * 1000) / CALLS).toFixed(2)} µs per call`);
 }

@@ -14,6 +14,7 @@ import { platformApplication } from '../../shared/apps/register-application.ts';
 import type { ChainsConfig } from '../../shared/chains/chain-config.ts';
 import { EvmChain } from '../../shared/chains/evm-chain.ts';
 import { loadSponsorPoolSize } from '../../shared/config.ts';
+import { setLocalKmsGuard } from '../../shared/crypto/local-kms-guard.ts';
 import { LOCAL_SPONSOR_KEY_FILE, LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
 import { createDocumentClient, getItem, type Table } from '../../shared/db/client.ts';
 import { keys } from '../../shared/db/keys.ts';
@@ -39,6 +40,7 @@ import { DELIVERY_QUEUE, startLocalEvents, startLocalQueues } from './events.ts'
 import { startEvmSandbox } from './evm-sandbox.ts';
 import { dynamodbAccessRequests } from './iam/dynamodb.ts';
 import { dynamodbAccessDenied, iamModeOf, loadRolePolicies, SandboxIam } from './iam/enforcer.ts';
+import { kmsGuard } from './iam/kms.ts';
 import type { RolePolicies } from './iam/role-policies.ts';
 import { LocalRuntimeError } from './local-runtime-error.ts';
 import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
@@ -200,7 +202,11 @@ async function startOnLockedDataDir(
   // as the AWS table's stream: the publisher needs the image a write made, never the one before.
   // The functions' IAM, as synthesized (docs/sandbox-iam.md): each in-process call is authorised as its function's role.
   const committed = loadRolePolicies({ account: SANDBOX_ACCOUNT, region: process.env.AWS_REGION, table: tableName });
-  const iam = new SandboxIam(options.rolePolicies?.(committed) ?? committed, iamModeOf(process.env.SANDBOX_IAM));
+  const policies = options.rolePolicies?.(committed) ?? committed;
+  const iam = new SandboxIam(policies, iamModeOf(process.env.SANDBOX_IAM));
+  // The local key wrapper and op_jwt signers ask it before each use (shared/crypto/local-kms-guard.ts).
+  setLocalKmsGuard(kmsGuard(iam, policies, process.env.AWS_REGION, SANDBOX_ACCOUNT));
+  closers.push(async () => setLocalKmsGuard(undefined));
   const tableArn = (name: string) => `arn:aws:dynamodb:${process.env.AWS_REGION}:${SANDBOX_ACCOUNT}:table/${name}`;
   const tableStream = await startDynamoDbStreamProxy({
     upstream: dynamodbEndpoint,

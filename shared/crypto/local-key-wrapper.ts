@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { open, seal } from './aead.ts';
 import { createKeyFileOnce } from './key-file.ts';
 import { canonicalContext, type DataKey, type EncryptionContext, type KeyWrapper } from './key-wrapper.ts';
+import { checkLocalKms } from './local-kms-guard.ts';
 
 /**
  * Local stand-in for KMS: a 256-bit master key in `<dataDir>/keys/<name>.key` (mode 0600,
@@ -12,19 +13,23 @@ import { canonicalContext, type DataKey, type EncryptionContext, type KeyWrapper
  */
 export class LocalKeyWrapper implements KeyWrapper {
   readonly #path: string;
+  readonly #name: 'enclave' | 'account';
   #masterKey: Promise<Buffer> | undefined;
 
-  constructor(dataDir: string, name: string) {
+  constructor(dataDir: string, name: 'enclave' | 'account') {
     this.#path = join(dataDir, 'keys', `${name}.key`);
+    this.#name = name;
   }
 
   async generateDataKey(context: EncryptionContext): Promise<DataKey> {
+    checkLocalKms({ key: this.#name, operation: 'GenerateDataKey', encryptionContext: context });
     const plaintext = randomBytes(32);
     const ciphertext = seal(await this.#master(), plaintext, canonicalContext(context));
     return { plaintext, ciphertext };
   }
 
   async decryptDataKey(ciphertext: Uint8Array, context: EncryptionContext): Promise<Uint8Array> {
+    checkLocalKms({ key: this.#name, operation: 'Decrypt', encryptionContext: context });
     return open(await this.#master(), ciphertext, canonicalContext(context));
   }
 

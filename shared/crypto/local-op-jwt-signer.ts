@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { type CryptoKey, importJWK, type JWK, SignJWT } from 'jose';
 import { describeEs256Jwk, generateEs256Jwk } from './es256-jwk.ts';
 import { createKeyFileOnce } from './key-file.ts';
+import { checkLocalKms, type LocalKeyName } from './local-kms-guard.ts';
 import { type OpJwtClaims, type OpJwtSigner, opJwtPayload } from './op-jwt-signer.ts';
 
 /** The local op_jwt key's file under `<dataDir>/keys/`. */
@@ -16,11 +17,17 @@ export class LocalOpJwtSigner implements OpJwtSigner {
   /** The key pair, and the private key imported once for signing (jose would import the JWK on every sign). */
   #key: Promise<{ publicJwk: JWK; signingKey: CryptoKey | Uint8Array }> | undefined;
 
+  readonly #keyName: LocalKeyName;
+
   constructor(dataDir: string, file: typeof LOCAL_OP_JWT_KEY_FILE | typeof LOCAL_SPONSOR_KEY_FILE = LOCAL_OP_JWT_KEY_FILE) {
     this.#path = join(dataDir, 'keys', file);
+    this.#keyName = file === LOCAL_SPONSOR_KEY_FILE ? 'gas-sponsor' : 'op-jwt';
   }
 
+  /** As KmsOpJwtSigner: GetPublicKey for the kid, then Sign of the digest (RAW, ECDSA_SHA_256). */
   async sign(claims: OpJwtClaims): Promise<string> {
+    checkLocalKms({ key: this.#keyName, operation: 'GetPublicKey' });
+    checkLocalKms({ key: this.#keyName, operation: 'Sign', signingAlgorithm: 'ECDSA_SHA_256', messageType: 'RAW' });
     const { publicJwk, signingKey } = await this.#load();
     const { kid } = publicJwk;
     if (kid === undefined) throw new Error('internal: the op_jwt signing key has no kid (describeEs256Jwk always sets one)');
@@ -28,6 +35,7 @@ export class LocalOpJwtSigner implements OpJwtSigner {
   }
 
   async publicJwk(): Promise<JWK> {
+    checkLocalKms({ key: this.#keyName, operation: 'GetPublicKey' });
     return (await this.#load()).publicJwk;
   }
 

@@ -1,7 +1,10 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { importJWK, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEV_AUDIENCE, DEV_ISSUER, devAppPaths } from '../../infra/local/applications.ts';
+import { loadRolePolicies } from '../../infra/local/iam/enforcer.ts';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 
 /**
@@ -51,6 +54,31 @@ describe('enforced by default', () => {
     expect(events.status).toBe(200);
     expect([...(runtime.iam.used.get('ListEvents') ?? [])].length).toBeGreaterThan(0);
     expect(runtime.iam.refusals.filter((refusal) => refusal.functionId === 'ListEvents')).toEqual([]);
+  });
+
+  it("KMS too: creating an account wraps its access key (the account key's GenerateDataKey, under the route's role and the key's policy)", async () => {
+    const app = runtime.apps[0]!;
+    const issuerKey = JSON.parse(await readFile(devAppPaths(dataDir).issuerKey, 'utf8')) as JWK;
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: issuerKey.kid! })
+      .setIssuer(DEV_ISSUER)
+      .setAudience(DEV_AUDIENCE)
+      .setSubject('iam-alice')
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(await importJWK(issuerKey, 'ES256'));
+    const created = await fetch(`${runtime.urls.account}/account`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'x-service-secret-key': app.secret_key, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(created.status, await created.clone().text()).toBe(200);
+    // The role's KMS statement was evaluated and allowed (with the key policy delegating to IAM).
+    const [policy] = loadRolePolicies({ account: '000000000000', region: 'us-east-1', table: runtime.tableName }).functions.CreateAccount!.policies;
+    const kmsIndex = [policy!.document.Statement].flat().findIndex((statement) => [statement.Action].flat().includes('kms:GenerateDataKey'));
+    expect(kmsIndex).toBeGreaterThanOrEqual(0);
+    expect([...(runtime.iam.used.get('CreateAccount') ?? [])]).toContain(`${policy!.name}#${kmsIndex}`);
+    expect(runtime.iam.refusals.filter((refusal) => refusal.functionId === 'CreateAccount')).toEqual([]);
   });
 
   it('a route whose table grant is gone answers 500 with nothing internal; the refusal is AccessDeniedException for its role', async () => {

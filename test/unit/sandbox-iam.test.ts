@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BatchGetCommand, BatchWriteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_FUNCTIONS } from '../../functions/events.ts';
@@ -6,8 +9,12 @@ import { TRANSFER_STEP_FUNCTIONS } from '../../functions/transfer-steps.ts';
 import { type DynamoDbStreamProxy, startDynamoDbStreamProxy } from '../../infra/local/dynamodb-stream/proxy.ts';
 import { dynamodbAccessRequests } from '../../infra/local/iam/dynamodb.ts';
 import { dynamodbAccessDenied, iamModeOf, loadRolePolicies, SandboxIam } from '../../infra/local/iam/enforcer.ts';
+import { kmsGuard } from '../../infra/local/iam/kms.ts';
 import { runAsFunction } from '../../infra/local/iam/principal.ts';
 import type { RolePolicies } from '../../infra/local/iam/role-policies.ts';
+import { LocalKeyWrapper } from '../../shared/crypto/local-key-wrapper.ts';
+import { setLocalKmsGuard } from '../../shared/crypto/local-kms-guard.ts';
+import { LOCAL_SPONSOR_KEY_FILE, LocalOpJwtSigner } from '../../shared/crypto/local-op-jwt-signer.ts';
 import { createDocumentClient, type Table } from '../../shared/db/client.ts';
 import { startEngineTable } from './support/dynamodb-engines.ts';
 
@@ -229,5 +236,69 @@ describe('the stream proxy refuses what the calling function may not do', () => 
     expect(said.slice(before)).toHaveLength(1);
     expect(said.at(-1)).toMatch(/^sandbox IAM \(warn\): Reader: User: .* is not authorized to perform: dynamodb:GetItem/);
     expect(iams.warn.refusals).toHaveLength(3);
+  });
+});
+
+describe('KMS: the local key wrapper and signers ask as the KMS adapters would send', () => {
+  const committed = loadRolePolicies({ account: '000000000000', region: REGION, table: 'perp-wallet' });
+  const context = (purpose: string) => ({ purpose, app_id: 'dev', wallet_id: 'w-1' });
+  let dataDir: string;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'sandbox-iam-kms-'));
+  });
+  afterAll(async () => {
+    setLocalKmsGuard(undefined);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("an enclave route wraps and unwraps wallet keys under the wallet's context; under another purpose, or from another route, KMS refuses", async () => {
+    setLocalKmsGuard(kmsGuard(new SandboxIam(committed, 'enforce', () => undefined), committed, REGION, '000000000000'));
+    const wrapper = new LocalKeyWrapper(dataDir, 'enclave');
+    const key = await runAsFunction('SignDataV2', () => wrapper.generateDataKey(context('enclave-wallet')));
+    expect(await runAsFunction('SignDataV2', () => wrapper.decryptDataKey(key.ciphertext, context('enclave-wallet')))).toEqual(key.plaintext);
+    await expect(runAsFunction('SignDataV2', () => wrapper.decryptDataKey(key.ciphertext, context('account-access-keys')))).rejects.toMatchObject({
+      name: 'AccessDeniedException',
+      message: expect.stringMatching(
+        /is not authorized to perform: kms:Decrypt on resource: arn:aws:kms:us-east-1:000000000000:key\/local-EnclaveWalletKey[0-9A-F]{8} because/,
+      ),
+    });
+    // An unlisted context key is refused too (ForAllValues:StringEquals on kms:EncryptionContextKeys).
+    await expect(runAsFunction('SignDataV2', () => wrapper.decryptDataKey(key.ciphertext, { ...context('enclave-wallet'), extra: 'x' }))).rejects.toMatchObject(
+      {
+        name: 'AccessDeniedException',
+      },
+    );
+    await expect(runAsFunction('GetAccount', () => wrapper.decryptDataKey(key.ciphertext, context('enclave-wallet')))).rejects.toMatchObject({
+      name: 'AccessDeniedException',
+    });
+  });
+
+  it('a key policy that does not allow the role refuses even where the role is granted: no resource-based policy allows it', async () => {
+    const keyId = Object.keys(committed.keys).find((id) => id.startsWith('EnclaveWalletKey'))!;
+    const policy = committed.keys[keyId]!.policy;
+    const without = [policy.Statement].flat().filter((statement) => statement.Sid !== 'DecryptOnlyByNamedRoles');
+    const policies = { ...committed, keys: { ...committed.keys, [keyId]: { ...committed.keys[keyId]!, policy: { ...policy, Statement: without } } } };
+    setLocalKmsGuard(kmsGuard(new SandboxIam(policies, 'enforce', () => undefined), policies, REGION, '000000000000'));
+    const wrapper = new LocalKeyWrapper(dataDir, 'enclave');
+    const key = await runAsFunction('SignDataV2', () => wrapper.generateDataKey(context('enclave-wallet')));
+    await expect(runAsFunction('SignDataV2', () => wrapper.decryptDataKey(key.ciphertext, context('enclave-wallet')))).rejects.toMatchObject({
+      name: 'AccessDeniedException',
+      message: expect.stringMatching(/because no resource-based policy allows the kms:Decrypt action$/),
+    });
+  });
+
+  it('the op_jwt key signs for a route that needs it (RAW, ECDSA_SHA_256), not for one that does not; the gas sponsor key only for the sponsoring functions', async () => {
+    setLocalKmsGuard(kmsGuard(new SandboxIam(committed, 'enforce', () => undefined), committed, REGION, '000000000000'));
+    const claims = { iss: 'https://sandbox.test', sub: 'alice', aud: 'dev', app_id: 'dev' };
+    const opJwt = new LocalOpJwtSigner(dataDir);
+    expect(await runAsFunction('GetOrCreateExpressWallet', () => opJwt.sign(claims))).toMatch(/^ey/);
+    await expect(runAsFunction('GetAccount', () => opJwt.sign(claims))).rejects.toMatchObject({ name: 'AccessDeniedException' });
+    const sponsor = new LocalOpJwtSigner(dataDir, LOCAL_SPONSOR_KEY_FILE);
+    await expect(runAsFunction('GetOrCreateExpressWallet', () => sponsor.sign(claims))).rejects.toMatchObject({
+      name: 'AccessDeniedException',
+      message: expect.stringContaining('kms:GetPublicKey'),
+    });
+    expect(await runAsFunction('Withdraw', () => sponsor.sign(claims))).toMatch(/^ey/);
   });
 });

@@ -31,6 +31,13 @@ export function loadRolePolicies(resources: SandboxResources, file = POLICIES_FI
   return bindRolePolicies(JSON.parse(readFileSync(file, 'utf8')) as RolePolicies, resources);
 }
 
+/** The resource's own policy, when it has one (a KMS key policy). */
+export interface ResourcePolicy {
+  readonly name: string;
+  readonly document: RolePolicies['keys'][string]['policy'];
+  readonly kind: 'kms-key' | 'other';
+}
+
 export interface Refusal {
   readonly functionId: string;
   readonly request: AccessRequest;
@@ -56,7 +63,7 @@ export class SandboxIam {
    * The first request of the call AWS would refuse, as the running invocation's function (none:
    * the sandbox's own code or a test, not a Lambda: nothing is evaluated); undefined when allowed.
    */
-  authorize(requests: readonly AccessRequest[]): Refusal | undefined {
+  authorize(requests: readonly AccessRequest[], resourcePolicy?: ResourcePolicy): Refusal | undefined {
     if (this.mode === 'off') return undefined;
     const functionId = currentFunction();
     if (functionId === undefined) return undefined;
@@ -64,7 +71,9 @@ export class SandboxIam {
     const principalArn = role?.role_arn ?? `arn:aws:iam::000000000000:role/${functionId}`;
     for (const request of requests) {
       const asked = { principalArn, action: request.action, resource: request.resource, context: { ...request.context, 'aws:PrincipalArn': principalArn } };
-      const decision: Decision = role ? evaluate(asked, { identity: role.policies }) : { allowed: false, reason: 'no-identity-allow' };
+      const decision: Decision = role
+        ? evaluate(asked, { identity: role.policies, ...(resourcePolicy ? { resource: resourcePolicy } : {}) })
+        : { allowed: false, reason: 'no-identity-allow' };
       if (decision.allowed) {
         const used = this.used.get(functionId) ?? new Set<string>();
         this.used.set(functionId, used);

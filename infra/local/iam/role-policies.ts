@@ -170,6 +170,11 @@ export interface SandboxResources {
   readonly table: string;
 }
 
+/** The sandbox's id of the KMS key the stacks name `logicalId` (its local stand-in: infra/local/iam/kms.ts). */
+export function localKeyId(logicalId: string): string {
+  return `local-${logicalId}`;
+}
+
 /** The policies with the sandbox's own names in place of the placeholders it knows (the others stay, matching nothing). */
 export function bindRolePolicies(policies: RolePolicies, resources: SandboxResources): RolePolicies {
   const bind = (value: unknown): unknown => {
@@ -178,7 +183,8 @@ export function bindRolePolicies(policies: RolePolicies, resources: SandboxResou
         .replaceAll('{account}', resources.account)
         .replaceAll('{region}', resources.region)
         .replaceAll('{table}', resources.table)
-        .replaceAll('{stream}', '*');
+        .replaceAll('{stream}', '*')
+        .replace(/\{key:([A-Za-z0-9]+)\}/g, (_, logicalId: string) => localKeyId(logicalId));
     if (Array.isArray(value)) return value.map(bind);
     if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, bind(inner)]));
     return value;
