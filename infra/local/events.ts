@@ -4,7 +4,7 @@ import { loadLocalLambda } from './api-gateway.ts';
 import { startStreamEventSource } from './dynamodb-stream/event-source.ts';
 import type { LocalDynamoDbStream } from './dynamodb-stream/stream.ts';
 import { startSqsEventSource } from './sqs/event-source.ts';
-import { type LocalSqs, startLocalSqs } from './sqs/server.ts';
+import { type LocalSqs, type LocalSqsOptions, startLocalSqs } from './sqs/server.ts';
 
 /**
  * Events in the sandbox (issue 24), the same machinery as in AWS (infra/ events stack):
@@ -31,11 +31,12 @@ const VISIBILITY_SECONDS = 1080;
 /** The deliverer's Lambda timeout in AWS (infra/events-stack.ts DELIVERER_TIMEOUT): a batch of POSTs and a margin; the publisher's is shorter. */
 const HANDLER_TIMEOUT_MS = (DELIVERY_BATCH_SIZE * WEBHOOK_POST_TIMEOUT_SECONDS + 30) * 1000;
 
-export async function startLocalQueues(dataDir: string, host: string): Promise<LocalSqs> {
+export async function startLocalQueues(dataDir: string, host: string, authorize?: LocalSqsOptions['authorize']): Promise<LocalSqs> {
   return startLocalSqs({
     dataDir,
     host,
     port: 0,
+    ...(authorize ? { authorize } : {}),
     queues: [
       { name: DELIVERY_DLQ, visibilityTimeoutSeconds: VISIBILITY_SECONDS, messageRetentionSeconds: 14 * 86_400 },
       {

@@ -36,16 +36,18 @@ import { type DynamoDbStore, dynamodbStore, prepareDynamoDbStore } from './dynam
 import { startDynamoDbStreamProxy } from './dynamodb-stream/proxy.ts';
 import type { LocalDynamoDbStream } from './dynamodb-stream/stream.ts';
 import type { EngineListener } from './dynamodb-stream/upstream.ts';
-import { DELIVERY_QUEUE, startLocalEvents, startLocalQueues } from './events.ts';
+import { DELIVERY_DLQ, DELIVERY_QUEUE, startLocalEvents, startLocalQueues } from './events.ts';
 import { startEvmSandbox } from './evm-sandbox.ts';
 import { dynamodbAccessRequests } from './iam/dynamodb.ts';
-import { dynamodbAccessDenied, iamModeOf, loadRolePolicies, SandboxIam } from './iam/enforcer.ts';
+import { dynamodbAccessDenied, iamModeOf, loadRolePolicies, SandboxIam, sqsAccessDenied, stepFunctionsAccessDenied } from './iam/enforcer.ts';
 import { kmsGuard } from './iam/kms.ts';
 import type { RolePolicies } from './iam/role-policies.ts';
+import { sqsAccessRequests, stepFunctionsAccessRequests } from './iam/services.ts';
 import { LocalRuntimeError } from './local-runtime-error.ts';
 import { chainsListing, type SandboxChains, sandboxRoute } from './sandbox-routes.ts';
 import { sandboxTickMs, stepWaitMs } from './sandbox-tick.ts';
 import { startSolanaSandbox } from './solana-sandbox/index.ts';
+import { SQS_REGION } from './sqs/server.ts';
 import { type LocalStepFunctions, startLocalStepFunctions } from './step-functions/server.ts';
 import { localStepFunctionNames, sandboxPlatformFee, transferStepResolver } from './step-functions/transfer-functions.ts';
 import { type SandboxVenueListing, startSandboxVenues } from './venues/framework.ts';
@@ -113,6 +115,8 @@ export interface LocalRuntime {
 }
 
 const ROOT = resolve(import.meta.dirname, '../..');
+/** The transfer machine's name in the sandbox's ARNs (`arn:aws:states:…:stateMachine:transfer`). */
+const LOCAL_STATE_MACHINE = 'transfer';
 /** The account id of the sandbox's ARNs (as in its Lambda contexts). */
 const SANDBOX_ACCOUNT = '000000000000';
 /** API Gateway REST APIs refuse larger payloads (413) before any function runs; routes refuse far less (shared/http/handler.ts). */
@@ -201,7 +205,20 @@ async function startOnLockedDataDir(
   // AWS write reaches DynamoDB Streams: the engine's endpoint is known to the proxy alone. NEW_IMAGE,
   // as the AWS table's stream: the publisher needs the image a write made, never the one before.
   // The functions' IAM, as synthesized (docs/sandbox-iam.md): each in-process call is authorised as its function's role.
-  const committed = loadRolePolicies({ account: SANDBOX_ACCOUNT, region: process.env.AWS_REGION, table: tableName });
+  const committed = loadRolePolicies({
+    account: SANDBOX_ACCOUNT,
+    region: process.env.AWS_REGION,
+    table: tableName,
+    // The stacks' queues and state machine as the sandbox names them (infra/local/events.ts, step-functions/server.ts).
+    named: (kind, logicalId) =>
+      kind === 'stateMachine'
+        ? LOCAL_STATE_MACHINE
+        : logicalId.startsWith('DeliveryDeadLetterQueue')
+          ? DELIVERY_DLQ
+          : logicalId.startsWith('DeliveryQueue')
+            ? DELIVERY_QUEUE
+            : undefined,
+  });
   const policies = options.rolePolicies?.(committed) ?? committed;
   const iam = new SandboxIam(policies, iamModeOf(process.env.SANDBOX_IAM));
   // The local key wrapper and op_jwt signers ask it before each use (shared/crypto/local-kms-guard.ts).
@@ -222,7 +239,10 @@ async function startOnLockedDataDir(
   closers.push(() => tableStream.stop());
   dynamodbEndpoint = tableStream.endpoint;
   // Webhook deliveries' FIFO queue and its dead-letter queue, under DATA_DIR/sqs (infra/local/events.ts).
-  const queues = await startLocalQueues(dataDir, host);
+  const queues = await startLocalQueues(dataDir, host, (operation, body) => {
+    const refusal = iam.authorize(sqsAccessRequests(operation, body as never, (name) => `arn:aws:sqs:${SQS_REGION}:${SANDBOX_ACCOUNT}:${name}`));
+    return refusal ? sqsAccessDenied(refusal.message) : undefined;
+  });
   closers.push(() => queues.stop());
 
   // Sandbox chains: one anvil per EVM chain, a LiteSVM-backed Solana RPC.
@@ -266,7 +286,17 @@ async function startOnLockedDataDir(
   // The transfer machine (statemachines/transfer.asl.json) behind a local Step Functions endpoint;
   // its step Lambdas run in this process with the handlers' environment set below. Executions a
   // killed process left RUNNING are re-driven at the end, once everything is up.
-  const stepFunctions = await startLocalStepFunctions({ dataDir, host, functions: transferStepResolver(), waitMs });
+  const stepFunctions = await startLocalStepFunctions({
+    dataDir,
+    host,
+    functions: transferStepResolver(),
+    waitMs,
+    name: LOCAL_STATE_MACHINE,
+    authorize: (operation, body) => {
+      const refusal = iam.authorize(stepFunctionsAccessRequests(operation, body as never));
+      return refusal ? stepFunctionsAccessDenied(refusal.message) : undefined;
+    },
+  });
   closers.unshift(() => stepFunctions.stop());
 
   // The services listen already (above): configure the handlers' environment, then serve.

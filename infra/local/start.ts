@@ -70,7 +70,7 @@ out.write(
   `Events: GET ${runtime.urls.account}/events (the app's log); webhooks: POST /webhook-endpoints with an http://127.0.0.1 receiver (docs/guide/webhooks.md); the table's stream and the delivery queue (under ${dataDir}/sqs) run as in AWS\n`,
 );
 out.write(
-  `IAM: ${runtime.iam.mode} (SANDBOX_IAM=enforce|warn|off): each function's table calls and KMS key uses are authorised as its synthesized role (docs/sandbox-iam.md)\n`,
+  `IAM: ${runtime.iam.mode} (SANDBOX_IAM=enforce|warn|off): each function's DynamoDB, KMS, SQS and Step Functions calls are authorised as its synthesized role (docs/sandbox-iam.md)\n`,
 );
 out.write('\n');
 if (env.APPS_FILE) {

@@ -1,6 +1,7 @@
 import { DescribeExecutionCommand, ExecutionAlreadyExists, ExecutionDoesNotExist, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import * as v from 'valibot';
 import { ConfigError } from '../config.ts';
+import { clientEndpoint } from '../deps/local-endpoints.ts';
 import type { ExecutionInput, StepRecord } from './task.ts';
 
 /**
@@ -89,7 +90,7 @@ export class SfnTransferExecutor implements TransferExecutor {
   readonly #config: TransfersConfig;
   readonly #client: SFNClient;
 
-  constructor(config: TransfersConfig, client: SFNClient = new SFNClient(config.endpoint ? { endpoint: config.endpoint } : {})) {
+  constructor(config: TransfersConfig, client: SFNClient = new SFNClient(clientEndpoint(config.endpoint))) {
     this.#config = config;
     this.#client = client;
   }

@@ -141,6 +141,16 @@ describe.each(DYNAMO_ENGINES)('DynamoDB stream proxy on %s', (engine) => {
     }
   });
 
+  it("an item over DynamoDB's 400 KB is refused as DynamoDB refuses it (ValidationException), with no record; one just under is stored", async () => {
+    const refused = await doc
+      .send(new PutCommand({ TableName: table.name, Item: { pk: 'LIMIT#big', sk: 'x', blob: 'x'.repeat(401 * 1024) } }))
+      .catch((error: Error) => error);
+    expect(refused).toMatchObject({ name: 'ValidationException', message: 'Item size has exceeded the maximum allowed size' });
+    expect(records).toEqual([]);
+    await doc.send(new PutCommand({ TableName: table.name, Item: { pk: 'LIMIT#big', sk: 'x', blob: 'x'.repeat(399 * 1024) } }));
+    expect(records).toHaveLength(1);
+  });
+
   it('a failed conditional write yields no record and its error reaches the client as the engine sent it', async () => {
     const key = { pk: `TASK#cond-${engine}`, sk: 'TASK' };
     await doc.send(new PutCommand({ TableName: table.name, Item: { ...key, v: 1 } }));

@@ -1,11 +1,15 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DescribeExecutionCommand, SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { importJWK, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_AUDIENCE, DEV_ISSUER, devAppPaths } from '../../infra/local/applications.ts';
 import { loadRolePolicies } from '../../infra/local/iam/enforcer.ts';
+import { runAsFunction } from '../../infra/local/iam/principal.ts';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
+import { clientEndpoint } from '../../shared/deps/local-endpoints.ts';
 
 /**
  * The sandbox's IAM in the running sandbox (docs/sandbox-iam.md): every function's table calls
@@ -79,6 +83,27 @@ describe('enforced by default', () => {
     expect(kmsIndex).toBeGreaterThanOrEqual(0);
     expect([...(runtime.iam.used.get('CreateAccount') ?? [])]).toContain(`${policy!.name}#${kmsIndex}`);
     expect(runtime.iam.refusals.filter((refusal) => refusal.functionId === 'CreateAccount')).toEqual([]);
+  });
+
+  it('Step Functions and SQS too: a step Lambda may not start an execution, a route may not use the delivery queue; their own grants pass', async () => {
+    const sfn = new SFNClient(clientEndpoint(runtime.stepFunctions.endpoint));
+    const sqs = new SQSClient(clientEndpoint(process.env.SQS_ENDPOINT));
+    const stateMachineArn = runtime.stepFunctions.stateMachineArn;
+    const start = new StartExecutionCommand({ stateMachineArn, name: 'iam-probe', input: '{}' });
+    await expect(runAsFunction('TransferBridgeStep', () => sfn.send(start))).rejects.toMatchObject({
+      name: 'AccessDeniedException',
+      message: expect.stringMatching(
+        /TransferBridgeStep.* is not authorized to perform: states:StartExecution on resource: arn:aws:states:us-east-1:000000000000:stateMachine:transfer because no identity-based policy allows/,
+      ),
+    });
+    // GetTask's own grant (DescribeExecution of the machine's executions): past IAM, the machine answers for itself.
+    const describe = new DescribeExecutionCommand({ executionArn: `${stateMachineArn.replace(':stateMachine:', ':execution:')}:no-such-execution` });
+    await expect(runAsFunction('GetTask', () => sfn.send(describe))).rejects.toMatchObject({ name: 'ExecutionDoesNotExist' });
+    const attributes = new GetQueueAttributesCommand({ QueueUrl: process.env.DELIVERY_QUEUE_URL, AttributeNames: ['ApproximateNumberOfMessages'] });
+    await expect(runAsFunction('GetAccount', () => sqs.send(attributes))).rejects.toMatchObject({ message: expect.stringContaining('sqs:GetQueueAttributes') });
+    expect((await runAsFunction('EventsDeliver', () => sqs.send(attributes))).Attributes).toHaveProperty('ApproximateNumberOfMessages');
+    sfn.destroy();
+    sqs.destroy();
   });
 
   it('a route whose table grant is gone answers 500 with nothing internal; the refusal is AccessDeniedException for its role', async () => {

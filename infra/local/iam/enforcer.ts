@@ -108,3 +108,21 @@ export function dynamodbAccessDenied(message: string): LocalResponse {
     body: Buffer.from(JSON.stringify({ __type: 'com.amazon.coral.service#AccessDeniedException', Message: message })),
   };
 }
+
+/** SQS's answer to a refused call (the JSON protocol, query-compatible: the code in x-amzn-query-error). */
+export function sqsAccessDenied(message: string): LocalResponse {
+  return {
+    status: 403,
+    headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-query-error': 'AccessDenied;Sender' },
+    body: Buffer.from(JSON.stringify({ __type: 'com.amazon.coral.service#AccessDeniedException', message })),
+  };
+}
+
+/** Step Functions' answer to a refused call. */
+export function stepFunctionsAccessDenied(message: string): LocalResponse {
+  return {
+    status: 400,
+    headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-errortype': 'AccessDeniedException' },
+    body: Buffer.from(JSON.stringify({ __type: 'com.amazon.coral.service#AccessDeniedException', message })),
+  };
+}

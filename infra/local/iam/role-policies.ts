@@ -93,6 +93,8 @@ function placeholder(stack: string, logicalId: string, type: string | undefined,
       return arn('secretsmanager', `secret:{secret:${logicalId}}`);
     case 'AWS::StepFunctions::StateMachine Ref':
       return arn('states', `stateMachine:{stateMachine:${logicalId}}`);
+    case 'AWS::StepFunctions::StateMachine Name':
+      return `{stateMachine:${logicalId}}`;
     default:
       return `{${stack}.${logicalId}.${attribute}}`;
   }
@@ -168,6 +170,8 @@ export interface SandboxResources {
   readonly account: string;
   readonly region: string;
   readonly table: string;
+  /** The sandbox's name of the queue or state machine the stacks name `logicalId` (none: the placeholder stays, matching nothing). */
+  readonly named?: (kind: 'queue' | 'stateMachine', logicalId: string) => string | undefined;
 }
 
 /** The sandbox's id of the KMS key the stacks name `logicalId` (its local stand-in: infra/local/iam/kms.ts). */
@@ -184,7 +188,11 @@ export function bindRolePolicies(policies: RolePolicies, resources: SandboxResou
         .replaceAll('{region}', resources.region)
         .replaceAll('{table}', resources.table)
         .replaceAll('{stream}', '*')
-        .replace(/\{key:([A-Za-z0-9]+)\}/g, (_, logicalId: string) => localKeyId(logicalId));
+        .replace(/\{key:([A-Za-z0-9]+)\}/g, (_, logicalId: string) => localKeyId(logicalId))
+        .replace(
+          /\{(queue|stateMachine):([A-Za-z0-9]+)\}/g,
+          (whole, kind: 'queue' | 'stateMachine', logicalId: string) => resources.named?.(kind, logicalId) ?? whole,
+        );
     if (Array.isArray(value)) return value.map(bind);
     if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, bind(inner)]));
     return value;

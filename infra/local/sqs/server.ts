@@ -51,6 +51,8 @@ export interface LocalSqsOptions {
   readonly queues: readonly LocalQueueDefinition[];
   /** The queues' clock, ms (tests move it to cross visibility timeouts and the deduplication window). */
   readonly now?: () => number;
+  /** Asked before an in-process client's request is answered (infra/local/iam/: the calling function's IAM): an answer refuses it. */
+  readonly authorize?: (operation: string, body: unknown) => LocalResponse | undefined;
 }
 
 export interface LocalSqs {
@@ -309,7 +311,20 @@ export async function startLocalSqs(options: LocalSqsOptions): Promise<LocalSqs>
   if (port !== previous) await writeFile(portFile, String(port), { mode: 0o600 });
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   const endpoint = `http://${urlHost}:${port}`;
-  const unregister = registerLocalEndpoint(endpoint, answer);
+  const unregister = registerLocalEndpoint(endpoint, async (request) => {
+    const target = request.headers['x-amz-target'] ?? '';
+    if (options.authorize && target.startsWith('AmazonSQS.')) {
+      let body: unknown = {};
+      try {
+        body = JSON.parse(request.body.toString('utf8') || '{}');
+      } catch {
+        // Not JSON: the queue answers that itself, as SQS would before authorising anything.
+      }
+      const refused = options.authorize(target.slice('AmazonSQS.'.length), body);
+      if (refused) return refused;
+    }
+    return answer(request);
+  });
   const url = (name: string) => `${endpoint}/${ACCOUNT}/${name}`;
   const known = (name: string) => {
     const queue = queues.get(name);

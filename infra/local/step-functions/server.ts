@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join, resolve } from 'node:path';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
+import { type LocalResponse, registerLocalEndpoint } from '../../../shared/deps/local-endpoints.ts';
 import { readTransferMachine } from '../../transfer-definition.ts';
 import { listenPreferring } from '../listen-preferring.ts';
 import { DurableState } from '../venues/durable-state.ts';
@@ -38,6 +39,12 @@ export interface LocalStepFunctionsOptions {
   readonly waitMs?: number;
   /** The pause before each retry locally, ms (default 100). */
   readonly retryMs?: number;
+  /**
+   * Asked before an in-process client's request runs (infra/local/iam/: the calling function's
+   * IAM): an answer refuses it. The endpoint is served in process for that (registerLocalEndpoint):
+   * the functions' SFN client hands its request over in the invocation's own context.
+   */
+  readonly authorize?: (operation: string, body: unknown) => LocalResponse | undefined;
 }
 
 export interface ExecutionView {
@@ -323,9 +330,38 @@ export async function startLocalStepFunctions(options: LocalStepFunctionsOptions
     });
   }
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const endpoint = `http://${urlHost}:${port}`;
+  // The same operations for this process's SDK clients, without the loopback socket.
+  const unregister = registerLocalEndpoint(endpoint, async (request) => {
+    const errorResponse = (error: SfnError): LocalResponse => ({
+      status: error.status,
+      headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-errortype': error.type },
+      body: Buffer.from(JSON.stringify({ __type: `com.amazonaws.sfn#${error.type}`, message: error.message })),
+    });
+    const target = request.headers['x-amz-target'] ?? '';
+    const name = target.startsWith('AWSStepFunctions.') ? target.slice('AWSStepFunctions.'.length) : '';
+    const operation = operations[name];
+    if (request.method !== 'POST' || !operation) return errorResponse(new SfnError('UnknownOperationException', `Unknown operation ${target}`));
+    let body: unknown;
+    try {
+      body = JSON.parse(request.body.toString('utf8') || '{}');
+    } catch {
+      return errorResponse(new SfnError('SerializationException', 'The request body is not JSON'));
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      return errorResponse(new SfnError('SerializationException', 'The request body is not a JSON object'));
+    const refused = options.authorize?.(name, body);
+    if (refused) return refused;
+    try {
+      const result = await operation(body as Record<string, unknown>);
+      return { status: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body: Buffer.from(JSON.stringify(result)) };
+    } catch (error) {
+      return errorResponse(error instanceof SfnError ? error : new SfnError('InternalFailure', 'Internal failure', 500));
+    }
+  });
 
   return {
-    endpoint: `http://${urlHost}:${port}`,
+    endpoint,
     stateMachineArn,
     redriveRunning: async () => {
       const running = Object.values(store.read().executions).filter((record) => record.status === 'RUNNING' && !live.has(record.name));
@@ -349,6 +385,7 @@ export async function startLocalStepFunctions(options: LocalStepFunctionsOptions
       return new Promise((done) => waiters.set(name, [...(waiters.get(name) ?? []), done]));
     },
     stop: async () => {
+      unregister();
       stopping = true;
       for (const run of live.values()) run.stop();
       live.clear();
