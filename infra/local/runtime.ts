@@ -39,7 +39,7 @@ import type { EngineListener } from './dynamodb-stream/upstream.ts';
 import { DELIVERY_DLQ, DELIVERY_QUEUE, startLocalEvents, startLocalQueues } from './events.ts';
 import { startEvmSandbox } from './evm-sandbox.ts';
 import { dynamodbAccessRequests } from './iam/dynamodb.ts';
-import { dynamodbAccessDenied, iamModeOf, loadRolePolicies, SandboxIam, sqsAccessDenied, stepFunctionsAccessDenied } from './iam/enforcer.ts';
+import { dynamodbAccessDenied, iamModeOf, loadRolePolicies, recordIamUsage, SandboxIam, sqsAccessDenied, stepFunctionsAccessDenied } from './iam/enforcer.ts';
 import { kmsGuard } from './iam/kms.ts';
 import type { RolePolicies } from './iam/role-policies.ts';
 import { sqsAccessRequests, stepFunctionsAccessRequests } from './iam/services.ts';
@@ -221,6 +221,9 @@ async function startOnLockedDataDir(
   });
   const policies = options.rolePolicies?.(committed) ?? committed;
   const iam = new SandboxIam(policies, iamModeOf(process.env.SANDBOX_IAM));
+  // What it allowed and refused, for npm run iam:report (infra/scripts/iam-report.ts).
+  // Only under the committed policies: a test's edited ones would report its own refusals.
+  if (!options.rolePolicies) closers.push(recordIamUsage(iam));
   // The local key wrapper and op_jwt signers ask it before each use (shared/crypto/local-kms-guard.ts).
   setLocalKmsGuard(kmsGuard(iam, policies, process.env.AWS_REGION, SANDBOX_ACCOUNT));
   closers.push(async () => setLocalKmsGuard(undefined));

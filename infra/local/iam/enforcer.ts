@@ -1,4 +1,7 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { LocalResponse } from '../../../shared/deps/local-endpoints.ts';
 import type { AccessRequest } from './dynamodb.ts';
@@ -51,6 +54,8 @@ export class SandboxIam {
   readonly #say: (line: string) => void;
   /** Per function, the statements that allowed a call (`<policy>#<index>`): the least-privilege report's input. */
   readonly used = new Map<string, Set<string>>();
+  /** Per function, the actions each allowing statement allowed (`<policy>#<index> <action>`). */
+  readonly usedActions = new Map<string, Set<string>>();
   readonly refusals: Refusal[] = [];
 
   constructor(policies: RolePolicies, mode: IamMode, say: (line: string) => void = (line) => process.stderr.write(`${line}\n`)) {
@@ -78,6 +83,9 @@ export class SandboxIam {
         const used = this.used.get(functionId) ?? new Set<string>();
         this.used.set(functionId, used);
         used.add(`${decision.statement.policy}#${decision.statement.index}`);
+        const actions = this.usedActions.get(functionId) ?? new Set<string>();
+        this.usedActions.set(functionId, actions);
+        actions.add(`${decision.statement.policy}#${decision.statement.index} ${request.action}`);
         continue;
       }
       const refusal = { functionId, request, message: denialMessage(asked, decision) };
@@ -124,5 +132,65 @@ export function stepFunctionsAccessDenied(message: string): LocalResponse {
     status: 400,
     headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-errortype': 'AccessDeniedException' },
     body: Buffer.from(JSON.stringify({ __type: 'com.amazon.coral.service#AccessDeniedException', message })),
+  };
+}
+
+/** What one sandbox process saw (npm run iam:report merges them): the actions each function's statements allowed, and the refusals. */
+export interface IamUsage {
+  readonly mode: IamMode;
+  readonly used: Readonly<Record<string, readonly string[]>>;
+  readonly refusals: readonly { readonly functionId: string; readonly action: string; readonly resource: string; readonly message: string }[];
+}
+
+export function usageOf(iam: SandboxIam): IamUsage {
+  return {
+    mode: iam.mode,
+    used: Object.fromEntries([...iam.usedActions].map(([functionId, actions]) => [functionId, [...actions].sort()])),
+    refusals: iam.refusals.map((refusal) => ({
+      functionId: refusal.functionId,
+      action: refusal.request.action,
+      resource: refusal.request.resource,
+      message: refusal.message,
+    })),
+  };
+}
+
+/**
+ * Where the sandbox processes of this checkout leave their usage (SANDBOX_IAM_USAGE_DIR, else a
+ * folder of the temporary directory named by the checkout's path): `<pid>.json` each, written
+ * every few seconds and at stop, so a run killed midway still counts.
+ */
+export function iamUsageDir(env = process.env): string {
+  return (
+    env.SANDBOX_IAM_USAGE_DIR ||
+    join(
+      tmpdir(),
+      'perp-wallet-iam-usage',
+      createHash('sha256')
+        .update(resolve(import.meta.dirname, '../../..'))
+        .digest('hex')
+        .slice(0, 12),
+    )
+  );
+}
+
+/** Writes this process's usage now, and every `everyMs` until the returned stop is called (which writes once more). */
+export function recordIamUsage(iam: SandboxIam, everyMs = 5_000): () => Promise<void> {
+  const dir = iamUsageDir();
+  const file = join(dir, `${process.pid}.json`);
+  const write = async () => {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeFile(`${file}.tmp`, JSON.stringify(usageOf(iam)), { mode: 0o600 });
+    await rename(`${file}.tmp`, file);
+  };
+  let writing = Promise.resolve();
+  const timer = setInterval(() => {
+    writing = writing.then(write).catch(() => undefined);
+  }, everyMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await writing;
+    await write().catch(() => undefined);
   };
 }
