@@ -192,6 +192,53 @@ export async function loadLocalLambda<E, R>(entry: string, functionId: string, t
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
+/** Lambda's synchronous invocation payload limit, each way (Lambda quotas: 6 MB), as its error message counts it. */
+export const LAMBDA_MAX_PAYLOAD_BYTES = 6_291_556;
+
+/** What Lambda gives API Gateway for one invocation: the function's result, or an invocation error API Gateway answers 502 for. */
+export type InvocationOutcome =
+  | { readonly kind: 'result'; readonly result: unknown }
+  | { readonly kind: 'timed-out'; readonly log: string }
+  | { readonly kind: 'payload-too-large'; readonly log: string };
+
+/**
+ * One synchronous invocation under Lambda's limits (the function's timeout, the 6 MB response):
+ * past its timeout Lambda stops the function, logs `Task timed out after N seconds` and answers
+ * an error; a result over 6 MB is an error too. In process the function cannot be stopped: its
+ * late result is dropped, as Lambda's would never arrive.
+ */
+export async function invokeWithinLimits(invoke: () => Promise<unknown>, timeoutMs: number, requestId: string): Promise<InvocationOutcome> {
+  let timer: NodeJS.Timeout | undefined;
+  const running = invoke();
+  running.catch(() => undefined); // a late failure, after the timeout, has no one to tell
+  const timedOut = new Promise<'timed-out'>((done) => {
+    timer = setTimeout(() => done('timed-out'), timeoutMs);
+  });
+  try {
+    const result = await Promise.race([running, timedOut]);
+    if (result === 'timed-out')
+      return { kind: 'timed-out', log: `${new Date().toISOString()} ${requestId} Task timed out after ${(timeoutMs / 1000).toFixed(2)} seconds` };
+    const size = Buffer.byteLength(typeof result === 'string' ? result : (JSON.stringify(result) ?? ''));
+    if (size > LAMBDA_MAX_PAYLOAD_BYTES)
+      return {
+        kind: 'payload-too-large',
+        log: `${requestId} Response payload size exceeded maximum allowed payload size (${LAMBDA_MAX_PAYLOAD_BYTES} bytes).`,
+      };
+    return { kind: 'result', result };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** API Gateway's answer to a Lambda invocation error: 502, through the DEFAULT_5XX gateway response (infra/api-stack.ts GATEWAY_RESPONSES). */
+export function lambdaErrorResult(requestId: string): APIGatewayProxyResult {
+  return {
+    statusCode: 502,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', 'x-request-id': requestId },
+    body: JSON.stringify({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error', request_id: requestId } }),
+  };
+}
+
 export function writeResult(res: ServerResponse, result: APIGatewayProxyResult | string | undefined) {
   if (result === undefined || typeof result === 'string') {
     res.writeHead(200, { 'content-type': 'application/json' }).end(result ?? '');

@@ -27,7 +27,17 @@ import { HttpWalletEnclave } from '../../shared/wallets/enclave-client.ts';
 import { EnclaveSponsorPool } from '../../shared/withdrawals/gas-sponsor.ts';
 import { API_FUNCTION_TIMEOUT_SECONDS, matchResource, type ResourceTree, resourceTree } from '../api-resources.ts';
 import { anvilExchange } from './anvil-fetch.ts';
-import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent, writeResult } from './api-gateway.ts';
+import {
+  gatewayRequestId,
+  installInvokeStore,
+  invokeWithinLimits,
+  lambdaContext,
+  lambdaErrorResult,
+  requestTarget,
+  runInvocation,
+  toEvent,
+  writeResult,
+} from './api-gateway.ts';
 import { type AppFileEntry, loadOrCreateDevApp, readAppsFile, toApplication } from './applications.ts';
 import { type SandboxBridgeListing, startSandboxBridge } from './bridge/server.ts';
 import { ChainHeads } from './chain-heads.ts';
@@ -461,8 +471,16 @@ async function serve(
   const event = toEvent(req, Buffer.concat(chunks), { resource: matched.resource.path, pathParameters: matched.pathParameters }, requestId, stageVariables);
   const context = lambdaContext(matched.route.id, API_FUNCTION_TIMEOUT_SECONDS * 1000);
   // Lambda sets POWERTOOLS_SERVICE_NAME per function; one process serves all three services here.
-  const result = await withServiceName(service, () => runInvocation(context, () => handler(event, context)));
-  writeResult(res, result as Parameters<typeof writeResult>[1]);
+  const outcome = await invokeWithinLimits(
+    () => withServiceName(service, () => runInvocation(context, () => handler(event, context))),
+    API_FUNCTION_TIMEOUT_SECONDS * 1000,
+    context.awsRequestId,
+  );
+  if (outcome.kind !== 'result') {
+    process.stdout.write(`${outcome.log}\n`);
+    return writeResult(res, lambdaErrorResult(requestId));
+  }
+  writeResult(res, outcome.result as Parameters<typeof writeResult>[1]);
 }
 
 function pathWithoutQueryValues(rawUrl: string): string {

@@ -1,6 +1,16 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { gatewayRequestId, installInvokeStore, lambdaContext, requestTarget, runInvocation, toEvent } from '../../infra/local/api-gateway.ts';
+import {
+  gatewayRequestId,
+  installInvokeStore,
+  invokeWithinLimits,
+  LAMBDA_MAX_PAYLOAD_BYTES,
+  lambdaContext,
+  lambdaErrorResult,
+  requestTarget,
+  runInvocation,
+  toEvent,
+} from '../../infra/local/api-gateway.ts';
 import { httpHandler } from '../../shared/http/handler.ts';
 import { jsonResponse } from '../../shared/http/response.ts';
 import { logger } from '../../shared/logger.ts';
@@ -144,5 +154,30 @@ describe('concurrent invocations in one process (the local runtime)', () => {
         .map((line) => line.service)
         .sort(),
     ).toEqual(['enclave', 'express']);
+  });
+});
+
+describe("Lambda's limits on a synchronous invocation (the function's timeout, 6 MB each way)", () => {
+  it('a function still running at its timeout: Task timed out, and API Gateway answers 502 through its DEFAULT_5XX response', async () => {
+    const outcome = await invokeWithinLimits(() => new Promise(() => undefined), 50, 'req-1');
+    expect(outcome).toMatchObject({ kind: 'timed-out', log: expect.stringMatching(/ req-1 Task timed out after 0\.05 seconds$/) });
+    expect(lambdaErrorResult('gw-1')).toMatchObject({
+      statusCode: 502,
+      body: JSON.stringify({ success: false, error: { code: 'INTERNAL_ERROR', message: 'Internal server error', request_id: 'gw-1' } }),
+    });
+  });
+
+  it('a result over 6 MB is an invocation error; one under it, and one in time, is the result', async () => {
+    const big = { statusCode: 200, body: 'x'.repeat(LAMBDA_MAX_PAYLOAD_BYTES) };
+    expect(await invokeWithinLimits(async () => big, 1_000, 'req-2')).toMatchObject({
+      kind: 'payload-too-large',
+      log: 'req-2 Response payload size exceeded maximum allowed payload size (6291556 bytes).',
+    });
+    const small = { statusCode: 200, body: 'ok' };
+    expect(await invokeWithinLimits(async () => small, 1_000, 'req-3')).toEqual({ kind: 'result', result: small });
+  });
+
+  it('a failure inside the timeout is the function error it always was', async () => {
+    await expect(invokeWithinLimits(async () => Promise.reject(new Error('boom')), 1_000, 'req-4')).rejects.toThrow('boom');
   });
 });
