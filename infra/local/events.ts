@@ -3,6 +3,8 @@ import { DELIVERY_BATCH_SIZE, WEBHOOK_POST_TIMEOUT_SECONDS } from '../../functio
 import { loadLocalLambda } from './api-gateway.ts';
 import { startStreamEventSource } from './dynamodb-stream/event-source.ts';
 import type { LocalDynamoDbStream } from './dynamodb-stream/stream.ts';
+import type { SandboxIam } from './iam/enforcer.ts';
+import { runAsFunction } from './iam/principal.ts';
 import { startSqsEventSource } from './sqs/event-source.ts';
 import { type LocalSqs, type LocalSqsOptions, startLocalSqs } from './sqs/server.ts';
 
@@ -52,6 +54,9 @@ export async function startLocalQueues(dataDir: string, host: string, authorize?
 /** The stream records the publisher takes: an insert or change of an item that holds an outbox (the AWS mapping's filter). */
 export const hasOutbox = (record: DynamoDBRecord) => record.eventName !== 'REMOVE' && record.dynamodb?.NewImage?.outbox !== undefined;
 
+/** What a DynamoDB stream event source mapping calls with the function's role (Lambda: "Working with DynamoDB streams", execution role). */
+const STREAM_READS = ['dynamodb:DescribeStream', 'dynamodb:GetShardIterator', 'dynamodb:GetRecords', 'dynamodb:ListStreams'];
+
 export interface LocalEvents {
   stop(): Promise<void>;
 }
@@ -61,11 +66,34 @@ export async function startLocalEvents(options: {
   readonly stream: LocalDynamoDbStream;
   readonly sqs: LocalSqs;
   readonly tableName: string;
+  /**
+   * The mappings read as their functions, as Lambda's event source mappings use the function's
+   * execution role: the stream's reads (a batch is handed over only if the publisher's role may read
+   * the stream; else the batch fails and is retried, as a mapping without the grant does) and the
+   * queue's polls (authorised by the local SQS as the deliverer).
+   */
+  readonly iam?: { readonly iam: SandboxIam; readonly streamArn: string };
 }): Promise<LocalEvents> {
   const publish = await loadLocalLambda<DynamoDBStreamEvent, DynamoDBBatchResponse>('functions/events/publish.ts', 'EventsPublish', HANDLER_TIMEOUT_MS);
   const deliver = await loadLocalLambda<SQSEvent, SQSBatchResponse>('functions/events/deliver.ts', 'EventsDeliver', HANDLER_TIMEOUT_MS);
-  const published = startStreamEventSource({ stream: options.stream, table: options.tableName, handler: publish, batchSize: 10, filter: hasOutbox });
-  const delivered = startSqsEventSource({ sqs: options.sqs, queue: DELIVERY_QUEUE, handler: deliver, batchSize: 10, maxConcurrency: 4 });
+  const reads = options.iam;
+  const handler = reads
+    ? (event: DynamoDBStreamEvent) => {
+        const requests = STREAM_READS.map((action) => ({ action, resource: reads.streamArn, context: {} }));
+        const refusal = runAsFunction('EventsPublish', () => reads.iam.authorize(requests));
+        if (refusal) throw new Error(`the event source mapping cannot read the table's stream: ${refusal.message}`);
+        return publish(event);
+      }
+    : publish;
+  const published = startStreamEventSource({ stream: options.stream, table: options.tableName, handler, batchSize: 10, filter: hasOutbox });
+  const delivered = startSqsEventSource({
+    sqs: options.sqs,
+    queue: DELIVERY_QUEUE,
+    handler: deliver,
+    batchSize: 10,
+    maxConcurrency: 4,
+    ...(reads ? { functionId: 'EventsDeliver' } : {}),
+  });
   await options.stream.reconcile({ table: options.tableName, filterExpression: 'attribute_exists(outbox)' });
   return {
     stop: async () => {

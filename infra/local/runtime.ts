@@ -382,7 +382,7 @@ async function startOnLockedDataDir(
   );
   await stepFunctions.redriveRunning();
   // The publisher and the deliverer, on the table's stream and the delivery queue (stopped before them).
-  const events = await startLocalEvents({ stream: tableStream.stream, sqs: queues, tableName });
+  const events = await startLocalEvents({ stream: tableStream.stream, sqs: queues, tableName, iam: { iam, streamArn: `${tableArn(tableName)}/stream/local` } });
   closers.unshift(() => events.stop());
 
   return {

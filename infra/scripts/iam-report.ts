@@ -30,13 +30,7 @@ const KEPT: Readonly<Record<string, string>> = {
   'dynamodb:BatchWriteItem': 'part of every table write grant (TABLE_ACTIONS), fenced to the same partitions',
   'dynamodb:ConditionCheckItem': 'part of every table write grant (TABLE_ACTIONS), fenced to the same partitions',
   'dynamodb:DeleteItem': 'part of every table write grant (TABLE_ACTIONS), fenced to the same partitions',
-  'sqs:ReceiveMessage': "the delivery queue's event source mapping polls with the function's role (in AWS; the sandbox's mapping is not evaluated yet)",
-  'sqs:DeleteMessage': "the delivery queue's event source mapping deletes with the function's role",
-  'sqs:GetQueueAttributes': "the delivery queue's event source mapping reads it with the function's role",
-  'dynamodb:DescribeStream': "the table stream's event source mapping reads it with the function's role",
-  'dynamodb:GetRecords': "the table stream's event source mapping reads it with the function's role",
-  'dynamodb:GetShardIterator': "the table stream's event source mapping reads it with the function's role",
-  'dynamodb:ListStreams': "the table stream's event source mapping reads it with the function's role",
+  'sqs:GetQueueAttributes': "the delivery queue's event source mapping reads its attributes in AWS; the sandbox's mapping does not ask for them",
 };
 
 const files = (await readdir(dir).catch(() => [] as string[])).filter((name) => name.endsWith('.json'));

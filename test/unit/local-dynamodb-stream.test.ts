@@ -1,6 +1,7 @@
 import { crc32 } from 'node:zlib';
 import { ConditionalCheckFailedException, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   DeleteCommand,
   type DynamoDBDocumentClient,
@@ -149,6 +150,14 @@ describe.each(DYNAMO_ENGINES)('DynamoDB stream proxy on %s', (engine) => {
     expect(records).toEqual([]);
     await doc.send(new PutCommand({ TableName: table.name, Item: { pk: 'LIMIT#big', sk: 'x', blob: 'x'.repeat(399 * 1024) } }));
     expect(records).toHaveLength(1);
+  });
+
+  it("DynamoDB's batch limits hold through the proxy: 26 writes in one BatchWriteItem, 101 keys in one BatchGetItem are refused, nothing written", async () => {
+    const writes = Array.from({ length: 26 }, (_, i) => ({ PutRequest: { Item: { pk: `LIMIT#w${i}`, sk: 'x' } } }));
+    await expect(doc.send(new BatchWriteCommand({ RequestItems: { [table.name]: writes } }))).rejects.toMatchObject({ name: 'ValidationException' });
+    expect(records).toEqual([]);
+    const keys = Array.from({ length: 101 }, (_, i) => ({ pk: `LIMIT#w${i}`, sk: 'x' }));
+    await expect(doc.send(new BatchGetCommand({ RequestItems: { [table.name]: { Keys: keys } } }))).rejects.toMatchObject({ name: 'ValidationException' });
   });
 
   it('a failed conditional write yields no record and its error reaches the client as the engine sent it', async () => {

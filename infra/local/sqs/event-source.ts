@@ -1,6 +1,7 @@
 import { DeleteMessageBatchCommand, type Message, type MessageAttributeValue, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
 import { clientEndpoint } from '../../../shared/deps/local-endpoints.ts';
+import { runAsFunction } from '../iam/principal.ts';
 import type { LocalSqs } from './server.ts';
 
 /**
@@ -28,6 +29,11 @@ export interface SqsEventSourceOptions {
   readonly maxConcurrency?: number;
   /** A failed invocation or an SQS call the source could not make (default: one line on stderr, name and message only). */
   readonly onError?: (error: unknown) => void;
+  /**
+   * The function whose role the mapping polls with (as Lambda's event source mapping uses the
+   * function's execution role): its SQS calls are authorised as that function (infra/local/iam/).
+   */
+  readonly functionId?: string;
 }
 
 export interface SqsEventSource {
@@ -133,7 +139,7 @@ export function startSqsEventSource(options: SqsEventSourceOptions): SqsEventSou
     }
   };
 
-  const pollers = Array.from({ length: concurrency }, () => poll());
+  const pollers = Array.from({ length: concurrency }, () => (options.functionId ? runAsFunction(options.functionId, poll) : poll()));
 
   return {
     idle: async () => {
