@@ -30,6 +30,15 @@ const KEPT: Readonly<Record<string, string>> = {
   'dynamodb:BatchWriteItem': 'part of every table write grant (TABLE_ACTIONS), fenced to the same partitions',
   'dynamodb:ConditionCheckItem': 'part of every table write grant (TABLE_ACTIONS), fenced to the same partitions',
   'dynamodb:DeleteItem': 'part of every table write grant (TABLE_ACTIONS), fenced to the same partitions',
+  'GetTask states:StartExecution':
+    're-kicks a start that was lost between the task write and StartExecution (shared/transfers/service.ts getUserTask): a crash path the suites do not take',
+  'CreateTransfer states:DescribeExecution': 'reads the execution a repeated start finds already there (shared/transfers/executor.ts, ExecutionAlreadyExists)',
+  'ResumeTask states:DescribeExecution': 'reads the execution a repeated start finds already there (shared/transfers/executor.ts, ExecutionAlreadyExists)',
+  'SignMessageV2 kms:GenerateDataKey': 'seals a v1 wallet migrated on its first v2 use (shared/enclave/use-wallet.ts), only while V1_RETIREMENT_AT is ahead',
+  'SignTransactionV2 kms:GenerateDataKey':
+    'seals a v1 wallet migrated on its first v2 use (shared/enclave/use-wallet.ts), only while V1_RETIREMENT_AT is ahead',
+  'SignAuthorizationV2 kms:GenerateDataKey':
+    'seals a v1 wallet migrated on its first v2 use (shared/enclave/use-wallet.ts), only while V1_RETIREMENT_AT is ahead',
   'sqs:GetQueueAttributes': "the delivery queue's event source mapping reads its attributes in AWS; the sandbox's mapping does not ask for them",
 };
 
