@@ -1,6 +1,7 @@
 import type { Hex } from 'viem';
 import { ForbiddenError, ValidationError } from '../errors.ts';
 import type { KeyFamily } from '../wallets/networks.ts';
+import { isSolanaTransactionBytes } from './solana-message.ts';
 import { signEvmAuthorization, signHash, signMessageBytes } from './wallet-keys.ts';
 
 /**
@@ -29,9 +30,20 @@ function messageBytes(message: string, encoding: 'utf8' | 'hex'): Buffer {
   return Buffer.from(message.slice(2), 'hex');
 }
 
-/** EIP-191 personal message (EVM) or the raw bytes (SOL). */
+/**
+ * EIP-191 personal message (EVM) or the raw bytes (SOL). On Solana, bytes that are a transaction
+ * message are refused (solana-message.ts isSolanaTransactionBytes): their signature would sign that
+ * transaction, which only sign_transaction may do, under the app's policy.
+ */
 export async function signMessage(wallet: SigningWallet, secret: Uint8Array, body: { message: string; encoding: 'utf8' | 'hex' }) {
-  return { ...identity(wallet), signature: await signMessageBytes(wallet.family, secret, messageBytes(body.message, body.encoding)) };
+  const bytes = messageBytes(body.message, body.encoding);
+  if (wallet.family === 'sol' && isSolanaTransactionBytes(bytes)) {
+    throw new ValidationError(
+      'body.message: these bytes are a Solana transaction (or its message); a signature over them would authorise it: sign it with sign_transaction instead',
+      'MESSAGE_IS_TRANSACTION',
+    );
+  }
+  return { ...identity(wallet), signature: await signMessageBytes(wallet.family, secret, bytes) };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { Keypair, PublicKey, SystemProgram, TransactionMessage } from '@solana/web3.js';
+import { Keypair, PublicKey, SystemProgram, TransactionMessage, VersionedTransaction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import { hexToBytes, keccak256, parseTransaction, recoverAddress, recoverTransactionAddress, stringToBytes, verifyMessage } from 'viem';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -115,6 +115,26 @@ describe('v2 signing', () => {
     const solResponse = await sign('sign_message', sol, { message: '0xdeadbeef', encoding: 'hex' });
     expect(solResponse.status).toBe(200);
     expect(ed25519.verify(hexToBytes(solResponse.body.signature), hexToBytes('0xdeadbeef'), bs58.decode(sol.public_address))).toBe(true);
+  });
+
+  it('sign_message on SOL refuses bytes that are a transaction (legacy or v0 message, or a wire transaction): their signature would sign it', async () => {
+    const payer = new PublicKey(sol.public_address);
+    const drain = { fromPubkey: payer, toPubkey: Keypair.generate().publicKey, lamports: 1_000_000_000 };
+    const build = () =>
+      new TransactionMessage({ payerKey: payer, recentBlockhash: Keypair.generate().publicKey.toBase58(), instructions: [SystemProgram.transfer(drain)] });
+    const legacy = build().compileToLegacyMessage().serialize();
+    const v0 = build().compileToV0Message().serialize();
+    const wire = new VersionedTransaction(build().compileToV0Message()).serialize();
+    // A message with a byte appended: a lenient decoder still reads the transaction in front.
+    const padded = Buffer.concat([Buffer.from(legacy), Buffer.from([0])]);
+    for (const bytes of [legacy, v0, wire, padded]) {
+      const refused = await sign('sign_message', sol, { message: `0x${Buffer.from(bytes).toString('hex')}`, encoding: 'hex' });
+      expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+      expect(expectErrorShape(refused.body)).toMatchObject({ code: 'MESSAGE_IS_TRANSACTION', message: expect.stringContaining('sign_transaction') });
+    }
+    // Text, and the same transaction through sign_transaction (where the policy applies), still sign.
+    expect((await sign('sign_message', sol, { message: 'Sign in to venue' })).status).toBe(200);
+    expect((await sign('sign_transaction', sol, { transaction: Buffer.from(v0).toString('base64') })).status).toBe(200);
   });
 
   it('sign_transaction: EVM transaction in, signed serialised transaction out', async () => {
