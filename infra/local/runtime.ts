@@ -244,18 +244,15 @@ async function startOnLockedDataDir(
     host,
     port: 0,
     viewType: 'NEW_IMAGE',
-    authorize: (operation, body) => {
-      const refusal = iam.authorize(dynamodbAccessRequests(operation, body as never, tableArn));
-      return refusal ? dynamodbAccessDenied(refusal.message) : undefined;
-    },
+    authorize: (operation, body) => iam.authorizeJson(body, (parsed: never) => dynamodbAccessRequests(operation, parsed, tableArn), dynamodbAccessDenied),
   });
   closers.push(() => tableStream.stop());
   dynamodbEndpoint = tableStream.endpoint;
   // Webhook deliveries' FIFO queue and its dead-letter queue, under DATA_DIR/sqs (infra/local/events.ts).
-  const queues = await startLocalQueues(dataDir, host, (operation, body) => {
-    const refusal = iam.authorize(sqsAccessRequests(operation, body as never, (name) => `arn:aws:sqs:${SQS_REGION}:${SANDBOX_ACCOUNT}:${name}`));
-    return refusal ? sqsAccessDenied(refusal.message) : undefined;
-  });
+  const queueArn = (name: string) => `arn:aws:sqs:${SQS_REGION}:${SANDBOX_ACCOUNT}:${name}`;
+  const queues = await startLocalQueues(dataDir, host, (operation, body) =>
+    iam.authorizeJson(body, (parsed: never) => sqsAccessRequests(operation, parsed, queueArn), sqsAccessDenied),
+  );
   closers.push(() => queues.stop());
 
   // Sandbox chains: one anvil per EVM chain, a LiteSVM-backed Solana RPC.

@@ -81,7 +81,7 @@ describe('enforced by default', () => {
     const [policy] = loadRolePolicies({ account: '000000000000', region: 'us-east-1', table: runtime.tableName }).functions.CreateAccount!.policies;
     const kmsIndex = [policy!.document.Statement].flat().findIndex((statement) => [statement.Action].flat().includes('kms:GenerateDataKey'));
     expect(kmsIndex).toBeGreaterThanOrEqual(0);
-    expect([...(runtime.iam.used.get('CreateAccount') ?? [])]).toContain(`${policy!.name}#${kmsIndex}`);
+    expect([...(runtime.iam.used.get('CreateAccount') ?? [])]).toContain(`${policy!.name}#${kmsIndex} kms:GenerateDataKey`);
     expect(runtime.iam.refusals.filter((refusal) => refusal.functionId === 'CreateAccount')).toEqual([]);
   });
 

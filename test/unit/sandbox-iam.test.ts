@@ -153,10 +153,7 @@ describe('the stream proxy refuses what the calling function may not do', () => 
     proxy = await startDynamoDbStreamProxy({
       upstream: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`,
       port: 0,
-      authorize: (operation, body) => {
-        const refusal = iams[mode].authorize(dynamodbAccessRequests(operation, body as never, arn));
-        return refusal ? dynamodbAccessDenied(refusal.message) : undefined;
-      },
+      authorize: (operation, body) => iams[mode].authorizeJson(body, (parsed: never) => dynamodbAccessRequests(operation, parsed, arn), dynamodbAccessDenied),
     });
     doc = createDocumentClient(proxy.endpoint);
     await table.doc.send(new PutCommand({ TableName: table.name, Item: { pk: 'APP#a', sk: 'x', v: 1 } }));

@@ -42,7 +42,7 @@ import {
  * (POST /task/{id}/resume) until it completes or MAX_RESUMES is reached, or, at its first failure
  * (ABANDON_RATE), left failed as a user who never resumes would.
  *
- * Gas sponsorship and the platform fee (issue 37): the users' first transfers run every bridge
+ * Gas sponsorship and the platform fee (docs/guide/account.md, "Fees"): the users' first transfers run every bridge
  * route that starts on an EVM chain once, gas-sponsored (sponsoredSweep), every other one meeting
  * a bridge refund or failure scoped to its user; SPONSORED_RATE of the drawn transfers are
  * sponsored too. The platform fee's books close to the base unit: the fee recipients hold exactly

@@ -48,7 +48,7 @@ export interface DynamoDbStreamProxyOptions {
    * Asked before an in-process client's request reaches the engine (infra/local/iam/: the calling
    * function's IAM): an answer refuses the request with it, and the engine never sees it.
    */
-  readonly authorize?: (operation: string, body: unknown) => LocalResponse | undefined;
+  readonly authorize?: (operation: string, body: Buffer) => LocalResponse | undefined;
 }
 
 export interface DynamoDbStreamProxy {
@@ -294,7 +294,7 @@ export async function startDynamoDbStreamProxy(options: DynamoDbStreamProxyOptio
   // This process's SDK clients for the endpoint: the same handling, without the loopback socket.
   const unregister = registerLocalEndpoint(endpoint, async (request) => {
     const operation = operationOf(request.headers['x-amz-target']);
-    const refused = options.authorize?.(operation ?? '', JSON.parse(request.body.toString('utf8') || '{}'));
+    const refused = options.authorize?.(operation ?? '', request.body);
     if (refused) return refused;
     return operation !== undefined && WRITES.has(operation)
       ? write(operation, request.body, request.headers)

@@ -52,10 +52,8 @@ export class SandboxIam {
   readonly #policies: RolePolicies;
   readonly #said = new Set<string>();
   readonly #say: (line: string) => void;
-  /** Per function, the statements that allowed a call (`<policy>#<index>`): the least-privilege report's input. */
+  /** Per function, the actions each allowing statement allowed (`<policy>#<index> <action>`): the least-privilege report's input. */
   readonly used = new Map<string, Set<string>>();
-  /** Per function, the actions each allowing statement allowed (`<policy>#<index> <action>`). */
-  readonly usedActions = new Map<string, Set<string>>();
   readonly refusals: Refusal[] = [];
 
   constructor(policies: RolePolicies, mode: IamMode, say: (line: string) => void = (line) => process.stderr.write(`${line}\n`)) {
@@ -68,6 +66,27 @@ export class SandboxIam {
    * The first request of the call AWS would refuse, as the running invocation's function (none:
    * the sandbox's own code or a test, not a Lambda: nothing is evaluated); undefined when allowed.
    */
+  /** Whether a call made now is evaluated: IAM is on and an invocation runs (else its request need not even be read). */
+  evaluates(): boolean {
+    return this.mode !== 'off' && currentFunction() !== undefined;
+  }
+
+  /**
+   * A JSON-protocol request's refusal as `answer` (the service's error response), or undefined:
+   * the body is parsed only when the call is evaluated; one that is not JSON is the service's to refuse.
+   */
+  authorizeJson<T>(body: Buffer, requests: (parsed: T) => readonly AccessRequest[], answer: (message: string) => LocalResponse): LocalResponse | undefined {
+    if (!this.evaluates()) return undefined;
+    let parsed: T;
+    try {
+      parsed = JSON.parse(body.toString('utf8') || '{}') as T;
+    } catch {
+      return undefined;
+    }
+    const refusal = this.authorize(requests(parsed));
+    return refusal ? answer(refusal.message) : undefined;
+  }
+
   authorize(requests: readonly AccessRequest[], resourcePolicy?: ResourcePolicy): Refusal | undefined {
     if (this.mode === 'off') return undefined;
     const functionId = currentFunction();
@@ -82,10 +101,7 @@ export class SandboxIam {
       if (decision.allowed) {
         const used = this.used.get(functionId) ?? new Set<string>();
         this.used.set(functionId, used);
-        used.add(`${decision.statement.policy}#${decision.statement.index}`);
-        const actions = this.usedActions.get(functionId) ?? new Set<string>();
-        this.usedActions.set(functionId, actions);
-        actions.add(`${decision.statement.policy}#${decision.statement.index} ${request.action}`);
+        used.add(`${decision.statement.policy}#${decision.statement.index} ${request.action}`);
         continue;
       }
       const refusal = { functionId, request, message: denialMessage(asked, decision) };
@@ -145,7 +161,7 @@ export interface IamUsage {
 export function usageOf(iam: SandboxIam): IamUsage {
   return {
     mode: iam.mode,
-    used: Object.fromEntries([...iam.usedActions].map(([functionId, actions]) => [functionId, [...actions].sort()])),
+    used: Object.fromEntries([...iam.used].map(([functionId, actions]) => [functionId, [...actions].sort()])),
     refusals: iam.refusals.map((refusal) => ({
       functionId: refusal.functionId,
       action: refusal.request.action,

@@ -52,7 +52,7 @@ export interface LocalSqsOptions {
   /** The queues' clock, ms (tests move it to cross visibility timeouts and the deduplication window). */
   readonly now?: () => number;
   /** Asked before an in-process client's request is answered (infra/local/iam/: the calling function's IAM): an answer refuses it. */
-  readonly authorize?: (operation: string, body: unknown) => LocalResponse | undefined;
+  readonly authorize?: (operation: string, body: Buffer) => LocalResponse | undefined;
 }
 
 export interface LocalSqs {
@@ -313,16 +313,8 @@ export async function startLocalSqs(options: LocalSqsOptions): Promise<LocalSqs>
   const endpoint = `http://${urlHost}:${port}`;
   const unregister = registerLocalEndpoint(endpoint, async (request) => {
     const target = request.headers['x-amz-target'] ?? '';
-    if (options.authorize && target.startsWith('AmazonSQS.')) {
-      let body: unknown = {};
-      try {
-        body = JSON.parse(request.body.toString('utf8') || '{}');
-      } catch {
-        // Not JSON: the queue answers that itself, as SQS would before authorising anything.
-      }
-      const refused = options.authorize(target.slice('AmazonSQS.'.length), body);
-      if (refused) return refused;
-    }
+    const refused = target.startsWith('AmazonSQS.') ? options.authorize?.(target.slice('AmazonSQS.'.length), request.body) : undefined;
+    if (refused) return refused;
     return answer(request);
   });
   const url = (name: string) => `${endpoint}/${ACCOUNT}/${name}`;

@@ -308,43 +308,28 @@ export async function startLocalStepFunctions(options: LocalStepFunctionsOptions
       res.writeHead(body ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(body ?? { message: `no execution ${name}` }));
       return;
     }
-    const target = String(req.headers['x-amz-target'] ?? '');
-    const operation = target.startsWith('AWSStepFunctions.') ? operations[target.slice('AWSStepFunctions.'.length)] : undefined;
-    if (req.method !== 'POST' || path !== '/' || !operation) throw new SfnError('UnknownOperationException', `Unknown operation ${target}`);
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-    } catch {
-      throw new SfnError('SerializationException', 'The request body is not JSON');
-    }
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new SfnError('SerializationException', 'The request body is not a JSON object');
-    const result = await operation(body as Record<string, unknown>);
-    res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': randomUUID() }).end(JSON.stringify(result));
+    if (path !== '/') throw new SfnError('UnknownOperationException', `Unknown operation ${String(req.headers['x-amz-target'] ?? '')}`);
+    const answer = await answerJson(req.method ?? 'GET', String(req.headers['x-amz-target'] ?? ''), Buffer.concat(chunks));
+    res.writeHead(answer.status, { ...answer.headers, 'x-amzn-requestid': randomUUID() }).end(answer.body);
   };
 
-  const host = options.host ?? '127.0.0.1';
-  const port = await listenPreferring(server, store.read().port, host);
-  if (store.read().port !== port) {
-    await store.transact((draft) => {
-      draft.port = port;
-    });
-  }
-  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  const endpoint = `http://${urlHost}:${port}`;
-  // The same operations for this process's SDK clients, without the loopback socket.
-  const unregister = registerLocalEndpoint(endpoint, async (request) => {
+  /**
+   * One request of the JSON protocol (`X-Amz-Target: AWSStepFunctions.<operation>`), for the HTTP
+   * server and the in-process endpoint alike; `authorize` (the caller's IAM) is asked once the
+   * request is known to be well formed, as AWS authorises after validating the request's shape.
+   */
+  const answerJson = async (method: string, target: string, text: Buffer): Promise<LocalResponse> => {
     const errorResponse = (error: SfnError): LocalResponse => ({
       status: error.status,
       headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-errortype': error.type },
       body: Buffer.from(JSON.stringify({ __type: `com.amazonaws.sfn#${error.type}`, message: error.message })),
     });
-    const target = request.headers['x-amz-target'] ?? '';
     const name = target.startsWith('AWSStepFunctions.') ? target.slice('AWSStepFunctions.'.length) : '';
     const operation = operations[name];
-    if (request.method !== 'POST' || !operation) return errorResponse(new SfnError('UnknownOperationException', `Unknown operation ${target}`));
+    if (method !== 'POST' || !operation) return errorResponse(new SfnError('UnknownOperationException', `Unknown operation ${target}`));
     let body: unknown;
     try {
-      body = JSON.parse(request.body.toString('utf8') || '{}');
+      body = JSON.parse(text.toString('utf8') || '{}');
     } catch {
       return errorResponse(new SfnError('SerializationException', 'The request body is not JSON'));
     }
@@ -358,7 +343,19 @@ export async function startLocalStepFunctions(options: LocalStepFunctionsOptions
     } catch (error) {
       return errorResponse(error instanceof SfnError ? error : new SfnError('InternalFailure', 'Internal failure', 500));
     }
-  });
+  };
+
+  const host = options.host ?? '127.0.0.1';
+  const port = await listenPreferring(server, store.read().port, host);
+  if (store.read().port !== port) {
+    await store.transact((draft) => {
+      draft.port = port;
+    });
+  }
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const endpoint = `http://${urlHost}:${port}`;
+  // The same operations for this process's SDK clients, without the loopback socket.
+  const unregister = registerLocalEndpoint(endpoint, (request) => answerJson(request.method, request.headers['x-amz-target'] ?? '', request.body));
 
   return {
     endpoint,
